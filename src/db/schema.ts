@@ -1,0 +1,186 @@
+// Kysely's view of the tables created by the migrations in ./migrations.
+import type { ColumnType, Generated } from 'kysely';
+
+type Timestamp = ColumnType<Date, Date, Date>;
+
+export interface SystemsTable {
+  name: string;
+  created_at: Generated<Date>;
+}
+
+export interface InstitutionsTable {
+  id_type: string;
+  id: string;
+  name: string;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface OfferingsTable {
+  id: string;
+  name: string;
+  category: string;
+  description: string;
+  specialty: string;
+  ehr_code: string;
+  institution_id_type: string;
+  institution_id: string;
+  system: string;
+  cancellable: boolean;
+  active: boolean;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  prefix: string;
+  secret_hash: string;
+  system: string;
+  role: string;
+  label: string | null;
+  created_at: Generated<Date>;
+  revoked_at: Date | null;
+}
+
+export interface ApiKeyInstitutionsTable {
+  api_key_id: string;
+  institution_id_type: string;
+  institution_id: string;
+}
+
+export interface ReferralsTable {
+  id: string;
+  version: Generated<number>;
+  status: string;
+  sender_id_type: string;
+  sender_id: string;
+  sender_system: string;
+  provider_id_type: string | null;
+  provider_id: string | null;
+  offering_id: string | null;
+  patient_uin: string | null;
+  patient_name: string | null;
+  patient_dob: string | null;
+  patient_gender: string | null;
+  patient_nationality: string | null;
+  patient_phone_number: string | null;
+  patient_residential_status: string | null;
+  referrer_id: string | null;
+  referrer_id_type: string | null;
+  referrer_name: string | null;
+  referrer_email: string | null;
+  referrer_contact_number: string | null;
+  clinical_info: string | null;
+  is_urgent: Generated<boolean>;
+  ehr_state: Generated<string>;
+  ehr_attempts: Generated<number>;
+  ehr_last_attempt_at: Date | null;
+  ehr_sha256: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  submitted_at: Date | null;
+  deleted_at: Date | null;
+}
+
+export interface AppointmentsTable {
+  referral_id: string;
+  id: string;
+  status: string;
+  start_at: Timestamp;
+  location: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface NotesTable {
+  id: string;
+  referral_id: string;
+  content: string;
+  author_name: string | null;
+  author_institution_id_type: string;
+  author_institution_id: string;
+  requester_identifier: string | null;
+  system: string;
+  created_at: Timestamp;
+}
+
+export interface TimelineEventsTable {
+  seq: Generated<string>;
+  id: string;
+  referral_id: string;
+  type: string;
+  system: string;
+  description: string;
+  produced_at: Timestamp;
+}
+
+export interface AuditEventsTable {
+  seq: Generated<string>;
+  id: string;
+  occurred_at: Timestamp;
+  request_id: string;
+  api_key_id: string | null;
+  system: string | null;
+  institution_id_type: string | null;
+  institution_id: string | null;
+  requester_identifier: string | null;
+  action: string;
+  outcome: 'success' | 'denied';
+  referral_ids: ColumnType<string[], string[] | undefined, string[]>;
+}
+
+export interface IdempotencyKeysTable {
+  api_key_id: string;
+  key: string;
+  request_hash: string;
+  state: 'in-progress' | 'completed';
+  response_status: number | null;
+  response_headers: ColumnType<Record<string, string> | null, string | null, string | null>;
+  response_body: string | null;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+}
+
+export interface OutboxTable {
+  id: Generated<string>;
+  topic: string;
+  referral_id: string;
+  version: number;
+  request_id: string;
+  created_at: Timestamp;
+  available_at: Timestamp;
+  attempts: Generated<number>;
+  last_error: string | null;
+  processed_at: Date | null;
+}
+
+export interface LinkTokensTable {
+  id: string;
+  token_hash: string;
+  referral_id: string;
+  action: string;
+  institution_id_type: string;
+  institution_id: string;
+  requester_identifier: string;
+  api_key_id: string | null;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+  used_at: Date | null;
+}
+
+export interface Database {
+  systems: SystemsTable;
+  institutions: InstitutionsTable;
+  offerings: OfferingsTable;
+  api_keys: ApiKeysTable;
+  api_key_institutions: ApiKeyInstitutionsTable;
+  referrals: ReferralsTable;
+  appointments: AppointmentsTable;
+  notes: NotesTable;
+  timeline_events: TimelineEventsTable;
+  audit_events: AuditEventsTable;
+  idempotency_keys: IdempotencyKeysTable;
+  outbox: OutboxTable;
+  link_tokens: LinkTokensTable;
+}

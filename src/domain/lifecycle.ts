@@ -1,0 +1,212 @@
+// The referral lifecycle as data (contract §4). Each operation names who may perform it from which
+// statuses, where it leads, the timeline event it writes and the outbox topics it enqueues. The API,
+// the web form, the workers and the tests all read this one table; nothing else decides transitions.
+import { InvalidTransitionError } from '../errors.ts';
+import type { AppointmentStatus, Status } from './statuses.ts';
+
+export type Actor = 'sender' | 'provider' | 'system';
+
+export type OutboxTopic = 'ehr-forward' | 'reminders';
+
+export type Target =
+  | { readonly kind: 'status'; readonly status: Status }
+  | { readonly kind: 'same' }
+  | { readonly kind: 'deleted' }
+  /** scheduled while any appointment is not cancelled, else accepted */
+  | { readonly kind: 'by-appointments' };
+
+export interface OperationRule {
+  /** The statuses each actor may perform the operation from. An absent actor may never perform it. */
+  readonly from: Readonly<Partial<Record<Actor, readonly Status[]>>>;
+  readonly to: Target;
+  /** The timeline event type, or null (delete writes none; appointments choose by their status). */
+  readonly event: string | null;
+  readonly outbox: readonly OutboxTopic[];
+  /** The sender may perform it only while the offering is cancellable (isCancellable). */
+  readonly senderNeedsCancellableOffering?: boolean;
+}
+
+const EDITABLE: readonly Status[] = ['draft', 'sender-action-required'];
+const SUBMITTED: readonly Status[] = [
+  'pending-acceptance',
+  'accepted',
+  'sender-action-required',
+  'scheduled',
+  'rejected',
+  'cancelled',
+];
+const ALL: readonly Status[] = ['draft', ...SUBMITTED];
+
+export const LIFECYCLE = {
+  create: {
+    from: {},
+    to: { kind: 'status', status: 'draft' },
+    event: 'referral.created',
+    outbox: [],
+  },
+  update: {
+    from: { sender: EDITABLE },
+    to: { kind: 'same' },
+    event: 'referral.updated',
+    outbox: [],
+  },
+  submit: {
+    from: { sender: EDITABLE },
+    to: { kind: 'status', status: 'pending-acceptance' },
+    event: 'referral.pending-acceptance',
+    outbox: ['ehr-forward', 'reminders'],
+  },
+  delete: {
+    from: { sender: ['draft'] },
+    to: { kind: 'deleted' },
+    event: null,
+    outbox: [],
+  },
+  cancel: {
+    from: {
+      sender: ['pending-acceptance', 'accepted', 'sender-action-required'],
+      provider: ['pending-acceptance', 'accepted', 'sender-action-required', 'scheduled'],
+    },
+    to: { kind: 'status', status: 'cancelled' },
+    event: 'referral.cancelled',
+    outbox: ['ehr-forward'],
+    senderNeedsCancellableOffering: true,
+  },
+  'back-to-draft': {
+    from: { sender: ['pending-acceptance', 'sender-action-required'] },
+    to: { kind: 'status', status: 'draft' },
+    event: 'referral.back-to-draft',
+    outbox: [],
+  },
+  accept: {
+    from: { provider: ['pending-acceptance'] },
+    to: { kind: 'status', status: 'accepted' },
+    event: 'referral.accepted',
+    outbox: [],
+  },
+  reject: {
+    from: { provider: ['pending-acceptance', 'accepted'] },
+    to: { kind: 'status', status: 'rejected' },
+    event: 'referral.rejected',
+    outbox: [],
+  },
+  'request-action': {
+    from: { provider: ['pending-acceptance', 'accepted'] },
+    to: { kind: 'status', status: 'sender-action-required' },
+    event: 'referral.sender-action-required',
+    outbox: [],
+  },
+  'upsert-appointment': {
+    from: { provider: ['accepted', 'scheduled'] },
+    to: { kind: 'by-appointments' },
+    event: null,
+    outbox: [],
+  },
+  'add-note': {
+    from: { sender: ALL, provider: SUBMITTED },
+    to: { kind: 'same' },
+    event: 'note.created',
+    outbox: [],
+  },
+  'reminder-sent': {
+    from: { system: ['pending-acceptance'] },
+    to: { kind: 'same' },
+    event: 'referral.provider-patient-create-reminder-sent',
+    outbox: [],
+  },
+  'ehr-forwarded': {
+    from: { system: SUBMITTED },
+    to: { kind: 'same' },
+    event: 'ehr.forwarded',
+    outbox: [],
+  },
+  'ehr-forward-failed': {
+    from: { system: SUBMITTED },
+    to: { kind: 'same' },
+    event: 'ehr.forward-failed',
+    outbox: [],
+  },
+} as const satisfies Record<string, OperationRule>;
+
+export type Operation = keyof typeof LIFECYCLE;
+export const OPERATIONS = Object.keys(LIFECYCLE) as Operation[];
+
+export const OPERATION_VERBS: Readonly<Record<Operation, string>> = {
+  create: 'create',
+  update: 'update',
+  submit: 'submit',
+  delete: 'delete',
+  cancel: 'cancel',
+  'back-to-draft': 'return to draft',
+  accept: 'accept',
+  reject: 'reject',
+  'request-action': 'request sender action on',
+  'upsert-appointment': 'change appointments of',
+  'add-note': 'add a note to',
+  'reminder-sent': 'send a reminder for',
+  'ehr-forwarded': 'record an EHR forward for',
+  'ehr-forward-failed': 'record an EHR forward failure for',
+};
+
+export interface Decision {
+  readonly rule: OperationRule;
+  /** The status after the operation; undefined when the referral is deleted. */
+  readonly next: Status | undefined;
+}
+
+export interface DecisionInput {
+  readonly status: Status;
+  readonly offeringCancellable: boolean;
+  /** Appointment statuses after the change, for `upsert-appointment`. */
+  readonly appointmentStatuses?: readonly AppointmentStatus[];
+}
+
+/** Whether `actor` may perform `operation` now; it does not check roles (see access.ts). */
+export function isAllowed(operation: Operation, actor: Actor, input: DecisionInput): boolean {
+  const rule: OperationRule = LIFECYCLE[operation];
+  const from = rule.from[actor];
+  if (from?.includes(input.status) !== true) return false;
+  return !(actor === 'sender' && rule.senderNeedsCancellableOffering === true && !input.offeringCancellable);
+}
+
+/** Decides an operation or throws InvalidTransitionError naming the current status. */
+export function decide(operation: Operation, actor: Actor, input: DecisionInput): Decision {
+  const rule: OperationRule = LIFECYCLE[operation];
+  if (!isAllowed(operation, actor, input)) {
+    const fromAllowed = rule.from[actor]?.includes(input.status) === true;
+    throw new InvalidTransitionError(
+      OPERATION_VERBS[operation],
+      input.status,
+      fromAllowed
+        ? `This referral's offering cannot be cancelled by the sender (isCancellable is false).`
+        : undefined,
+    );
+  }
+  return { rule, next: nextStatus(rule.to, input) };
+}
+
+function nextStatus(target: Target, input: DecisionInput): Status | undefined {
+  switch (target.kind) {
+    case 'status':
+      return target.status;
+    case 'same':
+      return input.status;
+    case 'deleted':
+      return undefined;
+    case 'by-appointments':
+      return (input.appointmentStatuses ?? []).some((s) => s !== 'cancelled') ? 'scheduled' : 'accepted';
+  }
+}
+
+/** isCancellable as shown to the sender (contract §4). */
+export function isCancellable(status: Status, offeringCancellable: boolean): boolean {
+  return isAllowed('cancel', 'sender', { status, offeringCancellable });
+}
+
+/** The timeline event of an appointment change, by the appointment's new status. */
+export const APPOINTMENT_EVENTS: Readonly<Record<AppointmentStatus, string>> = {
+  scheduled: 'appt.scheduled',
+  actualized: 'appt.actualized',
+  'no-show': 'appt.no-show',
+  cancelled: 'appt.cancelled',
+};

@@ -1,0 +1,112 @@
+// The referral as callers see it (contract §6). The API returns these shapes, and the renderer
+// draws the ehrForm from them. Unset values are null; `submittedAt` is absent for drafts.
+import type { AppointmentStatus, CoreStatus, OfferingCategory, Status } from './statuses.ts';
+
+export interface InstitutionView {
+  readonly idType: string;
+  readonly id: string;
+  readonly name: string;
+}
+
+export interface OfferingView {
+  readonly id: string;
+  readonly name: string;
+  readonly category: OfferingCategory;
+  readonly description: string;
+  readonly specialty: string;
+  readonly ehrCode: string;
+  readonly institution: InstitutionView;
+  readonly system: string;
+}
+
+export interface PatientView {
+  readonly uin: string | null;
+  readonly name: string | null;
+  /** YYYY-MM-DD */
+  readonly dob: string | null;
+  readonly gender: 'Male' | 'Female' | null;
+  /** ISO 3166-1 alpha-2 */
+  readonly nationality: string | null;
+  readonly phoneNumber: string | null;
+  readonly residentialStatus: 'SC' | 'PR' | 'Foreigner' | null;
+}
+
+export interface ReferrerView {
+  readonly id: string | null;
+  readonly idType: string | null;
+  readonly name: string | null;
+  readonly email: string | null;
+  readonly contactNumber: string | null;
+}
+
+export interface ReferralSummaryView {
+  readonly id: string;
+  readonly version: number;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  readonly submittedAt?: string;
+  readonly senderSystem: string;
+  readonly sender: InstitutionView;
+  readonly offering: OfferingView | null;
+  readonly patient: PatientView;
+  readonly referrer: ReferrerView;
+  readonly clinicalInfo: string | null;
+  readonly isUrgent: boolean;
+  readonly status: Status;
+  readonly coreStatus: CoreStatus;
+  readonly isCancellable: boolean;
+}
+
+export interface AppointmentView {
+  readonly id: string;
+  readonly status: AppointmentStatus;
+  readonly startAt: string;
+  readonly location: string;
+  readonly updatedAt: string;
+}
+
+export type LinkAction = 'edit' | 'respond' | 'print' | 'view';
+
+export interface LinkView {
+  readonly type: LinkAction;
+  readonly label: string;
+  readonly url: string;
+}
+
+export interface NoteView {
+  readonly id: string;
+  readonly content: string;
+  readonly authorName: string | null;
+  readonly authorInstitution: InstitutionView;
+  readonly createdAt: string;
+}
+
+export interface TimelineEventView {
+  readonly id: string;
+  readonly type: string;
+  readonly system: string;
+  readonly description: string;
+  readonly producedAt: string;
+}
+
+export type EhrForwardingState = 'not-sent' | 'queued' | 'forwarded' | 'failed';
+
+export interface EhrForwardingView {
+  readonly state: EhrForwardingState;
+  readonly lastAttemptAt?: string;
+  readonly sha256?: string;
+  readonly attempts: number;
+}
+
+export interface ReferralView extends ReferralSummaryView {
+  readonly appointments: readonly AppointmentView[];
+  readonly links: readonly LinkView[];
+  readonly notes: readonly NoteView[];
+  readonly timelineEvents: readonly TimelineEventView[];
+  readonly ehrForwarding: EhrForwardingView;
+  readonly ehrForm?: string;
+  readonly ehrFormType?: string;
+}
+
+/** What the ehrForm is drawn from: the referral as stored at one version, without per-caller links. */
+export type EhrFormSource = Omit<ReferralView, 'links' | 'ehrForwarding' | 'ehrForm' | 'ehrFormType'>;

@@ -1,0 +1,161 @@
+// One error taxonomy. Code throws these; the API's error handler alone turns them into
+// problem+json (contract §9). Messages are written for the caller: they name the field or ID the
+// caller sent and never carry patient data.
+
+export type ErrorCode =
+  | 'validation_failed'
+  | 'unauthorized'
+  | 'forbidden_role'
+  | 'institution_not_permitted'
+  | 'referral_not_found'
+  | 'not_found'
+  | 'invalid_transition'
+  | 'incomplete_referral'
+  | 'version_mismatch'
+  | 'concurrent_modification'
+  | 'idempotency_key_reused'
+  | 'idempotency_key_in_use'
+  | 'limit_exceeded'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'rate_limited'
+  | 'unavailable'
+  | 'internal_error';
+
+export interface FieldError {
+  readonly path: string;
+  readonly message: string;
+}
+
+export class AppError extends Error {
+  override readonly name: string = 'AppError';
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly title: string;
+  /** Extra members of the problem document, such as the current `status` of a referral. */
+  readonly extra: Readonly<Record<string, unknown>>;
+  readonly errors: readonly FieldError[] | undefined;
+  constructor(
+    code: ErrorCode,
+    status: number,
+    title: string,
+    detail: string,
+    extra: Readonly<Record<string, unknown>> = {},
+    errors?: readonly FieldError[],
+  ) {
+    super(detail);
+    this.code = code;
+    this.status = status;
+    this.title = title;
+    this.extra = extra;
+    this.errors = errors;
+  }
+}
+
+export class ValidationError extends AppError {
+  constructor(errors: readonly FieldError[], detail?: string) {
+    super(
+      'validation_failed',
+      400,
+      'Invalid request',
+      detail ?? errors.map((e) => `${e.path} ${e.message}`).join('; '),
+      {},
+      errors,
+    );
+  }
+}
+
+export class UnauthorizedError extends AppError {
+  constructor(detail = 'Send a valid API key in the header "Authorization: ApiKey <key>".') {
+    super('unauthorized', 401, 'Unauthorized', detail);
+  }
+}
+
+export class ForbiddenRoleError extends AppError {
+  constructor(detail: string) {
+    super('forbidden_role', 403, 'Not allowed for this role', detail);
+  }
+}
+
+export class InstitutionNotPermittedError extends AppError {
+  constructor(idType: string, id: string) {
+    super(
+      'institution_not_permitted',
+      403,
+      'Institution not permitted',
+      `This API key may not act for institution ${idType}:${id}.`,
+    );
+  }
+}
+
+export class ReferralNotFoundError extends AppError {
+  constructor(referralId: string) {
+    super('referral_not_found', 404, 'Referral not found', `No referral ${referralId} is visible to this institution.`);
+  }
+}
+
+export class NotFoundError extends AppError {
+  constructor(detail: string) {
+    super('not_found', 404, 'Not found', detail);
+  }
+}
+
+export class InvalidTransitionError extends AppError {
+  constructor(operation: string, status: string, reason?: string) {
+    super(
+      'invalid_transition',
+      409,
+      'Operation not allowed in the current status',
+      reason ?? `Cannot ${operation} a referral whose status is ${status}.`,
+      { status },
+    );
+  }
+}
+
+export class IncompleteReferralError extends AppError {
+  constructor(missing: readonly string[]) {
+    super(
+      'incomplete_referral',
+      422,
+      'Referral is incomplete',
+      `The referral cannot be submitted until it has: ${missing.join(', ')}.`,
+      { missing },
+      missing.map((path) => ({ path, message: 'is required to submit' })),
+    );
+  }
+}
+
+export class VersionMismatchError extends AppError {
+  constructor(expected: number, current: number) {
+    super(
+      'version_mismatch',
+      412,
+      'Version mismatch',
+      `If-Match asked for version ${expected}, but the referral is at version ${current}.`,
+      { currentVersion: current },
+    );
+  }
+}
+
+export class ConcurrentModificationError extends AppError {
+  constructor(referralId: string) {
+    super(
+      'concurrent_modification',
+      409,
+      'Concurrent modification',
+      `Referral ${referralId} kept changing while this request ran; read it again and retry.`,
+    );
+  }
+}
+
+export class LimitExceededError extends AppError {
+  constructor(detail: string) {
+    super('limit_exceeded', 409, 'Limit reached', detail);
+  }
+}
+
+export class UnavailableError extends AppError {
+  constructor(detail: string) {
+    super('unavailable', 503, 'Service unavailable', detail);
+  }
+}
