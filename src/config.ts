@@ -44,7 +44,8 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   if (raw === undefined) return fallback;
   if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
   const value = Number(raw);
-  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  if (value < min || value > max)
+    throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
   return value;
 }
 
@@ -80,7 +81,10 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     nodeEnv === 'production' ? 'production' : nodeEnv === 'test' ? 'test' : 'development';
   const port = integer(env, 'PORT', 3000, 0, 65535);
   const host = read(env, 'HOST') ?? '127.0.0.1';
-  const publicUrl = (url(env, 'PUBLIC_URL', ['http:', 'https:']) ?? `http://${host}:${port}`).replace(/\/+$/, '');
+  const publicUrl = (url(env, 'PUBLIC_URL', ['http:', 'https:']) ?? `http://${host}:${port}`).replace(
+    /\/+$/,
+    '',
+  );
   const ehrUrl = url(env, 'EHR_URL', ['http:', 'https:']);
   if (mode === 'production' && ehrUrl === undefined) {
     throw new ConfigError('EHR_URL', 'is required when NODE_ENV=production');
@@ -101,11 +105,15 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     reminderAfterSeconds: integer(env, 'REMINDER_AFTER_SECONDS', 86_400, 1, 31_536_000),
     reminderIntervalSeconds: integer(env, 'REMINDER_INTERVAL_SECONDS', 86_400, 1, 31_536_000),
     reminderMax: integer(env, 'REMINDER_MAX', 3, 0, 100),
-    catalogFile: read(env, 'CATALOG_FILE') === undefined ? undefined : path.resolve(cwd, read(env, 'CATALOG_FILE')!),
+    catalogFile: optionalPath(cwd, read(env, 'CATALOG_FILE')),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
   };
   return Object.freeze(config);
+}
+
+function optionalPath(cwd: string, value: string | undefined): string | undefined {
+  return value === undefined ? undefined : path.resolve(cwd, value);
 }
 
 function queuePrefix(value: string): string {

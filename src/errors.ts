@@ -90,7 +90,12 @@ export class InstitutionNotPermittedError extends AppError {
 
 export class ReferralNotFoundError extends AppError {
   constructor(referralId: string) {
-    super('referral_not_found', 404, 'Referral not found', `No referral ${referralId} is visible to this institution.`);
+    super(
+      'referral_not_found',
+      404,
+      'Referral not found',
+      `No referral ${referralId} is visible to this institution.`,
+    );
   }
 }
 
@@ -107,7 +112,7 @@ export class InvalidTransitionError extends AppError {
       409,
       'Operation not allowed in the current status',
       reason ?? `Cannot ${operation} a referral whose status is ${status}.`,
-      { status },
+      { currentStatus: status },
     );
   }
 }
