@@ -91,10 +91,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     );
     -- The list query: one institution as sender or as provider, newest first by one of three keys.
     CREATE INDEX referrals_sender_updated ON referrals (sender_id_type, sender_id, updated_at DESC, id DESC) WHERE deleted_at IS NULL;
-    CREATE INDEX referrals_sender_submitted ON referrals (sender_id_type, sender_id, submitted_at DESC, id DESC) WHERE deleted_at IS NULL;
+    CREATE INDEX referrals_sender_submitted ON referrals (sender_id_type, sender_id, submitted_at DESC NULLS LAST, id DESC) WHERE deleted_at IS NULL;
     CREATE INDEX referrals_sender_created ON referrals (sender_id_type, sender_id, created_at DESC, id DESC) WHERE deleted_at IS NULL;
     CREATE INDEX referrals_provider_updated ON referrals (provider_id_type, provider_id, updated_at DESC, id DESC) WHERE deleted_at IS NULL AND status <> 'draft';
-    CREATE INDEX referrals_provider_submitted ON referrals (provider_id_type, provider_id, submitted_at DESC, id DESC) WHERE deleted_at IS NULL AND status <> 'draft';
+    CREATE INDEX referrals_provider_submitted ON referrals (provider_id_type, provider_id, submitted_at DESC NULLS LAST, id DESC) WHERE deleted_at IS NULL AND status <> 'draft';
     CREATE INDEX referrals_provider_created ON referrals (provider_id_type, provider_id, created_at DESC, id DESC) WHERE deleted_at IS NULL AND status <> 'draft';
     CREATE INDEX referrals_patient_uin ON referrals (patient_uin) WHERE deleted_at IS NULL;
 

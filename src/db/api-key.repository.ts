@@ -1,0 +1,134 @@
+// API keys. Only the SHA-256 of a key and an 8-character display prefix are stored (contract §2).
+import type { InstitutionRef } from '../domain/access.ts';
+import type { Role } from '../domain/statuses.ts';
+import type { Executor } from './executor.ts';
+
+export interface ApiKeyRecord {
+  readonly id: string;
+  readonly prefix: string;
+  readonly system: string;
+  readonly role: Role;
+  readonly label: string | null;
+  readonly institutions: readonly InstitutionRef[];
+  readonly createdAt: Date;
+  readonly revokedAt: Date | null;
+}
+
+export interface NewApiKey {
+  readonly id: string;
+  readonly prefix: string;
+  readonly secretHash: string;
+  readonly system: string;
+  readonly role: Role;
+  readonly label: string | null;
+  readonly institutions: readonly InstitutionRef[];
+}
+
+export function apiKeyRepository(db: Executor) {
+  async function withInstitutions(
+    rows: readonly {
+      id: string;
+      prefix: string;
+      system: string;
+      role: string;
+      label: string | null;
+      created_at: Date;
+      revoked_at: Date | null;
+    }[],
+  ): Promise<ApiKeyRecord[]> {
+    if (rows.length === 0) return [];
+    const links = await db
+      .selectFrom('api_key_institutions')
+      .select(['api_key_id', 'institution_id_type', 'institution_id'])
+      .where(
+        'api_key_id',
+        'in',
+        rows.map((r) => r.id),
+      )
+      .orderBy('institution_id_type')
+      .orderBy('institution_id')
+      .execute();
+    return rows.map((r) => ({
+      id: r.id,
+      prefix: r.prefix,
+      system: r.system,
+      role: r.role as Role,
+      label: r.label,
+      createdAt: r.created_at,
+      revokedAt: r.revoked_at,
+      institutions: links
+        .filter((l) => l.api_key_id === r.id)
+        .map((l) => ({ idType: l.institution_id_type, id: l.institution_id })),
+    }));
+  }
+
+  const columns = ['id', 'prefix', 'system', 'role', 'label', 'created_at', 'revoked_at'] as const;
+
+  return {
+    async insert(key: NewApiKey): Promise<void> {
+      await db
+        .insertInto('api_keys')
+        .values({
+          id: key.id,
+          prefix: key.prefix,
+          secret_hash: key.secretHash,
+          system: key.system,
+          role: key.role,
+          label: key.label,
+          revoked_at: null,
+        })
+        .execute();
+      if (key.institutions.length > 0) {
+        await db
+          .insertInto('api_key_institutions')
+          .values(
+            key.institutions.map((i) => ({
+              api_key_id: key.id,
+              institution_id_type: i.idType,
+              institution_id: i.id,
+            })),
+          )
+          .execute();
+      }
+    },
+
+    /** The active (not revoked) key with this secret hash. */
+    async findActiveByHash(secretHash: string): Promise<ApiKeyRecord | undefined> {
+      const rows = await db
+        .selectFrom('api_keys')
+        .select(columns)
+        .where('secret_hash', '=', secretHash)
+        .where('revoked_at', 'is', null)
+        .execute();
+      return (await withInstitutions(rows))[0];
+    },
+
+    async list(): Promise<ApiKeyRecord[]> {
+      const rows = await db
+        .selectFrom('api_keys')
+        .select(columns)
+        .orderBy('created_at')
+        .orderBy('id')
+        .execute();
+      return withInstitutions(rows);
+    },
+
+    /** Active keys whose ID or display prefix is `idOrPrefix` (several only for an ambiguous prefix). */
+    async findActiveByIdOrPrefix(idOrPrefix: string): Promise<ApiKeyRecord[]> {
+      const isUuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(idOrPrefix);
+      const rows = await db
+        .selectFrom('api_keys')
+        .select(columns)
+        .where(isUuid ? 'id' : 'prefix', '=', idOrPrefix)
+        .where('revoked_at', 'is', null)
+        .execute();
+      return withInstitutions(rows);
+    },
+
+    async revoke(id: string, at: Date): Promise<void> {
+      await db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).execute();
+    },
+  };
+}
+
+export type ApiKeyRepository = ReturnType<typeof apiKeyRepository>;

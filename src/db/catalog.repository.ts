@@ -1,0 +1,153 @@
+// Systems, institutions and offerings: the catalog (contract §1). Loading is an upsert by ID.
+import { sql } from 'kysely';
+import type { InstitutionRef } from '../domain/access.ts';
+import type { InstitutionView, OfferingView } from '../domain/referral-view.ts';
+import type { OfferingCategory } from '../domain/statuses.ts';
+import type { Executor } from './executor.ts';
+
+export interface CatalogInstitution {
+  readonly idType: string;
+  readonly id: string;
+  readonly name: string;
+}
+
+export interface CatalogOffering {
+  readonly id: string;
+  readonly name: string;
+  readonly category: OfferingCategory;
+  readonly description: string;
+  readonly specialty: string;
+  readonly ehrCode: string;
+  readonly institution: InstitutionRef;
+  readonly system: string;
+  readonly cancellable: boolean;
+  readonly active: boolean;
+}
+
+export interface OfferingRecord extends OfferingView {
+  readonly cancellable: boolean;
+  readonly active: boolean;
+}
+
+export function catalogRepository(db: Executor) {
+  return {
+    async upsertSystems(names: readonly string[]): Promise<void> {
+      if (names.length === 0) return;
+      await db
+        .insertInto('systems')
+        .values(names.map((name) => ({ name })))
+        .onConflict((oc) => oc.column('name').doNothing())
+        .execute();
+    },
+
+    async upsertInstitutions(institutions: readonly CatalogInstitution[]): Promise<void> {
+      if (institutions.length === 0) return;
+      await db
+        .insertInto('institutions')
+        .values(institutions.map((i) => ({ id_type: i.idType, id: i.id, name: i.name })))
+        .onConflict((oc) =>
+          oc.columns(['id_type', 'id']).doUpdateSet({
+            name: (eb) => eb.ref('excluded.name'),
+            updated_at: sql<Date>`now()`,
+          }),
+        )
+        .execute();
+    },
+
+    async upsertOfferings(offerings: readonly CatalogOffering[]): Promise<void> {
+      if (offerings.length === 0) return;
+      await db
+        .insertInto('offerings')
+        .values(
+          offerings.map((o) => ({
+            id: o.id,
+            name: o.name,
+            category: o.category,
+            description: o.description,
+            specialty: o.specialty,
+            ehr_code: o.ehrCode,
+            institution_id_type: o.institution.idType,
+            institution_id: o.institution.id,
+            system: o.system,
+            cancellable: o.cancellable,
+            active: o.active,
+          })),
+        )
+        .onConflict((oc) =>
+          oc.column('id').doUpdateSet((eb) => ({
+            name: eb.ref('excluded.name'),
+            category: eb.ref('excluded.category'),
+            description: eb.ref('excluded.description'),
+            specialty: eb.ref('excluded.specialty'),
+            ehr_code: eb.ref('excluded.ehr_code'),
+            institution_id_type: eb.ref('excluded.institution_id_type'),
+            institution_id: eb.ref('excluded.institution_id'),
+            system: eb.ref('excluded.system'),
+            cancellable: eb.ref('excluded.cancellable'),
+            active: eb.ref('excluded.active'),
+            updated_at: sql<Date>`now()`,
+          })),
+        )
+        .execute();
+    },
+
+    async listSystems(): Promise<string[]> {
+      const rows = await db.selectFrom('systems').select('name').orderBy('name').execute();
+      return rows.map((r) => r.name);
+    },
+
+    async findInstitution(ref: InstitutionRef): Promise<InstitutionView | undefined> {
+      const row = await db
+        .selectFrom('institutions')
+        .select(['id_type', 'id', 'name'])
+        .where('id_type', '=', ref.idType)
+        .where('id', '=', ref.id)
+        .executeTakeFirst();
+      return row && { idType: row.id_type, id: row.id, name: row.name };
+    },
+
+    async findOffering(id: string): Promise<OfferingRecord | undefined> {
+      const row = await db
+        .selectFrom('offerings as o')
+        .innerJoin('institutions as i', (j) =>
+          j.onRef('i.id_type', '=', 'o.institution_id_type').onRef('i.id', '=', 'o.institution_id'),
+        )
+        .select([
+          'o.id',
+          'o.name',
+          'o.category',
+          'o.description',
+          'o.specialty',
+          'o.ehr_code',
+          'o.system',
+          'o.cancellable',
+          'o.active',
+          'i.id_type as institution_id_type',
+          'i.id as institution_id',
+          'i.name as institution_name',
+        ])
+        .where('o.id', '=', id)
+        .executeTakeFirst();
+      if (!row) return undefined;
+      return {
+        id: row.id,
+        name: row.name,
+        category: row.category as OfferingCategory,
+        description: row.description,
+        specialty: row.specialty,
+        ehrCode: row.ehr_code,
+        system: row.system,
+        cancellable: row.cancellable,
+        active: row.active,
+        institution: { idType: row.institution_id_type, id: row.institution_id, name: row.institution_name },
+      };
+    },
+
+    async isEmpty(): Promise<boolean> {
+      const row = await db.selectFrom('institutions').select('id').limit(1).executeTakeFirst();
+      return row === undefined;
+    },
+  };
+}
+
+export type CatalogRepository = ReturnType<typeof catalogRepository>;

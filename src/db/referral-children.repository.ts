@@ -1,0 +1,220 @@
+// The parts of a referral that live in their own tables: appointments, notes and timeline events.
+// They are read and written only after the referral itself passed the tenancy check.
+import { sql } from 'kysely';
+import type { AppointmentView, NoteView, TimelineEventView } from '../domain/referral-view.ts';
+import type { AppointmentStatus } from '../domain/statuses.ts';
+import type { Executor } from './executor.ts';
+
+export interface AppointmentRecord {
+  readonly id: string;
+  readonly status: AppointmentStatus;
+  readonly startAt: Date;
+  readonly location: string;
+  readonly updatedAt: Date;
+}
+
+export interface NewNote {
+  readonly id: string;
+  readonly referralId: string;
+  readonly content: string;
+  readonly authorName: string | null;
+  readonly authorInstitution: { readonly idType: string; readonly id: string };
+  readonly requesterIdentifier: string | null;
+  readonly system: string;
+  readonly createdAt: Date;
+}
+
+export interface NewTimelineEvent {
+  readonly id: string;
+  readonly referralId: string;
+  readonly type: string;
+  readonly system: string;
+  readonly description: string;
+  readonly producedAt: Date;
+}
+
+export function appointmentRepository(db: Executor) {
+  return {
+    async list(referralId: string): Promise<AppointmentRecord[]> {
+      const rows = await db
+        .selectFrom('appointments')
+        .select(['id', 'status', 'start_at', 'location', 'updated_at'])
+        .where('referral_id', '=', referralId)
+        .orderBy('start_at')
+        .orderBy('id')
+        .execute();
+      return rows.map((r) => ({
+        id: r.id,
+        status: r.status as AppointmentStatus,
+        startAt: r.start_at,
+        location: r.location,
+        updatedAt: r.updated_at,
+      }));
+    },
+
+    async upsert(
+      referralId: string,
+      appointment: Omit<AppointmentRecord, 'updatedAt'>,
+      now: Date,
+    ): Promise<void> {
+      await db
+        .insertInto('appointments')
+        .values({
+          referral_id: referralId,
+          id: appointment.id,
+          status: appointment.status,
+          start_at: appointment.startAt,
+          location: appointment.location,
+          created_at: now,
+          updated_at: now,
+        })
+        .onConflict((oc) =>
+          oc.columns(['referral_id', 'id']).doUpdateSet({
+            status: appointment.status,
+            start_at: appointment.startAt,
+            location: appointment.location,
+            updated_at: now,
+          }),
+        )
+        .execute();
+    },
+
+    /** Marks every scheduled appointment cancelled; returns those it changed. */
+    async cancelScheduled(referralId: string, now: Date): Promise<AppointmentRecord[]> {
+      const rows = await db
+        .updateTable('appointments')
+        .set({ status: 'cancelled', updated_at: now })
+        .where('referral_id', '=', referralId)
+        .where('status', '=', 'scheduled')
+        .returning(['id', 'status', 'start_at', 'location', 'updated_at'])
+        .execute();
+      return rows
+        .map((r) => ({
+          id: r.id,
+          status: r.status as AppointmentStatus,
+          startAt: r.start_at,
+          location: r.location,
+          updatedAt: r.updated_at,
+        }))
+        .sort((a, b) => a.startAt.getTime() - b.startAt.getTime() || a.id.localeCompare(b.id));
+    },
+  };
+}
+
+export function toAppointmentView(a: AppointmentRecord): AppointmentView {
+  return {
+    id: a.id,
+    status: a.status,
+    startAt: a.startAt.toISOString(),
+    location: a.location,
+    updatedAt: a.updatedAt.toISOString(),
+  };
+}
+
+export function noteRepository(db: Executor) {
+  return {
+    list(referralId: string): Promise<NoteView[]> {
+      return this.listWhere('n.referral_id', referralId);
+    },
+
+    async listWhere(column: 'n.id' | 'n.referral_id', value: string): Promise<NoteView[]> {
+      const rows = await db
+        .selectFrom('notes as n')
+        .innerJoin('institutions as i', (j) =>
+          j
+            .onRef('i.id_type', '=', 'n.author_institution_id_type')
+            .onRef('i.id', '=', 'n.author_institution_id'),
+        )
+        .select([
+          'n.id',
+          'n.content',
+          'n.author_name',
+          'n.created_at',
+          'i.id_type',
+          'i.id as inst_id',
+          'i.name',
+        ])
+        .where(column, '=', value)
+        .orderBy('n.created_at')
+        .orderBy('n.id')
+        .execute();
+      return rows.map((r) => ({
+        id: r.id,
+        content: r.content,
+        authorName: r.author_name,
+        authorInstitution: { idType: r.id_type, id: r.inst_id, name: r.name },
+        createdAt: r.created_at.toISOString(),
+      }));
+    },
+
+    async get(noteId: string): Promise<NoteView> {
+      const note = (await this.listWhere('n.id', noteId))[0];
+      if (!note) throw new Error(`note ${noteId} is missing`);
+      return note;
+    },
+
+    async count(referralId: string): Promise<number> {
+      const row = await db
+        .selectFrom('notes')
+        .select(sql<number>`count(*)::int`.as('n'))
+        .where('referral_id', '=', referralId)
+        .executeTakeFirstOrThrow();
+      return row.n;
+    },
+
+    async insert(note: NewNote): Promise<void> {
+      await db
+        .insertInto('notes')
+        .values({
+          id: note.id,
+          referral_id: note.referralId,
+          content: note.content,
+          author_name: note.authorName,
+          author_institution_id_type: note.authorInstitution.idType,
+          author_institution_id: note.authorInstitution.id,
+          requester_identifier: note.requesterIdentifier,
+          system: note.system,
+          created_at: note.createdAt,
+        })
+        .execute();
+    },
+  };
+}
+
+export function timelineRepository(db: Executor) {
+  return {
+    /** Oldest first, in the order the events were written. */
+    async list(referralId: string): Promise<TimelineEventView[]> {
+      const rows = await db
+        .selectFrom('timeline_events')
+        .select(['id', 'type', 'system', 'description', 'produced_at'])
+        .where('referral_id', '=', referralId)
+        .orderBy('seq')
+        .execute();
+      return rows.map((r) => ({
+        id: r.id,
+        type: r.type,
+        system: r.system,
+        description: r.description,
+        producedAt: r.produced_at.toISOString(),
+      }));
+    },
+
+    async append(events: readonly NewTimelineEvent[]): Promise<void> {
+      if (events.length === 0) return;
+      await db
+        .insertInto('timeline_events')
+        .values(
+          events.map((e) => ({
+            id: e.id,
+            referral_id: e.referralId,
+            type: e.type,
+            system: e.system,
+            description: e.description,
+            produced_at: e.producedAt,
+          })),
+        )
+        .execute();
+    },
+  };
+}

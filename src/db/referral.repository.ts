@@ -1,0 +1,360 @@
+// Referrals and their timeline. Tenancy lives here: every read takes the caller's institution and
+// sees only referrals it sends, or receives once they have left draft (contract §2). Writes are
+// compare-and-set on `version`, so concurrent transitions cannot both win (contract §4).
+import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
+import type { InstitutionRef } from '../domain/access.ts';
+import { ReferralNotFoundError } from '../errors.ts';
+import type { InstitutionView, PatientView, ReferrerView } from '../domain/referral-view.ts';
+import type { EhrForwardingState } from '../domain/referral-view.ts';
+import { statusesOf, type CoreStatus, type OfferingCategory, type Status } from '../domain/statuses.ts';
+import type { OfferingRecord } from './catalog.repository.ts';
+import type { Executor } from './executor.ts';
+import type { Database, ReferralsTable } from './schema.ts';
+
+export interface ReferralRecord {
+  readonly id: string;
+  readonly version: number;
+  readonly status: Status;
+  readonly sender: InstitutionView;
+  readonly senderSystem: string;
+  readonly provider: InstitutionRef | null;
+  readonly offering: OfferingRecord | null;
+  readonly patient: PatientView;
+  readonly referrer: ReferrerView;
+  readonly clinicalInfo: string | null;
+  readonly isUrgent: boolean;
+  readonly ehr: {
+    readonly state: EhrForwardingState;
+    readonly attempts: number;
+    readonly lastAttemptAt: Date | null;
+    readonly sha256: string | null;
+  };
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+  readonly submittedAt: Date | null;
+}
+
+/** The editable content of a referral, as stored. */
+export interface ReferralContent {
+  readonly offeringId: string | null;
+  readonly providerIdType: string | null;
+  readonly providerId: string | null;
+  readonly patientUin: string | null;
+  readonly patientName: string | null;
+  readonly patientDob: string | null;
+  readonly patientGender: string | null;
+  readonly patientNationality: string | null;
+  readonly patientPhoneNumber: string | null;
+  readonly patientResidentialStatus: string | null;
+  readonly referrerId: string | null;
+  readonly referrerIdType: string | null;
+  readonly referrerName: string | null;
+  readonly referrerEmail: string | null;
+  readonly referrerContactNumber: string | null;
+  readonly clinicalInfo: string | null;
+  readonly isUrgent: boolean;
+}
+
+export interface NewReferral extends ReferralContent {
+  readonly id: string;
+  readonly sender: InstitutionRef;
+  readonly senderSystem: string;
+  readonly now: Date;
+}
+
+export interface ReferralPatch extends Partial<ReferralContent> {
+  readonly status?: Status;
+  readonly submittedAt?: Date | null;
+  readonly ehrState?: EhrForwardingState;
+}
+
+export type ListSort = 'updatedAt' | 'submittedAt' | 'createdAt';
+
+export interface ListFilter {
+  readonly institution: InstitutionRef;
+  readonly side?: 'sender' | 'provider';
+  readonly coreStatuses: readonly CoreStatus[];
+  readonly patientUin?: string;
+  readonly sort: ListSort;
+  readonly offset: number;
+  readonly pageSize: number;
+}
+
+const SORT_COLUMNS = {
+  updatedAt: 'r.updated_at',
+  submittedAt: 'r.submitted_at',
+  createdAt: 'r.created_at',
+} as const;
+
+type Row = Selectable<ReferralsTable> & {
+  sender_name: string;
+  o_name: string | null;
+  o_category: string | null;
+  o_description: string | null;
+  o_specialty: string | null;
+  o_ehr_code: string | null;
+  o_system: string | null;
+  o_cancellable: boolean | null;
+  o_active: boolean | null;
+  p_name: string | null;
+};
+
+function toRecord(row: Row): ReferralRecord {
+  const offering: OfferingRecord | null =
+    row.offering_id === null || row.o_name === null
+      ? null
+      : {
+          id: row.offering_id,
+          name: row.o_name,
+          category: row.o_category as OfferingCategory,
+          description: row.o_description ?? '',
+          specialty: row.o_specialty ?? '',
+          ehrCode: row.o_ehr_code ?? '',
+          system: row.o_system ?? '',
+          cancellable: row.o_cancellable ?? true,
+          active: row.o_active ?? true,
+          institution: {
+            idType: row.provider_id_type ?? '',
+            id: row.provider_id ?? '',
+            name: row.p_name ?? '',
+          },
+        };
+  return {
+    id: row.id,
+    version: row.version,
+    status: row.status as Status,
+    sender: { idType: row.sender_id_type, id: row.sender_id, name: row.sender_name },
+    senderSystem: row.sender_system,
+    provider:
+      row.provider_id_type === null || row.provider_id === null
+        ? null
+        : { idType: row.provider_id_type, id: row.provider_id },
+    offering,
+    patient: {
+      uin: row.patient_uin,
+      name: row.patient_name,
+      dob: row.patient_dob,
+      gender: row.patient_gender as PatientView['gender'],
+      nationality: row.patient_nationality,
+      phoneNumber: row.patient_phone_number,
+      residentialStatus: row.patient_residential_status as PatientView['residentialStatus'],
+    },
+    referrer: {
+      id: row.referrer_id,
+      idType: row.referrer_id_type,
+      name: row.referrer_name,
+      email: row.referrer_email,
+      contactNumber: row.referrer_contact_number,
+    },
+    clinicalInfo: row.clinical_info,
+    isUrgent: row.is_urgent,
+    ehr: {
+      state: row.ehr_state as EhrForwardingState,
+      attempts: row.ehr_attempts,
+      lastAttemptAt: row.ehr_last_attempt_at,
+      sha256: row.ehr_sha256,
+    },
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    submittedAt: row.submitted_at,
+  };
+}
+
+function sideOf(
+  eb: ExpressionBuilder<Database & { r: ReferralsTable }, 'r'>,
+  side: 'sender' | 'provider',
+  inst: InstitutionRef,
+) {
+  return side === 'sender'
+    ? eb.and([eb('r.sender_id_type', '=', inst.idType), eb('r.sender_id', '=', inst.id)])
+    : eb.and([
+        eb('r.provider_id_type', '=', inst.idType),
+        eb('r.provider_id', '=', inst.id),
+        eb('r.status', '<>', 'draft'),
+      ]);
+}
+
+export function referralRepository(db: Executor) {
+  function base() {
+    return db
+      .selectFrom('referrals as r')
+      .innerJoin('institutions as s', (j) =>
+        j.onRef('s.id_type', '=', 'r.sender_id_type').onRef('s.id', '=', 'r.sender_id'),
+      )
+      .leftJoin('offerings as o', 'o.id', 'r.offering_id')
+      .leftJoin('institutions as p', (j) =>
+        j.onRef('p.id_type', '=', 'r.provider_id_type').onRef('p.id', '=', 'r.provider_id'),
+      )
+      .selectAll('r')
+      .select([
+        's.name as sender_name',
+        'o.name as o_name',
+        'o.category as o_category',
+        'o.description as o_description',
+        'o.specialty as o_specialty',
+        'o.ehr_code as o_ehr_code',
+        'o.system as o_system',
+        'o.cancellable as o_cancellable',
+        'o.active as o_active',
+        'p.name as p_name',
+      ])
+      .where('r.deleted_at', 'is', null);
+  }
+
+  function visibleTo(inst: InstitutionRef, side?: 'sender' | 'provider') {
+    return (eb: ExpressionBuilder<Database & { r: ReferralsTable }, 'r'>) =>
+      side === undefined
+        ? eb.or([sideOf(eb, 'sender', inst), sideOf(eb, 'provider', inst)])
+        : sideOf(eb, side, inst);
+  }
+
+  function matches(filter: ListFilter) {
+    return (eb: ExpressionBuilder<Database & { r: ReferralsTable }, 'r'>) => {
+      const conditions = [visibleTo(filter.institution, filter.side)(eb)];
+      if (filter.coreStatuses.length > 0) {
+        conditions.push(
+          eb.or(
+            filter.coreStatuses.map((core) =>
+              core === 'sender-action-required'
+                ? // "Requires action from the user": only the sender is asked to act.
+                  eb.and([
+                    eb('r.status', '=', 'sender-action-required'),
+                    sideOf(eb, 'sender', filter.institution),
+                  ])
+                : eb('r.status', 'in', statusesOf(core)),
+            ),
+          ),
+        );
+      }
+      if (filter.patientUin !== undefined) conditions.push(eb('r.patient_uin', '=', filter.patientUin));
+      return eb.and(conditions);
+    };
+  }
+
+  return {
+    /** The referral if `institution` may see it; undefined otherwise (the caller answers 404). */
+    async findVisible(id: string, institution: InstitutionRef): Promise<ReferralRecord | undefined> {
+      const row = await base().where('r.id', '=', id).where(visibleTo(institution)).executeTakeFirst();
+      return row && toRecord(row);
+    },
+
+    /** The referral if `institution` may see it; 404 referral_not_found otherwise. */
+    async getVisible(id: string, institution: InstitutionRef): Promise<ReferralRecord> {
+      const record = await this.findVisible(id, institution);
+      if (!record) throw new ReferralNotFoundError(id);
+      return record;
+    },
+
+    /** The referral without a tenancy check: for workers acting for the system, never for callers. */
+    async findForSystem(id: string): Promise<ReferralRecord | undefined> {
+      const row = await base().where('r.id', '=', id).executeTakeFirst();
+      return row && toRecord(row);
+    },
+
+    async list(filter: ListFilter): Promise<{ records: ReferralRecord[]; total: number; hasNext: boolean }> {
+      const sort = SORT_COLUMNS[filter.sort];
+      const rows = await base()
+        .where(matches(filter))
+        .orderBy(sql`${sql.ref(sort)} desc nulls last`)
+        .orderBy('r.id', 'desc')
+        .limit(filter.pageSize + 1)
+        .offset(filter.offset)
+        .execute();
+      const counted = await db
+        .selectFrom('referrals as r')
+        .select(sql<number>`count(*)::int`.as('total'))
+        .where('r.deleted_at', 'is', null)
+        .where(matches(filter))
+        .executeTakeFirstOrThrow();
+      return {
+        records: rows.slice(0, filter.pageSize).map(toRecord),
+        total: counted.total,
+        hasNext: rows.length > filter.pageSize,
+      };
+    },
+
+    async insert(referral: NewReferral): Promise<void> {
+      await db
+        .insertInto('referrals')
+        .values({
+          id: referral.id,
+          status: 'draft',
+          sender_id_type: referral.sender.idType,
+          sender_id: referral.sender.id,
+          sender_system: referral.senderSystem,
+          ...contentColumns(referral),
+          created_at: referral.now,
+          updated_at: referral.now,
+          submitted_at: null,
+          deleted_at: null,
+          ehr_last_attempt_at: null,
+          ehr_sha256: null,
+        })
+        .execute();
+    },
+
+    /**
+     * Applies `patch` and increments `version` only if the row is still at `expectedVersion`.
+     * Returns false when another transaction got there first; the caller decides again.
+     */
+    async compareAndSet(
+      id: string,
+      expectedVersion: number,
+      patch: ReferralPatch,
+      now: Date,
+    ): Promise<boolean> {
+      const result = await db
+        .updateTable('referrals')
+        .set((eb) => ({
+          ...contentColumns(patch),
+          ...(patch.status === undefined ? {} : { status: patch.status }),
+          ...(patch.submittedAt === undefined ? {} : { submitted_at: patch.submittedAt }),
+          ...(patch.ehrState === undefined ? {} : { ehr_state: patch.ehrState }),
+          version: eb('version', '+', 1),
+          updated_at: now,
+        }))
+        .where('id', '=', id)
+        .where('version', '=', expectedVersion)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      return result.numUpdatedRows === 1n;
+    },
+
+    /** Soft-deletes: the row stays for the audit trail but is never visible again. */
+    async softDelete(id: string, expectedVersion: number, now: Date): Promise<boolean> {
+      const result = await db
+        .updateTable('referrals')
+        .set((eb) => ({ deleted_at: now, updated_at: now, version: eb('version', '+', 1) }))
+        .where('id', '=', id)
+        .where('version', '=', expectedVersion)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      return result.numUpdatedRows === 1n;
+    },
+  };
+}
+
+/** The columns of `content`; undefined fields are left out of the statement by Kysely. */
+function contentColumns(content: Partial<ReferralContent>) {
+  return {
+    offering_id: content.offeringId,
+    provider_id_type: content.providerIdType,
+    provider_id: content.providerId,
+    patient_uin: content.patientUin,
+    patient_name: content.patientName,
+    patient_dob: content.patientDob,
+    patient_gender: content.patientGender,
+    patient_nationality: content.patientNationality,
+    patient_phone_number: content.patientPhoneNumber,
+    patient_residential_status: content.patientResidentialStatus,
+    referrer_id: content.referrerId,
+    referrer_id_type: content.referrerIdType,
+    referrer_name: content.referrerName,
+    referrer_email: content.referrerEmail,
+    referrer_contact_number: content.referrerContactNumber,
+    clinical_info: content.clinicalInfo,
+    is_urgent: content.isUrgent,
+  };
+}
+
+export type ReferralRepository = ReturnType<typeof referralRepository>;
