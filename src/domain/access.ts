@@ -25,7 +25,8 @@ export function sameInstitution(a: InstitutionRef | null, b: InstitutionRef): bo
 export function partiesOf(referral: ReferralParties, institution: InstitutionRef): Party[] {
   const parties: Party[] = [];
   if (sameInstitution(referral.sender, institution)) parties.push('sender');
-  if (referral.status !== 'draft' && sameInstitution(referral.provider, institution)) parties.push('provider');
+  if (referral.status !== 'draft' && sameInstitution(referral.provider, institution))
+    parties.push('provider');
   return parties;
 }
 
@@ -45,7 +46,7 @@ export function actingParty(
   institution: InstitutionRef,
 ): Party {
   const rule = LIFECYCLE[operation];
-  const allowed = Object.keys(rule.from) as string[];
+  const allowed = Object.keys(rule.from);
   if (role === 'ops' || !allowed.includes(role)) {
     throw new ForbiddenRoleError(`A ${role} key may not ${operation.replaceAll('-', ' ')} referrals.`);
   }

@@ -99,10 +99,10 @@ export interface EhrForwardingView {
 }
 
 export interface ReferralView extends ReferralSummaryView {
-  readonly appointments: readonly AppointmentView[];
-  readonly links: readonly LinkView[];
-  readonly notes: readonly NoteView[];
-  readonly timelineEvents: readonly TimelineEventView[];
+  readonly appointments: AppointmentView[];
+  readonly links: LinkView[];
+  readonly notes: NoteView[];
+  readonly timelineEvents: TimelineEventView[];
   readonly ehrForwarding: EhrForwardingView;
   readonly ehrForm?: string;
   readonly ehrFormType?: string;

@@ -53,13 +53,22 @@ export const timeline = {
     const where = quote(location);
     switch (status) {
       case 'scheduled':
-        return { type: 'appt.scheduled', description: `${actor} scheduled an appointment for ${when} at ${where}.` };
+        return {
+          type: 'appt.scheduled',
+          description: `${actor} scheduled an appointment for ${when} at ${where}.`,
+        };
       case 'actualized':
         return { type: 'appt.actualized', description: `The appointment on ${when} at ${where} took place.` };
       case 'no-show':
-        return { type: 'appt.no-show', description: `The patient missed the appointment on ${when} at ${where}.` };
+        return {
+          type: 'appt.no-show',
+          description: `The patient missed the appointment on ${when} at ${where}.`,
+        };
       case 'cancelled':
-        return { type: 'appt.cancelled', description: `The appointment on ${when} at ${where} was cancelled.` };
+        return {
+          type: 'appt.cancelled',
+          description: `The appointment on ${when} at ${where} was cancelled.`,
+        };
     }
   },
   noteAdded: (actor: string): TimelineEntry => ({
