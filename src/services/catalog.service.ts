@@ -1,0 +1,130 @@
+// Loads the catalog (contract §1): systems, institutions and offerings from a JSON document. The
+// document is checked whole before anything is written, and loading is one transaction and an
+// upsert by ID, so loading the same file twice changes nothing and a bad file changes nothing.
+import fs from 'node:fs/promises';
+import type { Kysely } from 'kysely';
+import { Type, type Static } from 'typebox';
+import { Value } from 'typebox/value';
+import { INSTITUTION_ID_TYPES, OFFERING_CATEGORIES } from '../domain/statuses.ts';
+import { ValidationError } from '../errors.ts';
+import { catalogRepository } from '../db/catalog.repository.ts';
+import type { Database } from '../db/schema.ts';
+
+const Text = (maxLength: number) => Type.String({ minLength: 1, maxLength });
+const Id = Type.String({ pattern: '^[A-Za-z0-9._-]{1,64}$' });
+const InstitutionRef = Type.Object(
+  { idType: Type.Enum([...INSTITUTION_ID_TYPES]), id: Id },
+  { additionalProperties: false },
+);
+
+export const CatalogDocument = Type.Object(
+  {
+    systems: Type.Array(Type.String({ pattern: '^[A-Za-z][A-Za-z0-9 ._-]{0,63}$' }), { maxItems: 1000 }),
+    institutions: Type.Array(
+      Type.Object(
+        { idType: Type.Enum([...INSTITUTION_ID_TYPES]), id: Id, name: Text(200) },
+        { additionalProperties: false },
+      ),
+      { maxItems: 100_000 },
+    ),
+    offerings: Type.Array(
+      Type.Object(
+        {
+          id: Id,
+          name: Text(200),
+          category: Type.Enum([...OFFERING_CATEGORIES]),
+          description: Text(4000),
+          specialty: Text(200),
+          ehrCode: Text(64),
+          institution: InstitutionRef,
+          system: Text(64),
+          cancellable: Type.Optional(Type.Boolean()),
+          active: Type.Optional(Type.Boolean()),
+        },
+        { additionalProperties: false },
+      ),
+      { maxItems: 100_000 },
+    ),
+  },
+  { additionalProperties: false },
+);
+export type CatalogDocument = Static<typeof CatalogDocument>;
+
+export interface CatalogSummary {
+  readonly systems: number;
+  readonly institutions: number;
+  readonly offerings: number;
+}
+
+/** Checks the document's shape and references; throws ValidationError naming every problem. */
+export function parseCatalog(document: unknown, knownSystems: readonly string[] = []): CatalogDocument {
+  if (!Value.Check(CatalogDocument, document)) {
+    throw new ValidationError(
+      Value.Errors(CatalogDocument, document)
+        .slice(0, 20)
+        .map((e) => ({ path: e.instancePath || '/', message: e.message })),
+    );
+  }
+  const problems: { path: string; message: string }[] = [];
+  const systems = new Set(['Manual', ...knownSystems, ...document.systems]);
+  const institutions = new Set(document.institutions.map((i) => `${i.idType}:${i.id}`));
+  const seen = new Set<string>();
+  document.offerings.forEach((o, index) => {
+    if (seen.has(o.id))
+      problems.push({ path: `/offerings/${index}/id`, message: `repeats offering ${o.id}` });
+    seen.add(o.id);
+    if (!systems.has(o.system)) {
+      problems.push({
+        path: `/offerings/${index}/system`,
+        message: `names system ${o.system}, which is not listed`,
+      });
+    }
+    if (!institutions.has(`${o.institution.idType}:${o.institution.id}`)) {
+      problems.push({
+        path: `/offerings/${index}/institution`,
+        message: `names institution ${o.institution.idType}:${o.institution.id}, which is not listed`,
+      });
+    }
+  });
+  if (problems.length > 0) throw new ValidationError(problems);
+  return document;
+}
+
+export function createCatalogService(deps: { db: Kysely<Database> }) {
+  return {
+    async load(document: unknown): Promise<CatalogSummary> {
+      return deps.db.transaction().execute(async (trx) => {
+        const repo = catalogRepository(trx);
+        const catalog = parseCatalog(document, await repo.listSystems());
+        await repo.upsertSystems(catalog.systems);
+        await repo.upsertInstitutions(catalog.institutions);
+        await repo.upsertOfferings(
+          catalog.offerings.map((o) => ({
+            ...o,
+            cancellable: o.cancellable ?? true,
+            active: o.active ?? true,
+          })),
+        );
+        return {
+          systems: catalog.systems.length,
+          institutions: catalog.institutions.length,
+          offerings: catalog.offerings.length,
+        };
+      });
+    },
+
+    async loadFile(file: string): Promise<CatalogSummary> {
+      let document: unknown;
+      try {
+        document = JSON.parse(await fs.readFile(file, 'utf8'));
+      } catch (error) {
+        throw new Error(`Cannot read catalog ${file}: ${(error as Error).message}`, { cause: error });
+      }
+      return this.load(document);
+    },
+
+    isEmpty: () => catalogRepository(deps.db).isEmpty(),
+  };
+}
+
+export type CatalogService = ReturnType<typeof createCatalogService>;

@@ -1,0 +1,99 @@
+// The link upsert (contract §5.7): hands a clinician a one-time URL into our web form. Without a
+// referralId it creates a draft from the prefill; with one, it applies the prefill to a referral the
+// sender may still change (draft or sender-action-required) and hands out a fresh link.
+import { v7 as uuidv7 } from 'uuid';
+import type { Kysely } from 'kysely';
+import type { Clock } from '../domain/clock.ts';
+import { upsertLinkAction } from '../domain/links.ts';
+import { timeline } from '../domain/timeline.ts';
+import { ForbiddenRoleError, InvalidTransitionError } from '../errors.ts';
+import { catalogRepository } from '../db/catalog.repository.ts';
+import { referralRepository } from '../db/referral.repository.ts';
+import type { Database } from '../db/schema.ts';
+import type { Caller } from './caller.ts';
+import type { LinkMinter } from './link-minter.ts';
+import { EMPTY_CONTENT, resolveContent, type ReferralFieldsInput } from './referral-input.ts';
+import { appendTimeline, audit, createMutationRunner } from './referral-mutation.ts';
+import { planUpdate } from './referral-commands.ts';
+
+export interface LinkDeps {
+  readonly db: Kysely<Database>;
+  readonly clock: Clock;
+  readonly links: LinkMinter;
+}
+
+export interface LinkUpsertResult {
+  readonly referralId: string;
+  readonly url: string;
+  readonly type: 'upsert';
+  readonly expiresAt: string;
+}
+
+export function createLinkService(deps: LinkDeps) {
+  const mutate = createMutationRunner(deps);
+
+  return {
+    async upsert(
+      caller: Caller & { readonly requesterIdentifier: string },
+      referralId: string | undefined,
+      prefill: ReferralFieldsInput,
+    ): Promise<LinkUpsertResult> {
+      if (caller.role !== 'sender')
+        throw new ForbiddenRoleError(`A ${caller.role} key may not upsert links.`);
+      const grant = (id: string) => ({
+        referralId: id,
+        institution: caller.institution,
+        requesterIdentifier: caller.requesterIdentifier,
+        apiKeyId: caller.apiKeyId,
+      });
+
+      if (referralId === undefined) {
+        return deps.db.transaction().execute(async (trx) => {
+          const now = deps.clock.now();
+          const content = { ...EMPTY_CONTENT, ...(await resolveContent(trx, deps.clock, prefill)) };
+          const id = uuidv7();
+          await referralRepository(trx).insert({
+            id,
+            sender: caller.institution,
+            senderSystem: caller.system,
+            now,
+            ...content,
+          });
+          const sender = await catalogRepository(trx).findInstitution(caller.institution);
+          await appendTimeline(trx, id, caller.system, [timeline.created(sender?.name ?? 'The sender')], now);
+          await audit(trx, caller, 'link.upsert', [id], now);
+          const link = await deps.links.mintOne(trx, grant(id), 'edit');
+          return {
+            referralId: id,
+            url: link.url,
+            type: 'upsert' as const,
+            expiresAt: link.expiresAt.toISOString(),
+          };
+        });
+      }
+
+      return mutate(
+        caller,
+        referralId,
+        'update',
+        undefined,
+        (ctx) => planUpdate(deps.clock, ctx, prefill),
+        async (trx) => {
+          const current = await referralRepository(trx).getVisible(referralId, caller.institution);
+          const action = upsertLinkAction(current.status);
+          if (action === undefined) throw new InvalidTransitionError('open a link to edit', current.status);
+          await audit(trx, caller, 'link.upsert', [referralId], deps.clock.now());
+          const link = await deps.links.mintOne(trx, grant(referralId), action);
+          return {
+            referralId,
+            url: link.url,
+            type: 'upsert' as const,
+            expiresAt: link.expiresAt.toISOString(),
+          };
+        },
+      );
+    },
+  };
+}
+
+export type LinkService = ReturnType<typeof createLinkService>;

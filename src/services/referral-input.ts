@@ -1,0 +1,142 @@
+// Turns the referral fields of a request (create, update, link prefill) into stored content, with the
+// checks a schema cannot make: the offering exists and is active, and the date of birth is a real
+// date that is not in the future. Errors name the request field, never its value.
+import { ValidationError, type FieldError } from '../errors.ts';
+import type { Clock } from '../domain/clock.ts';
+import type { ReferralContent } from '../db/referral.repository.ts';
+import { catalogRepository } from '../db/catalog.repository.ts';
+import type { Executor } from '../db/executor.ts';
+
+/** Request fields; undefined leaves a stored value alone, null clears it. */
+export interface ReferralFieldsInput {
+  readonly offeringId?: string | null;
+  readonly referrerId?: string | null;
+  readonly referrerIdType?: string | null;
+  readonly referrerName?: string | null;
+  readonly referrerEmail?: string | null;
+  readonly referrerContactNumber?: string | null;
+  readonly patientUin?: string | null;
+  readonly patientName?: string | null;
+  readonly patientPhoneNumber?: string | null;
+  readonly dob?: string | null;
+  readonly patientGender?: string | null;
+  readonly nationality?: string | null;
+  readonly residentialStatus?: string | null;
+  readonly clinicalInfo?: string | null;
+  readonly isUrgent?: boolean | null;
+}
+
+const FIELD_COLUMNS = {
+  referrerId: 'referrerId',
+  referrerIdType: 'referrerIdType',
+  referrerName: 'referrerName',
+  referrerEmail: 'referrerEmail',
+  referrerContactNumber: 'referrerContactNumber',
+  patientUin: 'patientUin',
+  patientName: 'patientName',
+  patientPhoneNumber: 'patientPhoneNumber',
+  dob: 'patientDob',
+  patientGender: 'patientGender',
+  nationality: 'patientNationality',
+  residentialStatus: 'patientResidentialStatus',
+  clinicalInfo: 'clinicalInfo',
+} as const satisfies Partial<Record<keyof ReferralFieldsInput, keyof ReferralContent>>;
+
+/** Words for the timeline ("updated the referral (patient name, clinical information)"). */
+const FIELD_WORDS: Readonly<Record<keyof ReferralFieldsInput, string>> = {
+  offeringId: 'offering',
+  referrerId: 'referrer ID',
+  referrerIdType: 'referrer ID type',
+  referrerName: 'referrer name',
+  referrerEmail: 'referrer email',
+  referrerContactNumber: 'referrer contact number',
+  patientUin: 'patient UIN',
+  patientName: 'patient name',
+  patientPhoneNumber: 'patient phone number',
+  dob: 'date of birth',
+  patientGender: 'patient gender',
+  nationality: 'nationality',
+  residentialStatus: 'residential status',
+  clinicalInfo: 'clinical information',
+  isUrgent: 'urgency',
+};
+
+export const EMPTY_CONTENT: ReferralContent = {
+  offeringId: null,
+  providerIdType: null,
+  providerId: null,
+  patientUin: null,
+  patientName: null,
+  patientDob: null,
+  patientGender: null,
+  patientNationality: null,
+  patientPhoneNumber: null,
+  patientResidentialStatus: null,
+  referrerId: null,
+  referrerIdType: null,
+  referrerName: null,
+  referrerEmail: null,
+  referrerContactNumber: null,
+  clinicalInfo: null,
+  isUrgent: false,
+};
+
+export function fieldWords(fields: readonly (keyof ReferralFieldsInput)[]): string[] {
+  return fields.map((f) => FIELD_WORDS[f]);
+}
+
+/** The fields the input sets (present, even if null). */
+export function fieldsIn(input: ReferralFieldsInput): (keyof ReferralFieldsInput)[] {
+  return (Object.keys(FIELD_WORDS) as (keyof ReferralFieldsInput)[]).filter((f) => input[f] !== undefined);
+}
+
+/**
+ * The content changes that `input` asks for. Resolves the offering (and with it the provider), and
+ * checks what schemas cannot.
+ */
+export async function resolveContent(
+  db: Executor,
+  clock: Clock,
+  input: ReferralFieldsInput,
+): Promise<Partial<ReferralContent>> {
+  const errors: FieldError[] = [];
+  const content: Partial<Record<keyof ReferralContent, string | boolean | null>> = {};
+  for (const [field, column] of Object.entries(FIELD_COLUMNS) as [
+    keyof typeof FIELD_COLUMNS,
+    keyof ReferralContent,
+  ][]) {
+    const value = input[field];
+    if (value !== undefined) content[column] = value === null || value.trim() === '' ? null : value;
+  }
+  if (input.isUrgent !== undefined) content.isUrgent = input.isUrgent ?? false;
+  if (typeof content.patientDob === 'string' && isInTheFuture(content.patientDob, clock.now())) {
+    errors.push({ path: 'dob', message: 'must not be in the future' });
+  }
+  if (input.offeringId === null) {
+    Object.assign(content, { offeringId: null, providerIdType: null, providerId: null });
+  } else if (input.offeringId !== undefined) {
+    const offering = await catalogRepository(db).findOffering(input.offeringId);
+    if (!offering)
+      errors.push({ path: 'offeringId', message: `is not a known offering (${input.offeringId})` });
+    else if (!offering.active)
+      errors.push({ path: 'offeringId', message: `is no longer offered (${offering.id})` });
+    else {
+      Object.assign(content, {
+        offeringId: offering.id,
+        providerIdType: offering.institution.idType,
+        providerId: offering.institution.id,
+      });
+    }
+  }
+  if (errors.length > 0) throw new ValidationError(errors);
+  return content as Partial<ReferralContent>;
+}
+
+/**
+ * A date of birth is in the future when it is after today everywhere on Earth: the check uses the
+ * date at UTC+14, so a baby born today in any time zone is accepted.
+ */
+function isInTheFuture(dob: string, now: Date): boolean {
+  const latestToday = new Date(now.getTime() + 14 * 3600_000).toISOString().slice(0, 10);
+  return dob > latestToday;
+}

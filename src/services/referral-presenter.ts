@@ -1,0 +1,47 @@
+// Turns stored records into the shapes of contract §6.
+import { isCancellable } from '../domain/lifecycle.ts';
+import type { EhrForwardingView, OfferingView, ReferralSummaryView } from '../domain/referral-view.ts';
+import { CORE_STATUS_OF } from '../domain/statuses.ts';
+import type { ReferralRecord } from '../db/referral.repository.ts';
+
+export function toSummary(record: ReferralRecord): ReferralSummaryView {
+  const offering: OfferingView | null =
+    record.offering === null
+      ? null
+      : {
+          id: record.offering.id,
+          name: record.offering.name,
+          category: record.offering.category,
+          description: record.offering.description,
+          specialty: record.offering.specialty,
+          ehrCode: record.offering.ehrCode,
+          institution: record.offering.institution,
+          system: record.offering.system,
+        };
+  return {
+    id: record.id,
+    version: record.version,
+    createdAt: record.createdAt.toISOString(),
+    updatedAt: record.updatedAt.toISOString(),
+    ...(record.submittedAt === null ? {} : { submittedAt: record.submittedAt.toISOString() }),
+    senderSystem: record.senderSystem,
+    sender: record.sender,
+    offering,
+    patient: record.patient,
+    referrer: record.referrer,
+    clinicalInfo: record.clinicalInfo,
+    isUrgent: record.isUrgent,
+    status: record.status,
+    coreStatus: CORE_STATUS_OF[record.status],
+    isCancellable: isCancellable(record.status, record.offering?.cancellable ?? true),
+  };
+}
+
+export function toEhrForwarding(record: ReferralRecord): EhrForwardingView {
+  return {
+    state: record.ehr.state,
+    attempts: record.ehr.attempts,
+    ...(record.ehr.lastAttemptAt === null ? {} : { lastAttemptAt: record.ehr.lastAttemptAt.toISOString() }),
+    ...(record.ehr.sha256 === null ? {} : { sha256: record.ehr.sha256 }),
+  };
+}
