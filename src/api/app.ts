@@ -1,0 +1,110 @@
+// buildApp(ctx) assembles the HTTP API from one plugin per concern; main.ts alone calls listen().
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import rateLimit from '@fastify/rate-limit';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { v7 as uuidv7 } from 'uuid';
+import { AppError } from '../errors.ts';
+import type { AppContext } from '../context.ts';
+import { API_DESCRIPTION, API_VERSION } from './openapi.ts';
+import { registerAuth } from './plugins/auth.ts';
+import { registerIdempotency } from './plugins/idempotency.ts';
+import { registerProblemHandlers } from './plugins/problem.ts';
+import { healthRoutes } from './routes/health.routes.ts';
+import { linkRoutes } from './routes/links.routes.ts';
+import { providerRoutes } from './routes/provider.routes.ts';
+import { referralRoutes } from './routes/referrals.routes.ts';
+
+export const API_PREFIX = '/api/v1';
+export const BODY_LIMIT = 256 * 1024;
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
+  // Typed as Fastify's base logger so the instance keeps Fastify's default generics.
+  const logger: FastifyBaseLogger = ctx.logger;
+  const app = Fastify({
+    loggerInstance: logger,
+    // Fastify's own request lines would carry the URL; onResponse below logs the route pattern instead.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: BODY_LIMIT,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : uuidv7();
+    },
+    ajv: {
+      customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: true, useDefaults: true },
+    },
+    routerOptions: { maxParamLength: 200 },
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    void reply.header('X-Request-Id', request.id).header('API-Version', API_VERSION);
+  });
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (!request.url.startsWith('/docs')) void reply.header('Cache-Control', 'no-store');
+    return payload;
+  });
+  // One line per request: the route pattern, never the URL (its query may carry identifiers).
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? 'unmatched',
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+        keyPrefix: request.apiKey?.prefix,
+      },
+      'request completed',
+    );
+  });
+
+  registerProblemHandlers(app, ctx);
+  registerAuth(app, ctx);
+
+  await app.register(rateLimit, {
+    global: true,
+    hook: 'preValidation',
+    max: ctx.config.rateLimitPerMinute,
+    timeWindow: 60_000,
+    enableDraftSpec: true,
+    keyGenerator: (request) => request.apiKey?.id ?? request.ip,
+    allowList: (request) => request.routeOptions.config.public === true,
+    errorResponseBuilder: (_request, context) =>
+      new AppError(
+        'rate_limited',
+        429,
+        'Too many requests',
+        `This API key is limited to ${context.max} requests a minute. Retry after ${context.after}.`,
+      ),
+  });
+
+  registerIdempotency(app, ctx);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'refhub API', version: API_VERSION, description: API_DESCRIPTION },
+      servers: [{ url: ctx.config.publicUrl }],
+      components: {
+        securitySchemes: {
+          ApiKey: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'Authorization',
+            description: 'The value is `ApiKey <key>`.',
+          },
+        },
+      },
+      security: [{ ApiKey: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
+  app.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, () => app.swagger());
+
+  await app.register(healthRoutes(ctx));
+  await app.register(referralRoutes(ctx), { prefix: API_PREFIX });
+  await app.register(providerRoutes(ctx), { prefix: API_PREFIX });
+  await app.register(linkRoutes(ctx), { prefix: API_PREFIX });
+  return app;
+}

@@ -1,0 +1,23 @@
+// Small HTTP conventions shared by the routes: ETag/If-Match (contract §4) and the institution a
+// request acts for.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ValidationError } from '../errors.ts';
+
+/** The version If-Match asks for; undefined when absent or `*`. */
+export function ifMatchOf(request: FastifyRequest): number | undefined {
+  const header = request.headers['if-match'];
+  if (header === undefined || header.trim() === '*') return undefined;
+  const match = /^\s*(?:W\/)?"?([0-9]{1,9})"?\s*$/.exec(header);
+  if (!match)
+    throw new ValidationError([{ path: 'header.If-Match', message: 'must be an ETag such as "3"' }]);
+  return Number(match[1]);
+}
+
+export function withEtag<T extends { version: number }>(reply: FastifyReply, resource: T): T {
+  void reply.header('ETag', `"${resource.version}"`);
+  return resource;
+}
+
+export function institutionOf(source: { institutionIdType: string; institutionId: string }) {
+  return { idType: source.institutionIdType, id: source.institutionId };
+}

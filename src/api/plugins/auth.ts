@@ -1,0 +1,67 @@
+// `Authorization: ApiKey <key>` (contract §2). Every /api/v1 request is authenticated before it is
+// validated; `callerOf` then checks that the key may act for the institution the request names.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { InstitutionRef } from '../../domain/access.ts';
+import { ForbiddenRoleError, InstitutionNotPermittedError, UnauthorizedError } from '../../errors.ts';
+import type { ApiKeyRecord } from '../../db/api-key.repository.ts';
+import type { AppContext } from '../../context.ts';
+import type { Caller } from '../../services/caller.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    apiKey: ApiKeyRecord | null;
+    actingInstitution: InstitutionRef | null;
+    requesterIdentifier: string | null;
+  }
+  interface FastifyContextConfig {
+    /** The audit action of the route, also used for denied attempts. */
+    action?: string;
+    /** Routes outside the API (health, docs) skip authentication. */
+    public?: boolean;
+  }
+}
+
+const SCHEME = /^ApiKey\s+(\S+)\s*$/i;
+
+export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
+  app.decorateRequest('apiKey', null);
+  app.decorateRequest('actingInstitution', null);
+  app.decorateRequest('requesterIdentifier', null);
+
+  app.addHook('onRequest', async (request) => {
+    if (request.routeOptions.config.public === true || request.routeOptions.url === undefined) return;
+    const header = request.headers.authorization;
+    const presented = header === undefined ? undefined : SCHEME.exec(header)?.[1];
+    if (presented === undefined) throw new UnauthorizedError();
+    const key = await ctx.apiKeys.authenticate(presented);
+    if (!key) throw new UnauthorizedError('The API key is unknown or has been revoked.');
+    request.apiKey = key;
+  });
+}
+
+/**
+ * The caller for a request that acts for `institution`: 403 institution_not_permitted when the key
+ * may not act for it, and 403 forbidden_role for ops keys, which never touch referral data.
+ */
+export function callerOf(
+  request: FastifyRequest,
+  institution: InstitutionRef,
+  requesterIdentifier: string | undefined,
+): Caller {
+  const key = request.apiKey;
+  if (!key) throw new UnauthorizedError();
+  request.actingInstitution = institution;
+  request.requesterIdentifier = requesterIdentifier ?? null;
+  if (!key.institutions.some((i) => i.idType === institution.idType && i.id === institution.id)) {
+    throw new InstitutionNotPermittedError(institution.idType, institution.id);
+  }
+  if (key.role === 'ops') throw new ForbiddenRoleError('An ops key may not read or change referrals.');
+  return {
+    apiKeyId: key.id,
+    system: key.system,
+    role: key.role,
+    institution,
+    requesterIdentifier: requesterIdentifier ?? null,
+    requestId: request.id,
+  };
+}

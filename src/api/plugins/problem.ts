@@ -1,0 +1,185 @@
+// The one error handler: every error becomes application/problem+json (RFC 9457, contract §9).
+// A 5xx never carries a stack trace, SQL or patient data; the log gets a sanitized record instead.
+// Denied attempts on referral routes are audited on their own, since the work's transaction rolled back.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { v7 as uuidv7 } from 'uuid';
+import { AppError, ValidationError, type FieldError } from '../../errors.ts';
+import { auditRepository } from '../../db/audit.repository.ts';
+import type { AppContext } from '../../context.ts';
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: string;
+  requestId: string;
+  errors?: FieldError[];
+  [extra: string]: unknown;
+}
+
+const LOCATIONS: Readonly<Record<string, string>> = {
+  body: 'body',
+  querystring: 'query',
+  params: 'path',
+  headers: 'header',
+};
+
+interface AjvError {
+  keyword: string;
+  instancePath: string;
+  params: Record<string, unknown>;
+  message?: string;
+}
+
+/** Turns Ajv's errors into `errors[]` entries that name the field, never its value. */
+export function fieldErrors(validation: readonly AjvError[], context: string | undefined): FieldError[] {
+  const location = LOCATIONS[context ?? 'body'] ?? 'body';
+  const seen = new Set<string>();
+  const out: FieldError[] = [];
+  for (const error of validation) {
+    const base = error.instancePath.replace(/^\//, '').replaceAll('/', '.');
+    let field = base;
+    let message = error.message ?? 'is invalid';
+    if (error.keyword === 'required') {
+      field = [base, String(error.params.missingProperty)].filter(Boolean).join('.');
+      message = 'is required';
+    } else if (error.keyword === 'additionalProperties') {
+      field = [base, String(error.params.additionalProperty)].filter(Boolean).join('.');
+      message = 'is not a known field';
+    } else if (error.keyword === 'enum') {
+      const allowed = (error.params.allowedValues as unknown[] | undefined) ?? [];
+      message = allowed.length <= 12 ? `must be one of: ${allowed.join(', ')}` : 'is not an allowed value';
+    } else if (error.keyword === 'anyOf' || (error.keyword === 'type' && seen.has(`${location}.${base}`))) {
+      continue;
+    }
+    const path = field === '' ? location : `${location}.${field}`;
+    if (seen.has(path)) continue;
+    seen.add(path);
+    out.push({ path, message });
+  }
+  return out;
+}
+
+function toAppError(error: FastifyError): AppError {
+  if (error instanceof AppError) return error;
+  if (error.validation) {
+    return new ValidationError(fieldErrors(error.validation, error.validationContext));
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError(
+        'payload_too_large',
+        413,
+        'Payload too large',
+        'The request body is larger than 256 KiB.',
+      );
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError(
+        'unsupported_media_type',
+        415,
+        'Unsupported media type',
+        'Send the body as application/json.',
+      );
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ValidationError([{ path: 'body', message: 'is empty; send a JSON object' }]);
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new ValidationError([{ path: 'body', message: 'is not valid JSON' }]);
+  }
+  if (error instanceof SyntaxError && error.statusCode === 400) {
+    return new ValidationError([{ path: 'body', message: 'is not valid JSON' }]);
+  }
+  return new AppError(
+    'internal_error',
+    500,
+    'Internal error',
+    'Something went wrong on our side. Retry later.',
+  );
+}
+
+export function problemOf(error: AppError, requestId: string): Problem {
+  return {
+    ...error.extra,
+    type: `urn:refhub:problem:${error.code}`,
+    title: error.title,
+    status: error.status,
+    detail: error.message,
+    code: error.code,
+    requestId,
+    ...(error.errors === undefined ? {} : { errors: [...error.errors] }),
+  };
+}
+
+export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply {
+  return reply
+    .code(error.status)
+    .type('application/problem+json; charset=utf-8')
+    .send(problemOf(error, reply.request.id));
+}
+
+const DENIED: ReadonlySet<string> = new Set([
+  'referral_not_found',
+  'forbidden_role',
+  'institution_not_permitted',
+]);
+
+async function auditDenied(ctx: AppContext, request: FastifyRequest, error: AppError): Promise<void> {
+  const key = request.apiKey;
+  if (!key || !DENIED.has(error.code)) return;
+  const params = (request.params ?? {}) as Record<string, unknown>;
+  const referralId =
+    typeof params.referralId === 'string' && /^[0-9a-f-]{36}$/i.test(params.referralId)
+      ? params.referralId
+      : undefined;
+  try {
+    await auditRepository(ctx.db).record({
+      id: uuidv7(),
+      occurredAt: ctx.clock.now(),
+      requestId: request.id,
+      apiKeyId: key.id,
+      system: key.system,
+      institution: request.actingInstitution ?? null,
+      requesterIdentifier: request.requesterIdentifier ?? null,
+      action: request.routeOptions.config.action ?? `${request.method} ${request.routeOptions.url ?? ''}`,
+      outcome: 'denied',
+      referralIds: referralId === undefined ? [] : [referralId],
+    });
+  } catch (auditError) {
+    request.log.error({ err: { type: (auditError as Error).name } }, 'could not audit a denied request');
+  }
+}
+
+export function registerProblemHandlers(app: FastifyInstance, ctx: AppContext): void {
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    const appError = toAppError(error);
+    if (appError.status >= 500) {
+      const pgCode = (error as { code?: unknown }).code;
+      // Only the error's kind and where it was thrown: driver messages may quote stored values.
+      request.log.error(
+        {
+          err: {
+            type: error.name,
+            code: typeof pgCode === 'string' ? pgCode : undefined,
+            stack: error.stack?.split('\n').slice(1, 8).join('\n'),
+          },
+        },
+        'request failed',
+      );
+    }
+    await auditDenied(ctx, request, appError);
+    if (appError.code === 'unauthorized') reply.header('WWW-Authenticate', 'ApiKey');
+    return sendProblem(reply, appError);
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(
+      reply,
+      new AppError(
+        'not_found',
+        404,
+        'Not found',
+        `There is no ${request.method} ${request.url.split('?')[0] ?? ''}.`,
+      ),
+    ),
+  );
+}

@@ -1,0 +1,59 @@
+// The link upsert (contract §5.7): a one-time URL into our web form, with the patient prefilled.
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { AppContext } from '../../context.ts';
+import { callerOf } from '../plugins/auth.ts';
+import { InstitutionId, InstitutionIdType, ReferralId, RequesterIdentifier } from '../schemas/primitives.ts';
+import { problemResponses } from '../schemas/problem.schema.ts';
+import { ReferralFields } from '../schemas/referral.schema.ts';
+
+export function linkRoutes(ctx: AppContext) {
+  return (fastify: FastifyInstance) => {
+    const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+
+    app.post(
+      '/links/upsert',
+      {
+        config: { action: 'link.upsert' },
+        schema: {
+          tags: ['Links'],
+          summary: 'Create or update a referral link',
+          description:
+            'Without referralId, creates a draft from the prefill. With the referralId of a draft or of a ' +
+            'referral that awaits the sender, applies the prefill. Either way it returns a fresh one-time URL ' +
+            'into the web form. The URL never carries patient data.',
+          body: Type.Object(
+            {
+              requesterIdentifier: RequesterIdentifier,
+              institutionIdType: InstitutionIdType,
+              institutionId: InstitutionId,
+              referralId: Type.Optional(ReferralId),
+              ...ReferralFields,
+            },
+            { additionalProperties: false },
+          ),
+          response: {
+            200: Type.Object({
+              referralId: ReferralId,
+              url: Type.String(),
+              type: Type.Literal('upsert'),
+              expiresAt: Type.String(),
+            }),
+            ...problemResponses,
+          },
+        },
+      },
+      async (request) => {
+        const { requesterIdentifier, institutionIdType, institutionId, referralId, ...prefill } =
+          request.body;
+        const caller = callerOf(
+          request,
+          { idType: institutionIdType, id: institutionId },
+          requesterIdentifier,
+        );
+        return ctx.links.upsert({ ...caller, requesterIdentifier }, referralId, prefill);
+      },
+    );
+  };
+}
