@@ -1,0 +1,46 @@
+// The two engines every repository test runs on. Each test file gets its own database: an in-memory
+// PGlite, or a fresh PostgreSQL database created from TEST_DATABASE_URL and dropped afterwards, so
+// files run in parallel without seeing each other's rows.
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { migrateToLatest, openStore, type Engine, type Store } from '../../src/db/database.ts';
+
+export const ENGINES: readonly Engine[] = ['pglite', 'postgres'];
+
+export function testDatabaseUrl(): string {
+  return process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+}
+
+async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: testDatabaseUrl() });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A migrated, empty store on `engine`. Closing it drops the PostgreSQL database. */
+export async function openTestStore(engine: Engine, options: { migrate?: boolean } = {}): Promise<Store> {
+  let store: Store;
+  let drop: (() => Promise<void>) | undefined;
+  if (engine === 'pglite') {
+    store = await openStore({ engine: 'pglite', dataDir: undefined, command: 'test' });
+  } else {
+    const name = `refhub_test_${randomUUID().replaceAll('-', '')}`;
+    await admin((c) => c.query(`CREATE DATABASE ${name}`));
+    const url = new URL(testDatabaseUrl());
+    url.pathname = `/${name}`;
+    store = await openStore({ engine: 'postgres', url: url.toString(), poolSize: 5 });
+    drop = () => admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined);
+  }
+  if (options.migrate !== false) await migrateToLatest(store.db);
+  return {
+    ...store,
+    close: async () => {
+      await store.close();
+      await drop?.();
+    },
+  };
+}

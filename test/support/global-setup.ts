@@ -1,0 +1,19 @@
+// Runs once before the suite: every repository test runs on PostgreSQL as well as PGlite, so fail
+// early, and clearly, when PostgreSQL cannot be reached.
+import pg from 'pg';
+import { testDatabaseUrl } from './engines.ts';
+
+export default async function setup(): Promise<void> {
+  const client = new pg.Client({ connectionString: testDatabaseUrl(), connectionTimeoutMillis: 5_000 });
+  try {
+    await client.connect();
+    await client.query('select 1');
+  } catch (error) {
+    throw new Error(
+      `The tests need PostgreSQL at ${testDatabaseUrl()} (set TEST_DATABASE_URL): ${(error as Error).message}`,
+      { cause: error },
+    );
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,101 @@
+// Builds the real application on a test store with the demo catalog, and API keys for every party a
+// test needs: two senders, two providers and ops. Logs are captured so tests can inspect them.
+import { Writable } from 'node:stream';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { buildApp } from '../../src/api/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createContext, type AppContext } from '../../src/context.ts';
+import type { Engine } from '../../src/db/database.ts';
+import type { Clock } from '../../src/domain/clock.ts';
+import { createLogger } from '../../src/logger.ts';
+import { DEMO_CATALOG_FILE } from '../../src/services/demo-setup.ts';
+import { openTestStore } from './engines.ts';
+
+export interface TestParty {
+  readonly key: string;
+  readonly institution: { readonly institutionIdType: 'hci'; readonly institutionId: string };
+}
+
+export interface TestApp {
+  readonly app: FastifyInstance;
+  readonly ctx: AppContext;
+  readonly engine: Engine;
+  /** Bukit Timah Family Clinic (HAS) */
+  readonly sender: TestParty;
+  /** Tampines Medical Centre (Epic): another sender institution */
+  readonly otherSender: TestParty;
+  /** Central General Hospital (Epic): provider of the cgh-* offerings */
+  readonly provider: TestParty;
+  /** Eastside Regional Hospital (PartnersBuddy): provider of the erh-* offerings */
+  readonly otherProvider: TestParty;
+  readonly ops: TestParty;
+  readonly logs: string[];
+  request(party: TestParty | null, options: InjectOptions): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  readonly env?: Record<string, string>;
+  readonly clock?: Clock;
+}
+
+export async function createTestApp(engine: Engine, options: TestAppOptions = {}): Promise<TestApp> {
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'debug',
+    PUBLIC_URL: 'http://refhub.test',
+    ...options.env,
+  });
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logs.push(chunk.toString());
+      done();
+    },
+  });
+  const store = await openTestStore(engine);
+  const ctx = await createContext(config, 'test', {
+    store,
+    logger: createLogger(config, sink),
+    ...(options.clock ? { clock: options.clock } : {}),
+  });
+  await ctx.catalog.loadFile(DEMO_CATALOG_FILE);
+  const party = async (
+    system: string,
+    role: 'sender' | 'provider' | 'ops',
+    institutionId: string,
+  ): Promise<TestParty> => {
+    const { key } = await ctx.apiKeys.create({
+      system,
+      role,
+      institutions: role === 'ops' ? [] : [{ idType: 'hci', id: institutionId }],
+      environment: 'test',
+    });
+    return { key, institution: { institutionIdType: 'hci', institutionId } };
+  };
+  const app = await buildApp(ctx);
+  await app.ready();
+  const parties = {
+    sender: await party('HAS', 'sender', 'S1234A'),
+    otherSender: await party('Epic', 'sender', 'S2345B'),
+    provider: await party('Epic', 'provider', 'S9001Z'),
+    otherProvider: await party('PartnersBuddy', 'provider', 'S9002Y'),
+    ops: await party('HAS', 'ops', 'S1234A'),
+  };
+  return {
+    app,
+    ctx,
+    engine,
+    ...parties,
+    logs,
+    request: (who, opts) =>
+      app.inject({
+        ...opts,
+        headers: { ...(who ? { authorization: `ApiKey ${who.key}` } : {}), ...opts.headers },
+      }),
+    close: async () => {
+      await app.close();
+      await ctx.close();
+    },
+  };
+}
