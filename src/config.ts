@@ -9,15 +9,7 @@ export interface Config {
   readonly publicUrl: string;
   readonly databaseUrl: string | undefined;
   readonly dataDir: string;
-  readonly redisUrl: string;
-  readonly queuePrefix: string;
-  readonly ehrUrl: string | undefined;
-  readonly ehrToken: string | undefined;
-  readonly ehrMaxAttempts: number;
   readonly linkTtlSeconds: number;
-  readonly reminderAfterSeconds: number;
-  readonly reminderIntervalSeconds: number;
-  readonly reminderMax: number;
   readonly catalogFile: string | undefined;
   readonly rateLimitPerMinute: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -85,10 +77,6 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     /\/+$/,
     '',
   );
-  const ehrUrl = url(env, 'EHR_URL', ['http:', 'https:']);
-  if (mode === 'production' && ehrUrl === undefined) {
-    throw new ConfigError('EHR_URL', 'is required when NODE_ENV=production');
-  }
   const config: Config = {
     env: mode,
     port,
@@ -96,15 +84,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     publicUrl,
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     dataDir: path.resolve(cwd, read(env, 'DATA_DIR') ?? 'data'),
-    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']) ?? 'redis://127.0.0.1:6379',
-    queuePrefix: queuePrefix(read(env, 'QUEUE_PREFIX') ?? 'refhub'),
-    ehrUrl,
-    ehrToken: read(env, 'EHR_TOKEN'),
-    ehrMaxAttempts: integer(env, 'EHR_MAX_ATTEMPTS', 10, 1, 100),
     linkTtlSeconds: integer(env, 'LINK_TTL_SECONDS', 900, 30, 86_400),
-    reminderAfterSeconds: integer(env, 'REMINDER_AFTER_SECONDS', 86_400, 1, 31_536_000),
-    reminderIntervalSeconds: integer(env, 'REMINDER_INTERVAL_SECONDS', 86_400, 1, 31_536_000),
-    reminderMax: integer(env, 'REMINDER_MAX', 3, 0, 100),
     catalogFile: optionalPath(cwd, read(env, 'CATALOG_FILE')),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
@@ -114,11 +94,4 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
 
 function optionalPath(cwd: string, value: string | undefined): string | undefined {
   return value === undefined ? undefined : path.resolve(cwd, value);
-}
-
-function queuePrefix(value: string): string {
-  if (!/^[A-Za-z0-9_{}-]{1,64}$/.test(value)) {
-    throw new ConfigError('QUEUE_PREFIX', 'may hold only letters, digits, _, -, { and }, at most 64');
-  }
-  return value;
 }
