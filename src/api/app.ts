@@ -3,10 +3,12 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import { Type } from 'typebox';
 import { v7 as uuidv7 } from 'uuid';
 import { AppError } from '../errors.ts';
 import type { AppContext } from '../context.ts';
 import { API_DESCRIPTION, API_VERSION } from './openapi.ts';
+import { API_PREFIX, isApiRoute } from './http.ts';
 import { registerAuth } from './plugins/auth.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
 import { registerProblemHandlers } from './plugins/problem.ts';
@@ -15,7 +17,6 @@ import { linkRoutes } from './routes/links.routes.ts';
 import { providerRoutes } from './routes/provider.routes.ts';
 import { referralRoutes } from './routes/referrals.routes.ts';
 
-export const API_PREFIX = '/api/v1';
 export const BODY_LIMIT = 256 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -36,6 +37,21 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: true, useDefaults: true },
     },
     routerOptions: { maxParamLength: 200 },
+  });
+
+  // JSON in, JSON out: without this, Fastify's default text/plain parser answers a text body with a
+  // 400 about the body's type instead of 415.
+  app.removeContentTypeParser('text/plain');
+  // Unknown request fields are rejected, never dropped (contract conventions), query parameters
+  // included: an API route that declares no query gets an empty one, so `?anything` is a 400.
+  app.addHook('onRoute', (route) => {
+    if (
+      route.url.startsWith(API_PREFIX) &&
+      route.schema !== undefined &&
+      route.schema.querystring === undefined
+    ) {
+      route.schema.querystring = Type.Object({}, { additionalProperties: false });
+    }
   });
 
   app.addHook('onRequest', async (request, reply) => {
@@ -69,7 +85,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     timeWindow: 60_000,
     enableDraftSpec: true,
     keyGenerator: (request) => request.apiKey?.id ?? request.ip,
-    allowList: (request) => request.routeOptions.config.public === true,
+    allowList: (request) => !isApiRoute(request),
     errorResponseBuilder: (_request, context) =>
       new AppError(
         'rate_limited',
@@ -100,7 +116,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     },
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
-  app.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, () => app.swagger());
+  app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
 
   await app.register(healthRoutes(ctx));
   await app.register(referralRoutes(ctx), { prefix: API_PREFIX });

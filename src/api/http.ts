@@ -3,6 +3,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ValidationError } from '../errors.ts';
 
+export const API_PREFIX = '/api/v1';
+
+/** Authentication, rate limits and audit apply to these routes; health checks and docs are open. */
+export function isApiRoute(request: FastifyRequest): boolean {
+  return request.routeOptions.url?.startsWith(`${API_PREFIX}/`) === true;
+}
+
 /** The version If-Match asks for; undefined when absent or `*`. */
 export function ifMatchOf(request: FastifyRequest): number | undefined {
   const header = request.headers['if-match'];

@@ -5,6 +5,7 @@ import type { InstitutionRef } from '../../domain/access.ts';
 import { ForbiddenRoleError, InstitutionNotPermittedError, UnauthorizedError } from '../../errors.ts';
 import type { ApiKeyRecord } from '../../db/api-key.repository.ts';
 import type { AppContext } from '../../context.ts';
+import { isApiRoute } from '../http.ts';
 import type { Caller } from '../../services/caller.ts';
 
 declare module 'fastify' {
@@ -16,8 +17,6 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The audit action of the route, also used for denied attempts. */
     action?: string;
-    /** Routes outside the API (health, docs) skip authentication. */
-    public?: boolean;
   }
 }
 
@@ -29,7 +28,7 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
   app.decorateRequest('requesterIdentifier', null);
 
   app.addHook('onRequest', async (request) => {
-    if (request.routeOptions.config.public === true || request.routeOptions.url === undefined) return;
+    if (!isApiRoute(request)) return;
     const header = request.headers.authorization;
     const presented = header === undefined ? undefined : SCHEME.exec(header)?.[1];
     if (presented === undefined) throw new UnauthorizedError();
@@ -52,10 +51,11 @@ export function callerOf(
   if (!key) throw new UnauthorizedError();
   request.actingInstitution = institution;
   request.requesterIdentifier = requesterIdentifier ?? null;
+  // The role first: an ops key holds no institutions, so the institution check would hide its 403.
+  if (key.role === 'ops') throw new ForbiddenRoleError('An ops key may not read or change referrals.');
   if (!key.institutions.some((i) => i.idType === institution.idType && i.id === institution.id)) {
     throw new InstitutionNotPermittedError(institution.idType, institution.id);
   }
-  if (key.role === 'ops') throw new ForbiddenRoleError('An ops key may not read or change referrals.');
   return {
     apiKeyId: key.id,
     system: key.system,

@@ -5,9 +5,9 @@ import type { AppContext } from '../../context.ts';
 
 export function healthRoutes(ctx: AppContext) {
   return (app: FastifyInstance) => {
-    app.get('/healthz', { config: { public: true }, schema: { hide: true } }, () => ({ status: 'ok' }));
+    app.get('/healthz', { schema: { hide: true } }, () => ({ status: 'ok' }));
 
-    app.get('/readyz', { config: { public: true }, schema: { hide: true } }, async (_request, reply) => {
+    app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
       const checks: Record<string, 'ok' | 'failing'> = {};
       try {
         await ping(ctx.db);
