@@ -38,7 +38,9 @@ export function createLinkService(deps: LinkDeps) {
       referralId: string | undefined,
       prefill: ReferralFieldsInput,
     ): Promise<LinkUpsertResult> {
-      if (caller.role !== 'sender')
+      // With a referralId, the mutation runner checks visibility before the role, so an institution
+      // that cannot see the referral gets 404 (contract §2), as on every other referral route.
+      if (referralId === undefined && caller.role !== 'sender')
         throw new ForbiddenRoleError(`A ${caller.role} key may not upsert links.`);
       const grant = (id: string) => ({
         referralId: id,

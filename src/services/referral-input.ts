@@ -110,16 +110,15 @@ export async function resolveContent(
   }
   if (input.isUrgent !== undefined) content.isUrgent = input.isUrgent ?? false;
   if (typeof content.patientDob === 'string' && isInTheFuture(content.patientDob, clock.now())) {
-    errors.push({ path: 'dob', message: 'must not be in the future' });
+    errors.push({ path: 'body.dob', message: 'must not be in the future' });
   }
   if (input.offeringId === null) {
     Object.assign(content, { offeringId: null, providerIdType: null, providerId: null });
   } else if (input.offeringId !== undefined) {
     const offering = await catalogRepository(db).findOffering(input.offeringId);
-    if (!offering)
-      errors.push({ path: 'offeringId', message: `is not a known offering (${input.offeringId})` });
-    else if (!offering.active)
-      errors.push({ path: 'offeringId', message: `is no longer offered (${offering.id})` });
+    // The message never quotes the value: a client that mixed up fields may have sent a patient UIN.
+    if (!offering) errors.push({ path: 'body.offeringId', message: 'is not a known offering' });
+    else if (!offering.active) errors.push({ path: 'body.offeringId', message: 'is no longer offered' });
     else {
       Object.assign(content, {
         offeringId: offering.id,

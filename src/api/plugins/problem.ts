@@ -127,10 +127,13 @@ async function auditDenied(ctx: AppContext, request: FastifyRequest, error: AppE
   const key = request.apiKey;
   if (!key || !DENIED.has(error.code)) return;
   const params = (request.params ?? {}) as Record<string, unknown>;
-  const referralId =
-    typeof params.referralId === 'string' && /^[0-9a-f-]{36}$/i.test(params.referralId)
-      ? params.referralId
-      : undefined;
+  // The link upsert names its referral in the body rather than the path.
+  const body = (typeof request.body === 'object' && request.body !== null ? request.body : {}) as Record<
+    string,
+    unknown
+  >;
+  const named = params.referralId ?? body.referralId;
+  const referralId = typeof named === 'string' && /^[0-9a-f-]{36}$/i.test(named) ? named : undefined;
   try {
     await auditRepository(ctx.db).record({
       id: uuidv7(),
