@@ -46,10 +46,14 @@ export function catalogRepository(db: Executor) {
         .insertInto('institutions')
         .values(institutions.map((i) => ({ id_type: i.idType, id: i.id, name: i.name })))
         .onConflict((oc) =>
-          oc.columns(['id_type', 'id']).doUpdateSet({
-            name: (eb) => eb.ref('excluded.name'),
-            updated_at: sql<Date>`now()`,
-          }),
+          oc
+            .columns(['id_type', 'id'])
+            .doUpdateSet({
+              name: (eb) => eb.ref('excluded.name'),
+              updated_at: sql<Date>`now()`,
+            })
+            // An unchanged row is left alone, so loading the same file twice changes nothing.
+            .whereRef('institutions.name', 'is distinct from', 'excluded.name'),
         )
         .execute();
     },
@@ -74,19 +78,30 @@ export function catalogRepository(db: Executor) {
           })),
         )
         .onConflict((oc) =>
-          oc.column('id').doUpdateSet((eb) => ({
-            name: eb.ref('excluded.name'),
-            category: eb.ref('excluded.category'),
-            description: eb.ref('excluded.description'),
-            specialty: eb.ref('excluded.specialty'),
-            ehr_code: eb.ref('excluded.ehr_code'),
-            institution_id_type: eb.ref('excluded.institution_id_type'),
-            institution_id: eb.ref('excluded.institution_id'),
-            system: eb.ref('excluded.system'),
-            cancellable: eb.ref('excluded.cancellable'),
-            active: eb.ref('excluded.active'),
-            updated_at: sql<Date>`now()`,
-          })),
+          oc
+            .column('id')
+            .doUpdateSet((eb) => ({
+              name: eb.ref('excluded.name'),
+              category: eb.ref('excluded.category'),
+              description: eb.ref('excluded.description'),
+              specialty: eb.ref('excluded.specialty'),
+              ehr_code: eb.ref('excluded.ehr_code'),
+              institution_id_type: eb.ref('excluded.institution_id_type'),
+              institution_id: eb.ref('excluded.institution_id'),
+              system: eb.ref('excluded.system'),
+              cancellable: eb.ref('excluded.cancellable'),
+              active: eb.ref('excluded.active'),
+              updated_at: sql<Date>`now()`,
+            }))
+            // An unchanged row is left alone, so loading the same file twice changes nothing.
+            .where(
+              sql<boolean>`(offerings.name, offerings.category, offerings.description, offerings.specialty,
+                offerings.ehr_code, offerings.institution_id_type, offerings.institution_id, offerings.system,
+                offerings.cancellable, offerings.active)
+              is distinct from (excluded.name, excluded.category, excluded.description, excluded.specialty,
+                excluded.ehr_code, excluded.institution_id_type, excluded.institution_id, excluded.system,
+                excluded.cancellable, excluded.active)`,
+            ),
         )
         .execute();
     },

@@ -67,7 +67,14 @@ export function parseCatalog(document: unknown, knownSystems: readonly string[] 
   }
   const problems: { path: string; message: string }[] = [];
   const systems = new Set(['Manual', ...knownSystems, ...document.systems]);
-  const institutions = new Set(document.institutions.map((i) => `${i.idType}:${i.id}`));
+  const institutions = new Set<string>();
+  // A repeated row would make the upsert touch one row twice, which PostgreSQL refuses.
+  document.institutions.forEach((i, index) => {
+    const key = `${i.idType}:${i.id}`;
+    if (institutions.has(key))
+      problems.push({ path: `/institutions/${index}/id`, message: `repeats institution ${key}` });
+    institutions.add(key);
+  });
   const seen = new Set<string>();
   document.offerings.forEach((o, index) => {
     if (seen.has(o.id))
@@ -118,7 +125,12 @@ export function createCatalogService(deps: { db: Kysely<Database> }) {
       try {
         document = JSON.parse(await fs.readFile(file, 'utf8'));
       } catch (error) {
-        throw new Error(`Cannot read catalog ${file}: ${(error as Error).message}`, { cause: error });
+        // An AppError, so that `refhub catalog load` and a start with CATALOG_FILE report it plainly.
+        const problem = (error as Error).message;
+        throw new ValidationError(
+          [{ path: file, message: `cannot be read: ${problem}` }],
+          `Cannot read catalog ${file}: ${problem}`,
+        );
       }
       return this.load(document);
     },
