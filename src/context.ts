@@ -10,6 +10,7 @@ import { createLogger, type Logger } from './logger.ts';
 import { renderEhrForm } from './render/ehr-form.ts';
 import { createApiKeyService, type ApiKeyService } from './services/api-key.service.ts';
 import { createCatalogService, type CatalogService } from './services/catalog.service.ts';
+import { createHousekeeping, type Housekeeping } from './services/housekeeping.service.ts';
 import { createLinkMinter, type LinkMinter } from './services/link-minter.ts';
 import { createLinkService, type LinkService } from './services/link.service.ts';
 import { createReferralCommands, type ReferralCommands } from './services/referral-commands.ts';
@@ -27,6 +28,7 @@ export interface AppContext {
   readonly links: LinkService;
   readonly apiKeys: ApiKeyService;
   readonly catalog: CatalogService;
+  readonly housekeeping: Housekeeping;
   close(): Promise<void>;
 }
 
@@ -79,6 +81,7 @@ export async function createContext(
     links: createLinkService(deps),
     apiKeys: createApiKeyService({ db, clock }),
     catalog: createCatalogService({ db }),
+    housekeeping: createHousekeeping({ db, clock, logger }),
     close: () => store.close(),
   };
 }

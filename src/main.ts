@@ -14,6 +14,8 @@ const pkg = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.ur
   version: string;
 };
 
+const HOUSEKEEPING_INTERVAL_MS = 15 * 60_000;
+
 function fail(message: string): never {
   process.stderr.write(`refhub: ${message}\n`);
   process.exit(1);
@@ -60,6 +62,7 @@ async function serve(command: 'all' | 'api'): Promise<void> {
     if (closing) return;
     closing = true;
     ctx.logger.info({ signal }, 'shutting down');
+    stopHousekeeping();
     await app.close();
     await ctx.close();
     process.exit(0);
@@ -72,6 +75,7 @@ async function serve(command: 'all' | 'api'): Promise<void> {
     demoKeys = await setUpDemo(ctx, config.dataDir);
   }
   const app = await buildApp(ctx);
+  const stopHousekeeping = ctx.housekeeping.start(HOUSEKEEPING_INTERVAL_MS);
   process.once('SIGTERM', (s) => void shutdown(s));
   process.once('SIGINT', (s) => void shutdown(s));
   await app.listen({ port: config.port, host: config.host });

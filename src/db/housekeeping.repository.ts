@@ -1,0 +1,52 @@
+// Removes rows whose purpose has passed: idempotency records after their 24 hours, and one-time link
+// tokens a week after they expired (kept that long so a disputed link can still be traced).
+import { sql } from 'kysely';
+import type { Executor } from './executor.ts';
+
+export const LINK_TOKEN_RETENTION_MS = 7 * 24 * 3600_000;
+
+export function housekeepingRepository(db: Executor) {
+  return {
+    /** Deletes up to `limit` expired idempotency records; returns how many. */
+    async purgeIdempotencyKeys(now: Date, limit: number): Promise<number> {
+      const result = await db
+        .deleteFrom('idempotency_keys')
+        .where((eb) =>
+          eb(
+            eb.refTuple('api_key_id', 'key'),
+            'in',
+            eb
+              .selectFrom('idempotency_keys')
+              .select(['api_key_id', 'key'])
+              .where('expires_at', '<', now)
+              .limit(limit)
+              .$asTuple('api_key_id', 'key'),
+          ),
+        )
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+
+    /** Deletes up to `limit` link tokens that expired before the retention window; returns how many. */
+    async purgeLinkTokens(now: Date, limit: number): Promise<number> {
+      const before = new Date(now.getTime() - LINK_TOKEN_RETENTION_MS);
+      const result = await db
+        .deleteFrom('link_tokens')
+        .where(
+          'id',
+          'in',
+          db.selectFrom('link_tokens').select('id').where('expires_at', '<', before).limit(limit),
+        )
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+
+    async count(table: 'idempotency_keys' | 'link_tokens'): Promise<number> {
+      const row = await db
+        .selectFrom(table)
+        .select(sql<number>`count(*)::int`.as('n'))
+        .executeTakeFirstOrThrow();
+      return row.n;
+    },
+  };
+}

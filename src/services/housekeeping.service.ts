@@ -1,0 +1,64 @@
+// Periodic clean-up of expired rows, run by every API process. Deletes go in small batches so that
+// a large backlog never holds long locks; several processes running it at once only share the work.
+import type { Kysely } from 'kysely';
+import type { Clock } from '../domain/clock.ts';
+import { housekeepingRepository } from '../db/housekeeping.repository.ts';
+import type { Database } from '../db/schema.ts';
+import type { Logger } from '../logger.ts';
+
+const BATCH = 1000;
+const MAX_BATCHES_PER_RUN = 50;
+
+export interface PurgeResult {
+  readonly idempotencyKeys: number;
+  readonly linkTokens: number;
+}
+
+export function createHousekeeping(deps: { db: Kysely<Database>; clock: Clock; logger: Logger }) {
+  const repo = housekeepingRepository(deps.db);
+
+  async function drain(purge: (now: Date, limit: number) => Promise<number>): Promise<number> {
+    let total = 0;
+    for (let batch = 0; batch < MAX_BATCHES_PER_RUN; batch++) {
+      const deleted = await purge(deps.clock.now(), BATCH);
+      total += deleted;
+      if (deleted < BATCH) break;
+    }
+    return total;
+  }
+
+  return {
+    async purgeExpired(): Promise<PurgeResult> {
+      return {
+        idempotencyKeys: await drain((now, limit) => repo.purgeIdempotencyKeys(now, limit)),
+        linkTokens: await drain((now, limit) => repo.purgeLinkTokens(now, limit)),
+      };
+    },
+
+    /** Runs purgeExpired every `intervalMs` until the returned function is called. */
+    start(intervalMs: number): () => void {
+      let running = false;
+      const timer = setInterval(() => {
+        if (running) return;
+        running = true;
+        this.purgeExpired()
+          .then((purged) => {
+            if (purged.idempotencyKeys + purged.linkTokens > 0)
+              deps.logger.info(purged, 'expired rows purged');
+          })
+          .catch((error: unknown) => {
+            deps.logger.warn({ err: { type: (error as Error).name } }, 'housekeeping failed; it will retry');
+          })
+          .finally(() => {
+            running = false;
+          });
+      }, intervalMs);
+      timer.unref();
+      return () => {
+        clearInterval(timer);
+      };
+    },
+  };
+}
+
+export type Housekeeping = ReturnType<typeof createHousekeeping>;

@@ -1,0 +1,60 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LINK_TOKEN_RETENTION_MS, housekeepingRepository } from '../../src/db/housekeeping.repository.ts';
+import { createHousekeeping } from '../../src/services/housekeeping.service.ts';
+import { ENGINES } from '../support/engines.ts';
+import { createDraft } from '../support/scenarios.ts';
+import { createTestApp, type TestApp } from '../support/test-app.ts';
+
+describe.each(ENGINES)('housekeeping on %s', (engine) => {
+  let t: TestApp;
+  let now = new Date('2030-01-01T00:00:00.000Z');
+  beforeAll(async () => {
+    t = await createTestApp(engine, { clock: { now: () => now } });
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('purges expired idempotency records and link tokens past their retention, and nothing else', async () => {
+    const repo = housekeepingRepository(t.ctx.db);
+    // Two idempotent requests and a link upsert at "now".
+    for (const key of ['k-1', 'k-2']) {
+      const res = await t.request(t.sender, {
+        method: 'POST',
+        url: '/api/v1/referrals',
+        headers: { 'idempotency-key': key },
+        payload: { ...t.sender.institution },
+      });
+      expect(res.statusCode).toBe(201);
+    }
+    const draft = await createDraft(t);
+    const link = await t.request(t.sender, {
+      method: 'POST',
+      url: '/api/v1/links/upsert',
+      payload: { ...t.sender.institution, requesterIdentifier: 'dr@example.org', referralId: draft.id },
+    });
+    expect(link.statusCode).toBe(200);
+    const tokensBefore = await repo.count('link_tokens');
+    expect(tokensBefore).toBeGreaterThan(0);
+    expect(await repo.count('idempotency_keys')).toBe(2);
+
+    const housekeeping = createHousekeeping({ db: t.ctx.db, clock: t.ctx.clock, logger: t.ctx.logger });
+    expect(await housekeeping.purgeExpired()).toEqual({ idempotencyKeys: 0, linkTokens: 0 });
+
+    // A day later the idempotency records have expired; the link tokens are still within retention.
+    now = new Date(now.getTime() + 24 * 3600_000 + 1000);
+    expect(await housekeeping.purgeExpired()).toEqual({ idempotencyKeys: 2, linkTokens: 0 });
+    expect(await repo.count('link_tokens')).toBe(tokensBefore);
+
+    // Past the retention window the tokens go too.
+    now = new Date(now.getTime() + LINK_TOKEN_RETENTION_MS);
+    expect(await housekeeping.purgeExpired()).toEqual({ idempotencyKeys: 0, linkTokens: tokensBefore });
+    expect(await repo.count('link_tokens')).toBe(0);
+    // The referral itself is untouched.
+    const get = await t.request(t.sender, {
+      method: 'GET',
+      url: `/api/v1/referrals/${draft.id}?requesterIdentifier=dr%40example.org&institutionIdType=hci&institutionId=S1234A`,
+    });
+    expect(get.statusCode).toBe(200);
+  });
+});
