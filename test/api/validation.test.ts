@@ -1,0 +1,471 @@
+// Request validation on every endpoint (spec §4, contract §5 and §9): each required field, unknown
+// fields, bad formats, bad bodies. Every answer is problem+json that names the field and never
+// quotes the value that was sent.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { errorPaths, expectProblem, type ProblemJson } from '../support/api-assertions.ts';
+import { ENGINES } from '../support/engines.ts';
+import { PATIENT } from '../support/fixtures/patients.ts';
+import { createDraft } from '../support/scenarios.ts';
+import { createTestApp, type TestApp } from '../support/test-app.ts';
+
+const SENDER = { institutionIdType: 'hci', institutionId: 'S1234A' } as const;
+const PROVIDER = { institutionIdType: 'hci', institutionId: 'S9001Z' } as const;
+const REQUESTER = 'dr.tan@example.org';
+
+interface Endpoint {
+  readonly name: string;
+  readonly party: 'sender' | 'provider';
+  readonly method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+  readonly url: (id: string) => string;
+  /** A complete, valid query (GET and DELETE) or body (the others). */
+  readonly query?: Record<string, string>;
+  readonly body?: Record<string, unknown>;
+  /** The fields spec §4 / contract §5 require, where they go. */
+  readonly required: readonly string[];
+}
+
+const ref = (id: string) => `/api/v1/referrals/${id}`;
+
+const ENDPOINTS: readonly Endpoint[] = [
+  {
+    name: 'list',
+    party: 'sender',
+    method: 'GET',
+    url: () => '/api/v1/institutions/hci/S1234A/referrals',
+    query: {},
+    required: [],
+  },
+  {
+    name: 'search',
+    party: 'sender',
+    method: 'POST',
+    url: () => '/api/v1/institutions/hci/S1234A/referrals/search',
+    body: { patientUin: PATIENT.patientUin },
+    required: [],
+  },
+  {
+    name: 'get',
+    party: 'sender',
+    method: 'GET',
+    url: ref,
+    query: { requesterIdentifier: REQUESTER, ...SENDER },
+    required: ['requesterIdentifier', 'institutionIdType', 'institutionId'],
+  },
+  {
+    name: 'create',
+    party: 'sender',
+    method: 'POST',
+    url: () => '/api/v1/referrals',
+    body: { ...SENDER, offeringId: 'cgh-gastro', ...PATIENT },
+    required: ['institutionIdType', 'institutionId'],
+  },
+  {
+    name: 'update',
+    party: 'sender',
+    method: 'PATCH',
+    url: ref,
+    body: { ...SENDER, clinicalInfo: 'Worse since Monday.' },
+    required: ['institutionIdType', 'institutionId'],
+  },
+  {
+    name: 'delete',
+    party: 'sender',
+    method: 'DELETE',
+    url: ref,
+    query: { ...SENDER },
+    required: ['institutionIdType', 'institutionId'],
+  },
+  {
+    name: 'submit',
+    party: 'sender',
+    method: 'POST',
+    url: (id) => `${ref(id)}/submit`,
+    body: { ...SENDER },
+    required: ['institutionIdType', 'institutionId'],
+  },
+  {
+    name: 'cancel',
+    party: 'sender',
+    method: 'POST',
+    url: (id) => `${ref(id)}/cancel`,
+    body: { ...SENDER, cancelNote: 'Patient recovered' },
+    required: ['institutionIdType', 'institutionId', 'cancelNote'],
+  },
+  {
+    name: 'back-to-draft',
+    party: 'sender',
+    method: 'POST',
+    url: (id) => `${ref(id)}/back-to-draft`,
+    body: { ...SENDER },
+    required: ['institutionIdType', 'institutionId'],
+  },
+  {
+    name: 'notes',
+    party: 'sender',
+    method: 'POST',
+    url: (id) => `${ref(id)}/notes`,
+    body: { ...SENDER, content: 'Please call the family.' },
+    required: ['institutionIdType', 'institutionId', 'content'],
+  },
+  {
+    name: 'links/upsert',
+    party: 'sender',
+    method: 'POST',
+    url: () => '/api/v1/links/upsert',
+    body: { requesterIdentifier: REQUESTER, ...SENDER, ...PATIENT },
+    required: ['requesterIdentifier', 'institutionIdType', 'institutionId'],
+  },
+  {
+    name: 'accept',
+    party: 'provider',
+    method: 'POST',
+    url: (id) => `${ref(id)}/accept`,
+    body: { ...PROVIDER },
+    required: ['institutionIdType', 'institutionId'],
+  },
+  {
+    name: 'reject',
+    party: 'provider',
+    method: 'POST',
+    url: (id) => `${ref(id)}/reject`,
+    body: { ...PROVIDER, reason: 'Out of scope' },
+    required: ['institutionIdType', 'institutionId', 'reason'],
+  },
+  {
+    name: 'request-action',
+    party: 'provider',
+    method: 'POST',
+    url: (id) => `${ref(id)}/request-action`,
+    body: { ...PROVIDER, reason: 'Attach the ECG' },
+    required: ['institutionIdType', 'institutionId', 'reason'],
+  },
+  {
+    name: 'appointment PUT',
+    party: 'provider',
+    method: 'PUT',
+    url: (id) => `${ref(id)}/appointments/appt-1`,
+    body: {
+      ...PROVIDER,
+      status: 'scheduled',
+      startAt: '2030-01-15T01:30:00.000Z',
+      location: 'Clinic 3B',
+    },
+    required: ['institutionIdType', 'institutionId', 'status', 'startAt', 'location'],
+  },
+];
+
+const MISSING = ENDPOINTS.flatMap((e) => e.required.map((field) => ({ endpoint: e.name, field })));
+const WITH_REFERRAL_ID = ENDPOINTS.filter((e) => e.url('ID').includes('ID'));
+/** A value that must never come back in a response. */
+const SNEAKY = 'Sneakyvalue-Q9X7';
+
+function endpoint(name: string): Endpoint {
+  const found = ENDPOINTS.find((e) => e.name === name);
+  if (!found) throw new Error(`no endpoint ${name}`);
+  return found;
+}
+
+describe.each(ENGINES)('request validation on %s', (engine) => {
+  let t: TestApp;
+  let draftId: string;
+  beforeAll(async () => {
+    t = await createTestApp(engine);
+    draftId = (await createDraft(t)).id;
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  /** Sends `e` with its query or body replaced by `input`, and extra options. */
+  function send(
+    e: Endpoint,
+    input: Record<string, unknown> | undefined,
+    options: Partial<InjectOptions> & { id?: string } = {},
+  ): Promise<LightMyRequestResponse> {
+    const { id = draftId, ...rest } = options;
+    const inQuery = e.method === 'GET' || e.method === 'DELETE';
+    return t.request(e.party === 'sender' ? t.sender : t.provider, {
+      method: e.method,
+      url: e.url(id),
+      ...(inQuery ? { query: input as Record<string, string> } : { payload: input }),
+      ...rest,
+    });
+  }
+
+  const validInput = (e: Endpoint) => ({ ...(e.query ?? e.body) });
+
+  function expectValidationOf(res: LightMyRequestResponse, sent?: string): ProblemJson {
+    const problem = expectProblem(res, 400, 'validation_failed');
+    expect(problem.errors?.length).toBeGreaterThan(0);
+    if (sent !== undefined) expect(res.body).not.toContain(sent);
+    return problem;
+  }
+
+  it('covers every endpoint, with the required fields of spec §4', () => {
+    expect(ENDPOINTS.map((e) => e.name)).toHaveLength(15);
+    expect(MISSING).toHaveLength(35);
+  });
+
+  describe('a missing required field', () => {
+    it.each(MISSING)('$endpoint without $field → 400 naming it', async ({ endpoint: name, field }) => {
+      const e = endpoint(name);
+      const input = Object.fromEntries(Object.entries(validInput(e)).filter(([key]) => key !== field));
+      const res = await send(e, input);
+      const problem = expectValidationOf(res);
+      const where = e.query === undefined ? 'body' : 'query';
+      // Only that field: the rest of the request is valid.
+      expect(problem.errors).toEqual([{ path: `${where}.${field}`, message: 'is required' }]);
+      expect(problem.detail).toContain(field);
+    });
+
+    it.each(ENDPOINTS.filter((e) => e.body !== undefined).map((e) => e.name))(
+      '%s without any body → 400',
+      async (name) => {
+        const res = await send(endpoint(name), undefined);
+        expect(errorPaths(expectValidationOf(res))).toEqual(['body']);
+      },
+    );
+  });
+
+  describe('unknown fields', () => {
+    it.each(ENDPOINTS.filter((e) => e.body !== undefined).map((e) => e.name))(
+      '%s: an unknown body field → 400 naming it, not its value',
+      async (name) => {
+        const e = endpoint(name);
+        const res = await send(e, { ...validInput(e), isHsgEnrolled: SNEAKY });
+        const problem = expectValidationOf(res, SNEAKY);
+        expect(problem.errors).toEqual([{ path: 'body.isHsgEnrolled', message: 'is not a known field' }]);
+      },
+    );
+
+    it.each(ENDPOINTS.map((e) => e.name))(
+      '%s: an unknown query parameter → 400 naming it, not its value',
+      async (name) => {
+        const e = endpoint(name);
+        const res =
+          e.query === undefined
+            ? await send(e, validInput(e), { query: { sneaky: SNEAKY } })
+            : await send(e, { ...validInput(e), sneaky: SNEAKY });
+        const problem = expectValidationOf(res, SNEAKY);
+        expect(problem.errors).toEqual([{ path: 'query.sneaky', message: 'is not a known field' }]);
+      },
+    );
+  });
+
+  describe('bad formats of the referral fields (create and link upsert)', () => {
+    const BAD: readonly { field: string; value: unknown; sent: string }[] = [
+      { field: 'dob', value: '2999-01-01', sent: '2999-01-01' },
+      { field: 'dob', value: '2023-02-30', sent: '2023-02-30' },
+      { field: 'dob', value: '1990-13-01', sent: '1990-13-01' },
+      { field: 'dob', value: '07/07/1971', sent: '07/07/1971' },
+      { field: 'nationality', value: 'Zanzibarland', sent: 'Zanzibarland' },
+      { field: 'nationality', value: 'SGP', sent: 'SGP' },
+      { field: 'patientPhoneNumber', value: '71234567', sent: '71234567' },
+      { field: 'patientPhoneNumber', value: '+6591234567', sent: '+6591234567' },
+      { field: 'referrerContactNumber', value: '6123456', sent: '6123456' },
+      { field: 'patientUin', value: 'A1234567Z', sent: 'A1234567Z' },
+      { field: 'patientUin', value: 's1234567d', sent: 's1234567d' },
+      { field: 'patientGender', value: 'Malez', sent: 'Malez' },
+      { field: 'residentialStatus', value: 'Citizenz', sent: 'Citizenz' },
+      { field: 'referrerIdType', value: 'passportz', sent: 'passportz' },
+      { field: 'referrerEmail', value: 'not-an-email-zq', sent: 'not-an-email-zq' },
+      { field: 'offeringId', value: 'unknown-offering-zq', sent: 'unknown-offering-zq' },
+      // An offering ID that looks like a UIN (a client that mixed up fields) is not quoted either.
+      { field: 'offeringId', value: 'S7654321Z', sent: 'S7654321Z' },
+      { field: 'patientName', value: 'Z'.repeat(201), sent: 'Z'.repeat(201) },
+    ];
+    const cases = ['create', 'links/upsert'].flatMap((name) => BAD.map((b) => ({ name, ...b })));
+
+    it.each(cases)('$name: $field = $value → 400 naming $field', async ({ name, field, value, sent }) => {
+      const e = endpoint(name);
+      const res = await send(e, { ...validInput(e), [field]: value });
+      const problem = expectValidationOf(res, sent);
+      expect(errorPaths(problem)).toEqual([`body.${field}`]);
+    });
+
+    it('PATCH checks the same formats', async () => {
+      const e = endpoint('update');
+      const res = await send(e, { ...validInput(e), dob: '2999-12-31', nationality: 'Zanzibarland' });
+      const problem = expectValidationOf(res, 'Zanzibarland');
+      expect(errorPaths(problem)).toEqual(['body.nationality']);
+      const future = await send(e, { ...validInput(e), dob: '2999-12-31' });
+      expect(errorPaths(expectValidationOf(future, '2999-12-31'))).toEqual(['body.dob']);
+    });
+
+    it('accepts a date of birth of today', async () => {
+      const e = endpoint('create');
+      const today = new Date().toISOString().slice(0, 10);
+      const res = await send(e, { ...validInput(e), dob: today });
+      expect(res.statusCode, res.body).toBe(201);
+    });
+  });
+
+  describe('bad values of the other fields', () => {
+    const cases: readonly {
+      name: string;
+      field: string;
+      value: unknown;
+      path?: string;
+      sent?: string;
+    }[] = [
+      { name: 'cancel', field: 'cancelNote', value: '' },
+      { name: 'cancel', field: 'cancelNote', value: 'Z'.repeat(2001), sent: 'Z'.repeat(2001) },
+      { name: 'notes', field: 'content', value: '' },
+      { name: 'notes', field: 'content', value: 'Z'.repeat(8001), sent: 'Z'.repeat(8001) },
+      { name: 'reject', field: 'reason', value: '' },
+      { name: 'request-action', field: 'reason', value: 'Z'.repeat(2001), sent: 'Z'.repeat(2001) },
+      // The v0.0.66 renames: `booked` is now `scheduled`.
+      { name: 'appointment PUT', field: 'status', value: 'booked', sent: 'booked' },
+      { name: 'appointment PUT', field: 'status', value: 'noShow', sent: 'noShow' },
+      { name: 'appointment PUT', field: 'startAt', value: 'tomorrow-zq', sent: 'tomorrow-zq' },
+      { name: 'appointment PUT', field: 'location', value: '' },
+      { name: 'submit', field: 'institutionIdType', value: 'uenzq', sent: 'uenzq' },
+      { name: 'submit', field: 'institutionId', value: 'S1234A; drop', sent: 'S1234A; drop' },
+      { name: 'search', field: 'patientUin', value: 'X7777777Q', sent: 'X7777777Q' },
+      { name: 'search', field: 'pageSize', value: 1001 },
+      { name: 'get', field: 'additionalField', value: 'ehrFormzq', sent: 'ehrFormzq' },
+      { name: 'get', field: 'additionalField', value: 'ehrForm,patientSummaryzq', sent: 'patientSummaryzq' },
+      { name: 'get', field: 'institutionIdType', value: 'uenzq', sent: 'uenzq' },
+      {
+        name: 'list',
+        field: 'status',
+        value: 'pending-acceptancezq',
+        path: 'query.status.0',
+        sent: 'pending-acceptancezq',
+      },
+      { name: 'list', field: 'role', value: 'opszq', sent: 'opszq' },
+      { name: 'list', field: 'sort', value: 'namezq', sent: 'namezq' },
+      { name: 'list', field: 'pageSize', value: '0' },
+      { name: 'list', field: 'pageSize', value: '1001' },
+      { name: 'list', field: 'offset', value: '-1' },
+      { name: 'list', field: 'offset', value: 'firstzq', sent: 'firstzq' },
+    ];
+
+    it.each(cases)('$name: $field = $value → 400', async ({ name, field, value, path, sent }) => {
+      const e = endpoint(name);
+      const res = await send(e, { ...validInput(e), [field]: value });
+      const problem = expectValidationOf(res, sent);
+      expect(errorPaths(problem)).toEqual([path ?? `${e.query === undefined ? 'body' : 'query'}.${field}`]);
+    });
+
+    it('a list with a status that is not a coreStatus, among good ones → 400 on query.status', async () => {
+      const res = await t.request(t.sender, {
+        method: 'GET',
+        url: '/api/v1/institutions/hci/S1234A/referrals?status=draft&status=bogus-zq',
+      });
+      expect(errorPaths(expectValidationOf(res, 'bogus-zq'))).toEqual(['query.status.1']);
+    });
+
+    it('a path institution type that is not known → 400 on path.institutionIdType', async () => {
+      const res = await t.request(t.sender, {
+        method: 'GET',
+        url: '/api/v1/institutions/uenzq/S1234A/referrals',
+      });
+      expect(errorPaths(expectValidationOf(res, 'uenzq'))).toEqual(['path.institutionIdType']);
+    });
+
+    it('an appointment ID outside 1–64 of A-Za-z0-9._- → 400 on path.appointmentId', async () => {
+      const e = endpoint('appointment PUT');
+      for (const bad of ['appt%20zq', 'z'.repeat(65)]) {
+        const res = await t.request(t.provider, {
+          method: 'PUT',
+          url: `${ref(draftId)}/appointments/${bad}`,
+          payload: validInput(e),
+        });
+        expect(errorPaths(expectValidationOf(res, bad.replace('%20', ' ')))).toEqual(['path.appointmentId']);
+      }
+    });
+  });
+
+  describe('the referral ID in the path', () => {
+    it.each(WITH_REFERRAL_ID.map((e) => e.name))('%s with a non-UUID referralId → 400', async (name) => {
+      const e = endpoint(name);
+      const res = await send(e, validInput(e), { id: 'not-a-uuid-zq' });
+      const problem = expectValidationOf(res, 'not-a-uuid-zq');
+      expect(errorPaths(problem)).toEqual(['path.referralId']);
+    });
+  });
+
+  describe('bodies that are not a JSON object', () => {
+    const POSTS = ENDPOINTS.filter((e) => e.body !== undefined).map((e) => e.name);
+
+    it.each(POSTS)('%s: invalid JSON → 400 naming the body, not quoting it', async (name) => {
+      const res = await send(endpoint(name), undefined, {
+        headers: { 'content-type': 'application/json' },
+        payload: '{"institutionIdType": "hci", "content": "Zorblaxq',
+      });
+      const problem = expectValidationOf(res, 'Zorblaxq');
+      expect(problem.errors).toEqual([{ path: 'body', message: 'is not valid JSON' }]);
+    });
+
+    it.each(POSTS)('%s: a JSON array → 400', async (name) => {
+      const res = await send(endpoint(name), undefined, {
+        headers: { 'content-type': 'application/json' },
+        payload: '["Zorblaxq"]',
+      });
+      expect(errorPaths(expectValidationOf(res, 'Zorblaxq'))).toEqual(['body']);
+    });
+
+    it.each(
+      POSTS.flatMap((name) =>
+        ['text/plain', 'application/xml', 'application/x-www-form-urlencoded'].map((type) => ({
+          name,
+          type,
+        })),
+      ),
+    )('$name: content type $type → 415', async ({ name, type }) => {
+      const res = await send(endpoint(name), undefined, {
+        headers: { 'content-type': type },
+        payload: 'institutionIdType=hci&note=Zorblaxq',
+      });
+      const problem = expectProblem(res, 415, 'unsupported_media_type');
+      expect(res.body).not.toContain('Zorblaxq');
+      expect(problem.detail).toMatch(/application\/json/);
+    });
+
+    it.each(POSTS)('%s: a body over 256 KiB → 413 payload_too_large', async (name) => {
+      const e = endpoint(name);
+      const res = await send(e, { ...validInput(e), filler: `Zorblaxq${'z'.repeat(256 * 1024)}` });
+      expectProblem(res, 413, 'payload_too_large');
+      expect(res.body).not.toContain('Zorblaxq');
+    });
+
+    it('a body just under 256 KiB is read (and then judged on its fields)', async () => {
+      const e = endpoint('notes');
+      // 200 KiB of content is within the body limit but over content's 8000 characters.
+      const res = await send(e, { ...validInput(e), content: 'z'.repeat(200 * 1024) });
+      expect(errorPaths(expectValidationOf(res))).toEqual(['body.content']);
+    });
+  });
+
+  describe('submit of an incomplete referral', () => {
+    it('→ 422 incomplete_referral listing the missing patient fields', async () => {
+      const draft = await createDraft(t, { patientName: null, patientUin: null });
+      const res = await send(endpoint('submit'), { ...SENDER }, { id: draft.id });
+      const problem = expectProblem(res, 422, 'incomplete_referral');
+      expect(problem.missing).toEqual(['patientName', 'patientUin']);
+      expect(errorPaths(problem)).toEqual(['patientName', 'patientUin']);
+      // Still a draft, unchanged.
+      const after = await t.request(t.sender, {
+        method: 'GET',
+        url: ref(draft.id),
+        query: { requesterIdentifier: REQUESTER, ...SENDER },
+      });
+      expect(after.json()).toMatchObject({ status: 'draft', version: draft.version });
+    });
+
+    it('→ 422 listing the offering too when it has none', async () => {
+      const res = await t.request(t.sender, { method: 'POST', url: '/api/v1/referrals', payload: SENDER });
+      expect(res.statusCode, res.body).toBe(201);
+      const id = res.json<{ id: string }>().id;
+      const problem = expectProblem(
+        await send(endpoint('submit'), { ...SENDER }, { id }),
+        422,
+        'incomplete_referral',
+      );
+      expect(problem.missing).toEqual(['offeringId', 'patientName', 'patientUin']);
+      expect(problem.detail).toContain('offeringId, patientName, patientUin');
+    });
+  });
+});

@@ -1,0 +1,193 @@
+// The JSON shapes of contract §6 as test types, and assertions that a response has exactly those
+// fields (so a removed field such as patient.isHsgEnrolled cannot come back unnoticed).
+import { expect } from 'vitest';
+import { STATUSES, type Status } from '../../src/domain/statuses.ts';
+
+export interface InstitutionJson {
+  idType: string;
+  id: string;
+  name: string;
+}
+
+export interface OfferingJson {
+  id: string;
+  name: string;
+  category: string;
+  description: string;
+  specialty: string;
+  ehrCode: string;
+  institution: InstitutionJson;
+  system: string;
+}
+
+export interface SummaryJson {
+  id: string;
+  version: number;
+  createdAt: string;
+  updatedAt: string;
+  submittedAt?: string;
+  senderSystem: string;
+  sender: InstitutionJson;
+  offering: OfferingJson | null;
+  patient: Record<string, unknown>;
+  referrer: Record<string, unknown>;
+  clinicalInfo: string | null;
+  isUrgent: boolean;
+  status: Status;
+  coreStatus: string;
+  isCancellable: boolean;
+}
+
+export interface AppointmentJson {
+  id: string;
+  status: string;
+  startAt: string;
+  location: string;
+  updatedAt: string;
+}
+
+export interface LinkJson {
+  type: string;
+  label: string;
+  url: string;
+}
+
+export interface NoteJson {
+  id: string;
+  content: string;
+  authorName: string | null;
+  authorInstitution: InstitutionJson;
+  createdAt: string;
+}
+
+export interface TimelineEventJson {
+  id: string;
+  type: string;
+  system: string;
+  description: string;
+  producedAt: string;
+}
+
+export interface ReferralBody extends SummaryJson {
+  appointments: AppointmentJson[];
+  links: LinkJson[];
+  notes: NoteJson[];
+  timelineEvents: TimelineEventJson[];
+  ehrForwarding: { state: string; attempts: number; lastAttemptAt?: string; sha256?: string };
+  ehrForm?: string;
+  ehrFormType?: string;
+}
+
+export interface PageJson {
+  data: SummaryJson[];
+  metadata: { offset: number; pageSize: number; hasNext: boolean; total: number };
+}
+
+/** Contract §3, transcribed: the coreStatus each status is shown as. */
+export const CONTRACT_CORE_STATUS: Readonly<Record<Status, string>> = {
+  draft: 'draft',
+  'pending-acceptance': 'pending',
+  accepted: 'pending',
+  'sender-action-required': 'sender-action-required',
+  scheduled: 'confirmed',
+  rejected: 'rejected',
+  cancelled: 'cancelled',
+};
+
+export const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const SYSTEMS = ['Manual', 'HAS', 'Epic', 'PartnersBuddy'];
+
+const SUMMARY_KEYS = [
+  'id',
+  'version',
+  'createdAt',
+  'updatedAt',
+  'senderSystem',
+  'sender',
+  'offering',
+  'patient',
+  'referrer',
+  'clinicalInfo',
+  'isUrgent',
+  'status',
+  'coreStatus',
+  'isCancellable',
+];
+const REFERRAL_KEYS = ['appointments', 'links', 'notes', 'timelineEvents', 'ehrForwarding'];
+
+const keysOf = (value: unknown) => Object.keys(value as object).sort();
+const sorted = (keys: readonly string[]) => [...keys].sort();
+
+function expectSummaryFields(body: SummaryJson): void {
+  expect(body.id).toMatch(UUID);
+  expect(Number.isInteger(body.version) && body.version >= 1).toBe(true);
+  expect(body.createdAt).toMatch(ISO_MS);
+  expect(body.updatedAt).toMatch(ISO_MS);
+  expect(STATUSES).toContain(body.status);
+  // submittedAt is absent (not null) for drafts, present once submitted.
+  if (body.status === 'draft') expect(body).not.toHaveProperty('submittedAt');
+  else expect(body.submittedAt).toMatch(ISO_MS);
+  expect(body.coreStatus).toBe(CONTRACT_CORE_STATUS[body.status]);
+  expect(SYSTEMS).toContain(body.senderSystem);
+  expect(keysOf(body.sender)).toEqual(['id', 'idType', 'name']);
+  if (body.offering !== null) {
+    expect(keysOf(body.offering)).toEqual(
+      sorted(['id', 'name', 'category', 'description', 'specialty', 'ehrCode', 'institution', 'system']),
+    );
+    expect(keysOf(body.offering.institution)).toEqual(['id', 'idType', 'name']);
+  }
+  expect(keysOf(body.patient)).toEqual(
+    sorted(['uin', 'name', 'dob', 'gender', 'nationality', 'phoneNumber', 'residentialStatus']),
+  );
+  expect(body.patient).not.toHaveProperty('isHsgEnrolled');
+  expect(keysOf(body.referrer)).toEqual(sorted(['id', 'idType', 'name', 'email', 'contactNumber']));
+  expect(typeof body.isUrgent).toBe('boolean');
+  expect(typeof body.isCancellable).toBe('boolean');
+}
+
+/** A ReferralSummary (list, delete, cancel, back-to-draft): exactly its fields. */
+export function expectSummaryShape(value: unknown): SummaryJson {
+  const body = value as SummaryJson;
+  const keys = body.status === 'draft' ? SUMMARY_KEYS : [...SUMMARY_KEYS, 'submittedAt'];
+  expect(keysOf(body)).toEqual(sorted(keys));
+  expectSummaryFields(body);
+  return body;
+}
+
+/** A full Referral (get and the other writes): the summary plus its collections. */
+export function expectReferralShape(value: unknown, options: { ehrForm?: boolean } = {}): ReferralBody {
+  const body = value as ReferralBody;
+  const keys = [
+    ...SUMMARY_KEYS,
+    ...REFERRAL_KEYS,
+    ...(body.status === 'draft' ? [] : ['submittedAt']),
+    ...(options.ehrForm === true ? ['ehrForm', 'ehrFormType'] : []),
+  ];
+  expect(keysOf(body)).toEqual(sorted(keys));
+  expectSummaryFields(body);
+  for (const a of body.appointments) {
+    expect(keysOf(a)).toEqual(sorted(['id', 'status', 'startAt', 'location', 'updatedAt']));
+    expect(a.startAt).toMatch(ISO_MS);
+  }
+  for (const l of body.links) {
+    expect(keysOf(l)).toEqual(['label', 'type', 'url']);
+  }
+  for (const n of body.notes) {
+    expect(keysOf(n)).toEqual(sorted(['id', 'content', 'authorName', 'authorInstitution', 'createdAt']));
+    expect(keysOf(n.authorInstitution)).toEqual(['id', 'idType', 'name']);
+  }
+  for (const e of body.timelineEvents) {
+    expect(keysOf(e)).toEqual(sorted(['id', 'type', 'system', 'description', 'producedAt']));
+    expect(e.producedAt).toMatch(ISO_MS);
+    expect(SYSTEMS).toContain(e.system);
+    // A sentence for people: capitalised, several words, and no event type inside it.
+    expect(e.description).toMatch(/^[A-Z]\S* .+ .+/);
+    expect(e.description).not.toMatch(/\b(referral|appt|note|ehr)\.[a-z-]+/);
+  }
+  const produced = body.timelineEvents.map((e) => e.producedAt);
+  expect(produced, 'timelineEvents oldest first').toEqual([...produced].sort());
+  expect(['not-sent', 'queued', 'forwarded', 'failed']).toContain(body.ehrForwarding.state);
+  expect(Number.isInteger(body.ehrForwarding.attempts)).toBe(true);
+  return body;
+}
