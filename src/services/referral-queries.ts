@@ -131,13 +131,17 @@ export function createReferralQueries(deps: QueryDeps) {
       return { ...view, ehrForm: form.html, ehrFormType: form.formType };
     },
 
-    async list(caller: Caller, query: ListQuery): Promise<ReferralPage> {
+    async list(
+      caller: Caller,
+      query: ListQuery,
+      action: 'referral.list' | 'referral.search' = 'referral.list',
+    ): Promise<ReferralPage> {
       return deps.db.transaction().execute(async (trx) => {
         const page = await referralRepository(trx).list({ institution: caller.institution, ...query });
         await audit(
           trx,
           caller,
-          'referral.list',
+          action,
           page.records.map((r) => r.id),
           deps.clock.now(),
         );

@@ -148,7 +148,8 @@ describe.each(ENGINES)('audit on %s', (engine) => {
         expect(res.statusCode, res.body).toBe(200);
         const ids = res.json<{ data: { id: string }[] }>().data.map((r) => r.id);
         expect(ids.length).toBeGreaterThan(0);
-        expect(rows).toEqual([await expectedRow(t.sender, res, 'referral.list', ids, requester)]);
+        const action = options.method === 'POST' ? 'referral.search' : 'referral.list';
+        expect(rows).toEqual([await expectedRow(t.sender, res, action, ids, requester)]);
       }
     });
 
@@ -159,7 +160,7 @@ describe.each(ENGINES)('audit on %s', (engine) => {
         traced({ method: 'POST', url: `${base}/search`, payload: { patientUin: 'S0000000A' } }, undefined),
       );
       expect(res.json<{ data: unknown[] }>().data).toEqual([]);
-      expect(rows).toEqual([await expectedRow(t.sender, res, 'referral.list', [], null)]);
+      expect(rows).toEqual([await expectedRow(t.sender, res, 'referral.search', [], null)]);
     });
   });
 

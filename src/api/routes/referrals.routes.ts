@@ -82,7 +82,7 @@ export function referralRoutes(ctx: AppContext) {
     app.post(
       '/institutions/:institutionIdType/:institutionId/referrals/search',
       {
-        config: { action: 'referral.list' },
+        config: { action: 'referral.search' },
         schema: {
           tags: TAG,
           summary: 'Search referrals of an institution',
@@ -102,7 +102,11 @@ export function referralRoutes(ctx: AppContext) {
       },
       async (request) => {
         const caller = callerOf(request, institutionOf(request.params), request.body.requesterIdentifier);
-        return ctx.referralQueries.list(caller, listQuery(request.body, request.body.patientUin));
+        return ctx.referralQueries.list(
+          caller,
+          listQuery(request.body, request.body.patientUin),
+          'referral.search',
+        );
       },
     );
 
