@@ -94,6 +94,32 @@ describe.each(ENGINES)('Idempotency-Key on %s', (engine) => {
       expect(await notesOf(referral.id)).toBe(1);
     });
 
+    it('audits every replay, naming the referral, since a replay hands out its data again', async () => {
+      const referral = await referralIn(t, 'pending-acceptance');
+      const key = freshKey('audited');
+      const first = await t.request(t.sender, withKey(addNote(referral.id), key));
+      expect(first.statusCode, first.body).toBe(201);
+      const replay = await t.request(t.sender, {
+        ...withKey(addNote(referral.id), key),
+        headers: { 'idempotency-key': key, 'x-request-id': `replay-${key}` },
+      });
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      const rows = await t.ctx.db
+        .selectFrom('audit_events')
+        .select(['action', 'outcome', 'referral_ids', 'institution_id', 'api_key_id'])
+        .where('request_id', '=', `replay-${key}`)
+        .execute();
+      expect(rows).toEqual([
+        {
+          action: 'referral.add-note.replay',
+          outcome: 'success',
+          referral_ids: [referral.id],
+          institution_id: t.sender.institution.institutionId,
+          api_key_id: await apiKeyIdOf(t, t.sender),
+        },
+      ]);
+    });
+
     it('replays a transition without running it twice', async () => {
       const referral = await referralIn(t, 'pending-acceptance');
       const key = freshKey('cancel');

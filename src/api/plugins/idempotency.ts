@@ -9,6 +9,8 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, ValidationError } from '../../errors.ts';
+import { v7 as uuidv7 } from 'uuid';
+import { auditRepository } from '../../db/audit.repository.ts';
 import { idempotencyRepository } from '../../db/idempotency.repository.ts';
 import { linkTokenRepository } from '../../db/link-token.repository.ts';
 import type { AppContext } from '../../context.ts';
@@ -21,9 +23,31 @@ declare module 'fastify' {
 }
 
 const RETENTION_MS = 24 * 3600_000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ABANDONED_AFTER_MS = 120_000;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 const REPLAYED_HEADERS = ['content-type', 'etag', 'location'] as const;
+
+/** The referral IDs a stored response names: a referral, a link upsert's referralId, or a page. */
+function referralIdsIn(body: string): string[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return [];
+  }
+  if (parsed === null || typeof parsed !== 'object') return [];
+  const object = parsed as { id?: unknown; referralId?: unknown; data?: unknown };
+  const ids: unknown[] = Array.isArray(object.data)
+    ? object.data.map((r: unknown) => (r as { id?: unknown } | null)?.id)
+    : [object.referralId ?? (typeof object.id === 'string' && 'version' in object ? object.id : undefined)];
+  return ids.filter((id): id is string => typeof id === 'string' && UUID.test(id));
+}
+
+function pathReferralId(request: FastifyRequest): string[] {
+  const { referralId } = (request.params ?? {}) as { referralId?: unknown };
+  return typeof referralId === 'string' && UUID.test(referralId) ? [referralId] : [];
+}
 
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
@@ -76,11 +100,35 @@ export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void
     return out;
   }
 
+  /** A replay hands out referral data (and fresh links) again, so it is audited like the original. */
+  async function auditReplay(request: FastifyRequest, body: string): Promise<void> {
+    const key = request.apiKey;
+    if (!key) return;
+    const sent = (request.body ?? {}) as Record<string, unknown>;
+    const text = (name: string) => (typeof sent[name] === 'string' ? sent[name] : null);
+    const idType = text('institutionIdType');
+    const id = text('institutionId');
+    await auditRepository(ctx.db).record({
+      id: uuidv7(),
+      occurredAt: ctx.clock.now(),
+      requestId: request.id,
+      apiKeyId: key.id,
+      system: key.system,
+      institution: idType !== null && id !== null ? { idType, id } : null,
+      requesterIdentifier: text('requesterIdentifier'),
+      action: `${request.routeOptions.config.action ?? request.routeOptions.url ?? 'request'}.replay`,
+      outcome: 'success',
+      referralIds: [...new Set([...referralIdsIn(body), ...pathReferralId(request)])],
+    });
+  }
+
   async function replay(
+    request: FastifyRequest,
     reply: FastifyReply,
     stored: { status: number; headers: Record<string, string>; body: string },
   ) {
     const body = await withFreshLinks(stored.body);
+    await auditReplay(request, body);
     return reply.code(stored.status).headers(stored.headers).header('Idempotent-Replayed', 'true').send(body);
   }
 
@@ -128,7 +176,7 @@ export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void
           'A request with this Idempotency-Key is still running. Retry after it finishes.',
         );
       }
-      return replay(reply, {
+      return replay(request, reply, {
         status: existing.responseStatus ?? 200,
         headers: existing.responseHeaders ?? {},
         body: existing.responseBody ?? '',
