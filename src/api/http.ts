@@ -10,13 +10,19 @@ export function isApiRoute(request: FastifyRequest): boolean {
   return request.routeOptions.url?.startsWith(`${API_PREFIX}/`) === true;
 }
 
-/** The version If-Match asks for; undefined when absent or `*`. */
+/**
+ * The version If-Match asks for; undefined when absent or `*`. Exactly one ETag, quoted as refhub
+ * sends it (`"3"`; the weak form `W/"3"` is accepted too, since a version is the whole state).
+ */
 export function ifMatchOf(request: FastifyRequest): number | undefined {
   const header = request.headers['if-match'];
   if (header === undefined || header.trim() === '*') return undefined;
-  const match = /^\s*(?:W\/)?"?([0-9]{1,9})"?\s*$/.exec(header);
-  if (!match)
-    throw new ValidationError([{ path: 'header.If-Match', message: 'must be an ETag such as "3"' }]);
+  const match = /^\s*(?:W\/)?"([0-9]{1,9})"\s*$/.exec(header);
+  if (!match) {
+    throw new ValidationError([
+      { path: 'header.If-Match', message: 'must be one ETag as sent in the ETag header, such as "3"' },
+    ]);
+  }
   return Number(match[1]);
 }
 

@@ -37,6 +37,7 @@ export function createLinkService(deps: LinkDeps) {
       caller: Caller & { readonly requesterIdentifier: string },
       referralId: string | undefined,
       prefill: ReferralFieldsInput,
+      ifMatch?: number,
     ): Promise<LinkUpsertResult> {
       // With a referralId, the mutation runner checks visibility before the role, so an institution
       // that cannot see the referral gets 404 (contract §2), as on every other referral route.
@@ -78,7 +79,7 @@ export function createLinkService(deps: LinkDeps) {
         caller,
         referralId,
         'update',
-        undefined,
+        ifMatch,
         (ctx) => planUpdate(deps.clock, ctx, prefill),
         async (trx) => {
           const current = await referralRepository(trx).getVisible(referralId, caller.institution);

@@ -120,7 +120,7 @@ describe.each(ENGINES)('concurrency on %s', (engine) => {
       expect(res.json()).toMatchObject({ status: 412, code: 'version_mismatch' });
     });
 
-    it.each(['abc', '"v2"', '""', '"-1"', '"99999999999"'])(
+    it.each(['abc', '"v2"', '""', '"-1"', '"99999999999"', '2', '"2', '"1", "2"'])(
       'a malformed If-Match %s → 400 naming header.If-Match, and no change',
       async (value) => {
         shared ??= referralIn(t, 'pending-acceptance');
@@ -138,6 +138,31 @@ describe.each(ENGINES)('concurrency on %s', (engine) => {
         expect(await stateOf(t, referral.id)).toEqual(before);
       },
     );
+  });
+
+  describe('If-Match on the link upsert', () => {
+    it('applies when a referralId is given: a stale version is 412 and nothing changes', async () => {
+      const draft = await referralIn(t, 'draft');
+      const upsert = (version: number) =>
+        t.request(t.sender, {
+          method: 'POST',
+          url: '/api/v1/links/upsert',
+          headers: { 'if-match': `"${version}"` },
+          payload: {
+            ...t.sender.institution,
+            requesterIdentifier: 'dr@example.org',
+            referralId: draft.id,
+            clinicalInfo: 'Updated through the link',
+          },
+        });
+      const stale = await upsert(draft.version + 1);
+      expect(stale.statusCode, stale.body).toBe(412);
+      expect(stale.json()).toMatchObject({ code: 'version_mismatch', currentVersion: draft.version });
+      expect(await stateOf(t, draft.id)).toMatchObject({ version: draft.version });
+      const current = await upsert(draft.version);
+      expect(current.statusCode, current.body).toBe(200);
+      expect(await stateOf(t, draft.id)).toMatchObject({ version: draft.version + 1 });
+    });
   });
 
   describe('concurrent transitions', () => {

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
+import { ifMatchOf } from '../http.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { InstitutionId, InstitutionIdType, ReferralId, RequesterIdentifier } from '../schemas/primitives.ts';
 import { problemResponses } from '../schemas/problem.schema.ts';
@@ -22,7 +23,7 @@ export function linkRoutes(ctx: AppContext) {
           description:
             'Without referralId, creates a draft from the prefill. With the referralId of a draft or of a ' +
             'referral that awaits the sender, applies the prefill. Either way it returns a fresh one-time URL ' +
-            'into the web form. The URL never carries patient data.',
+            'into the web form. The URL never carries patient data. With a referralId, If-Match applies.',
           body: Type.Object(
             {
               requesterIdentifier: RequesterIdentifier,
@@ -52,7 +53,7 @@ export function linkRoutes(ctx: AppContext) {
           { idType: institutionIdType, id: institutionId },
           requesterIdentifier,
         );
-        return ctx.links.upsert({ ...caller, requesterIdentifier }, referralId, prefill);
+        return ctx.links.upsert({ ...caller, requesterIdentifier }, referralId, prefill, ifMatchOf(request));
       },
     );
   };
