@@ -11,6 +11,7 @@ import { timeline } from '../domain/timeline.ts';
 import {
   ForbiddenRoleError,
   IncompleteReferralError,
+  InvalidTransitionError,
   LimitExceededError,
   ValidationError,
 } from '../errors.ts';
@@ -331,6 +332,19 @@ function statusInput(record: ReferralRecord) {
 
 async function planUpdate(clock: Clock, { trx, record, party }: PlanContext, input: ReferralFieldsInput) {
   const decision = decide('update', party, statusInput(record));
+  // The offering decides the provider. Once submitted, changing it would hand the referral (and the
+  // patient's data) to another institution behind the back of the one that asked the sender to act.
+  if (
+    input.offeringId !== undefined &&
+    input.offeringId !== (record.offering?.id ?? null) &&
+    record.status !== 'draft'
+  ) {
+    throw new InvalidTransitionError(
+      'change the offering of',
+      record.status,
+      'The offering can change only while the referral is a draft; return it to draft first.',
+    );
+  }
   const patch = await resolveContent(trx, clock, input);
   const fields = fieldsIn(input);
   return {

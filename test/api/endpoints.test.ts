@@ -445,6 +445,30 @@ describe.each(ENGINES)('endpoints on %s', (engine) => {
       expect(stale.currentVersion).toBe(draft.version);
       expect(okReferral(await patch(`"${draft.version}"`)).version).toBe(draft.version + 1);
     });
+
+    it('changes the offering (and so the provider) only while the referral is a draft', async () => {
+      const draft = await createDraft(t);
+      const moved = okReferral(
+        await api(t.sender, {
+          method: 'PATCH',
+          url: ref(draft.id),
+          payload: { ...t.sender.institution, offeringId: 'erh-cardio' },
+        }),
+      );
+      expect(moved.offering).toMatchObject({ id: 'erh-cardio', institution: { id: 'S9002Y' } });
+
+      const waiting = await referralIn(t, 'sender-action-required');
+      const change = (offeringId: string) =>
+        api(t.sender, {
+          method: 'PATCH',
+          url: ref(waiting.id),
+          payload: { ...t.sender.institution, offeringId, clinicalInfo: 'ECG attached.' },
+        });
+      const refused = expectProblem(await change('erh-cardio'), 409, 'invalid_transition');
+      expect(refused.currentStatus).toBe('sender-action-required');
+      // The provider that asked for action keeps the referral; the same offering may be resent.
+      expect(okReferral(await change('cgh-gastro')).offering).toMatchObject({ id: 'cgh-gastro' });
+    });
   });
 
   describe('DELETE /referrals/{id}', () => {
