@@ -7,7 +7,7 @@ import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
 import { INSTITUTION_ID_TYPES, OFFERING_CATEGORIES } from '../domain/statuses.ts';
 import { ValidationError } from '../errors.ts';
-import { catalogRepository } from '../db/catalog.repository.ts';
+import { catalogRepository, type CatalogRepository } from '../db/catalog.repository.ts';
 import type { Database } from '../db/schema.ts';
 
 const Text = (maxLength: number) => Type.String({ minLength: 1, maxLength });
@@ -56,17 +56,31 @@ export interface CatalogSummary {
   readonly offerings: number;
 }
 
+/** What the database already holds, so a file may refer to systems and institutions loaded before. */
+export interface KnownCatalog {
+  readonly systems: readonly string[];
+  readonly institutions: ReadonlySet<string>;
+}
+
 /** Checks the document's shape and references; throws ValidationError naming every problem. */
-export function parseCatalog(document: unknown, knownSystems: readonly string[] = []): CatalogDocument {
+export function parseCatalog(
+  document: unknown,
+  known: KnownCatalog = { systems: [], institutions: new Set() },
+): CatalogDocument {
   if (!Value.Check(CatalogDocument, document)) {
     throw new ValidationError(
       Value.Errors(CatalogDocument, document)
+        // Each unknown property is reported twice; keep the entry that names it.
+        .filter((e) => e.keyword !== 'additionalProperties')
         .slice(0, 20)
-        .map((e) => ({ path: e.instancePath || '/', message: e.message })),
+        .map((e) => ({
+          path: e.instancePath || '/',
+          message: e.keyword === 'boolean' ? 'is not a known field' : e.message,
+        })),
     );
   }
   const problems: { path: string; message: string }[] = [];
-  const systems = new Set(['Manual', ...knownSystems, ...document.systems]);
+  const systems = new Set(['Manual', ...known.systems, ...document.systems]);
   const institutions = new Set<string>();
   // A repeated row would make the upsert touch one row twice, which PostgreSQL refuses.
   document.institutions.forEach((i, index) => {
@@ -83,13 +97,14 @@ export function parseCatalog(document: unknown, knownSystems: readonly string[] 
     if (!systems.has(o.system)) {
       problems.push({
         path: `/offerings/${index}/system`,
-        message: `names system ${o.system}, which is not listed`,
+        message: `names system ${o.system}, which is neither in this file nor loaded`,
       });
     }
-    if (!institutions.has(`${o.institution.idType}:${o.institution.id}`)) {
+    const provider = `${o.institution.idType}:${o.institution.id}`;
+    if (!institutions.has(provider) && !known.institutions.has(provider)) {
       problems.push({
         path: `/offerings/${index}/institution`,
-        message: `names institution ${o.institution.idType}:${o.institution.id}, which is not listed`,
+        message: `names institution ${o.institution.idType}:${o.institution.id}, which is neither in this file nor loaded`,
       });
     }
   });
@@ -97,12 +112,28 @@ export function parseCatalog(document: unknown, knownSystems: readonly string[] 
   return document;
 }
 
+/** The institutions that the document's offerings name and the database already holds. */
+async function knownInstitutions(repo: CatalogRepository, document: unknown): Promise<Set<string>> {
+  const known = new Set<string>();
+  if (!Value.Check(CatalogDocument, document)) return known;
+  const named = new Map(
+    document.offerings.map((o) => [`${o.institution.idType}:${o.institution.id}`, o.institution]),
+  );
+  for (const [key, ref] of named) {
+    if (await repo.findInstitution(ref)) known.add(key);
+  }
+  return known;
+}
+
 export function createCatalogService(deps: { db: Kysely<Database> }) {
   return {
     async load(document: unknown): Promise<CatalogSummary> {
       return deps.db.transaction().execute(async (trx) => {
         const repo = catalogRepository(trx);
-        const catalog = parseCatalog(document, await repo.listSystems());
+        const catalog = parseCatalog(document, {
+          systems: await repo.listSystems(),
+          institutions: await knownInstitutions(repo, document),
+        });
         await repo.upsertSystems(catalog.systems);
         await repo.upsertInstitutions(catalog.institutions);
         await repo.upsertOfferings(
