@@ -57,7 +57,7 @@ export class ValidationError extends AppError {
     super(
       'validation_failed',
       400,
-      'Invalid request',
+      'Invalid input',
       detail ?? errors.map((e) => `${e.path} ${e.message}`).join('; '),
       {},
       errors,

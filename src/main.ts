@@ -1,7 +1,6 @@
 // The `refhub` command: the service itself and the operator's tools, on one composition root.
 import fs from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
-import { buildApp } from './api/app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createContext, openConfiguredStore, type AppContext } from './context.ts';
 import { DataDirLockedError } from './db/data-dir-lock.ts';
@@ -74,16 +73,18 @@ async function serve(command: 'all' | 'api'): Promise<void> {
   } else if (config.env !== 'production') {
     demoKeys = await setUpDemo(ctx, config.dataDir);
   }
+  // Loaded here, so that operator commands do not pay for the HTTP stack.
+  const { buildApp } = await import('./api/app.ts');
   const app = await buildApp(ctx);
   const stopHousekeeping = ctx.housekeeping.start(HOUSEKEEPING_INTERVAL_MS);
   process.once('SIGTERM', (s) => void shutdown(s));
   process.once('SIGINT', (s) => void shutdown(s));
-  await app.listen({ port: config.port, host: config.host });
+  const address = await app.listen({ port: config.port, host: config.host });
   const storeName = ctx.store.engine === 'pglite' ? `embedded PGlite in ${config.dataDir}` : 'PostgreSQL';
   const banner = [
     '',
-    `refhub ${pkg.version} is serving ${config.publicUrl} on ${storeName}`,
-    `  API docs: ${config.publicUrl}/docs`,
+    `refhub ${pkg.version} is serving ${address} on ${storeName}`,
+    `  API docs: ${address}/docs    Links: ${config.publicUrl}/l/…`,
   ];
   if (demoKeys) {
     banner.push(
@@ -206,8 +207,8 @@ try {
     fail(error.message);
   }
   if (error instanceof AppError) {
-    const details = error.errors?.map((e) => `\n  ${e.path}: ${e.message}`).join('') ?? '';
-    fail(`${error.message}${details}`);
+    const problems = error.errors?.map((e) => `\n  ${e.path}: ${e.message}`).join('') ?? '';
+    fail(problems === '' ? error.message : `${error.title}:${problems}`);
   }
   throw error;
 }

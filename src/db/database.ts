@@ -21,7 +21,7 @@ export type StoreTarget =
   | { readonly engine: 'postgres'; readonly url: string; readonly poolSize?: number }
   | { readonly engine: 'pglite'; readonly dataDir: string | undefined; readonly command: string };
 
-export function openStore(target: StoreTarget): Promise<Store> {
+export async function openStore(target: StoreTarget): Promise<Store> {
   if (target.engine === 'postgres') {
     const pool = new pg.Pool({
       connectionString: target.url,
@@ -33,15 +33,17 @@ export function openStore(target: StoreTarget): Promise<Store> {
     // An idle client that loses its server must not crash the process; the next query reports it.
     pool.on('error', () => undefined);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return Promise.resolve({ db, engine: 'postgres', close: () => db.destroy() });
+    return { db, engine: 'postgres', close: () => db.destroy() };
   }
   // No dataDir means an in-memory database (tests).
   const release =
     target.dataDir === undefined ? () => undefined : lockDataDir(target.dataDir, target.command);
   try {
     const client = target.dataDir === undefined ? new PGlite() : new PGlite(`${target.dataDir}/pgdata`);
+    // Opening fails here, not at the first query, when the data directory is unusable.
+    await client.waitReady;
     const db = new Kysely<Database>({ dialect: new PGliteDialect(client) });
-    return Promise.resolve({
+    return {
       db,
       engine: 'pglite',
       close: async () => {
@@ -51,7 +53,7 @@ export function openStore(target: StoreTarget): Promise<Store> {
           release();
         }
       },
-    });
+    };
   } catch (error) {
     release();
     throw error;

@@ -304,7 +304,7 @@ describe('refhub CLI', () => {
         const notJson = path.join(dir, 'not-json.json');
         fs.writeFileSync(notJson, '{ "systems": [');
         expect((await cli(['catalog', 'load', notJson], 'fail')).stderr).toContain(
-          `Cannot read catalog ${notJson}`,
+          `${notJson}: cannot be read`,
         );
       } else {
         // PostgreSQL serves several processes at once.
