@@ -9,6 +9,8 @@
 // attributes are also checked: a scheme other than http(s)/mailto (`javascript:` and friends) is
 // replaced by an inert URL rather than failing the whole render over one bad value.
 
+import { URL_ATTRIBUTES } from './url-attributes.ts';
+
 class SafeHtmlValue {
   readonly #markup: string;
   constructor(markup: string) {
@@ -46,18 +48,6 @@ export function escapeHtml(text: string): string {
     .replace(/[&<>"'`\r]/g, (c) => ESCAPES[c] ?? c);
 }
 
-const URL_ATTRIBUTES = new Set([
-  'href',
-  'xlink:href',
-  'src',
-  'action',
-  'formaction',
-  'poster',
-  'background',
-  'data',
-  'cite',
-  'ping',
-]);
 const SAFE_URL = /^(?:https?:|mailto:|[^:]*$|[^:]*[/?#])/i;
 const INERT_URL = 'about:invalid#unsafe-url';
 

@@ -6,6 +6,7 @@
 // entities in attributes are decoded, elements inside <svg>, <math> and <template> are visited.
 // Problems name elements and attributes but never quote values, which may carry patient data.
 import * as cheerio from 'cheerio';
+import { URL_ATTRIBUTES } from './url-attributes.ts';
 
 export const EHR_FORM_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
 
@@ -32,28 +33,6 @@ const FORBIDDEN_ELEMENTS = new Set([
   'frameset',
   'applet',
   'portal',
-]);
-
-/** Attributes holding one URL: only a `data:` URL or a `#fragment` is local. */
-const URL_ATTRIBUTES = new Set([
-  'href',
-  'xlink:href',
-  'src',
-  'action',
-  'formaction',
-  'poster',
-  'background',
-  'data',
-  'cite',
-  'longdesc',
-  'lowsrc',
-  'dynsrc',
-  'codebase',
-  'classid',
-  'manifest',
-  'icon',
-  'profile',
-  'usemap',
 ]);
 
 /** Attributes holding a whitespace-separated list of URLs (srcset also has descriptors). */

@@ -1,20 +1,17 @@
 // The link upsert (contract §5.7): hands a clinician a one-time URL into our web form. Without a
 // referralId it creates a draft from the prefill; with one, it applies the prefill to a referral the
 // sender may still change (draft or sender-action-required) and hands out a fresh link.
-import { v7 as uuidv7 } from 'uuid';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { upsertLinkAction } from '../domain/links.ts';
-import { timeline } from '../domain/timeline.ts';
 import { ForbiddenRoleError, InvalidTransitionError } from '../errors.ts';
-import { catalogRepository } from '../db/catalog.repository.ts';
 import { referralRepository } from '../db/referral.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';
 import type { LinkMinter } from './link-minter.ts';
-import { EMPTY_CONTENT, resolveContent, type ReferralFieldsInput } from './referral-input.ts';
-import { appendTimeline, audit, createMutationRunner } from './referral-mutation.ts';
-import { planUpdate } from './referral-commands.ts';
+import type { ReferralFieldsInput } from './referral-input.ts';
+import { audit, createMutationRunner } from './referral-mutation.ts';
+import { insertDraft, planUpdate } from './referral-commands.ts';
 
 export interface LinkDeps {
   readonly db: Kysely<Database>;
@@ -52,19 +49,7 @@ export function createLinkService(deps: LinkDeps) {
 
       if (referralId === undefined) {
         return deps.db.transaction().execute(async (trx) => {
-          const now = deps.clock.now();
-          const content = { ...EMPTY_CONTENT, ...(await resolveContent(trx, deps.clock, prefill)) };
-          const id = uuidv7();
-          await referralRepository(trx).insert({
-            id,
-            sender: caller.institution,
-            senderSystem: caller.system,
-            now,
-            ...content,
-          });
-          const sender = await catalogRepository(trx).findInstitution(caller.institution);
-          await appendTimeline(trx, id, caller.system, [timeline.created(sender?.name ?? 'The sender')], now);
-          await audit(trx, caller, 'link.upsert', [id], now);
+          const id = await insertDraft(trx, deps.clock, caller, prefill, 'link.upsert');
           const link = await deps.links.mintOne(trx, grant(id), 'edit');
           return {
             referralId: id,

@@ -1,7 +1,7 @@
 // Writes on referrals. Each command is a plan for the mutation runner: it asks the lifecycle table
 // whether the operation is allowed, and says what changes and which sentences go on the timeline.
 import { v7 as uuidv7 } from 'uuid';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { decide } from '../domain/lifecycle.ts';
 import type { NoteView, ReferralSummaryView, ReferralView } from '../domain/referral-view.ts';
@@ -88,19 +88,7 @@ export function createReferralCommands(deps: CommandDeps) {
       if (caller.role !== 'sender')
         throw new ForbiddenRoleError(`A ${caller.role} key may not create referrals.`);
       return deps.db.transaction().execute(async (trx) => {
-        const now = deps.clock.now();
-        const content = { ...EMPTY_CONTENT, ...(await resolveContent(trx, deps.clock, input)) };
-        const id = uuidv7();
-        await referralRepository(trx).insert({
-          id,
-          sender: caller.institution,
-          senderSystem: caller.system,
-          now,
-          ...content,
-        });
-        const sender = await catalogRepository(trx).findInstitution(caller.institution);
-        await appendTimeline(trx, id, caller.system, [timeline.created(sender?.name ?? 'The sender')], now);
-        await audit(trx, caller, 'referral.create', [id], now);
+        const id = await insertDraft(trx, deps.clock, caller, input, 'referral.create');
         return reloadReferralView(trx, deps.links, caller, id);
       });
     },
@@ -324,6 +312,30 @@ export function createReferralCommands(deps: CommandDeps) {
       );
     },
   };
+}
+
+/** Inserts a draft from `input`, with its `referral.created` event and audit row; returns its ID. */
+export async function insertDraft(
+  trx: Transaction<Database>,
+  clock: Clock,
+  caller: Caller,
+  input: ReferralFieldsInput,
+  auditAction: string,
+): Promise<string> {
+  const now = clock.now();
+  const content = { ...EMPTY_CONTENT, ...(await resolveContent(trx, clock, input)) };
+  const id = uuidv7();
+  await referralRepository(trx).insert({
+    id,
+    sender: caller.institution,
+    senderSystem: caller.system,
+    now,
+    ...content,
+  });
+  const sender = await catalogRepository(trx).findInstitution(caller.institution);
+  await appendTimeline(trx, id, caller.system, [timeline.created(sender?.name ?? 'The sender')], now);
+  await audit(trx, caller, auditAction, [id], now);
+  return id;
 }
 
 function statusInput(record: ReferralRecord) {

@@ -11,8 +11,6 @@ import type { Caller } from '../../services/caller.ts';
 declare module 'fastify' {
   interface FastifyRequest {
     apiKey: ApiKeyRecord | null;
-    actingInstitution: InstitutionRef | null;
-    requesterIdentifier: string | null;
   }
   interface FastifyContextConfig {
     /** The audit action of the route, also used for denied attempts. */
@@ -24,8 +22,6 @@ const SCHEME = /^ApiKey\s+(\S+)\s*$/i;
 
 export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
   app.decorateRequest('apiKey', null);
-  app.decorateRequest('actingInstitution', null);
-  app.decorateRequest('requesterIdentifier', null);
 
   app.addHook('onRequest', async (request) => {
     if (!isApiRoute(request)) return;
@@ -49,8 +45,6 @@ export function callerOf(
 ): Caller {
   const key = request.apiKey;
   if (!key) throw new UnauthorizedError();
-  request.actingInstitution = institution;
-  request.requesterIdentifier = requesterIdentifier ?? null;
   // The role first: an ops key holds no institutions, so the institution check would hide its 403.
   if (key.role === 'ops') throw new ForbiddenRoleError('An ops key may not read or change referrals.');
   if (!key.institutions.some((i) => i.idType === institution.idType && i.id === institution.id)) {

@@ -9,11 +9,10 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, ValidationError } from '../../errors.ts';
-import { v7 as uuidv7 } from 'uuid';
-import { auditRepository } from '../../db/audit.repository.ts';
 import { idempotencyRepository } from '../../db/idempotency.repository.ts';
 import { linkTokenRepository } from '../../db/link-token.repository.ts';
 import type { AppContext } from '../../context.ts';
+import { actionOf, auditRequest } from '../request-audit.ts';
 import { hashLinkToken } from '../../services/link-minter.ts';
 
 declare module 'fastify' {
@@ -42,11 +41,6 @@ function referralIdsIn(body: string): string[] {
     ? object.data.map((r: unknown) => (r as { id?: unknown } | null)?.id)
     : [object.referralId ?? (typeof object.id === 'string' && 'version' in object ? object.id : undefined)];
   return ids.filter((id): id is string => typeof id === 'string' && UUID.test(id));
-}
-
-function pathReferralId(request: FastifyRequest): string[] {
-  const { referralId } = (request.params ?? {}) as { referralId?: unknown };
-  return typeof referralId === 'string' && UUID.test(referralId) ? [referralId] : [];
 }
 
 function canonical(value: unknown): unknown {
@@ -101,25 +95,8 @@ export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void
   }
 
   /** A replay hands out referral data (and fresh links) again, so it is audited like the original. */
-  async function auditReplay(request: FastifyRequest, body: string): Promise<void> {
-    const key = request.apiKey;
-    if (!key) return;
-    const sent = (request.body ?? {}) as Record<string, unknown>;
-    const text = (name: string) => (typeof sent[name] === 'string' ? sent[name] : null);
-    const idType = text('institutionIdType');
-    const id = text('institutionId');
-    await auditRepository(ctx.db).record({
-      id: uuidv7(),
-      occurredAt: ctx.clock.now(),
-      requestId: request.id,
-      apiKeyId: key.id,
-      system: key.system,
-      institution: idType !== null && id !== null ? { idType, id } : null,
-      requesterIdentifier: text('requesterIdentifier'),
-      action: `${request.routeOptions.config.action ?? request.routeOptions.url ?? 'request'}.replay`,
-      outcome: 'success',
-      referralIds: [...new Set([...referralIdsIn(body), ...pathReferralId(request)])],
-    });
+  function auditReplay(request: FastifyRequest, body: string): Promise<void> {
+    return auditRequest(ctx, request, 'success', `${actionOf(request)}.replay`, referralIdsIn(body));
   }
 
   async function replay(

@@ -2,10 +2,9 @@
 // A 5xx never carries a stack trace, SQL or patient data; the log gets a sanitized record instead.
 // Denied attempts on referral routes are audited on their own, since the work's transaction rolled back.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { v7 as uuidv7 } from 'uuid';
 import { AppError, ValidationError, type FieldError } from '../../errors.ts';
-import { auditRepository } from '../../db/audit.repository.ts';
 import type { AppContext } from '../../context.ts';
+import { actionOf, auditRequest } from '../request-audit.ts';
 
 export interface Problem {
   type: string;
@@ -124,29 +123,9 @@ const DENIED: ReadonlySet<string> = new Set([
 ]);
 
 async function auditDenied(ctx: AppContext, request: FastifyRequest, error: AppError): Promise<void> {
-  const key = request.apiKey;
-  if (!key || !DENIED.has(error.code)) return;
-  const params = (request.params ?? {}) as Record<string, unknown>;
-  // The link upsert names its referral in the body rather than the path.
-  const body = (typeof request.body === 'object' && request.body !== null ? request.body : {}) as Record<
-    string,
-    unknown
-  >;
-  const named = params.referralId ?? body.referralId;
-  const referralId = typeof named === 'string' && /^[0-9a-f-]{36}$/i.test(named) ? named : undefined;
+  if (!DENIED.has(error.code)) return;
   try {
-    await auditRepository(ctx.db).record({
-      id: uuidv7(),
-      occurredAt: ctx.clock.now(),
-      requestId: request.id,
-      apiKeyId: key.id,
-      system: key.system,
-      institution: request.actingInstitution ?? null,
-      requesterIdentifier: request.requesterIdentifier ?? null,
-      action: request.routeOptions.config.action ?? `${request.method} ${request.routeOptions.url ?? ''}`,
-      outcome: 'denied',
-      referralIds: referralId === undefined ? [] : [referralId],
-    });
+    await auditRequest(ctx, request, 'denied', actionOf(request));
   } catch (auditError) {
     request.log.error({ err: { type: (auditError as Error).name } }, 'could not audit a denied request');
   }
