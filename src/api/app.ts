@@ -12,6 +12,7 @@ import { API_PREFIX, isApiRoute } from './http.ts';
 import { registerAuth } from './plugins/auth.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
 import { registerProblemHandlers } from './plugins/problem.ts';
+import { createValidatorCompiler } from './validation.ts';
 import { healthRoutes } from './routes/health.routes.ts';
 import { linkRoutes } from './routes/links.routes.ts';
 import { providerRoutes } from './routes/provider.routes.ts';
@@ -33,12 +34,10 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       const incoming = req.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : uuidv7();
     },
-    ajv: {
-      customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: true, useDefaults: true },
-    },
     routerOptions: { maxParamLength: 200 },
   });
 
+  app.setValidatorCompiler(createValidatorCompiler());
   // JSON in, JSON out: without this, Fastify's default text/plain parser answers a text body with a
   // 400 about the body's type instead of 415.
   app.removeContentTypeParser('text/plain');

@@ -340,6 +340,12 @@ describe.each(ENGINES)('request validation on %s', (engine) => {
       { name: 'list', field: 'pageSize', value: '1001' },
       { name: 'list', field: 'offset', value: '-1' },
       { name: 'list', field: 'offset', value: 'firstzq', sent: 'firstzq' },
+      // JSON bodies have real types: nothing is converted on the way in.
+      { name: 'create', field: 'isUrgent', value: 'true' },
+      { name: 'create', field: 'clinicalInfo', value: 12345 },
+      { name: 'notes', field: 'content', value: 42 },
+      { name: 'search', field: 'pageSize', value: '10' },
+      { name: 'search', field: 'status', value: 'draft' },
     ];
 
     it.each(cases)('$name: $field = $value → 400', async ({ name, field, value, path, sent }) => {
@@ -347,6 +353,15 @@ describe.each(ENGINES)('request validation on %s', (engine) => {
       const res = await send(e, { ...validInput(e), [field]: value });
       const problem = expectValidationOf(res, sent);
       expect(errorPaths(problem)).toEqual([path ?? `${e.query === undefined ? 'body' : 'query'}.${field}`]);
+    });
+
+    it('query strings are text, so numbers and single values are read as such', async () => {
+      const res = await t.request(t.sender, {
+        method: 'GET',
+        url: '/api/v1/institutions/hci/S1234A/referrals?pageSize=2&offset=0&status=draft',
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json()).toMatchObject({ metadata: { pageSize: 2, offset: 0 } });
     });
 
     it('a list with a status that is not a coreStatus, among good ones → 400 on query.status', async () => {
