@@ -14,8 +14,13 @@ export const Problem = Type.Object(
   { additionalProperties: true, description: 'application/problem+json (RFC 9457)' },
 );
 
+const problemResponse = {
+  description: 'An error, as application/problem+json (RFC 9457).',
+  content: { 'application/problem+json': { schema: Problem } },
+};
+
 /** The error responses every API route documents. */
 export const problemResponses = {
-  '4xx': Problem,
-  '5xx': Problem,
+  '4xx': problemResponse,
+  '5xx': problemResponse,
 };
