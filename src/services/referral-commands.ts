@@ -57,8 +57,10 @@ export function actorName(record: ReferralRecord, party: Party, personName?: str
 
 export function createReferralCommands(deps: CommandDeps) {
   const mutate = createMutationRunner(deps);
-  const fullView = (caller: Caller, id: string) => (trx: Parameters<typeof reloadReferralView>[0]) =>
+  const fullView = (caller: Caller, id: string) => (trx: Transaction<Database>) =>
     reloadReferralView(trx, deps.links, caller, id);
+  const summaryView = (caller: Caller, id: string) => async (trx: Transaction<Database>) =>
+    toSummary(await referralRepository(trx).getVisible(id, caller.institution));
 
   /** A transition whose only change is the status and one timeline sentence. */
   function simple(
@@ -176,7 +178,7 @@ export function createReferralCommands(deps: CommandDeps) {
             },
           };
         },
-        async (trx) => toSummary(await referralRepository(trx).getVisible(id, caller.institution)),
+        summaryView(caller, id),
       );
     },
 
@@ -192,7 +194,7 @@ export function createReferralCommands(deps: CommandDeps) {
             patch: { submittedAt: null },
             events: [timeline.backToDraft(actorName(record, party))],
           }),
-        async (trx) => toSummary(await referralRepository(trx).getVisible(id, caller.institution)),
+        summaryView(caller, id),
       );
     },
 
