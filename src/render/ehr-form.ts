@@ -5,7 +5,7 @@
 import type { OfferingCategory } from '../domain/statuses.ts';
 import type { EhrFormSource } from '../domain/referral-view.ts';
 import { html } from './html.ts';
-import { EHR_FORM_CSP } from './self-contained.ts';
+import { EHR_FORM_CSP } from './document-policy.ts';
 import { STYLE, type EhrTemplate } from './templates/ehr-parts.ts';
 import { cancellationNotice } from './templates/cancellation-notice.template.ts';
 import { patientSummary } from './templates/patient-summary.template.ts';

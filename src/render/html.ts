@@ -9,7 +9,7 @@
 // attributes are also checked: a scheme other than http(s)/mailto (`javascript:` and friends) is
 // replaced by an inert URL rather than failing the whole render over one bad value.
 
-import { URL_ATTRIBUTES } from './url-attributes.ts';
+import { URL_ATTRIBUTES } from './document-policy.ts';
 
 class SafeHtmlValue {
   readonly #markup: string;

@@ -6,9 +6,9 @@
 // entities in attributes are decoded, elements inside <svg>, <math> and <template> are visited.
 // Problems name elements and attributes but never quote values, which may carry patient data.
 import * as cheerio from 'cheerio';
-import { URL_ATTRIBUTES } from './url-attributes.ts';
+import { EHR_FORM_CSP, URL_ATTRIBUTES } from './document-policy.ts';
 
-export const EHR_FORM_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+export { EHR_FORM_CSP };
 
 export class NotSelfContainedError extends Error {
   override readonly name = 'NotSelfContainedError';
