@@ -71,7 +71,7 @@ async function serve(command: 'all' | 'api'): Promise<void> {
     const loaded = await ctx.catalog.loadFile(config.catalogFile);
     ctx.logger.info(loaded, 'catalog loaded');
   } else if (config.env !== 'production') {
-    demoKeys = await setUpDemo(ctx, config.dataDir);
+    demoKeys = await setUpDemo(ctx.db, config.dataDir);
   }
   // Loaded here, so that operator commands do not pay for the HTTP stack.
   const { buildApp } = await import('./api/app.ts');

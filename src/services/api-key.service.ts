@@ -1,7 +1,7 @@
 // API keys (contract §2): `rfh_live_` or `rfh_test_` followed by 43 base62 characters (256 bits).
 // The key is shown once, when created; only its SHA-256 and an 8-character display prefix are kept.
 import { createHash, randomBytes } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
 import type { InstitutionRef } from '../domain/access.ts';
 import type { Clock } from '../domain/clock.ts';
@@ -44,46 +44,52 @@ export function hashApiKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
 
+/** Creates a key inside the caller's transaction; the key itself is returned once, here. */
+export async function createApiKeyIn(
+  trx: Transaction<Database>,
+  request: NewKeyRequest,
+): Promise<CreatedKey> {
+  const catalog = catalogRepository(trx);
+  const errors: { path: string; message: string }[] = [];
+  if (!(await catalog.listSystems()).includes(request.system)) {
+    errors.push({ path: 'system', message: `${request.system} is not a system in the catalog` });
+  }
+  if (request.role !== 'ops' && request.institutions.length === 0) {
+    errors.push({
+      path: 'institution',
+      message: `a ${request.role} key needs at least one institution`,
+    });
+  }
+  for (const institution of request.institutions) {
+    if (!(await catalog.findInstitution(institution))) {
+      errors.push({
+        path: 'institution',
+        message: `${institution.idType}:${institution.id} is not an institution in the catalog`,
+      });
+    }
+  }
+  if (errors.length > 0) throw new ValidationError(errors);
+  const secret = randomBase62(43);
+  const key = `rfh_${request.environment}_${secret}`;
+  const id = uuidv7();
+  await apiKeyRepository(trx).insert({
+    id,
+    prefix: `rfh_${request.environment}_${secret.slice(0, 8)}`,
+    secretHash: hashApiKey(key),
+    system: request.system,
+    role: request.role,
+    label: request.label ?? null,
+    institutions: request.institutions,
+  });
+  const [record] = await apiKeyRepository(trx).findActiveByIdOrPrefix(id);
+  if (!record) throw new Error(`API key ${id} vanished while it was created`);
+  return { key, record };
+}
+
 export function createApiKeyService(deps: { db: Kysely<Database>; clock: Clock }) {
   return {
-    async create(request: NewKeyRequest): Promise<CreatedKey> {
-      return deps.db.transaction().execute(async (trx) => {
-        const catalog = catalogRepository(trx);
-        const errors: { path: string; message: string }[] = [];
-        if (!(await catalog.listSystems()).includes(request.system)) {
-          errors.push({ path: 'system', message: `${request.system} is not a system in the catalog` });
-        }
-        if (request.role !== 'ops' && request.institutions.length === 0) {
-          errors.push({
-            path: 'institution',
-            message: `a ${request.role} key needs at least one institution`,
-          });
-        }
-        for (const institution of request.institutions) {
-          if (!(await catalog.findInstitution(institution))) {
-            errors.push({
-              path: 'institution',
-              message: `${institution.idType}:${institution.id} is not an institution in the catalog`,
-            });
-          }
-        }
-        if (errors.length > 0) throw new ValidationError(errors);
-        const secret = randomBase62(43);
-        const key = `rfh_${request.environment}_${secret}`;
-        const id = uuidv7();
-        await apiKeyRepository(trx).insert({
-          id,
-          prefix: `rfh_${request.environment}_${secret.slice(0, 8)}`,
-          secretHash: hashApiKey(key),
-          system: request.system,
-          role: request.role,
-          label: request.label ?? null,
-          institutions: request.institutions,
-        });
-        const [record] = await apiKeyRepository(trx).findActiveByIdOrPrefix(id);
-        if (!record) throw new Error(`API key ${id} vanished while it was created`);
-        return { key, record };
-      });
+    create(request: NewKeyRequest): Promise<CreatedKey> {
+      return deps.db.transaction().execute((trx) => createApiKeyIn(trx, request));
     },
 
     /** The active key for a presented secret, or undefined. */

@@ -2,7 +2,7 @@
 // document is checked whole before anything is written, and loading is one transaction and an
 // upsert by ID, so loading the same file twice changes nothing and a bad file changes nothing.
 import fs from 'node:fs/promises';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
 import { INSTITUTION_ID_TYPES, OFFERING_CATEGORIES } from '../domain/statuses.ts';
@@ -125,45 +125,47 @@ async function knownInstitutions(repo: CatalogRepository, document: unknown): Pr
   return known;
 }
 
+/** Loads a catalog document inside the caller's transaction. */
+export async function loadCatalogIn(trx: Transaction<Database>, document: unknown): Promise<CatalogSummary> {
+  const repo = catalogRepository(trx);
+  const catalog = parseCatalog(document, {
+    systems: await repo.listSystems(),
+    institutions: await knownInstitutions(repo, document),
+  });
+  await repo.upsertSystems(catalog.systems);
+  await repo.upsertInstitutions(catalog.institutions);
+  await repo.upsertOfferings(
+    catalog.offerings.map((o) => ({ ...o, cancellable: o.cancellable ?? true, active: o.active ?? true })),
+  );
+  return {
+    systems: catalog.systems.length,
+    institutions: catalog.institutions.length,
+    offerings: catalog.offerings.length,
+  };
+}
+
+/** Reads a catalog file as JSON; a missing or malformed file is a ValidationError naming it. */
+export async function readCatalogFile(file: string): Promise<unknown> {
+  try {
+    return JSON.parse(await fs.readFile(file, 'utf8'));
+  } catch (error) {
+    // An AppError, so that `refhub catalog load` and a start with CATALOG_FILE report it plainly.
+    const problem = (error as Error).message;
+    throw new ValidationError(
+      [{ path: file, message: `cannot be read: ${problem}` }],
+      `Cannot read catalog ${file}: ${problem}`,
+    );
+  }
+}
+
 export function createCatalogService(deps: { db: Kysely<Database> }) {
   return {
-    async load(document: unknown): Promise<CatalogSummary> {
-      return deps.db.transaction().execute(async (trx) => {
-        const repo = catalogRepository(trx);
-        const catalog = parseCatalog(document, {
-          systems: await repo.listSystems(),
-          institutions: await knownInstitutions(repo, document),
-        });
-        await repo.upsertSystems(catalog.systems);
-        await repo.upsertInstitutions(catalog.institutions);
-        await repo.upsertOfferings(
-          catalog.offerings.map((o) => ({
-            ...o,
-            cancellable: o.cancellable ?? true,
-            active: o.active ?? true,
-          })),
-        );
-        return {
-          systems: catalog.systems.length,
-          institutions: catalog.institutions.length,
-          offerings: catalog.offerings.length,
-        };
-      });
+    load(document: unknown): Promise<CatalogSummary> {
+      return deps.db.transaction().execute((trx) => loadCatalogIn(trx, document));
     },
 
     async loadFile(file: string): Promise<CatalogSummary> {
-      let document: unknown;
-      try {
-        document = JSON.parse(await fs.readFile(file, 'utf8'));
-      } catch (error) {
-        // An AppError, so that `refhub catalog load` and a start with CATALOG_FILE report it plainly.
-        const problem = (error as Error).message;
-        throw new ValidationError(
-          [{ path: file, message: `cannot be read: ${problem}` }],
-          `Cannot read catalog ${file}: ${problem}`,
-        );
-      }
-      return this.load(document);
+      return this.load(await readCatalogFile(file));
     },
 
     isEmpty: () => catalogRepository(deps.db).isEmpty(),

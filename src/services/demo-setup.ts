@@ -4,8 +4,11 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ApiKeyService } from './api-key.service.ts';
-import type { CatalogService } from './catalog.service.ts';
+import type { Kysely } from 'kysely';
+import { catalogRepository } from '../db/catalog.repository.ts';
+import type { Database } from '../db/schema.ts';
+import { createApiKeyIn } from './api-key.service.ts';
+import { loadCatalogIn, readCatalogFile } from './catalog.service.ts';
 
 export const DEMO_CATALOG_FILE = fileURLToPath(new URL('../../catalog/demo.json', import.meta.url));
 
@@ -33,29 +36,33 @@ const DEMO_KEYS = [
   { label: 'demo-ops', system: 'HAS', role: 'ops', institution: undefined, description: 'ops' },
 ] as const;
 
-/** Loads the demo catalog and creates demo keys if the database is empty; returns the keys made. */
-export async function setUpDemo(
-  deps: { catalog: CatalogService; apiKeys: ApiKeyService },
-  dataDir: string,
-): Promise<DemoKey[] | undefined> {
-  if (!(await deps.catalog.isEmpty())) return undefined;
-  await deps.catalog.loadFile(DEMO_CATALOG_FILE);
-  const keys: DemoKey[] = [];
-  for (const demo of DEMO_KEYS) {
-    const { key } = await deps.apiKeys.create({
-      system: demo.system,
-      role: demo.role,
-      institutions: demo.institution === undefined ? [] : [demo.institution],
-      label: demo.label,
-      environment: 'test',
+/**
+ * Loads the demo catalog and creates demo keys if the database is empty; returns the keys made. All of
+ * it is one transaction, and the key file is written before it commits: a start that fails half-way
+ * leaves an empty database, and the next start sets the demo up again.
+ */
+export async function setUpDemo(db: Kysely<Database>, dataDir: string): Promise<DemoKey[] | undefined> {
+  const document = await readCatalogFile(DEMO_CATALOG_FILE);
+  return db.transaction().execute(async (trx) => {
+    if (!(await catalogRepository(trx).isEmpty())) return undefined;
+    await loadCatalogIn(trx, document);
+    const keys: DemoKey[] = [];
+    for (const demo of DEMO_KEYS) {
+      const { key } = await createApiKeyIn(trx, {
+        system: demo.system,
+        role: demo.role,
+        institutions: demo.institution === undefined ? [] : [demo.institution],
+        label: demo.label,
+        environment: 'test',
+      });
+      keys.push({ label: demo.label, key, description: demo.description });
+    }
+    await fs.mkdir(dataDir, { recursive: true, mode: 0o700 });
+    const file = path.join(dataDir, 'demo-keys.txt');
+    await fs.writeFile(file, keys.map((k) => `${k.label}\t${k.key}\t${k.description}\n`).join(''), {
+      mode: 0o600,
     });
-    keys.push({ label: demo.label, key, description: demo.description });
-  }
-  await fs.mkdir(dataDir, { recursive: true, mode: 0o700 });
-  const file = path.join(dataDir, 'demo-keys.txt');
-  await fs.writeFile(file, keys.map((k) => `${k.label}\t${k.key}\t${k.description}\n`).join(''), {
-    mode: 0o600,
+    await fs.chmod(file, 0o600);
+    return keys;
   });
-  await fs.chmod(file, 0o600);
-  return keys;
 }
