@@ -1,0 +1,78 @@
+// The README's walk-through, run as written: its bash blocks, in order, in a copy of the project with
+// its own data directory. Only the port differs, so that it cannot collide with anything else.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const COPIED = ['package.json', 'bin', 'src', 'catalog'];
+
+function walkThrough(): string {
+  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const start = readme.indexOf('## Walk-through');
+  const end = readme.indexOf('\n## ', start + 1);
+  const blocks = [...readme.slice(start, end).matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1] ?? '');
+  expect(blocks.length).toBeGreaterThan(5);
+  return blocks.join('\n');
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => {
+        resolve(port);
+      });
+    });
+  });
+}
+
+describe('the README walk-through', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'refhub-readme-'));
+  afterAll(() => {
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('works as written', async () => {
+    for (const entry of COPIED) fs.cpSync(path.join(ROOT, entry), path.join(dir, entry), { recursive: true });
+    fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+    const port = await freePort();
+    const script = [
+      // Job control, so that the walk-through's `kill %1` and `wait %1` mean what they do in a terminal.
+      'set -m',
+      'set -o pipefail',
+      walkThrough().replaceAll('127.0.0.1:3000', `127.0.0.1:${port}`),
+    ].join('\n');
+    const child = spawn('bash', ['-c', script], {
+      cwd: dir,
+      env: {
+        ...process.env,
+        PATH: `${path.join(ROOT, 'node_modules/.bin')}:${process.env.PATH ?? ''}`,
+        PORT: String(port),
+        NODE_ENV: 'development',
+        DATA_DIR: '',
+        DATABASE_URL: '',
+        LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+
+    expect(code, output).toBe(0);
+    expect(output).toContain('The demo catalog was loaded');
+    expect(output).toMatch(/"url":"http:\/\/127\.0\.0\.1:\d+\/l\/[A-Za-z0-9_-]{43}"/);
+    expect(output).toContain('"status":"pending-acceptance"');
+    expect(output).toContain('"ehrFormType":"Specialist Referral|Patient Summary"');
+    expect(output).toContain('"content":"We will call the patient this week."');
+    expect(output).toContain('Dr Lim (Bukit Timah Family Clinic) cancelled the referral: Patient recovered');
+    expect(fs.existsSync(path.join(dir, 'data', 'refhub.lock'))).toBe(false);
+  }, 120_000);
+});
