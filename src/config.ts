@@ -8,11 +8,41 @@ export interface Config {
   readonly host: string;
   readonly publicUrl: string;
   readonly databaseUrl: string | undefined;
+  /**
+   * Keep statements prepared on each PostgreSQL connection, so each is planned once (db/database.ts).
+   * Off only behind a PgBouncer in transaction mode that cannot keep prepared statements.
+   */
+  readonly databasePreparedStatements: boolean;
   readonly dataDir: string;
   readonly linkTtlSeconds: number;
   readonly catalogFile: string | undefined;
   readonly rateLimitPerMinute: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  readonly redisUrl: string;
+  /** BullMQ key prefix in hash-tag form (`{refhub}`), so a queue's keys share one Redis Cluster slot. */
+  readonly queuePrefix: string;
+  /** Unset outside production: the built-in sandbox EHR serves in-process. */
+  readonly ehrUrl: string | undefined;
+  readonly ehrToken: string | undefined;
+  readonly ehrMaxAttempts: number;
+  /** The first retry waits about this long; each later one doubles it (with jitter), up to 15 minutes. */
+  readonly ehrBackoffBaseMs: number;
+  readonly reminderAfterSeconds: number;
+  readonly reminderIntervalSeconds: number;
+  readonly reminderMax: number;
+  /** How often the reconciler repairs queue state from the database. */
+  readonly reconcileIntervalSeconds: number;
+  /** The queue dashboard may retry, promote and remove jobs. */
+  readonly opsDashboardWrite: boolean;
+  /**
+   * Signs the web form's session cookies; every API process must share it. Unset outside production:
+   * the installation generates one and keeps it in its database.
+   */
+  readonly sessionSecret: string | undefined;
+  /** A bearer token Prometheus may scrape /metrics with, besides an ops API key. */
+  readonly metricsToken: string | undefined;
+  /** How long a stopping process waits for requests and jobs in flight before it gives up. */
+  readonly shutdownGraceSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -65,6 +95,15 @@ function oneOf<T extends string>(env: Env, name: string, values: readonly T[], f
   return raw as T;
 }
 
+/** A secret given in the environment; never echoed in the error, which only names the rule. */
+function secret(env: Env, name: string, minLength: number): string | undefined {
+  const raw = read(env, name);
+  if (raw !== undefined && raw.length < minLength) {
+    throw new ConfigError(name, `must be at least ${minLength} characters, got ${raw.length}`);
+  }
+  return raw;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
@@ -83,13 +122,48 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     host,
     publicUrl,
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databasePreparedStatements:
+      oneOf(env, 'DATABASE_PREPARED_STATEMENTS', ['true', 'false'], 'true') === 'true',
     dataDir: path.resolve(cwd, read(env, 'DATA_DIR') ?? 'data'),
     linkTtlSeconds: integer(env, 'LINK_TTL_SECONDS', 900, 30, 86_400),
     catalogFile: optionalPath(cwd, read(env, 'CATALOG_FILE')),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']) ?? 'redis://127.0.0.1:6379',
+    queuePrefix: queuePrefix(env),
+    ehrUrl: url(env, 'EHR_URL', mode === 'production' ? ['https:'] : ['http:', 'https:']),
+    ehrToken: read(env, 'EHR_TOKEN'),
+    ehrMaxAttempts: integer(env, 'EHR_MAX_ATTEMPTS', 10, 1, 100),
+    ehrBackoffBaseMs: integer(env, 'EHR_BACKOFF_BASE_MS', 2_000, 10, 600_000),
+    reminderAfterSeconds: integer(env, 'REMINDER_AFTER_SECONDS', 86_400, 1, 31_536_000),
+    reminderIntervalSeconds: integer(env, 'REMINDER_INTERVAL_SECONDS', 86_400, 1, 31_536_000),
+    reminderMax: integer(env, 'REMINDER_MAX', 3, 0, 100),
+    reconcileIntervalSeconds: integer(env, 'RECONCILE_INTERVAL_SECONDS', 60, 1, 86_400),
+    opsDashboardWrite: oneOf(env, 'OPS_DASHBOARD_WRITE', ['true', 'false'], 'false') === 'true',
+    sessionSecret: secret(env, 'SESSION_SECRET', 32),
+    metricsToken: secret(env, 'METRICS_TOKEN', 32),
+    shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 20, 1, 600),
   };
+  if (mode === 'production' && config.ehrUrl === undefined) {
+    throw new ConfigError('EHR_URL', 'is required when NODE_ENV=production (the sandbox EHR is off)');
+  }
+  if (mode === 'production' && config.sessionSecret === undefined) {
+    throw new ConfigError(
+      'SESSION_SECRET',
+      'is required when NODE_ENV=production: at least 32 characters, the same for every API process',
+    );
+  }
   return Object.freeze(config);
+}
+
+/** `QUEUE_PREFIX` as given, wrapped in `{…}` so that Redis Cluster keeps each queue in one slot. */
+function queuePrefix(env: Env): string {
+  const raw = read(env, 'QUEUE_PREFIX') ?? 'refhub';
+  const bare = /^\{(.*)\}$/.exec(raw)?.[1] ?? raw;
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(bare)) {
+    throw new ConfigError('QUEUE_PREFIX', `must be 1 to 64 of A-Z a-z 0-9 _ . -, got "${raw}"`);
+  }
+  return `{${bare}}`;
 }
 
 function optionalPath(cwd: string, value: string | undefined): string | undefined {

@@ -13,8 +13,15 @@ import { createCatalogService, type CatalogService } from './services/catalog.se
 import { createHousekeeping, type Housekeeping } from './services/housekeeping.service.ts';
 import { createLinkMinter, type LinkMinter } from './services/link-minter.ts';
 import { createLinkService, type LinkService } from './services/link.service.ts';
+import { createLinkRedemption, type LinkRedemption } from './services/link-redemption.service.ts';
 import { createReferralCommands, type ReferralCommands } from './services/referral-commands.ts';
 import { createReferralQueries, type ReferralQueries } from './services/referral-queries.ts';
+import { createEhrForwarding, type EhrForwarding } from './services/ehr-forwarding.service.ts';
+import { createReminders, type Reminders } from './services/reminder.service.ts';
+import { createQueueProducer, type QueueProducer } from './queue/producer.ts';
+import { createMetrics, type Metrics } from './observability/metrics.ts';
+import { QUEUE_NAMES } from './queue/registry.ts';
+import { outboxRepository } from './db/outbox.repository.ts';
 
 export interface AppContext {
   readonly config: Config;
@@ -26,9 +33,18 @@ export interface AppContext {
   readonly referralQueries: ReferralQueries;
   readonly referralCommands: ReferralCommands;
   readonly links: LinkService;
+  readonly linkRedemption: LinkRedemption;
   readonly apiKeys: ApiKeyService;
   readonly catalog: CatalogService;
   readonly housekeeping: Housekeeping;
+  readonly ehrForwarding: EhrForwarding;
+  readonly reminders: Reminders;
+  /** The queue producer, connected to Redis on first use (operator commands never touch Redis). */
+  readonly queues: QueueProducer;
+  /** This process's Prometheus metrics. */
+  readonly metrics: Metrics;
+  /** Set when the process begins to stop: readiness fails, so load balancers stop sending requests. */
+  readonly lifecycle: { draining: boolean };
   close(): Promise<void>;
 }
 
@@ -43,7 +59,11 @@ export async function openConfiguredStore(config: Config, command: string): Prom
   const store = await openStore(
     config.databaseUrl === undefined
       ? { engine: 'pglite', dataDir: config.dataDir, command }
-      : { engine: 'postgres', url: config.databaseUrl },
+      : {
+          engine: 'postgres',
+          url: config.databaseUrl,
+          preparedStatements: config.databasePreparedStatements,
+        },
   );
   try {
     await migrateToLatest(store.db);
@@ -69,6 +89,18 @@ export async function createContext(
     clock,
   });
   const deps = { db, clock, links: linkMinter };
+  let queues: QueueProducer | undefined;
+  const queueProducer = () => (queues ??= createQueueProducer(config, logger));
+  const metrics = createMetrics();
+  metrics.setSources({
+    queueCounts: async () =>
+      Object.fromEntries(
+        await Promise.all(
+          QUEUE_NAMES.map(async (name) => [name, await queueProducer().queues[name].getJobCounts()] as const),
+        ),
+      ),
+    outboxBacklog: () => outboxRepository(db).backlog(clock.now()),
+  });
   return {
     config,
     logger,
@@ -79,9 +111,29 @@ export async function createContext(
     referralQueries: createReferralQueries({ ...deps, renderEhrForm }),
     referralCommands: createReferralCommands(deps),
     links: createLinkService(deps),
+    linkRedemption: createLinkRedemption({ db, clock }),
     apiKeys: createApiKeyService({ db, clock }),
     catalog: createCatalogService({ db }),
     housekeeping: createHousekeeping({ db, clock, logger }),
-    close: () => store.close(),
+    ehrForwarding: createEhrForwarding({ db, clock, metrics }),
+    reminders: createReminders({
+      db,
+      clock,
+      metrics,
+      policy: {
+        afterSeconds: config.reminderAfterSeconds,
+        intervalSeconds: config.reminderIntervalSeconds,
+        max: config.reminderMax,
+      },
+    }),
+    get queues() {
+      return queueProducer();
+    },
+    metrics,
+    lifecycle: { draining: false },
+    close: async () => {
+      await queues?.close();
+      await store.close();
+    },
   };
 }

@@ -6,26 +6,48 @@ import type { Config } from './config.ts';
 
 export type { Logger };
 
+/** Fields that hold patient data, wherever a careless log call might pass them. */
+const PATIENT_FIELDS = [
+  'patient',
+  'patientUin',
+  'patientName',
+  'patientPhoneNumber',
+  'patientGender',
+  'dob',
+  'nationality',
+  'residentialStatus',
+  'clinicalInfo',
+  'referrerName',
+  'referrerEmail',
+  'referrerContactNumber',
+  'cancelNote',
+  'reason',
+  'content',
+  'notesItem',
+];
+
 export const REDACT_PATHS = [
   'authorization',
   '*.authorization',
   'headers.authorization',
   'req.headers.authorization',
+  'cookie',
+  '*.cookie',
   'req.headers.cookie',
   'res.headers["set-cookie"]',
+  '*.headers["set-cookie"]',
   'key',
   'apiKey',
   'token',
-  'patient',
-  '*.patient',
-  'patientUin',
-  '*.patientUin',
-  'patientName',
-  '*.patientName',
-  'dob',
-  '*.dob',
+  '*.token',
+  'password',
+  '*.password',
   'body',
   '*.body',
+  // A Postgres error's detail quotes the row it was about.
+  'detail',
+  '*.detail',
+  ...PATIENT_FIELDS.flatMap((field) => [field, `*.${field}`]),
 ];
 
 /** `destination` is for tests that read what was logged; by default logs go to stdout. */

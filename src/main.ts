@@ -1,10 +1,12 @@
 // The `refhub` command: the service itself and the operator's tools, on one composition root.
 import fs from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
+import { v7 as uuidv7 } from 'uuid';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createContext, openConfiguredStore, type AppContext } from './context.ts';
 import { DataDirLockedError } from './db/data-dir-lock.ts';
 import { ROLES, type Role } from './domain/statuses.ts';
+import { portArg, SANDBOX_DEFAULT_PORT, serveSandboxEhr, tokenArg } from './ehr/sandbox-ehr-command.ts';
 import { AppError } from './errors.ts';
 import { setUpDemo } from './services/demo-setup.ts';
 import type { InstitutionRef } from './domain/access.ts';
@@ -50,42 +52,98 @@ function roleArg(value: string): Role {
   return value as Role;
 }
 
-async function serve(command: 'all' | 'api'): Promise<void> {
+type ServeCommand = 'all' | 'api' | 'worker';
+
+/** How long a stopping API process keeps its listener open while load balancers take it out. */
+function drainMs(graceSeconds: number): number {
+  return Math.min(2_000, (graceSeconds * 1000) / 4);
+}
+
+/** Where forms go: EHR_URL, or (never in production) the sandbox EHR, started in this process. */
+async function ehrTarget(ctx: AppContext): Promise<{ url: string; close: () => Promise<void> }> {
+  if (ctx.config.ehrUrl !== undefined) return { url: ctx.config.ehrUrl, close: () => Promise.resolve() };
+  const { createSandboxEhr } = await import('./ehr/sandbox-ehr.ts');
+  const sandbox = await createSandboxEhr({
+    token: ctx.config.ehrToken,
+    logger: ctx.logger.child({ component: 'sandbox-ehr' }),
+  }).listen({ port: 0, host: '127.0.0.1' });
+  ctx.logger.warn({ url: sandbox.url }, 'EHR_URL is unset: forms go to the in-process sandbox EHR');
+  return sandbox;
+}
+
+async function serve(command: ServeCommand): Promise<void> {
   const config: Config = loadConfig();
-  if (command === 'api' && config.databaseUrl === undefined) {
-    fail('`refhub api` runs against PostgreSQL: set DATABASE_URL. For embedded PGlite, run `refhub all`.');
+  if (command !== 'all' && config.databaseUrl === undefined) {
+    fail(
+      `\`refhub ${command}\` runs against PostgreSQL: set DATABASE_URL. For embedded PGlite, run \`refhub all\`.`,
+    );
   }
   const ctx = await createContext(config, `refhub ${command}`);
-  let closing = false;
-  const shutdown = async (signal: string) => {
-    if (closing) return;
-    closing = true;
-    ctx.logger.info({ signal }, 'shutting down');
-    stopHousekeeping();
-    await app.close();
-    await ctx.close();
-    process.exit(0);
-  };
+  const withApi = command !== 'worker';
+  const withBackground = command !== 'api';
   let demoKeys;
   if (config.catalogFile !== undefined) {
     const loaded = await ctx.catalog.loadFile(config.catalogFile);
     ctx.logger.info(loaded, 'catalog loaded');
-  } else if (config.env !== 'production') {
+  } else if (config.env !== 'production' && withApi) {
     demoKeys = await setUpDemo(ctx.db, config.dataDir);
   }
-  // Loaded here, so that operator commands do not pay for the HTTP stack.
-  const { buildApp } = await import('./api/app.ts');
-  const app = await buildApp(ctx);
-  const stopHousekeeping = ctx.housekeeping.start(HOUSEKEEPING_INTERVAL_MS);
+  const redis = await ctx.queues.health();
+  if (redis.problem !== undefined)
+    ctx.logger.error({ check: 'redis' }, `${redis.problem}; /readyz fails until it is fixed`);
+
+  const ehr = withBackground ? await ehrTarget(ctx) : undefined;
+  const { startBackground } = await import('./workers/background.ts');
+  const background = ehr === undefined ? undefined : startBackground(ctx, { ehrUrl: ehr.url });
+  // Loaded here, so that operator commands do not pay for the HTTP stack. A worker serves only its
+  // health checks and metrics.
+  const app = withApi
+    ? await (await import('./api/app.ts')).buildApp(ctx)
+    : await (await import('./api/ops-app.ts')).buildOpsApp(ctx);
+  const stopHousekeeping = withApi ? ctx.housekeeping.start(HOUSEKEEPING_INTERVAL_MS) : () => undefined;
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    ctx.logger.info({ signal, graceSeconds: config.shutdownGraceSeconds }, 'shutting down');
+    const deadline = setTimeout(() => {
+      ctx.logger.error('the shutdown grace period ran out; stopping with work unfinished');
+      ctx.logger.flush();
+      process.exit(1);
+    }, config.shutdownGraceSeconds * 1000);
+    deadline.unref();
+    stopHousekeeping();
+    // First /readyz says "draining", and the listener stays open a moment, so that a load balancer
+    // stops sending requests and the ones already on their way are read. Closing the listener at once
+    // would reset a connection whose request had not been read yet. Then no new connections; the
+    // requests in flight finish; active jobs finish (worker.close()); the relay and the reconciler
+    // stop; the pools close.
+    ctx.lifecycle.draining = true;
+    if (withApi) await new Promise((resolve) => setTimeout(resolve, drainMs(config.shutdownGraceSeconds)));
+    await app.close();
+    await background?.stop();
+    await ehr?.close();
+    await ctx.close();
+    ctx.logger.info('stopped');
+    ctx.logger.flush(() => process.exit(0));
+  };
   process.once('SIGTERM', (s) => void shutdown(s));
   process.once('SIGINT', (s) => void shutdown(s));
-  const address = await app.listen({ port: config.port, host: config.host });
+
   const storeName = ctx.store.engine === 'pglite' ? `embedded PGlite in ${config.dataDir}` : 'PostgreSQL';
-  const banner = [
-    '',
-    `refhub ${pkg.version} is serving ${address} on ${storeName}`,
-    `  API docs: ${address}/docs    Links: ${config.publicUrl}/l/…`,
-  ];
+  const address = await app.listen({ port: config.port, host: config.host });
+  const banner = [''];
+  if (withApi) {
+    banner.push(
+      `refhub ${pkg.version} is serving ${address} on ${storeName}`,
+      `  API docs: ${address}/docs    Links: ${config.publicUrl}/l/…    Queues: ${address}/admin`,
+    );
+  } else {
+    banner.push(`refhub ${pkg.version} worker is running on ${storeName}; health and metrics at ${address}`);
+  }
+  if (ehr !== undefined)
+    banner.push(`  Forms go to ${config.ehrUrl === undefined ? 'the sandbox EHR' : 'the EHR'} at ${ehr.url}`);
   if (demoKeys) {
     banner.push(
       '',
@@ -102,13 +160,80 @@ const program = new Command('refhub')
 
 program
   .command('all')
-  .description('run the API in one process (the embedded default; the only mode with PGlite)')
+  .description('run the API, the outbox relay and the workers in one process (the only mode with PGlite)')
   .action(() => serve('all'));
 
 program
   .command('api')
   .description('run an API process against PostgreSQL (DATABASE_URL); run as many as you need')
   .action(() => serve('api'));
+
+program
+  .command('worker')
+  .description(
+    'run the outbox relay, the workers and the reconciler against PostgreSQL; run as many as you need',
+  )
+  .action(() => serve('worker'));
+
+program
+  .command('forwards')
+  .description('manage forwards to the EHR')
+  .command('retry [referralIds...]')
+  .description(
+    'forward failed referrals again, after fixing the cause (each ID, or every failed one with --all-failed)',
+  )
+  .option('--all-failed', 'retry every failed forward')
+  .action((referralIds: string[], options: { allFailed?: boolean }) =>
+    withContext('refhub forwards retry', async (ctx) => {
+      if ((referralIds.length === 0) === (options.allFailed !== true)) {
+        throw new InvalidArgumentError('name referral IDs, or pass --all-failed (not both)');
+      }
+      const bad = referralIds.filter(
+        (id) => !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id),
+      );
+      if (bad.length > 0) throw new InvalidArgumentError(`not referral IDs: ${bad.join(', ')}`);
+      const requeued = await ctx.ehrForwarding.retryFailed(
+        options.allFailed === true ? undefined : referralIds,
+        `ops.retry.${uuidv7()}`,
+      );
+      const skipped = referralIds.filter((id) => !requeued.includes(id));
+      process.stdout.write(`Queued ${requeued.length} failed forwards again.\n`);
+      if (skipped.length > 0)
+        process.stdout.write(`Not failed, so left as they are: ${skipped.join(', ')}\n`);
+    }),
+  );
+
+program
+  .command('doctor')
+  .description(
+    'check the database, migrations, durability settings, Redis and the EHR URL; exit 1 if one fails',
+  )
+  .action(async () => {
+    const config = loadConfig();
+    const { runDoctor } = await import('./observability/doctor.ts');
+    const { createLogger } = await import('./logger.ts');
+    const checks = await runDoctor(config, createLogger({ ...config, logLevel: 'silent' }));
+    const width = Math.max(...checks.map((c) => c.name.length));
+    for (const c of checks) {
+      process.stdout.write(`${c.ok ? 'ok  ' : 'FAIL'}  ${c.name.padEnd(width)}  ${c.detail}\n`);
+    }
+    const failed = checks.filter((c) => !c.ok).length;
+    process.stdout.write(failed === 0 ? 'Every check passed.\n' : `${failed} check(s) failed.\n`);
+    process.exitCode = failed === 0 ? 0 : 1;
+  });
+
+program
+  .command('reconcile')
+  .description('re-enqueue due forwards that have no live job and rebuild missing reminder schedules, once')
+  .action(() =>
+    withContext('refhub reconcile', async (ctx) => {
+      const { createReconcilerFor } = await import('./workers/background.ts');
+      const repairs = await createReconcilerFor(ctx).reconcileOnce();
+      process.stdout.write(
+        `Re-enqueued ${repairs.forwardsRequeued} forwards and rebuilt ${repairs.schedulersRebuilt} reminder schedules.\n`,
+      );
+    }),
+  );
 
 program
   .command('migrate')
@@ -196,6 +321,18 @@ keys
     }),
   );
 
+program
+  .command('sandbox-ehr')
+  .description(
+    'run the sandbox EHR, a stand-in for the national EHR that records deliveries (not in production)',
+  )
+  .option('--port <n>', 'port to listen on; 0 picks a free one', portArg, SANDBOX_DEFAULT_PORT)
+  .option('--host <host>', 'address to listen on', '127.0.0.1')
+  .option('--token <token>', 'require Authorization: Bearer <token> (default: EHR_TOKEN)', tokenArg)
+  .action((options: { port: number; host: string; token?: string }) =>
+    serveSandboxEhr(loadConfig(), options),
+  );
+
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
@@ -205,6 +342,11 @@ try {
     error instanceof InvalidArgumentError
   ) {
     fail(error.message);
+  }
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+    const { address, port } = error as { address?: string; port?: number };
+    fail(`cannot listen on ${address ?? 'HOST'}:${port ?? 'PORT'} (${code}); set PORT or HOST`);
   }
   if (error instanceof AppError) {
     const problems = error.errors?.map((e) => `\n  ${e.path}: ${e.message}`).join('') ?? '';

@@ -14,9 +14,14 @@ import { registerIdempotency } from './plugins/idempotency.ts';
 import { registerProblemHandlers } from './plugins/problem.ts';
 import { createValidatorCompiler } from './validation.ts';
 import { healthRoutes } from './routes/health.routes.ts';
+import { metricsRoutes } from './routes/metrics.routes.ts';
+import { observeRequests } from './request-log.ts';
+import { ehrSubmissionRoutes } from './routes/ehr-submissions.routes.ts';
 import { linkRoutes } from './routes/links.routes.ts';
 import { providerRoutes } from './routes/provider.routes.ts';
 import { referralRoutes } from './routes/referrals.routes.ts';
+import { webPlugin } from '../web/web.plugin.ts';
+import { adminPlugin } from '../admin/admin.plugin.ts';
 
 export const BODY_LIMIT = 256 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -35,6 +40,9 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : uuidv7();
     },
     routerOptions: { maxParamLength: 200 },
+    // On SIGTERM the listener closes and requests already accepted are served to the end, not
+    // answered 503: a client should not see an error because a process stopped under it.
+    return503OnClosing: false,
   });
 
   app.setValidatorCompiler(createValidatorCompiler());
@@ -60,19 +68,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     if (!request.url.startsWith('/docs')) void reply.header('Cache-Control', 'no-store');
     return payload;
   });
-  // One line per request: the route pattern, never the URL (its query may carry identifiers).
-  app.addHook('onResponse', async (request, reply) => {
-    request.log.info(
-      {
-        method: request.method,
-        route: request.routeOptions.url ?? 'unmatched',
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime),
-        keyPrefix: request.apiKey?.prefix,
-      },
-      'request completed',
-    );
-  });
+  observeRequests(app, ctx);
 
   registerProblemHandlers(app, ctx);
   registerAuth(app, ctx);
@@ -85,13 +81,15 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     enableDraftSpec: true,
     keyGenerator: (request) => request.apiKey?.id ?? request.ip,
     allowList: (request) => !isApiRoute(request),
-    errorResponseBuilder: (_request, context) =>
-      new AppError(
+    errorResponseBuilder: (_request, context) => {
+      ctx.metrics.rateLimited();
+      return new AppError(
         'rate_limited',
         429,
         'Too many requests',
         `This API key is limited to ${context.max} requests a minute. Retry after ${context.after}.`,
-      ),
+      );
+    },
   });
 
   registerIdempotency(app, ctx);
@@ -118,8 +116,12 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
 
   await app.register(healthRoutes(ctx));
+  await app.register(metricsRoutes(ctx));
   await app.register(referralRoutes(ctx), { prefix: API_PREFIX });
   await app.register(providerRoutes(ctx), { prefix: API_PREFIX });
   await app.register(linkRoutes(ctx), { prefix: API_PREFIX });
+  await app.register(webPlugin(ctx));
+  await app.register(ehrSubmissionRoutes(ctx), { prefix: API_PREFIX });
+  await app.register(adminPlugin(ctx));
   return app;
 }

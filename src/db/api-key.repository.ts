@@ -1,4 +1,5 @@
 // API keys. Only the SHA-256 of a key and an 8-character display prefix are stored (contract §2).
+import { sql } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
 import type { Role } from '../domain/statuses.ts';
 import type { Executor } from './executor.ts';
@@ -92,15 +93,35 @@ export function apiKeyRepository(db: Executor) {
       }
     },
 
-    /** The active (not revoked) key with this secret hash. */
+    /**
+     * The active (not revoked) key with this secret hash. Every API request asks this, so the key and
+     * its institutions come back in one statement, not two.
+     */
     async findActiveByHash(secretHash: string): Promise<ApiKeyRecord | undefined> {
-      const rows = await db
-        .selectFrom('api_keys')
-        .select(columns)
-        .where('secret_hash', '=', secretHash)
-        .where('revoked_at', 'is', null)
-        .execute();
-      return (await withInstitutions(rows))[0];
+      const row = await db
+        .selectFrom('api_keys as k')
+        .select(columns.map((c) => `k.${c}` as const))
+        .select(
+          sql<InstitutionRef[]>`(
+            select coalesce(json_agg(json_build_object('idType', i.institution_id_type, 'id', i.institution_id)
+                                     order by i.institution_id_type, i.institution_id), '[]'::json)
+              from api_key_institutions i where i.api_key_id = k.id)`.as('institutions'),
+        )
+        .where('k.secret_hash', '=', secretHash)
+        .where('k.revoked_at', 'is', null)
+        .executeTakeFirst();
+      return (
+        row && {
+          id: row.id,
+          prefix: row.prefix,
+          system: row.system,
+          role: row.role as Role,
+          label: row.label,
+          createdAt: row.created_at,
+          revokedAt: row.revoked_at,
+          institutions: row.institutions,
+        }
+      );
     },
 
     async list(): Promise<ApiKeyRecord[]> {

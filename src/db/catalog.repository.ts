@@ -30,6 +30,27 @@ export interface OfferingRecord extends OfferingView {
 }
 
 export function catalogRepository(db: Executor) {
+  const offerings = () =>
+    db
+      .selectFrom('offerings as o')
+      .innerJoin('institutions as i', (j) =>
+        j.onRef('i.id_type', '=', 'o.institution_id_type').onRef('i.id', '=', 'o.institution_id'),
+      )
+      .select([
+        'o.id',
+        'o.name',
+        'o.category',
+        'o.description',
+        'o.specialty',
+        'o.ehr_code',
+        'o.system',
+        'o.cancellable',
+        'o.active',
+        'i.id_type as institution_id_type',
+        'i.id as institution_id',
+        'i.name as institution_name',
+      ]);
+
   return {
     async upsertSystems(names: readonly string[]): Promise<void> {
       if (names.length === 0) return;
@@ -122,46 +143,50 @@ export function catalogRepository(db: Executor) {
     },
 
     async findOffering(id: string): Promise<OfferingRecord | undefined> {
-      const row = await db
-        .selectFrom('offerings as o')
-        .innerJoin('institutions as i', (j) =>
-          j.onRef('i.id_type', '=', 'o.institution_id_type').onRef('i.id', '=', 'o.institution_id'),
-        )
-        .select([
-          'o.id',
-          'o.name',
-          'o.category',
-          'o.description',
-          'o.specialty',
-          'o.ehr_code',
-          'o.system',
-          'o.cancellable',
-          'o.active',
-          'i.id_type as institution_id_type',
-          'i.id as institution_id',
-          'i.name as institution_name',
-        ])
-        .where('o.id', '=', id)
-        .executeTakeFirst();
-      if (!row) return undefined;
-      return {
-        id: row.id,
-        name: row.name,
-        category: row.category as OfferingCategory,
-        description: row.description,
-        specialty: row.specialty,
-        ehrCode: row.ehr_code,
-        system: row.system,
-        cancellable: row.cancellable,
-        active: row.active,
-        institution: { idType: row.institution_id_type, id: row.institution_id, name: row.institution_name },
-      };
+      const row = await offerings().where('o.id', '=', id).executeTakeFirst();
+      return row && toOfferingRecord(row);
+    },
+
+    /** Every offering with its provider, ordered by category and name (the web form's choices). */
+    async listOfferings(): Promise<OfferingRecord[]> {
+      const rows = await offerings().orderBy('o.category').orderBy('o.name').orderBy('o.id').execute();
+      return rows.map(toOfferingRecord);
     },
 
     async isEmpty(): Promise<boolean> {
       const row = await db.selectFrom('institutions').select('id').limit(1).executeTakeFirst();
       return row === undefined;
     },
+  };
+}
+
+interface OfferingRow {
+  id: string;
+  name: string;
+  category: string;
+  description: string;
+  specialty: string;
+  ehr_code: string;
+  system: string;
+  cancellable: boolean;
+  active: boolean;
+  institution_id_type: string;
+  institution_id: string;
+  institution_name: string;
+}
+
+function toOfferingRecord(row: OfferingRow): OfferingRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    category: row.category as OfferingCategory,
+    description: row.description,
+    specialty: row.specialty,
+    ehrCode: row.ehr_code,
+    system: row.system,
+    cancellable: row.cancellable,
+    active: row.active,
+    institution: { idType: row.institution_id_type, id: row.institution_id, name: row.institution_name },
   };
 }
 

@@ -41,6 +41,12 @@ function readHolder(file: string): LockHolder | undefined {
   }
 }
 
+function isLeftByEarlierLife(current: LockHolder, self: LockHolder): boolean {
+  const startedAt = Date.parse(current.startedAt);
+  const processStart = Date.now() - process.uptime() * 1000;
+  return current.pid === self.pid && current.hostname === self.hostname && startedAt < processStart - 1000;
+}
+
 /** Takes the lock or throws DataDirLockedError. Returns the function that releases it. */
 export function lockDataDir(dataDir: string, command: string): () => void {
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -67,8 +73,14 @@ export function lockDataDir(dataDir: string, command: string): () => void {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       const current = readHolder(file);
-      // A lock left by a process that has died (same host) is stale and may be taken over.
-      if (current && (current.hostname !== holder.hostname || isAlive(current.pid))) {
+      // A lock left by a process that has died (same host) is stale and may be taken over. So is one
+      // naming this PID from before this process started: a restarted container reuses the PID of
+      // the one that died.
+      if (
+        current &&
+        !isLeftByEarlierLife(current, holder) &&
+        (current.hostname !== holder.hostname || isAlive(current.pid))
+      ) {
         throw new DataDirLockedError(dataDir, current);
       }
       fs.rmSync(file, { force: true });

@@ -1,7 +1,8 @@
 // Opens the store: PostgreSQL through a pg pool when DATABASE_URL is set, embedded PGlite in DATA_DIR
 // otherwise. Both speak the same SQL and run the same migrations.
 import { PGlite } from '@electric-sql/pglite';
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import { createHash } from 'node:crypto';
+import { Kysely, PostgresDialect, sql, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import { Migrator, type MigrationResultSet } from 'kysely/migration';
 import pg from 'pg';
 import { lockDataDir } from './data-dir-lock.ts';
@@ -18,8 +19,81 @@ export interface Store {
 }
 
 export type StoreTarget =
-  | { readonly engine: 'postgres'; readonly url: string; readonly poolSize?: number }
+  | {
+      readonly engine: 'postgres';
+      readonly url: string;
+      readonly poolSize?: number;
+      /** Keep each connection's statements prepared (see `preparing`); on unless set to false. */
+      readonly preparedStatements?: boolean;
+    }
   | { readonly engine: 'pglite'; readonly dataDir: string | undefined; readonly command: string };
+
+/** Statements one connection keeps prepared; past this, new statements run unnamed. */
+const MAX_PREPARED_PER_CONNECTION = 250;
+
+/** `SELECT *`, `"t".*` or `RETURNING *`: a result whose columns a later migration could change. */
+const STAR = /(?:\.\*|\bselect\s+\*|\breturning\s+\*)/i;
+
+/**
+ * Runs every statement with parameters as a named (prepared) statement, so that each connection plans
+ * it once instead of on every execution. Planning is most of what PostgreSQL spends on refhub's reads:
+ * the full read of a referral (three joins, three correlated subqueries) costs about six times more
+ * to plan than to run. A statement's name is a hash of its text, so the same SQL shares one name on
+ * every connection. Statements that select `*` stay unnamed: a migration that adds a column would
+ * otherwise fail them on connections that prepared them before ("cached plan must not change result
+ * type"). Named statements are session state: behind PgBouncer in transaction mode they need
+ * PgBouncer 1.21 or later with `max_prepared_statements` set, or DATABASE_PREPARED_STATEMENTS=false.
+ */
+function preparing(pool: pg.Pool): PostgresPool {
+  const names = new Map<string, string>();
+  const nameOf = (text: string) => {
+    let name = names.get(text);
+    if (name === undefined) {
+      name = `refhub_${createHash('sha1').update(text).digest('base64url')}`;
+      if (names.size >= 10_000) names.clear();
+      names.set(text, name);
+    }
+    return name;
+  };
+  const clients = new WeakMap<pg.PoolClient, PostgresPoolClient>();
+  const wrap = (client: pg.PoolClient): PostgresPoolClient => {
+    const prepared = new Set<string>();
+    const query = (text: string, parameters: readonly unknown[]) => {
+      const values = [...parameters];
+      if (values.length === 0 || STAR.test(text)) return client.query(text, values);
+      const name = nameOf(text);
+      if (!prepared.has(name)) {
+        if (prepared.size >= MAX_PREPARED_PER_CONNECTION) return client.query(text, values);
+        prepared.add(name);
+      }
+      return client.query({ name, text, values });
+    };
+    return {
+      // Kysely reads the backend's process ID to cancel a query; node-postgres has it untyped.
+      get processID() {
+        return (client as { processID?: number }).processID;
+      },
+      // Kysely's cursor overload is never used here (no cursor is configured).
+      query: query as unknown as PostgresPoolClient['query'],
+      release: (destroy?: boolean) => {
+        client.release(destroy);
+      },
+    };
+  };
+  return {
+    options: pool.options,
+    async connect() {
+      const client = await pool.connect();
+      let wrapped = clients.get(client);
+      if (wrapped === undefined) {
+        wrapped = wrap(client);
+        clients.set(client, wrapped);
+      }
+      return wrapped;
+    },
+    end: () => pool.end(),
+  };
+}
 
 export async function openStore(target: StoreTarget): Promise<Store> {
   if (target.engine === 'postgres') {
@@ -32,7 +106,9 @@ export async function openStore(target: StoreTarget): Promise<Store> {
     });
     // An idle client that loses its server must not crash the process; the next query reports it.
     pool.on('error', () => undefined);
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: target.preparedStatements === false ? pool : preparing(pool) }),
+    });
     return { db, engine: 'postgres', close: () => db.destroy() };
   }
   // No dataDir means an in-memory database (tests).

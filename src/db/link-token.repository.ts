@@ -1,7 +1,9 @@
 // One-time link tokens (contract §8). Only the SHA-256 of a token is stored; the token itself exists
 // only in the URL handed to the caller.
 import type { LinkAction } from '../domain/referral-view.ts';
+import type { Insertable } from 'kysely';
 import type { Executor } from './executor.ts';
+import type { LinkTokensTable } from './schema.ts';
 
 export interface NewLinkToken {
   readonly id: string;
@@ -26,28 +28,28 @@ export interface LinkTokenRecord {
   readonly usedAt: Date | null;
 }
 
+/** The rows of `tokens`, for an INSERT here or in a statement that stores them with other rows. */
+export function linkTokenRows(tokens: readonly NewLinkToken[]): Insertable<LinkTokensTable>[] {
+  return tokens.map((t) => ({
+    id: t.id,
+    token_hash: t.tokenHash,
+    referral_id: t.referralId,
+    action: t.action,
+    institution_id_type: t.institution.idType,
+    institution_id: t.institution.id,
+    requester_identifier: t.requesterIdentifier,
+    api_key_id: t.apiKeyId,
+    created_at: t.createdAt,
+    expires_at: t.expiresAt,
+    used_at: null,
+  }));
+}
+
 export function linkTokenRepository(db: Executor) {
   return {
     async insert(tokens: readonly NewLinkToken[]): Promise<void> {
       if (tokens.length === 0) return;
-      await db
-        .insertInto('link_tokens')
-        .values(
-          tokens.map((t) => ({
-            id: t.id,
-            token_hash: t.tokenHash,
-            referral_id: t.referralId,
-            action: t.action,
-            institution_id_type: t.institution.idType,
-            institution_id: t.institution.id,
-            requester_identifier: t.requesterIdentifier,
-            api_key_id: t.apiKeyId,
-            created_at: t.createdAt,
-            expires_at: t.expiresAt,
-            used_at: null,
-          })),
-        )
-        .execute();
+      await db.insertInto('link_tokens').values(linkTokenRows(tokens)).execute();
     },
 
     async findByHash(tokenHash: string): Promise<LinkTokenRecord | undefined> {

@@ -2,6 +2,7 @@
 // transaction; the relay later turns rows into queue jobs. So no work is lost when Redis is down,
 // and no job exists for a change that rolled back. Rows carry IDs only, never patient data.
 import type { OutboxTopic } from '../domain/lifecycle.ts';
+import { sql } from 'kysely';
 import type { Executor } from './executor.ts';
 
 export interface NewOutboxMessage {
@@ -40,6 +41,78 @@ export function outboxRepository(db: Executor) {
           })),
         )
         .execute();
+    },
+
+    /**
+     * Claims up to `limit` rows that are due, oldest first, by pushing their `available_at` past the
+     * lease: another relay skips them (SKIP LOCKED while this runs, the lease after), and if this
+     * process dies they become due again when the lease ends. No transaction stays open while the
+     * rows are dispatched.
+     */
+    async claim(
+      limit: number,
+      now: Date,
+      leaseUntil: Date,
+    ): Promise<(OutboxMessage & { attempts: number })[]> {
+      const rows = await db
+        .updateTable('outbox')
+        .set((eb) => ({ available_at: leaseUntil, attempts: eb('attempts', '+', 1) }))
+        .where('id', 'in', (eb) =>
+          eb
+            .selectFrom('outbox')
+            .select('id')
+            .where('processed_at', 'is', null)
+            .where('available_at', '<=', now)
+            .orderBy('id')
+            .limit(limit)
+            .forUpdate()
+            .skipLocked(),
+        )
+        .returning(['id', 'topic', 'referral_id', 'version', 'request_id', 'created_at', 'attempts'])
+        .execute();
+      return rows
+        .map((r) => ({
+          id: r.id,
+          topic: r.topic as OutboxTopic,
+          referralId: r.referral_id,
+          version: r.version,
+          requestId: r.request_id,
+          createdAt: r.created_at,
+          attempts: r.attempts,
+        }))
+        .sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+    },
+
+    async markProcessed(ids: readonly string[], now: Date): Promise<void> {
+      if (ids.length === 0) return;
+      await db
+        .updateTable('outbox')
+        .set({ processed_at: now, last_error: null })
+        .where('id', 'in', [...ids])
+        .execute();
+    },
+
+    /** Leaves the row for a later try; `error` is a code, never a message that could quote data. */
+    async markFailed(id: string, error: string, retryAt: Date): Promise<void> {
+      await db
+        .updateTable('outbox')
+        .set({ last_error: error, available_at: retryAt })
+        .where('id', '=', id)
+        .execute();
+    },
+
+    /** How much is waiting: for /admin and metrics. */
+    async backlog(now: Date): Promise<{ count: number; oldestAgeSeconds: number | null }> {
+      const row = await db
+        .selectFrom('outbox')
+        .select([sql<number>`count(*)::int`.as('count'), sql<Date | null>`min(created_at)`.as('oldest')])
+        .where('processed_at', 'is', null)
+        .executeTakeFirstOrThrow();
+      return {
+        count: row.count,
+        oldestAgeSeconds:
+          row.oldest === null ? null : Math.max(0, (now.getTime() - new Date(row.oldest).getTime()) / 1000),
+      };
     },
 
     async pendingFor(referralId: string): Promise<OutboxMessage[]> {

@@ -1,6 +1,6 @@
 // The parts of a referral that live in their own tables: appointments, notes and timeline events.
 // They are read and written only after the referral itself passed the tenancy check.
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { AppointmentView, NoteView, TimelineEventView } from '../domain/referral-view.ts';
 import type { AppointmentStatus } from '../domain/statuses.ts';
 import type { Executor } from './executor.ts';
@@ -200,6 +200,19 @@ export function timelineRepository(db: Executor) {
       }));
     },
 
+    /** When the referral last entered `type` (for example pending-acceptance), if it ever did. */
+    async latestOf(referralId: string, type: string): Promise<Date | undefined> {
+      const row = await db
+        .selectFrom('timeline_events')
+        .select('produced_at')
+        .where('referral_id', '=', referralId)
+        .where('type', '=', type)
+        .orderBy('seq', 'desc')
+        .limit(1)
+        .executeTakeFirst();
+      return row?.produced_at;
+    },
+
     async append(events: readonly NewTimelineEvent[]): Promise<void> {
       if (events.length === 0) return;
       await db
@@ -216,5 +229,83 @@ export function timelineRepository(db: Executor) {
         )
         .execute();
     },
+  };
+}
+
+export interface ReferralParts {
+  readonly appointments: AppointmentRecord[];
+  readonly notes: NoteView[];
+  readonly timelineEvents: TimelineEventView[];
+}
+
+/** The parts as the columns of `referralPartsColumns` carry them: JSON, timestamps as ISO text. */
+export interface ReferralPartsColumns {
+  appointments: { id: string; status: string; startAt: string; location: string; updatedAt: string }[];
+  notes: {
+    id: string;
+    content: string;
+    authorName: string | null;
+    createdAt: string;
+    institution: { idType: string; id: string; name: string };
+  }[];
+  timelineEvents: { id: string; type: string; system: string; description: string; producedAt: string }[];
+}
+
+/**
+ * A referral's appointments, notes and timeline as three JSON columns, in the orders of the lists
+ * above, for the referral whose ID is `referralId` (a value, or a reference to the outer query's
+ * column). Every full read of a referral needs all three; reading them in the same statement as the
+ * referral saves three round trips, during which the request holds a pooled connection inside its
+ * transaction.
+ */
+export function referralPartsColumns(referralId: string | RawBuilder<unknown>) {
+  return [
+    sql<ReferralPartsColumns['appointments']>`(
+      select coalesce(json_agg(json_build_object(
+               'id', a.id, 'status', a.status, 'startAt', a.start_at, 'location', a.location,
+               'updatedAt', a.updated_at) order by a.start_at, a.id), '[]'::json)
+        from appointments a where a.referral_id = ${referralId})`.as('appointments'),
+    sql<ReferralPartsColumns['notes']>`(
+      select coalesce(json_agg(json_build_object(
+               'id', n.id, 'content', n.content, 'authorName', n.author_name, 'createdAt', n.created_at,
+               'institution', json_build_object('idType', i.id_type, 'id', i.id, 'name', i.name))
+             order by n.created_at, n.id), '[]'::json)
+        from notes n
+        join institutions i on i.id_type = n.author_institution_id_type and i.id = n.author_institution_id
+        where n.referral_id = ${referralId})`.as('notes'),
+    sql<ReferralPartsColumns['timelineEvents']>`(
+      select coalesce(json_agg(json_build_object(
+               'id', t.id, 'type', t.type, 'system', t.system, 'description', t.description,
+               'producedAt', t.produced_at) order by t.seq), '[]'::json)
+        from timeline_events t where t.referral_id = ${referralId})`.as('timelineEvents'),
+  ] as const;
+}
+
+/** JSON has no timestamp type: the ISO 8601 text (with an offset) PostgreSQL wrote, as a Date. */
+const dateOf = (text: string) => new Date(text);
+
+export function toReferralParts(row: ReferralPartsColumns): ReferralParts {
+  return {
+    appointments: row.appointments.map((a) => ({
+      id: a.id,
+      status: a.status as AppointmentStatus,
+      startAt: dateOf(a.startAt),
+      location: a.location,
+      updatedAt: dateOf(a.updatedAt),
+    })),
+    notes: row.notes.map((n) => ({
+      id: n.id,
+      content: n.content,
+      authorName: n.authorName,
+      authorInstitution: n.institution,
+      createdAt: dateOf(n.createdAt).toISOString(),
+    })),
+    timelineEvents: row.timelineEvents.map((t) => ({
+      id: t.id,
+      type: t.type,
+      system: t.system,
+      description: t.description,
+      producedAt: dateOf(t.producedAt).toISOString(),
+    })),
   };
 }

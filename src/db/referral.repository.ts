@@ -8,6 +8,7 @@ import type { InstitutionView, PatientView, ReferrerView } from '../domain/refer
 import type { EhrForwardingState } from '../domain/referral-view.ts';
 import { statusesOf, type CoreStatus, type OfferingCategory, type Status } from '../domain/statuses.ts';
 import type { OfferingRecord } from './catalog.repository.ts';
+import { referralPartsColumns, toReferralParts, type ReferralParts } from './referral-children.repository.ts';
 import type { Executor } from './executor.ts';
 import type { Database, ReferralsTable } from './schema.ts';
 
@@ -28,6 +29,8 @@ export interface ReferralRecord {
     readonly attempts: number;
     readonly lastAttemptAt: Date | null;
     readonly sha256: string | null;
+    readonly dueVersion: number | null;
+    readonly forwardedVersion: number | null;
   };
   readonly createdAt: Date;
   readonly updatedAt: Date;
@@ -65,7 +68,13 @@ export interface NewReferral extends ReferralContent {
 export interface ReferralPatch extends Partial<ReferralContent> {
   readonly status?: Status;
   readonly submittedAt?: Date | null;
-  readonly ehrState?: EhrForwardingState;
+  /** A forward to the EHR is now due for this version: ehrForwarding becomes queued, attempts 0. */
+  readonly ehrDue?: number;
+}
+
+export interface ReferralWithParts {
+  readonly record: ReferralRecord;
+  readonly parts: ReferralParts;
 }
 
 export type ListSort = 'updatedAt' | 'submittedAt' | 'createdAt';
@@ -80,11 +89,23 @@ export interface ListFilter {
   readonly pageSize: number;
 }
 
-const SORT_COLUMNS = {
-  updatedAt: 'r.updated_at',
-  submittedAt: 'r.submitted_at',
-  createdAt: 'r.created_at',
+/**
+ * The list's orders, newest first, each matching its index. `updated_at` and `created_at` are never
+ * null, so a plain DESC (which puts nulls first) is their index's order; `submitted_at` is null for
+ * drafts, which go last, as its index has them. An ORDER BY that differs from the index in its nulls
+ * (DESC NULLS LAST on a DESC index) cannot use it, and sorts every matching row instead.
+ */
+const SORTS = {
+  updatedAt: { column: 'updated_at', nullsLast: false },
+  submittedAt: { column: 'submitted_at', nullsLast: true },
+  createdAt: { column: 'created_at', nullsLast: false },
 } as const;
+
+/** ORDER BY `column` (the sort's column, or a copy of it) newest first, in the sort's order. */
+function newestFirst(sort: ListSort, column = `r.${SORTS[sort].column}`) {
+  const ref = sql.ref(column);
+  return SORTS[sort].nullsLast ? sql`${ref} desc nulls last` : sql`${ref} desc`;
+}
 
 type Row = Selectable<ReferralsTable> & {
   sender_name: string;
@@ -153,12 +174,54 @@ function toRecord(row: Row): ReferralRecord {
       attempts: row.ehr_attempts,
       lastAttemptAt: row.ehr_last_attempt_at,
       sha256: row.ehr_sha256,
+      dueVersion: row.ehr_due_version,
+      forwardedVersion: row.ehr_forwarded_version,
     },
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     submittedAt: row.submitted_at,
   };
 }
+
+/**
+ * Every column of a referral, named rather than `r.*`: the full read is kept prepared on each
+ * connection (db/database.ts), and a prepared `r.*` would fail once a migration adds a column.
+ */
+const REFERRAL_COLUMNS = [
+  'r.id',
+  'r.version',
+  'r.status',
+  'r.sender_id_type',
+  'r.sender_id',
+  'r.sender_system',
+  'r.provider_id_type',
+  'r.provider_id',
+  'r.offering_id',
+  'r.patient_uin',
+  'r.patient_name',
+  'r.patient_dob',
+  'r.patient_gender',
+  'r.patient_nationality',
+  'r.patient_phone_number',
+  'r.patient_residential_status',
+  'r.referrer_id',
+  'r.referrer_id_type',
+  'r.referrer_name',
+  'r.referrer_email',
+  'r.referrer_contact_number',
+  'r.clinical_info',
+  'r.is_urgent',
+  'r.ehr_state',
+  'r.ehr_attempts',
+  'r.ehr_last_attempt_at',
+  'r.ehr_sha256',
+  'r.ehr_due_version',
+  'r.ehr_forwarded_version',
+  'r.created_at',
+  'r.updated_at',
+  'r.submitted_at',
+  'r.deleted_at',
+] as const;
 
 function sideOf(
   eb: ExpressionBuilder<Database & { r: ReferralsTable }, 'r'>,
@@ -170,7 +233,9 @@ function sideOf(
     : eb.and([
         eb('r.provider_id_type', '=', inst.idType),
         eb('r.provider_id', '=', inst.id),
-        eb('r.status', '<>', 'draft'),
+        // A literal, not a parameter: the provider indexes hold only non-drafts, and a prepared
+        // statement's generic plan can use them only if it can see that this condition matches theirs.
+        eb('r.status', '<>', sql.lit('draft')),
       ]);
 }
 
@@ -185,7 +250,7 @@ export function referralRepository(db: Executor) {
       .leftJoin('institutions as p', (j) =>
         j.onRef('p.id_type', '=', 'r.provider_id_type').onRef('p.id', '=', 'r.provider_id'),
       )
-      .selectAll('r')
+      .select(REFERRAL_COLUMNS)
       .select([
         's.name as sender_name',
         'o.name as o_name',
@@ -231,6 +296,16 @@ export function referralRepository(db: Executor) {
     };
   }
 
+  /** One side of a list; when both are listed, the provider side leaves out what the sender side has. */
+  function sideMatches(filter: ListFilter, side: 'sender' | 'provider') {
+    return (eb: ExpressionBuilder<Database & { r: ReferralsTable }, 'r'>) => {
+      const own = matches({ ...filter, side })(eb);
+      return side === 'provider' && filter.side === undefined
+        ? eb.and([own, eb.not(sideOf(eb, 'sender', filter.institution))])
+        : own;
+    };
+  }
+
   return {
     /** The referral if `institution` may see it; undefined otherwise (the caller answers 404). */
     async findVisible(id: string, institution: InstitutionRef): Promise<ReferralRecord | undefined> {
@@ -251,20 +326,95 @@ export function referralRepository(db: Executor) {
       return row && toRecord(row);
     },
 
-    async list(filter: ListFilter): Promise<{ records: ReferralRecord[]; total: number; hasNext: boolean }> {
-      const sort = SORT_COLUMNS[filter.sort];
-      const rows = await base()
-        .where(matches(filter))
-        .orderBy(sql`${sql.ref(sort)} desc nulls last`)
-        .orderBy('r.id', 'desc')
-        .limit(filter.pageSize + 1)
-        .offset(filter.offset)
+    /**
+     * `findVisible` with the referral's appointments, notes and timeline, read in the same statement
+     * (a full read needs them all).
+     */
+    async findVisibleWithParts(
+      id: string,
+      institution: InstitutionRef,
+    ): Promise<ReferralWithParts | undefined> {
+      const row = await base()
+        .select(referralPartsColumns(sql.ref('r.id')))
+        .where('r.id', '=', id)
+        .where(visibleTo(institution))
+        .executeTakeFirst();
+      return row && { record: toRecord(row), parts: toReferralParts(row) };
+    },
+
+    /** `findForSystem` with the referral's parts, in one statement (the forwarder renders from them). */
+    async findForSystemWithParts(id: string): Promise<ReferralWithParts | undefined> {
+      const row = await base()
+        .select(referralPartsColumns(sql.ref('r.id')))
+        .where('r.id', '=', id)
+        .executeTakeFirst();
+      return row && { record: toRecord(row), parts: toReferralParts(row) };
+    },
+
+    /** A change the system made (a timeline event): a new version, without a compare-and-set. */
+    async touch(id: string, now: Date): Promise<void> {
+      await db
+        .updateTable('referrals')
+        .set((eb) => ({ version: eb('version', '+', 1), updated_at: now }))
+        .where('id', '=', id)
         .execute();
+    },
+
+    /** Locks the referral's row for the rest of the transaction, then reads it (system work only). */
+    async lockForSystem(id: string): Promise<ReferralRecord | undefined> {
+      await db.selectFrom('referrals').select('id').where('id', '=', id).forUpdate().executeTakeFirst();
+      return this.findForSystem(id);
+    },
+
+    /**
+     * A page of the referrals an institution sends or receives, and how many there are. The two sides
+     * are read separately, each in the order of its own index and only as far as the page reaches,
+     * then merged; only the page's rows are joined with the catalog. (One query with `sender OR
+     * provider` cannot use either index: it reads and sorts every referral the institution has.)
+     */
+    async list(filter: ListFilter): Promise<{ records: ReferralRecord[]; total: number; hasNext: boolean }> {
+      const sides = filter.side === undefined ? (['sender', 'provider'] as const) : [filter.side];
+      const reach = filter.offset + filter.pageSize + 1;
+      const { column } = SORTS[filter.sort];
+      const keys = sides
+        .map((side) =>
+          db
+            .selectFrom(
+              db
+                .selectFrom('referrals as r')
+                .select(['r.id', sql.ref<Date | null>(`r.${column}`).as('sort_key')])
+                .where('r.deleted_at', 'is', null)
+                .where(sideMatches(filter, side))
+                .orderBy(newestFirst(filter.sort))
+                .orderBy('r.id', 'desc')
+                .limit(reach)
+                .as(side),
+            )
+            .select([`${side}.id`, `${side}.sort_key`]),
+        )
+        .reduce((all, next) => all.unionAll(next));
+      const pageIds = db
+        .selectFrom(keys.as('k'))
+        .select('k.id')
+        .orderBy(newestFirst(filter.sort, 'k.sort_key'))
+        .orderBy('k.id', 'desc')
+        .limit(filter.pageSize + 1)
+        .offset(filter.offset);
+      const rows = await base()
+        .where('r.id', 'in', pageIds)
+        .orderBy(newestFirst(filter.sort))
+        .orderBy('r.id', 'desc')
+        .execute();
+      const counts = sides.map(
+        (side) =>
+          sql<number>`(${db
+            .selectFrom('referrals as r')
+            .select(sql<number>`count(*)`.as('n'))
+            .where('r.deleted_at', 'is', null)
+            .where(sideMatches(filter, side))})`,
+      );
       const counted = await db
-        .selectFrom('referrals as r')
-        .select(sql<number>`count(*)::int`.as('total'))
-        .where('r.deleted_at', 'is', null)
-        .where(matches(filter))
+        .selectNoFrom(sql<number>`(${sql.join(counts, sql` + `)})::int`.as('total'))
         .executeTakeFirstOrThrow();
       return {
         records: rows.slice(0, filter.pageSize).map(toRecord),
@@ -309,7 +459,9 @@ export function referralRepository(db: Executor) {
           ...contentColumns(patch),
           ...(patch.status === undefined ? {} : { status: patch.status }),
           ...(patch.submittedAt === undefined ? {} : { submitted_at: patch.submittedAt }),
-          ...(patch.ehrState === undefined ? {} : { ehr_state: patch.ehrState }),
+          ...(patch.ehrDue === undefined
+            ? {}
+            : { ehr_state: 'queued', ehr_due_version: patch.ehrDue, ehr_attempts: 0 }),
           version: eb('version', '+', 1),
           updated_at: now,
         }))

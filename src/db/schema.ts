@@ -77,6 +77,8 @@ export interface ReferralsTable {
   ehr_attempts: Generated<number>;
   ehr_last_attempt_at: Date | null;
   ehr_sha256: string | null;
+  ehr_due_version: ColumnType<number | null, number | null | undefined, number | null>;
+  ehr_forwarded_version: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
   submitted_at: Date | null;
@@ -169,6 +171,40 @@ export interface LinkTokensTable {
   used_at: Date | null;
 }
 
+export interface EhrSubmissionsTable {
+  id: string;
+  referral_id: string;
+  message_id: string;
+  version: number;
+  attempt: number;
+  attempted_at: Timestamp;
+  outcome: 'delivered' | 'retrying' | 'failed';
+  http_status: number | null;
+  error_code: string | null;
+  sha256: string | null;
+  ehr_reference: string | null;
+  duration_ms: number;
+  request_id: string;
+}
+
+export interface ReminderNotificationsTable {
+  id: string;
+  referral_id: string;
+  kind: string;
+  recipient_id_type: string;
+  recipient_id: string;
+  pending_since: Timestamp;
+  sequence: number;
+  firing_key: string;
+  sent_at: Timestamp;
+}
+
+export interface InstallationSecretsTable {
+  name: string;
+  value: string;
+  created_at: Generated<Date>;
+}
+
 export interface Database {
   systems: SystemsTable;
   institutions: InstitutionsTable;
@@ -183,4 +219,7 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   outbox: OutboxTable;
   link_tokens: LinkTokensTable;
+  installation_secrets: InstallationSecretsTable;
+  ehr_submissions: EhrSubmissionsTable;
+  reminder_notifications: ReminderNotificationsTable;
 }

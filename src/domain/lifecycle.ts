@@ -21,6 +21,7 @@ export interface OperationRule {
   readonly to: Target;
   /** The timeline event type, or null (delete writes none; appointments choose by their status). */
   readonly event: string | null;
+  /** Work for the background, written to the outbox in the same transaction (see outboxTopics). */
   readonly outbox: readonly OutboxTopic[];
   /** The sender may perform it only while the offering is cancellable (isCancellable). */
   readonly senderNeedsCancellableOffering?: boolean;
@@ -54,7 +55,7 @@ export const LIFECYCLE = {
     from: { sender: EDITABLE },
     to: { kind: 'status', status: 'pending-acceptance' },
     event: 'referral.pending-acceptance',
-    outbox: ['ehr-forward', 'reminders'],
+    outbox: ['ehr-forward'],
   },
   delete: {
     from: { sender: ['draft'] },
@@ -114,14 +115,16 @@ export const LIFECYCLE = {
     event: 'referral.provider-patient-create-reminder-sent',
     outbox: [],
   },
+  // A forward can finish after the referral went back to draft: the EHR has the form all the same,
+  // so the timeline says so.
   'ehr-forwarded': {
-    from: { system: SUBMITTED },
+    from: { system: ALL },
     to: { kind: 'same' },
     event: 'ehr.forwarded',
     outbox: [],
   },
   'ehr-forward-failed': {
-    from: { system: SUBMITTED },
+    from: { system: ALL },
     to: { kind: 'same' },
     event: 'ehr.forward-failed',
     outbox: [],
@@ -196,6 +199,16 @@ function nextStatus(target: Target, input: DecisionInput): Status | undefined {
     case 'by-appointments':
       return (input.appointmentStatuses ?? []).some((s) => s !== 'cancelled') ? 'scheduled' : 'accepted';
   }
+}
+
+/**
+ * The outbox topics a decided operation writes: the rule's own, plus `reminders` whenever the status
+ * enters or leaves pending-acceptance, so that the provider's reminder schedule follows the status.
+ */
+export function outboxTopics(decision: Decision, from: Status): OutboxTopic[] {
+  const topics = [...decision.rule.outbox];
+  if ((from === 'pending-acceptance') !== (decision.next === 'pending-acceptance')) topics.push('reminders');
+  return topics;
 }
 
 /** isCancellable as shown to the sender (contract §4). */

@@ -77,6 +77,17 @@ export const timeline = {
   }),
   reminderSent: (provider: string): TimelineEntry => ({
     type: 'referral.provider-patient-create-reminder-sent',
-    description: `A reminder was sent to ${provider} to create the patient and act on the referral.`,
+    description: `Reminder sent to ${provider} to create the patient record.`,
+  }),
+  ehrForwarded: (reference: string | null): TimelineEntry => ({
+    type: 'ehr.forwarded',
+    description:
+      reference === null
+        ? 'The referral form was delivered to the national health record.'
+        : `The referral form was delivered to the national health record (reference ${reference}).`,
+  }),
+  ehrForwardFailed: (reason: string): TimelineEntry => ({
+    type: 'ehr.forward-failed',
+    description: `The referral form could not be delivered to the national health record: ${reason}.`,
   }),
 } as const;

@@ -86,7 +86,22 @@ export async function createApiKeyIn(
   return { key, record };
 }
 
+/**
+ * How long a successful key lookup is reused. Every API request authenticates, and without this each
+ * one pays a database round trip before any work. The price is a bound on revocation: a key revoked
+ * through another process (`refhub keys revoke`, or another API process) stops working within this
+ * time; one revoked through this process stops at once. Unknown and revoked keys are never remembered.
+ */
+export const KEY_LOOKUP_REUSE_MS = 2_000;
+/** Enough for every key an installation holds; past it the oldest entries make room. */
+const MAX_REMEMBERED_KEYS = 10_000;
+
 export function createApiKeyService(deps: { db: Kysely<Database>; clock: Clock }) {
+  /** Lookups by key hash; an entry is used until `until` (epoch milliseconds of `deps.clock`). */
+  const recent = new Map<string, { readonly record: ApiKeyRecord; readonly until: number }>();
+  /** Counts revocations through this process, so a lookup that overlapped one is not remembered. */
+  let revocations = 0;
+
   return {
     create(request: NewKeyRequest): Promise<CreatedKey> {
       return deps.db.transaction().execute((trx) => createApiKeyIn(trx, request));
@@ -95,13 +110,34 @@ export function createApiKeyService(deps: { db: Kysely<Database>; clock: Clock }
     /** The active key for a presented secret, or undefined. */
     async authenticate(presented: string): Promise<ApiKeyRecord | undefined> {
       if (!KEY_PATTERN.test(presented)) return undefined;
-      return apiKeyRepository(deps.db).findActiveByHash(hashApiKey(presented));
+      const hash = hashApiKey(presented);
+      const now = deps.clock.now().getTime();
+      const remembered = recent.get(hash);
+      // The window also ends if the clock went back: a lookup is never reused for longer than promised.
+      if (
+        remembered !== undefined &&
+        now < remembered.until &&
+        now >= remembered.until - KEY_LOOKUP_REUSE_MS
+      ) {
+        return remembered.record;
+      }
+      recent.delete(hash);
+      const before = revocations;
+      const record = await apiKeyRepository(deps.db).findActiveByHash(hash);
+      if (record !== undefined && revocations === before) {
+        if (recent.size >= MAX_REMEMBERED_KEYS) {
+          const oldest = recent.keys().next();
+          if (oldest.done !== true) recent.delete(oldest.value);
+        }
+        recent.set(hash, { record, until: now + KEY_LOOKUP_REUSE_MS });
+      }
+      return record;
     },
 
     list: () => apiKeyRepository(deps.db).list(),
 
     async revoke(idOrPrefix: string): Promise<ApiKeyRecord> {
-      return deps.db.transaction().execute(async (trx) => {
+      const revoked = await deps.db.transaction().execute(async (trx) => {
         const repo = apiKeyRepository(trx);
         const [match, ...others] = await repo.findActiveByIdOrPrefix(idOrPrefix);
         if (!match) throw new NotFoundError(`No active API key has the ID or prefix ${idOrPrefix}.`);
@@ -113,6 +149,11 @@ export function createApiKeyService(deps: { db: Kysely<Database>; clock: Clock }
         await repo.revoke(match.id, deps.clock.now());
         return match;
       });
+      // Once the revocation is committed, this process stops honouring the key at once: its entry
+      // goes, and a lookup that was already under way does not put it back.
+      revocations++;
+      for (const [hash, entry] of recent) if (entry.record.id === revoked.id) recent.delete(hash);
+      return revoked;
     },
   };
 }

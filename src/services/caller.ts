@@ -11,4 +11,10 @@ export interface Caller {
   readonly institution: InstitutionRef;
   readonly requesterIdentifier: string | null;
   readonly requestId: string;
+  /**
+   * A person in refhub's own web form (system `Manual`), acting through the session a one-time link
+   * opened. The timeline names them by `requesterIdentifier`, and they are handed no new one-time
+   * links: `links[]` are buttons for a client system's screen, and this person is already in the form.
+   */
+  readonly inWebForm?: boolean;
 }

@@ -169,6 +169,9 @@ export function createCatalogService(deps: { db: Kysely<Database> }) {
     },
 
     isEmpty: () => catalogRepository(deps.db).isEmpty(),
+
+    /** Every offering, active or not, with its provider: what the web form lets a sender choose from. */
+    listOfferings: () => catalogRepository(deps.db).listOfferings(),
   };
 }
 

@@ -8,7 +8,7 @@ import type { Clock } from '../domain/clock.ts';
 import { LINK_LABELS } from '../domain/links.ts';
 import type { LinkAction, LinkView } from '../domain/referral-view.ts';
 import type { Executor } from '../db/executor.ts';
-import { linkTokenRepository } from '../db/link-token.repository.ts';
+import { linkTokenRepository, type NewLinkToken } from '../db/link-token.repository.ts';
 
 export interface LinkGrant {
   readonly referralId: string;
@@ -34,11 +34,21 @@ export function createLinkMinter(deps: { publicUrl: string; ttlSeconds: number; 
     },
 
     async mint(db: Executor, grant: LinkGrant, actions: readonly LinkAction[]): Promise<MintedLink[]> {
+      const { rows, links } = this.prepare(grant, actions);
+      await linkTokenRepository(db).insert(rows);
+      return links;
+    },
+
+    /**
+     * New links and the rows that make them valid, not yet stored: the caller stores `rows` (in the
+     * same transaction or statement as the work that hands the links out) before it shows `links`.
+     */
+    prepare(grant: LinkGrant, actions: readonly LinkAction[]): { rows: NewLinkToken[]; links: MintedLink[] } {
       const now = deps.clock.now();
       const expiresAt = new Date(now.getTime() + deps.ttlSeconds * 1000);
       const minted = actions.map((action) => ({ action, token: randomBytes(32).toString('base64url') }));
-      await linkTokenRepository(db).insert(
-        minted.map(({ action, token }) => ({
+      return {
+        rows: minted.map(({ action, token }) => ({
           id: uuidv7(),
           tokenHash: hashLinkToken(token),
           referralId: grant.referralId,
@@ -49,13 +59,13 @@ export function createLinkMinter(deps: { publicUrl: string; ttlSeconds: number; 
           createdAt: now,
           expiresAt,
         })),
-      );
-      return minted.map(({ action, token }) => ({
-        type: action,
-        label: LINK_LABELS[action],
-        url: `${deps.publicUrl}/l/${token}`,
-        expiresAt,
-      }));
+        links: minted.map(({ action, token }) => ({
+          type: action,
+          label: LINK_LABELS[action],
+          url: `${deps.publicUrl}/l/${token}`,
+          expiresAt,
+        })),
+      };
     },
   };
 }

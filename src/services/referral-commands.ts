@@ -55,6 +55,11 @@ export function actorName(record: ReferralRecord, party: Party, personName?: str
   return person ? `${person} (${institution})` : institution;
 }
 
+/** The person the timeline names for a caller who gave no name: a web-form user, by requester. */
+export function personIn(caller: Caller): string | null {
+  return caller.inWebForm === true ? caller.requesterIdentifier : null;
+}
+
 export function createReferralCommands(deps: CommandDeps) {
   const mutate = createMutationRunner(deps);
   const fullView = (caller: Caller, id: string) => (trx: Transaction<Database>) =>
@@ -101,7 +106,7 @@ export function createReferralCommands(deps: CommandDeps) {
         id,
         'update',
         ifMatch,
-        (ctx) => planUpdate(deps.clock, ctx, input),
+        (ctx) => planUpdate(deps.clock, ctx, input, personIn(caller)),
         fullView(caller, id),
       );
     },
@@ -129,7 +134,9 @@ export function createReferralCommands(deps: CommandDeps) {
           return {
             decision,
             patch: { submittedAt: record.submittedAt ?? now },
-            events: [timeline.submitted(actorName(record, party), offering.institution.name)],
+            events: [
+              timeline.submitted(actorName(record, party, personIn(caller)), offering.institution.name),
+            ],
           };
         },
         fullView(caller, id),
@@ -344,7 +351,12 @@ function statusInput(record: ReferralRecord) {
   return { status: record.status, offeringCancellable: record.offering?.cancellable ?? true };
 }
 
-async function planUpdate(clock: Clock, { trx, record, party }: PlanContext, input: ReferralFieldsInput) {
+async function planUpdate(
+  clock: Clock,
+  { trx, record, party }: PlanContext,
+  input: ReferralFieldsInput,
+  person: string | null = null,
+) {
   const decision = decide('update', party, statusInput(record));
   // The offering decides the provider. Once submitted, changing it would hand the referral (and the
   // patient's data) to another institution behind the back of the one that asked the sender to act.
@@ -365,7 +377,7 @@ async function planUpdate(clock: Clock, { trx, record, party }: PlanContext, inp
     decision,
     patch,
     unchanged: fields.length === 0,
-    events: [timeline.updated(actorName(record, party), fieldWords(fields))],
+    events: [timeline.updated(actorName(record, party, person), fieldWords(fields))],
   };
 }
 

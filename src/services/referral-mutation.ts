@@ -10,11 +10,11 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Kysely, Transaction } from 'kysely';
 import { actingParty } from '../domain/access.ts';
 import type { Clock } from '../domain/clock.ts';
-import type { Decision, Operation } from '../domain/lifecycle.ts';
+import { outboxTopics, type Decision, type Operation } from '../domain/lifecycle.ts';
 import type { Party } from '../domain/statuses.ts';
 import type { TimelineEntry } from '../domain/timeline.ts';
 import { ConcurrentModificationError, VersionMismatchError } from '../errors.ts';
-import { auditRepository } from '../db/audit.repository.ts';
+import { auditRepository, type AuditEvent } from '../db/audit.repository.ts';
 import { outboxRepository } from '../db/outbox.repository.ts';
 import { timelineRepository } from '../db/referral-children.repository.ts';
 import { referralRepository, type ReferralPatch, type ReferralRecord } from '../db/referral.repository.ts';
@@ -48,6 +48,27 @@ const MAX_ATTEMPTS = 5;
 
 class LostRace extends Error {}
 
+/** The audit row of a successful action by `caller`. */
+export function auditEventOf(
+  caller: Caller,
+  action: string,
+  referralIds: readonly string[],
+  now: Date,
+): AuditEvent {
+  return {
+    id: uuidv7(),
+    occurredAt: now,
+    requestId: caller.requestId,
+    apiKeyId: caller.apiKeyId,
+    system: caller.system,
+    institution: caller.institution,
+    requesterIdentifier: caller.requesterIdentifier,
+    action,
+    outcome: 'success',
+    referralIds,
+  };
+}
+
 /** Audits a successful action in the current transaction. */
 export async function audit(
   trx: Transaction<Database>,
@@ -56,14 +77,28 @@ export async function audit(
   referralIds: readonly string[],
   now: Date,
 ): Promise<void> {
+  await auditRepository(trx).record(auditEventOf(caller, action, referralIds, now));
+}
+
+/** The system acting on its own behalf: audit rows that name no key, institution or requester. */
+export const SYSTEM_ACTOR = 'refhub';
+
+/** Audits work refhub did on its own (a forward, a reminder), under the request that caused it. */
+export async function auditBySystem(
+  trx: Transaction<Database>,
+  requestId: string,
+  action: string,
+  referralIds: readonly string[],
+  now: Date,
+): Promise<void> {
   await auditRepository(trx).record({
     id: uuidv7(),
     occurredAt: now,
-    requestId: caller.requestId,
-    apiKeyId: caller.apiKeyId,
-    system: caller.system,
-    institution: caller.institution,
-    requesterIdentifier: caller.requesterIdentifier,
+    requestId,
+    apiKeyId: null,
+    system: SYSTEM_ACTOR,
+    institution: null,
+    requesterIdentifier: null,
     action,
     outcome: 'success',
     referralIds,
@@ -111,7 +146,8 @@ export function createMutationRunner(deps: MutationDeps) {
           const planned = await plan({ trx, record, party, now });
           if (planned.unchanged !== true) {
             const { decision } = planned;
-            const queuesForward = decision.rule.outbox.includes('ehr-forward');
+            const topics = outboxTopics(decision, record.status);
+            const version = record.version + 1;
             const won =
               decision.next === undefined
                 ? await referrals.softDelete(record.id, record.version, now)
@@ -121,7 +157,8 @@ export function createMutationRunner(deps: MutationDeps) {
                     {
                       ...planned.patch,
                       status: decision.next,
-                      ...(queuesForward ? { ehrState: 'queued' } : {}),
+                      // The forward that is now due: the worker sends this version or a later one.
+                      ...(topics.includes('ehr-forward') ? { ehrDue: version } : {}),
                     },
                     now,
                   );
@@ -129,10 +166,10 @@ export function createMutationRunner(deps: MutationDeps) {
             await planned.writeChildren?.(trx, now);
             await appendTimeline(trx, record.id, caller.system, planned.events, now);
             await outboxRepository(trx).add(
-              decision.rule.outbox.map((topic) => ({
+              topics.map((topic) => ({
                 topic,
                 referralId: record.id,
-                version: record.version + 1,
+                version,
                 requestId: caller.requestId,
                 at: now,
               })),

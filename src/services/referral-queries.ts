@@ -1,22 +1,27 @@
-// Reads: one referral in full, and the list of an institution's referrals. Each read is audited in
-// the same transaction, and a full read mints the one-time links the requester may use now.
+// Reads: one referral in full, and the list of an institution's referrals. Each read is audited, and
+// a full read mints the one-time links the requester may use now; what a read writes is stored, in
+// one statement, before anything it read is handed out.
 import type { Kysely, Transaction } from 'kysely';
 import { partiesOf } from '../domain/access.ts';
 import type { Clock } from '../domain/clock.ts';
 import { linkActionsFor } from '../domain/links.ts';
-import type { EhrFormSource, ReferralSummaryView, ReferralView } from '../domain/referral-view.ts';
+import type { EhrFormSource, LinkView, ReferralSummaryView, ReferralView } from '../domain/referral-view.ts';
 import type { CoreStatus } from '../domain/statuses.ts';
+import { toAppointmentView, type ReferralParts } from '../db/referral-children.repository.ts';
+import { auditRepository } from '../db/audit.repository.ts';
+import { linkTokenRepository } from '../db/link-token.repository.ts';
 import {
-  appointmentRepository,
-  noteRepository,
-  timelineRepository,
-  toAppointmentView,
-} from '../db/referral-children.repository.ts';
-import { referralRepository, type ListSort, type ReferralRecord } from '../db/referral.repository.ts';
+  referralRepository,
+  type ListSort,
+  type ReferralRecord,
+  type ReferralWithParts,
+} from '../db/referral.repository.ts';
+import { ReferralNotFoundError } from '../errors.ts';
+import type { Executor } from '../db/executor.ts';
 import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';
 import type { LinkMinter } from './link-minter.ts';
-import { audit } from './referral-mutation.ts';
+import { auditEventOf } from './referral-mutation.ts';
 import { toEhrForwarding, toSummary } from './referral-presenter.ts';
 
 export interface QueryDeps {
@@ -40,39 +45,60 @@ export interface ReferralPage {
   readonly metadata: { offset: number; pageSize: number; hasNext: boolean; total: number };
 }
 
-/** The full referral as the caller sees it, with links minted for the caller's requester. */
+/** What accumulates on a referral after it is written, as the views present it. */
+function presentParts({ appointments, notes, timelineEvents }: ReferralParts) {
+  return { appointments: appointments.map(toAppointmentView), notes, timelineEvents };
+}
+
+/** The links the caller's requester may use now; none for a caller without one, or in the web form. */
+function linksFor(links: LinkMinter, caller: Caller, record: ReferralRecord) {
+  if (caller.requesterIdentifier === null || caller.inWebForm === true) return { rows: [], links: [] };
+  return links.prepare(
+    {
+      referralId: record.id,
+      institution: caller.institution,
+      requesterIdentifier: caller.requesterIdentifier,
+      apiKeyId: caller.apiKeyId,
+    },
+    linkActionsFor(record.status, partiesOf(record, caller.institution)),
+  );
+}
+
+function presentReferral({ record, parts }: ReferralWithParts, minted: readonly LinkView[]): ReferralView {
+  return {
+    ...toSummary(record),
+    ...presentParts(parts),
+    links: minted.map(({ type, label, url }) => ({ type, label, url })),
+    ehrForwarding: toEhrForwarding(record),
+  };
+}
+
+/** The full referral as the caller sees it, with links minted (in `trx`) for the caller's requester. */
 export async function loadReferralView(
   trx: Transaction<Database>,
   links: LinkMinter,
   caller: Caller,
-  record: ReferralRecord,
+  found: ReferralWithParts,
 ): Promise<ReferralView> {
-  const [appointments, notes, timelineEvents] = await Promise.all([
-    appointmentRepository(trx).list(record.id),
-    noteRepository(trx).list(record.id),
-    timelineRepository(trx).list(record.id),
-  ]);
-  const minted =
-    caller.requesterIdentifier === null
-      ? []
-      : await links.mint(
-          trx,
-          {
-            referralId: record.id,
-            institution: caller.institution,
-            requesterIdentifier: caller.requesterIdentifier,
-            apiKeyId: caller.apiKeyId,
-          },
-          linkActionsFor(record.status, partiesOf(record, caller.institution)),
-        );
-  return {
-    ...toSummary(record),
-    appointments: appointments.map(toAppointmentView),
-    links: minted.map(({ type, label, url }) => ({ type, label, url })),
-    notes,
-    timelineEvents,
-    ehrForwarding: toEhrForwarding(record),
-  };
+  const minted = linksFor(links, caller, found.record);
+  await linkTokenRepository(trx).insert(minted.rows);
+  return presentReferral(found, minted.links);
+}
+
+/** The form's source for a referral read for the system (the forwarder), not for a caller. */
+export function ehrFormSourceFor({ record, parts }: ReferralWithParts): EhrFormSource {
+  return ehrFormSourceOf({ ...toSummary(record), ...presentParts(parts) });
+}
+
+/** The referral with its parts if the caller's institution may see it; 404 referral_not_found otherwise. */
+async function getVisibleWithParts(
+  db: Executor,
+  referralId: string,
+  caller: Caller,
+): Promise<ReferralWithParts> {
+  const found = await referralRepository(db).findVisibleWithParts(referralId, caller.institution);
+  if (!found) throw new ReferralNotFoundError(referralId);
+  return found;
 }
 
 /** Reads the referral again inside the transaction (after a write) and presents it. */
@@ -82,12 +108,11 @@ export async function reloadReferralView(
   caller: Caller,
   referralId: string,
 ): Promise<ReferralView> {
-  const record = await referralRepository(trx).getVisible(referralId, caller.institution);
-  return loadReferralView(trx, links, caller, record);
+  return loadReferralView(trx, links, caller, await getVisibleWithParts(trx, referralId, caller));
 }
 
 /** The form is drawn from the stored referral only, never from per-caller links or forwarding state. */
-export function ehrFormSourceOf(view: ReferralView): EhrFormSource {
+export function ehrFormSourceOf(view: EhrFormSource): EhrFormSource {
   return {
     id: view.id,
     version: view.version,
@@ -113,20 +138,25 @@ export function ehrFormSourceOf(view: ReferralView): EhrFormSource {
 export function createReferralQueries(deps: QueryDeps) {
   return {
     async get(caller: Caller, referralId: string, options: { ehrForm: boolean }): Promise<ReferralView> {
-      const view = await deps.db.transaction().execute(async (trx) => {
-        const record = await referralRepository(trx).getVisible(referralId, caller.institution);
-        const loaded = await loadReferralView(trx, deps.links, caller, record);
-        await audit(
-          trx,
+      // A read writes two things: its audit row and the links it hands out. They go in one statement,
+      // so both are stored or neither is, and they are committed before any data leaves; if that
+      // fails, the caller gets an error and no data. So the read needs no transaction of its own, and
+      // the hottest call saves the BEGIN and COMMIT round trips. (In READ COMMITTED the statements of
+      // a transaction saw different snapshots anyway: the referral is read by one statement either way.)
+      const found = await getVisibleWithParts(deps.db, referralId, caller);
+      const minted = linksFor(deps.links, caller, found.record);
+      await auditRepository(deps.db).recordWithLinks(
+        auditEventOf(
           caller,
           options.ehrForm ? 'referral.read-ehr-form' : 'referral.read',
-          [record.id],
+          [found.record.id],
           deps.clock.now(),
-        );
-        return loaded;
-      });
+        ),
+        minted.rows,
+      );
+      const view = presentReferral(found, minted.links);
       if (!options.ehrForm) return view;
-      // Rendering happens outside the transaction, from the state read at one version.
+      // Rendering happens after the audit row is stored, from the state read at one version.
       const form = deps.renderEhrForm(ehrFormSourceOf(view));
       return { ...view, ehrForm: form.html, ehrFormType: form.formType };
     },
@@ -136,25 +166,26 @@ export function createReferralQueries(deps: QueryDeps) {
       query: ListQuery,
       action: 'referral.list' | 'referral.search' = 'referral.list',
     ): Promise<ReferralPage> {
-      return deps.db.transaction().execute(async (trx) => {
-        const page = await referralRepository(trx).list({ institution: caller.institution, ...query });
-        await audit(
-          trx,
+      // As for a full read: the audit row is the list's only write, one statement, stored before the
+      // page leaves; no transaction of its own is needed.
+      const page = await referralRepository(deps.db).list({ institution: caller.institution, ...query });
+      await auditRepository(deps.db).record(
+        auditEventOf(
           caller,
           action,
           page.records.map((r) => r.id),
           deps.clock.now(),
-        );
-        return {
-          data: page.records.map(toSummary),
-          metadata: {
-            offset: query.offset,
-            pageSize: query.pageSize,
-            hasNext: page.hasNext,
-            total: page.total,
-          },
-        };
-      });
+        ),
+      );
+      return {
+        data: page.records.map(toSummary),
+        metadata: {
+          offset: query.offset,
+          pageSize: query.pageSize,
+          hasNext: page.hasNext,
+          total: page.total,
+        },
+      };
     },
   };
 }

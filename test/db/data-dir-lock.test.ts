@@ -89,6 +89,22 @@ describe('DATA_DIR lock', () => {
     expect(readLock(dir)).toMatchObject({ pid: process.pid, command: 'refhub migrate' });
   });
 
+  it('takes over a lock naming this very process, left by a dead one that had the same PID', () => {
+    // A container restarted after a kill runs refhub as the same PID on the same host.
+    const before: LockHolder = {
+      pid: process.pid,
+      hostname: os.hostname(),
+      command: 'refhub all',
+      startedAt: '2026-01-01T00:00:00.000Z',
+    };
+    fs.writeFileSync(lockFile(dir), JSON.stringify(before));
+    releases.push(lockDataDir(dir, 'refhub all'));
+    expect(readLock(dir)).toMatchObject({
+      pid: process.pid,
+      startedAt: expect.not.stringMatching(/^2026-01-01/) as unknown,
+    });
+  });
+
   it('takes over an unreadable lock file', () => {
     fs.writeFileSync(lockFile(dir), '{ not json');
     releases.push(lockDataDir(dir, 'refhub all'));

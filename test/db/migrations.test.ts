@@ -32,6 +32,9 @@ const LIST_INDEXES = {
   referrals_provider_submitted: ['provider_id_type', 'provider_id', 'submitted_at DESC NULLS LAST'],
   referrals_provider_created: ['provider_id_type', 'provider_id', 'created_at DESC'],
   referrals_patient_uin: ['patient_uin'],
+  // The list's total: one narrow index per side.
+  referrals_sender_count: ['sender_id_type', 'sender_id'],
+  referrals_provider_count: ['provider_id_type', 'provider_id'],
 } as const;
 
 async function tablesIn(db: Kysely<Database>): Promise<string[]> {

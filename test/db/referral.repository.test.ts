@@ -372,7 +372,14 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
         },
         clinicalInfo: 'Epigastric pain for 3 weeks.',
         isUrgent: false,
-        ehr: { state: 'not-sent', attempts: 0, lastAttemptAt: null, sha256: null },
+        ehr: {
+          state: 'not-sent',
+          attempts: 0,
+          lastAttemptAt: null,
+          sha256: null,
+          dueVersion: null,
+          forwardedVersion: null,
+        },
         createdAt: at(6),
         updatedAt: at(13),
         submittedAt: at(12),
@@ -622,7 +629,7 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
         await repo.compareAndSet(
           id,
           2,
-          { status: 'pending-acceptance', submittedAt: at(120), ehrState: 'queued' },
+          { status: 'pending-acceptance', submittedAt: at(120), ehrDue: 3 },
           at(120),
         ),
       ).toBe(true);
@@ -633,7 +640,7 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
         submittedAt: at(120),
         updatedAt: at(120),
       });
-      expect(record.ehr.state).toBe('queued');
+      expect(record.ehr).toMatchObject({ state: 'queued', dueVersion: 3, attempts: 0 });
       // Back to draft clears submittedAt; the provider loses sight of it again.
       expect(
         await repo.compareAndSet(id, 3, { status: 'draft', submittedAt: null, patientName: null }, at(130)),

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -34,8 +35,13 @@ async function freePort(): Promise<number> {
 
 describe('the README walk-through', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'refhub-readme-'));
-  afterAll(() => {
+  const prefix = `readme-${path.basename(dir)}`;
+  afterAll(async () => {
     fs.rmSync(dir, { recursive: true, force: true });
+    const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+    const keys = await redis.keys(`{${prefix}}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
   });
 
   it('works as written', async () => {
@@ -57,6 +63,8 @@ describe('the README walk-through', () => {
         NODE_ENV: 'development',
         DATA_DIR: '',
         DATABASE_URL: '',
+        EHR_URL: '',
+        QUEUE_PREFIX: prefix,
         LOG_LEVEL: 'warn',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -72,6 +80,8 @@ describe('the README walk-through', () => {
     expect(output).toContain('"status":"pending-acceptance"');
     expect(output).toContain('"ehrFormType":"Specialist Referral|Patient Summary"');
     expect(output).toContain('"content":"We will call the patient this week."');
+    expect(output).toMatch(/"outcome":"delivered"[^}]*"httpStatus":201/);
+    expect(output).toContain('The referral form was delivered to the national health record (reference EHR-');
     expect(output).toContain('Dr Lim (Bukit Timah Family Clinic) cancelled the referral: Patient recovered');
     expect(fs.existsSync(path.join(dir, 'data', 'refhub.lock'))).toBe(false);
   }, 120_000);

@@ -10,11 +10,25 @@ describe('loadConfig', () => {
       host: '127.0.0.1',
       publicUrl: 'http://127.0.0.1:3000',
       databaseUrl: undefined,
+      databasePreparedStatements: true,
       dataDir: '/srv/refhub/data',
       linkTtlSeconds: 900,
       catalogFile: undefined,
       rateLimitPerMinute: 1200,
       logLevel: 'info',
+      redisUrl: 'redis://127.0.0.1:6379',
+      queuePrefix: '{refhub}',
+      ehrUrl: undefined,
+      ehrToken: undefined,
+      ehrMaxAttempts: 10,
+      ehrBackoffBaseMs: 2000,
+      reminderAfterSeconds: 86_400,
+      reminderIntervalSeconds: 86_400,
+      reminderMax: 3,
+      reconcileIntervalSeconds: 60,
+      opsDashboardWrite: false,
+      metricsToken: undefined,
+      shutdownGraceSeconds: 20,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -27,11 +41,26 @@ describe('loadConfig', () => {
         HOST: '0.0.0.0',
         PUBLIC_URL: 'https://refhub.example/',
         DATABASE_URL: 'postgres://u@db:5432/refhub',
+        DATABASE_PREPARED_STATEMENTS: 'false',
         DATA_DIR: '/var/lib/refhub',
         LINK_TTL_SECONDS: '600',
         CATALOG_FILE: 'catalog.json',
         RATE_LIMIT_PER_MINUTE: '60',
         LOG_LEVEL: 'warn',
+        REDIS_URL: 'rediss://:secret@redis:6380/2',
+        QUEUE_PREFIX: 'refhub-eu',
+        EHR_URL: 'https://ehr.example/fhir/referrals',
+        EHR_TOKEN: 'token-1',
+        SESSION_SECRET: 'a-session-secret-of-at-least-32-characters',
+        EHR_MAX_ATTEMPTS: '5',
+        EHR_BACKOFF_BASE_MS: '500',
+        REMINDER_AFTER_SECONDS: '3600',
+        REMINDER_INTERVAL_SECONDS: '7200',
+        REMINDER_MAX: '0',
+        RECONCILE_INTERVAL_SECONDS: '30',
+        OPS_DASHBOARD_WRITE: 'true',
+        METRICS_TOKEN: 'a-metrics-token-of-at-least-32-characters',
+        SHUTDOWN_GRACE_SECONDS: '45',
       },
       '/srv',
     );
@@ -41,12 +70,42 @@ describe('loadConfig', () => {
       host: '0.0.0.0',
       publicUrl: 'https://refhub.example',
       databaseUrl: 'postgres://u@db:5432/refhub',
+      databasePreparedStatements: false,
       dataDir: '/var/lib/refhub',
       linkTtlSeconds: 600,
       catalogFile: '/srv/catalog.json',
       rateLimitPerMinute: 60,
       logLevel: 'warn',
+      redisUrl: 'rediss://:secret@redis:6380/2',
+      queuePrefix: '{refhub-eu}',
+      ehrUrl: 'https://ehr.example/fhir/referrals',
+      ehrToken: 'token-1',
+      ehrMaxAttempts: 5,
+      ehrBackoffBaseMs: 500,
+      reminderAfterSeconds: 3600,
+      reminderIntervalSeconds: 7200,
+      reminderMax: 0,
+      reconcileIntervalSeconds: 30,
+      opsDashboardWrite: true,
+      metricsToken: 'a-metrics-token-of-at-least-32-characters',
+      shutdownGraceSeconds: 45,
     });
+  });
+
+  it('takes a queue prefix already in hash-tag form as it is', () => {
+    expect(loadConfig({ QUEUE_PREFIX: '{shared}' }).queuePrefix).toBe('{shared}');
+  });
+
+  it('needs an https EHR_URL in production, where the sandbox EHR is off', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(
+      /^EHR_URL: is required when NODE_ENV=production/,
+    );
+    expect(() => loadConfig({ NODE_ENV: 'production', EHR_URL: 'http://ehr.example/x' })).toThrow(
+      /^EHR_URL: must use https:/,
+    );
+    expect(loadConfig({ EHR_URL: 'http://127.0.0.1:4010/ehr/referrals' }).ehrUrl).toBe(
+      'http://127.0.0.1:4010/ehr/referrals',
+    );
   });
 
   it.each([
@@ -58,6 +117,19 @@ describe('loadConfig', () => {
     ['LINK_TTL_SECONDS', '5', /LINK_TTL_SECONDS: must be between 30 and 86400/],
     ['RATE_LIMIT_PER_MINUTE', '-1', /RATE_LIMIT_PER_MINUTE: must be a whole number/],
     ['LOG_LEVEL', 'loud', /LOG_LEVEL: must be one of/],
+    ['REDIS_URL', 'http://redis:6379', /REDIS_URL: must use redis: or rediss:/],
+    ['QUEUE_PREFIX', 'a b', /QUEUE_PREFIX: must be 1 to 64 of/],
+    ['QUEUE_PREFIX', '{x}y}', /QUEUE_PREFIX: must be 1 to 64 of/],
+    ['EHR_URL', 'ftp://ehr', /EHR_URL: must use http: or https:/],
+    ['EHR_MAX_ATTEMPTS', '0', /EHR_MAX_ATTEMPTS: must be between 1 and 100/],
+    ['EHR_BACKOFF_BASE_MS', '1.5', /EHR_BACKOFF_BASE_MS: must be a whole number/],
+    ['REMINDER_AFTER_SECONDS', '0', /REMINDER_AFTER_SECONDS: must be between 1 and/],
+    ['REMINDER_INTERVAL_SECONDS', 'soon', /REMINDER_INTERVAL_SECONDS: must be a whole number/],
+    ['REMINDER_MAX', '101', /REMINDER_MAX: must be between 0 and 100/],
+    ['RECONCILE_INTERVAL_SECONDS', '0', /RECONCILE_INTERVAL_SECONDS: must be between 1 and/],
+    ['OPS_DASHBOARD_WRITE', 'yes', /OPS_DASHBOARD_WRITE: must be one of true, false/],
+    ['METRICS_TOKEN', 'short', /METRICS_TOKEN: must be at least 32 characters/],
+    ['SHUTDOWN_GRACE_SECONDS', '0', /SHUTDOWN_GRACE_SECONDS: must be between 1 and 600/],
   ])('rejects %s=%s with a message naming the variable', (name, value, message) => {
     const load = () => loadConfig({ [name]: value });
     expect(load).toThrow(ConfigError);

@@ -1,9 +1,19 @@
 // Bounded building blocks for every route schema: each string has a maxLength, each array a maxItems.
-import { Type, type TSchema } from 'typebox';
-import { COUNTRY_CODES } from '../../domain/countries.ts';
+import { Type } from 'typebox';
 import { INSTITUTION_ID_TYPES } from '../../domain/statuses.ts';
 
-export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+// The referral fields' own building blocks live with the one validator the API and the web form share.
+export {
+  Gender,
+  Nationality,
+  Nullable,
+  OfferingId,
+  PersonName,
+  PhoneNumber,
+  ReferrerIdType,
+  ResidentialStatus,
+  Uin,
+} from '../../services/referral-fields.ts';
 
 export const Timestamp = Type.String({
   format: 'date-time',
@@ -21,18 +31,6 @@ export const RequesterIdentifier = Type.String({
   description: 'The person using the client system; an email address is preferred. Audited with every call.',
 });
 export const ReferralId = Type.String({ format: 'uuid', maxLength: 36 });
-export const OfferingId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9._-]+$' });
-export const PersonName = Type.String({ minLength: 1, maxLength: 200 });
-export const PhoneNumber = Type.String({ pattern: '^[3689][0-9]{7}$', maxLength: 8 });
-export const Uin = Type.String({
-  pattern: '^[STFGM][0-9]{7}[A-Z]$',
-  maxLength: 9,
-  description: 'NRIC or FIN, for example S1234567D',
-});
-export const Nationality = Type.Enum([...COUNTRY_CODES], { description: 'ISO 3166-1 alpha-2 country code' });
-export const Gender = Type.Enum(['Male', 'Female']);
-export const ResidentialStatus = Type.Enum(['SC', 'PR', 'Foreigner']);
-export const ReferrerIdType = Type.Enum(['mcr', 'nric', 'email', 'brightUserId', 'dcr']);
 export const Reason = Type.String({ minLength: 1, maxLength: 2000 });
 
 /** The institution a write acts for, and who is behind it. */

@@ -5,37 +5,14 @@ import {
   Gender,
   InstitutionId,
   InstitutionIdType,
-  Nationality,
   Nullable,
   OfferingId,
-  PersonName,
-  PhoneNumber,
   ReferralId,
-  ReferrerIdType,
   ResidentialStatus,
-  Uin,
 } from './primitives.ts';
 
-/** The referral content a sender sets: on create, on update and as a link prefill. null clears. */
-export const ReferralFields = {
-  offeringId: Type.Optional(Nullable(OfferingId)),
-  referrerId: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 64 }))),
-  referrerIdType: Type.Optional(Nullable(ReferrerIdType)),
-  referrerName: Type.Optional(Nullable(PersonName)),
-  referrerEmail: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
-  referrerContactNumber: Type.Optional(Nullable(PhoneNumber)),
-  patientUin: Type.Optional(Nullable(Uin)),
-  patientName: Type.Optional(Nullable(PersonName)),
-  patientPhoneNumber: Type.Optional(Nullable(PhoneNumber)),
-  dob: Type.Optional(
-    Nullable(Type.String({ format: 'date', maxLength: 10, description: 'YYYY-MM-DD, not in the future' })),
-  ),
-  patientGender: Type.Optional(Nullable(Gender)),
-  nationality: Type.Optional(Nullable(Nationality)),
-  residentialStatus: Type.Optional(Nullable(ResidentialStatus)),
-  clinicalInfo: Type.Optional(Nullable(Type.String({ maxLength: 8000 }))),
-  isUrgent: Type.Optional(Nullable(Type.Boolean())),
-};
+/** The referral content a sender sets, shared with the web form (see services/referral-fields.ts). */
+export { ReferralFields } from '../../services/referral-fields.ts';
 
 export const Institution = Type.Object({
   idType: Type.String({ maxLength: 16 }),

@@ -1,7 +1,13 @@
 // Every migration, in order. Names sort by their numeric prefix; never rename or edit a shipped one.
 import type { Migration } from 'kysely/migration';
 import * as m0001 from './0001-initial.ts';
+import * as m0002 from './0002-ehr-bridge.ts';
+import * as m0003 from './0003-installation-secrets.ts';
+import * as m0004 from './0004-list-counts.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
+  '0002-ehr-bridge': m0002,
+  '0003-installation-secrets': m0003,
+  '0004-list-counts': m0004,
 };

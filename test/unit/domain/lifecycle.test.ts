@@ -10,6 +10,7 @@ import {
   decide,
   isAllowed,
   isCancellable,
+  outboxTopics,
   type Actor,
   type Operation,
 } from '../../../src/domain/lifecycle.ts';
@@ -41,8 +42,9 @@ const ALLOWED_FROM: Readonly<Record<Operation, Partial<Record<Actor, readonly St
   // "any except deleted"; a provider never sees a draft (contract §2), so it cannot note one.
   'add-note': { sender: [...STATUSES], provider: SUBMITTED },
   'reminder-sent': { system: ['pending-acceptance'] },
-  'ehr-forwarded': { system: SUBMITTED },
-  'ehr-forward-failed': { system: SUBMITTED },
+  // A forward may finish after the referral went back to draft; the timeline still records it.
+  'ehr-forwarded': { system: [...STATUSES] },
+  'ehr-forward-failed': { system: [...STATUSES] },
 };
 
 /** Contract §4: where each operation leads; 'same' keeps the status, undefined is a deletion. */
@@ -207,13 +209,15 @@ describe('outbox topics', () => {
     ]);
   });
 
-  it('enqueues reminders for every operation that leads to pending-acceptance, and only for those', () => {
-    for (const { operation } of intoPending) {
-      expect(LIFECYCLE[operation].outbox, operation).toContain('reminders');
-    }
-    const leadingOps = new Set(intoPending.map((t) => t.operation));
-    for (const operation of OPERATIONS.filter((op) => !leadingOps.has(op))) {
-      expect(LIFECYCLE[operation].outbox, operation).not.toContain('reminders');
+  it('writes reminders exactly when the status enters or leaves pending-acceptance', () => {
+    for (const { status, operation, actor } of TRIPLES) {
+      const input = { status, offeringCancellable: true, appointmentStatuses: [] };
+      if (!isAllowed(operation, actor, input)) continue;
+      const decision = decide(operation, actor, input);
+      const crosses = (status === 'pending-acceptance') !== (decision.next === 'pending-acceptance');
+      const topics = outboxTopics(decision, status);
+      expect(topics.includes('reminders'), `${operation}:${actor}:${status}`).toBe(crosses);
+      expect(topics.filter((t) => t === 'reminders').length).toBeLessThanOrEqual(1);
     }
   });
 

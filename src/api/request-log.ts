@@ -1,0 +1,21 @@
+// One log line and one metric observation per request: the route pattern, never the URL (its query
+// may carry identifiers, and a one-time link's path carries its token).
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../context.ts';
+
+export function observeRequests(app: FastifyInstance, ctx: AppContext): void {
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    ctx.metrics.observeRequest(route, request.method, reply.statusCode, reply.elapsedTime / 1000);
+    request.log.info(
+      {
+        method: request.method,
+        route,
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+        keyPrefix: request.apiKey?.prefix,
+      },
+      'request completed',
+    );
+  });
+}

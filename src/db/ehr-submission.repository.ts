@@ -1,0 +1,266 @@
+// The EHR forwarding ledger (one row per attempt) and the forwarding state kept on each referral.
+// Rows hold IDs, hashes and outcomes only: never the form, never patient data.
+import { sql } from 'kysely';
+import type { Executor } from './executor.ts';
+import type { EhrSubmissionsTable } from './schema.ts';
+
+export type SubmissionOutcome = EhrSubmissionsTable['outcome'];
+
+export interface EhrSubmission {
+  readonly id: string;
+  readonly referralId: string;
+  readonly messageId: string;
+  readonly version: number;
+  readonly attempt: number;
+  readonly attemptedAt: Date;
+  readonly outcome: SubmissionOutcome;
+  readonly httpStatus: number | null;
+  readonly errorCode: string | null;
+  readonly sha256: string | null;
+  readonly ehrReference: string | null;
+  readonly durationMs: number;
+  readonly requestId: string;
+}
+
+/** A referral whose forward failed for good, with the answer to its latest attempt. IDs only. */
+export interface FailedForward {
+  readonly referralId: string;
+  readonly lastAttemptAt: Date | null;
+  readonly attempts: number;
+  readonly httpStatus: number | null;
+  readonly errorCode: string | null;
+  /** The referral version the latest attempt sent; null when no attempt is on the ledger. */
+  readonly version: number | null;
+}
+
+/** The forwarding columns of a referral, read under a row lock. */
+export interface ForwardingRow {
+  readonly version: number;
+  readonly status: string;
+  readonly deleted: boolean;
+  readonly senderSystem: string;
+  readonly state: string;
+  readonly dueVersion: number | null;
+  readonly forwardedVersion: number | null;
+}
+
+export function ehrSubmissionRepository(db: Executor) {
+  return {
+    async insert(s: EhrSubmission): Promise<void> {
+      await db
+        .insertInto('ehr_submissions')
+        .values({
+          id: s.id,
+          referral_id: s.referralId,
+          message_id: s.messageId,
+          version: s.version,
+          attempt: s.attempt,
+          attempted_at: s.attemptedAt,
+          outcome: s.outcome,
+          http_status: s.httpStatus,
+          error_code: s.errorCode,
+          sha256: s.sha256,
+          ehr_reference: s.ehrReference,
+          duration_ms: s.durationMs,
+          request_id: s.requestId,
+        })
+        .execute();
+    },
+
+    async list(referralId: string): Promise<EhrSubmission[]> {
+      const rows = await db
+        .selectFrom('ehr_submissions')
+        .selectAll()
+        .where('referral_id', '=', referralId)
+        .orderBy('attempted_at')
+        .orderBy('id')
+        .execute();
+      return rows.map((r) => ({
+        id: r.id,
+        referralId: r.referral_id,
+        messageId: r.message_id,
+        version: r.version,
+        attempt: r.attempt,
+        attemptedAt: r.attempted_at,
+        outcome: r.outcome,
+        httpStatus: r.http_status,
+        errorCode: r.error_code,
+        sha256: r.sha256,
+        ehrReference: r.ehr_reference,
+        durationMs: r.duration_ms,
+        requestId: r.request_id,
+      }));
+    },
+
+    /** Locks the referral's row for the rest of the transaction; undefined when there is none. */
+    async lockForwarding(referralId: string): Promise<ForwardingRow | undefined> {
+      const row = await db
+        .selectFrom('referrals')
+        .select([
+          'version',
+          'status',
+          'deleted_at',
+          'sender_system',
+          'ehr_state',
+          'ehr_due_version',
+          'ehr_forwarded_version',
+        ])
+        .where('id', '=', referralId)
+        .forUpdate()
+        .executeTakeFirst();
+      return (
+        row && {
+          version: row.version,
+          status: row.status,
+          deleted: row.deleted_at !== null,
+          senderSystem: row.sender_system,
+          state: row.ehr_state,
+          dueVersion: row.ehr_due_version,
+          forwardedVersion: row.ehr_forwarded_version,
+        }
+      );
+    },
+
+    /**
+     * Records an attempt on the referral. `state` is the new forwarding state (unchanged when
+     * undefined); `bumpVersion` when the attempt also wrote a timeline event.
+     */
+    async updateForwarding(
+      referralId: string,
+      change: {
+        readonly at: Date;
+        readonly sha256: string | null;
+        readonly state?: string;
+        readonly forwardedVersion?: number;
+        readonly bumpVersion: boolean;
+      },
+    ): Promise<void> {
+      await db
+        .updateTable('referrals')
+        .set((eb) => ({
+          ehr_attempts: eb('ehr_attempts', '+', 1),
+          ehr_last_attempt_at: change.at,
+          ...(change.sha256 === null ? {} : { ehr_sha256: change.sha256 }),
+          ...(change.state === undefined ? {} : { ehr_state: change.state }),
+          ...(change.forwardedVersion === undefined
+            ? {}
+            : {
+                ehr_forwarded_version: sql<number>`greatest(coalesce(ehr_forwarded_version, 0), ${change.forwardedVersion})`,
+              }),
+          ...(change.bumpVersion ? { version: eb('version', '+', 1), updated_at: change.at } : {}),
+        }))
+        .where('id', '=', referralId)
+        .execute();
+    },
+
+    /**
+     * Queues failed forwards again, each at its current version; returns the referrals (with that
+     * version) that were failed and are now queued. `ids` undefined means every failed forward.
+     */
+    async requeueFailed(ids: readonly string[] | undefined): Promise<{ id: string; version: number }[]> {
+      if (ids?.length === 0) return [];
+      let query = db
+        .updateTable('referrals')
+        .set((eb) => ({ ehr_state: 'queued', ehr_due_version: eb.ref('version'), ehr_attempts: 0 }))
+        .where('ehr_state', '=', 'failed')
+        .where('deleted_at', 'is', null);
+      if (ids !== undefined) query = query.where('id', 'in', [...ids]);
+      return query.returning(['id', 'version']).execute();
+    },
+
+    /** Nothing will be sent for the due forward (the referral went back to draft or was deleted). */
+    async withdrawForward(referralId: string): Promise<void> {
+      await db
+        .updateTable('referrals')
+        .set({
+          ehr_state: sql<string>`case when ehr_forwarded_version is null then 'not-sent' else 'forwarded' end`,
+          ehr_due_version: null,
+        })
+        .where('id', '=', referralId)
+        .execute();
+    },
+
+    /**
+     * Referrals whose forward is due and that no queue job may be carrying: queued, and untouched for
+     * `quietSince` (the relay and the worker get time to act first), with no undispatched outbox row.
+     */
+    async dueWithoutProgress(quietSince: Date, limit: number): Promise<{ id: string; dueVersion: number }[]> {
+      const rows = await db
+        .selectFrom('referrals as r')
+        .select(['r.id', 'r.ehr_due_version'])
+        .where('r.ehr_state', '=', 'queued')
+        .where('r.ehr_due_version', 'is not', null)
+        .where('r.updated_at', '<', quietSince)
+        .where((eb) =>
+          eb.or([eb('r.ehr_last_attempt_at', 'is', null), eb('r.ehr_last_attempt_at', '<', quietSince)]),
+        )
+        .where((eb) =>
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom('outbox as o')
+                .select('o.id')
+                .whereRef('o.referral_id', '=', 'r.id')
+                .where('o.topic', '=', 'ehr-forward')
+                .where('o.processed_at', 'is', null),
+            ),
+          ),
+        )
+        .orderBy('r.updated_at')
+        .limit(limit)
+        .execute();
+      return rows.map((r) => ({ id: r.id, dueVersion: r.ehr_due_version ?? 0 }));
+    },
+
+    /**
+     * Referrals whose forward failed for good, the latest attempt first, each with that attempt's
+     * answer (HTTP status or error code): for the ops overview. `total` counts them all.
+     */
+    async failedForwards(limit: number): Promise<{ total: number; rows: FailedForward[] }> {
+      const { total } = await db
+        .selectFrom('referrals')
+        .select(sql<number>`count(*)::int`.as('total'))
+        .where('ehr_state', '=', 'failed')
+        .executeTakeFirstOrThrow();
+      if (total === 0) return { total, rows: [] };
+      const rows = await db
+        .selectFrom('referrals as r')
+        .leftJoinLateral(
+          (eb) =>
+            eb
+              .selectFrom('ehr_submissions as s')
+              .select(['s.http_status', 's.error_code', 's.version'])
+              .whereRef('s.referral_id', '=', 'r.id')
+              .orderBy('s.attempted_at', 'desc')
+              .orderBy('s.id', 'desc')
+              .limit(1)
+              .as('last'),
+          (join) => join.onTrue(),
+        )
+        .select([
+          'r.id',
+          'r.ehr_last_attempt_at',
+          'r.ehr_attempts',
+          'last.http_status',
+          'last.error_code',
+          'last.version',
+        ])
+        .where('r.ehr_state', '=', 'failed')
+        .orderBy('r.ehr_last_attempt_at', (ob) => ob.desc().nullsLast())
+        .orderBy('r.id', 'desc')
+        .limit(limit)
+        .execute();
+      return {
+        total,
+        rows: rows.map((r) => ({
+          referralId: r.id,
+          lastAttemptAt: r.ehr_last_attempt_at,
+          attempts: r.ehr_attempts,
+          httpStatus: r.http_status,
+          errorCode: r.error_code,
+          version: r.version,
+        })),
+      };
+    },
+  };
+}

@@ -1,0 +1,132 @@
+// The EHR forward request (contract §7): the JSON the forwarding worker POSTs to the EHR, and the
+// schema the sandbox EHR holds it to. One definition serves both sides, so the sender and the
+// stand-in receiver cannot drift apart.
+//
+// Size limits. `notesItem.text` is the rendered EHR form. The largest form the service can produce
+// is a referral with 200 notes of 8,000 characters each, every character escaped to up to six
+// (`"` → `&quot;`): about 9.6 million characters plus markup. The schema allows 12 Mi characters,
+// and a receiver caps the whole body at 16 MiB (`MAX_FORWARD_BODY_BYTES`), which also bounds text
+// that is mostly multi-byte UTF-8. Every other string is bounded like the API field it comes from.
+import { Ajv, type ErrorObject } from 'ajv';
+import formats from 'ajv-formats';
+import { Type, type Static } from 'typebox';
+
+export interface EhrForwardRequest {
+  /** `${referralId}.v${version}`; also the request's `Idempotency-Key`. */
+  readonly messageId: string;
+  readonly referralId: string;
+  /** The referral version the form was rendered from; an integer ≥ 1. */
+  readonly version: number;
+  readonly patient: {
+    readonly uin: string;
+    readonly name: string;
+    /** `YYYY-MM-DD`. */
+    readonly dob: string | null;
+  };
+  readonly referralRequest: {
+    /** `code` is the offering's `ehrCode`; `textDescription` its specialty. */
+    readonly specialty: { readonly code: string; readonly textDescription: string };
+    /** `textDescription` is the `ehrFormType`, for example `Specialist Referral|Patient Summary`. */
+    readonly type: { readonly textDescription: string };
+  };
+  /** `text` is the ehrForm HTML, byte for byte as rendered. */
+  readonly notesItem: { readonly text: string };
+}
+
+/** The most characters `notesItem.text` may hold (see the header comment). */
+export const MAX_EHR_FORM_LENGTH = 12 * 1024 * 1024;
+/** The most bytes a forward request body may have. */
+export const MAX_FORWARD_BODY_BYTES = 16 * 1024 * 1024;
+/** The longest message ID: a 36-character UUID, `.v`, and a version of up to 10 digits. */
+export const MAX_MESSAGE_ID_LENGTH = 48;
+
+/** The message ID (and Idempotency-Key) of one referral version: `${referralId}.v${version}`. */
+export function messageIdOf(referralId: string, version: number): string {
+  return `${referralId}.v${version}`;
+}
+
+const Text = (maxLength: number) => Type.String({ minLength: 1, maxLength });
+
+export const EhrForwardRequestSchema = Type.Object(
+  {
+    messageId: Type.String({
+      maxLength: MAX_MESSAGE_ID_LENGTH,
+      pattern: '^[0-9A-Fa-f-]{36}\\.v[1-9][0-9]{0,9}$',
+    }),
+    referralId: Type.String({ format: 'uuid', maxLength: 36 }),
+    version: Type.Integer({ minimum: 1, maximum: 2_147_483_647 }),
+    patient: Type.Object(
+      {
+        uin: Type.String({ pattern: '^[STFGM][0-9]{7}[A-Z]$', maxLength: 9 }),
+        name: Text(200),
+        dob: Type.Union([
+          Type.String({ format: 'date', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', maxLength: 10 }),
+          Type.Null(),
+        ]),
+      },
+      { additionalProperties: false },
+    ),
+    referralRequest: Type.Object(
+      {
+        specialty: Type.Object(
+          { code: Text(64), textDescription: Text(200) },
+          { additionalProperties: false },
+        ),
+        type: Type.Object({ textDescription: Text(500) }, { additionalProperties: false }),
+      },
+      { additionalProperties: false },
+    ),
+    notesItem: Type.Object({ text: Text(MAX_EHR_FORM_LENGTH) }, { additionalProperties: false }),
+  },
+  { additionalProperties: false },
+);
+
+export type EhrForwardRequestJson = Static<typeof EhrForwardRequestSchema>;
+
+export interface FieldProblem {
+  /** A JSON Pointer into the document, `''` for the whole of it. */
+  readonly path: string;
+  readonly message: string;
+}
+
+/**
+ * Ajv's errors as field problems. A missing or unknown property is named in the path, so that the
+ * caller sees which one. Ajv is not run in verbose mode, so no message quotes a value.
+ */
+export function fieldProblemsOf(errors: readonly ErrorObject[] | null | undefined): FieldProblem[] {
+  return (errors ?? []).map((e) => {
+    const params = e.params as { missingProperty?: string; additionalProperty?: string };
+    const property = params.missingProperty ?? params.additionalProperty;
+    return {
+      path: property === undefined ? e.instancePath : `${e.instancePath}/${property}`,
+      message: e.message ?? 'is invalid',
+    };
+  });
+}
+
+export type ForwardRequestCheck =
+  | { readonly ok: true; readonly request: EhrForwardRequest }
+  | { readonly ok: false; readonly problems: readonly FieldProblem[] };
+
+/**
+ * A checker for parsed forward-request JSON: the schema, then the rule the schema cannot state
+ * (`messageId` is `referralId` and `version` joined). Problems name fields, never their values, so
+ * they are safe to return and to log. A factory because a compiled Ajv validator keeps the errors
+ * of its last call on itself.
+ */
+export function createForwardRequestChecker(): (value: unknown) => ForwardRequestCheck {
+  const ajv = new Ajv({ allErrors: true, removeAdditional: false, coerceTypes: false, useDefaults: false });
+  formats.default(ajv);
+  const validate = ajv.compile<EhrForwardRequestJson>(EhrForwardRequestSchema);
+  return (value) => {
+    if (!validate(value)) return { ok: false, problems: fieldProblemsOf(validate.errors) };
+    const expected = messageIdOf(value.referralId, value.version);
+    if (value.messageId !== expected) {
+      return {
+        ok: false,
+        problems: [{ path: '/messageId', message: `must equal referralId + ".v" + version (${expected})` }],
+      };
+    }
+    return { ok: true, request: value };
+  };
+}

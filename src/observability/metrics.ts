@@ -1,0 +1,123 @@
+// Prometheus metrics (prom-client) on a registry of the process's own: no module-level state, so a
+// test can build as many contexts as it likes. Every label is a bounded set of values (route patterns,
+// status classes, queue names, outcomes): never an ID, never patient data. Gauges whose truth lives
+// elsewhere (queue depths in Redis, the outbox backlog in the database) are read when Prometheus
+// scrapes, through `sources`, so they are never stale.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** `2xx`, `4xx`, … for a status code; `error` when there was no answer. */
+export function statusClass(status: number | null): string {
+  return status === null ? 'error' : `${Math.floor(status / 100)}xx`;
+}
+
+export interface MetricSources {
+  /** Job counts per queue and state. */
+  queueCounts(): Promise<Readonly<Record<string, Readonly<Record<string, number>>>>>;
+  outboxBacklog(): Promise<{ count: number; oldestAgeSeconds: number | null }>;
+}
+
+export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
+
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'refhub_process_' });
+  let sources: MetricSources | undefined;
+
+  const httpDuration = new Histogram({
+    name: 'refhub_http_request_duration_seconds',
+    help: 'HTTP request duration, by route pattern, method and status class',
+    labelNames: ['route', 'method', 'status_class'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const rateLimited = new Counter({
+    name: 'refhub_rate_limit_rejections_total',
+    help: 'Requests refused because their API key went over its rate limit',
+    registers: [registry],
+  });
+  const ehrAttempts = new Counter({
+    name: 'refhub_ehr_forward_attempts_total',
+    help: 'Attempts to forward a referral form to the EHR, by outcome and the EHR answer’s status class',
+    labelNames: ['outcome', 'status_class'] as const,
+    registers: [registry],
+  });
+  const ehrLatency = new Histogram({
+    name: 'refhub_ehr_forward_attempt_duration_seconds',
+    help: 'Duration of one attempt to forward a form to the EHR (render, send, answer)',
+    labelNames: ['outcome'] as const,
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const remindersSent = new Counter({
+    name: 'refhub_reminders_sent_total',
+    help: 'Reminders sent to providers to create the patient record',
+    registers: [registry],
+  });
+  const reconcilerRepairs = new Counter({
+    name: 'refhub_reconciler_repairs_total',
+    help: 'Queue state the reconciler put back from the database, by kind',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'refhub_queue_jobs',
+    help: 'Jobs per queue and state, read from Redis at scrape time',
+    labelNames: ['queue', 'state'] as const,
+    registers: [registry],
+    async collect() {
+      if (sources === undefined) return;
+      this.reset();
+      const counts = await sources.queueCounts().catch(() => undefined);
+      if (counts === undefined) return;
+      for (const [queue, byState] of Object.entries(counts)) {
+        for (const state of QUEUE_STATES) this.set({ queue, state }, byState[state] ?? 0);
+      }
+    },
+  });
+  const backlog = async () =>
+    sources === undefined ? undefined : sources.outboxBacklog().catch(() => undefined);
+  new Gauge({
+    name: 'refhub_outbox_backlog',
+    help: 'Outbox rows not yet dispatched to the queues',
+    registers: [registry],
+    async collect() {
+      const b = await backlog();
+      if (b !== undefined) this.set(b.count);
+    },
+  });
+  new Gauge({
+    name: 'refhub_outbox_oldest_age_seconds',
+    help: 'Age of the oldest outbox row not yet dispatched (0 when there is none)',
+    registers: [registry],
+    async collect() {
+      const b = await backlog();
+      if (b !== undefined) this.set(b.oldestAgeSeconds ?? 0);
+    },
+  });
+
+  return {
+    registry,
+    /** Where the scrape-time gauges read from (set once the queues and the store exist). */
+    setSources(s: MetricSources): void {
+      sources = s;
+    },
+    observeRequest(route: string, method: string, status: number, seconds: number): void {
+      httpDuration.observe({ route, method, status_class: statusClass(status) }, seconds);
+    },
+    rateLimited(): void {
+      rateLimited.inc();
+    },
+    observeEhrAttempt(outcome: string, status: number | null, seconds: number): void {
+      ehrAttempts.inc({ outcome, status_class: statusClass(status) });
+      ehrLatency.observe({ outcome }, seconds);
+    },
+    reminderSent(): void {
+      remindersSent.inc();
+    },
+    reconcilerRepaired(kind: 'forward' | 'reminder-schedule', count: number): void {
+      if (count > 0) reconcilerRepairs.inc({ kind }, count);
+    },
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

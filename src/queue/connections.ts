@@ -1,0 +1,111 @@
+// Redis connections as BullMQ's production guide asks. Workers block on Redis and must ride out an
+// outage: `maxRetriesPerRequest: null`. Producers (the outbox relay, the reconciler, the dashboard)
+// fail fast instead, so a Redis outage turns into outbox rows that wait, not requests that hang.
+// Every connection has an `error` listener (an unhandled one would crash the process), and
+// reconnects when a failover leaves it on a replica (READONLY) or a server still loading (LOADING).
+import { Redis, type RedisOptions } from 'ioredis';
+import type { Logger } from '../logger.ts';
+
+export type ConnectionRole = 'producer' | 'worker';
+
+const RECONNECT_ON = /^(READONLY|LOADING)\b/;
+
+export function redisOptions(role: ConnectionRole): RedisOptions {
+  return {
+    lazyConnect: true,
+    connectTimeout: 5_000,
+    // 2: reconnect, then resend the command that failed.
+    reconnectOnError: (error) => (RECONNECT_ON.test(error.message) ? 2 : false),
+    retryStrategy: (times) => Math.min(200 * 2 ** Math.min(times, 6), 5_000),
+    ...(role === 'worker'
+      ? { maxRetriesPerRequest: null, enableOfflineQueue: true }
+      : { maxRetriesPerRequest: 1, enableOfflineQueue: false }),
+  };
+}
+
+/** A connection whose errors are logged (once per distinct message, so an outage does not flood). */
+export function connectRedis(url: string, role: ConnectionRole, logger: Logger): Redis {
+  const redis = new Redis(url, redisOptions(role));
+  let last = '';
+  redis.on('error', (error: Error) => {
+    if (error.message === last) return;
+    last = error.message;
+    logger.warn(
+      { err: { message: error.message, code: (error as { code?: string }).code } },
+      `redis ${role} connection error`,
+    );
+  });
+  redis.on('ready', () => {
+    if (last !== '') logger.info(`redis ${role} connection restored`);
+    last = '';
+  });
+  return redis;
+}
+
+/**
+ * Waits until the connection is ready: a producer sends nothing while it is not (no offline queue),
+ * so its first command right after start would fail otherwise.
+ */
+export async function whenReady(redis: Redis, timeoutMs: number): Promise<void> {
+  if (redis.status === 'ready') return;
+  if (redis.status === 'wait') void redis.connect().catch(() => undefined);
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      redis.off('ready', onReady);
+      reject(new Error(`Redis is not ready (${redis.status})`));
+    }, timeoutMs);
+    const onReady = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    redis.once('ready', onReady);
+  });
+}
+
+/** The code of a producer call made while Redis cannot be reached (the outbox row's last_error). */
+export const QUEUE_UNAVAILABLE = 'QUEUE_UNAVAILABLE';
+
+/** Waits briefly for a producer connection; an error coded QUEUE_UNAVAILABLE when it is not there. */
+export async function connected(redis: Redis, timeoutMs = 2_000): Promise<void> {
+  try {
+    await whenReady(redis, timeoutMs);
+  } catch {
+    throw Object.assign(new Error('the queues are unavailable (Redis cannot be reached)'), {
+      code: QUEUE_UNAVAILABLE,
+    });
+  }
+}
+
+export interface RedisHealth {
+  readonly reachable: boolean;
+  readonly evictionPolicy: string | undefined;
+  /** Why it is not fit for queues, for the log and /readyz. */
+  readonly problem: string | undefined;
+}
+
+/**
+ * BullMQ loses jobs if Redis may evict keys: only `maxmemory-policy noeviction` is safe. INFO works
+ * where CONFIG is disabled (managed Redis).
+ */
+export async function checkRedis(redis: Redis): Promise<RedisHealth> {
+  let info: string;
+  try {
+    await whenReady(redis, 3_000);
+    info = await redis.info('memory');
+  } catch (error) {
+    return {
+      reachable: false,
+      evictionPolicy: undefined,
+      problem: `Redis is unreachable: ${(error as Error).message}`,
+    };
+  }
+  const policy = /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
+  return {
+    reachable: true,
+    evictionPolicy: policy,
+    problem:
+      policy === 'noeviction'
+        ? undefined
+        : `Redis maxmemory-policy is ${policy ?? 'unknown'}; queues need noeviction, or Redis may drop jobs`,
+  };
+}

@@ -1,0 +1,142 @@
+// The producer side of the queues: the only code that adds jobs and job schedulers. It is used by the
+// outbox relay and the reconciler, never by a request (requests write outbox rows instead). Its Redis
+// connection fails fast, so a Redis outage surfaces as an error the relay can retry later.
+import { Queue, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from '../logger.ts';
+import { checkRedis, connectRedis, connected, type RedisHealth } from './connections.ts';
+import {
+  QUEUE_NAMES,
+  RETENTION,
+  forwardJobId,
+  reminderSchedulerId,
+  type QueueName,
+  type QueuePayloads,
+} from './registry.ts';
+
+export interface QueueSettings {
+  readonly redisUrl: string;
+  readonly queuePrefix: string;
+  readonly ehrMaxAttempts: number;
+}
+
+export interface ReminderSchedule {
+  /** The first firing. */
+  readonly startAt: Date;
+  readonly everyMs: number;
+  /** How many firings are left. */
+  readonly limit: number;
+}
+
+/** The custom backoff the forward worker computes (Retry-After, exponential with jitter). */
+export const EHR_BACKOFF = 'ehr';
+
+const LIVE = new Set<string>(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
+
+export type Queues = { readonly [N in QueueName]: Queue<QueuePayloads[N]> };
+
+export interface QueueProducer {
+  readonly queues: Queues;
+  readonly redis: Redis;
+  /**
+   * Adds the forward job for `payload.version`. Jobs for one referral coalesce (deduplication keyed
+   * by the referral): while one waits, a new trigger adds nothing, because the waiting job sends the
+   * latest state when it runs; while one runs, one more is kept to run after it.
+   */
+  enqueueForward(payload: QueuePayloads['ehr-forward']): Promise<void>;
+  /**
+   * Makes sure a forward job is live for the referral: does nothing when one is waiting, delayed or
+   * running; otherwise clears what is left of an earlier one (a finished job under the same ID, a
+   * deduplication key whose job is gone) and adds it. Returns whether it added one.
+   */
+  ensureForward(payload: QueuePayloads['ehr-forward']): Promise<boolean>;
+  hasReminderSchedule(referralId: string): Promise<boolean>;
+  /** Creates or replaces the referral's reminder schedule. */
+  scheduleReminders(referralId: string, schedule: ReminderSchedule): Promise<void>;
+  removeReminders(referralId: string): Promise<void>;
+  health(): Promise<RedisHealth>;
+  close(): Promise<void>;
+}
+
+export function createQueueProducer(settings: QueueSettings, logger: Logger): QueueProducer {
+  const redis = connectRedis(settings.redisUrl, 'producer', logger);
+  const make = <N extends QueueName>(name: N) => {
+    const queue = new Queue<QueuePayloads[N]>(name, { connection: redis, prefix: settings.queuePrefix });
+    queue.on('error', (error: Error) => {
+      logger.warn({ queue: name, err: { message: error.message } }, 'queue error');
+    });
+    return queue;
+  };
+  const queues: Queues = { 'ehr-forward': make('ehr-forward'), reminders: make('reminders') };
+
+  const forwardOptions = (payload: QueuePayloads['ehr-forward']): JobsOptions => ({
+    jobId: forwardJobId(payload.referralId, payload.version),
+    deduplication: { id: payload.referralId, keepLastIfActive: true },
+    attempts: settings.ehrMaxAttempts,
+    backoff: { type: EHR_BACKOFF },
+    removeOnComplete: RETENTION.completed,
+    removeOnFail: RETENTION.failed,
+  });
+
+  return {
+    queues,
+    redis,
+
+    async enqueueForward(payload) {
+      await connected(redis);
+      await queues['ehr-forward'].add('forward', payload, forwardOptions(payload));
+    },
+
+    async ensureForward(payload) {
+      await connected(redis);
+      const queue = queues['ehr-forward'];
+      const current = await queue.getDeduplicationJobId(payload.referralId);
+      if (current !== null) {
+        if (LIVE.has(await queue.getJobState(current))) return false;
+        await queue.removeDeduplicationKey(payload.referralId);
+      }
+      const leftover = await queue.getJob(forwardJobId(payload.referralId, payload.version));
+      if (leftover !== undefined) {
+        if (LIVE.has(await leftover.getState())) return false;
+        await leftover.remove();
+      }
+      await queue.add('forward', payload, forwardOptions(payload));
+      return true;
+    },
+
+    async hasReminderSchedule(referralId) {
+      await connected(redis);
+      return (await queues.reminders.getJobScheduler(reminderSchedulerId(referralId))) !== undefined;
+    },
+
+    async scheduleReminders(referralId, schedule) {
+      await connected(redis);
+      await queues.reminders.upsertJobScheduler(
+        reminderSchedulerId(referralId),
+        { every: schedule.everyMs, startDate: schedule.startAt, limit: schedule.limit },
+        {
+          name: 'reminder',
+          data: { referralId },
+          opts: {
+            attempts: 5,
+            backoff: { type: 'exponential', delay: 5_000 },
+            removeOnComplete: RETENTION.completed,
+            removeOnFail: RETENTION.failed,
+          },
+        },
+      );
+    },
+
+    async removeReminders(referralId) {
+      await connected(redis);
+      await queues.reminders.removeJobScheduler(reminderSchedulerId(referralId));
+    },
+
+    health: () => checkRedis(redis),
+
+    async close() {
+      await Promise.allSettled(QUEUE_NAMES.map((name) => queues[name].close()));
+      redis.disconnect();
+    },
+  };
+}

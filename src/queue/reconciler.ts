@@ -1,0 +1,113 @@
+// The reconciler: Postgres is the truth and Redis only a work queue, so losing Redis's data must be
+// a delay, not a loss. Every minute (and once with `refhub reconcile`) it re-enqueues each referral
+// whose forward is due but has no live job, and rebuilds each missing reminder schedule from the
+// database. Everything it calls is idempotent, so several reconcilers may run at once.
+import type { Kysely } from 'kysely';
+import type { Clock } from '../domain/clock.ts';
+import { ehrSubmissionRepository } from '../db/ehr-submission.repository.ts';
+import { reminderRepository } from '../db/reminder.repository.ts';
+import type { Database } from '../db/schema.ts';
+import type { Logger } from '../logger.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import type { QueueProducer, ReminderSchedule } from './producer.ts';
+
+export interface ReconcilerDeps {
+  readonly db: Kysely<Database>;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly producer: QueueProducer;
+  /** The schedule a referral should have now (the reminder service's). */
+  readonly reminderScheduleFor: (referralId: string) => Promise<ReminderSchedule | null>;
+  readonly metrics: Pick<Metrics, 'reconcilerRepaired'>;
+  /** A forward untouched for this long, with no live job, is re-enqueued. */
+  readonly quietMs?: number;
+}
+
+export interface Repairs {
+  readonly forwardsRequeued: number;
+  readonly schedulersRebuilt: number;
+}
+
+const PAGE = 500;
+
+export function createReconciler(deps: ReconcilerDeps) {
+  const quietMs = deps.quietMs ?? 5_000;
+
+  async function requeueForwards(): Promise<number> {
+    let requeued = 0;
+    const since = new Date(deps.clock.now().getTime() - quietMs);
+    const due = await ehrSubmissionRepository(deps.db).dueWithoutProgress(since, PAGE);
+    for (const { id, dueVersion } of due) {
+      const added = await deps.producer.ensureForward({
+        referralId: id,
+        version: dueVersion,
+        requestId: `reconcile.${id}.v${dueVersion}`,
+      });
+      if (added) requeued++;
+    }
+    return requeued;
+  }
+
+  async function rebuildSchedulers(): Promise<number> {
+    let rebuilt = 0;
+    let after: string | null = null;
+    for (;;) {
+      const ids = await reminderRepository(deps.db).pendingAcceptance(after, PAGE);
+      for (const id of ids) {
+        if (await deps.producer.hasReminderSchedule(id)) continue;
+        const schedule = await deps.reminderScheduleFor(id);
+        if (schedule === null) continue;
+        await deps.producer.scheduleReminders(id, schedule);
+        rebuilt++;
+      }
+      if (ids.length < PAGE) return rebuilt;
+      after = ids[ids.length - 1] ?? null;
+    }
+  }
+
+  let timer: NodeJS.Timeout | undefined;
+  let inFlight: Promise<unknown> | undefined;
+
+  const reconciler = {
+    async reconcileOnce(): Promise<Repairs> {
+      const repairs = {
+        forwardsRequeued: await requeueForwards(),
+        schedulersRebuilt: await rebuildSchedulers(),
+      };
+      deps.metrics.reconcilerRepaired('forward', repairs.forwardsRequeued);
+      deps.metrics.reconcilerRepaired('reminder-schedule', repairs.schedulersRebuilt);
+      if (repairs.forwardsRequeued + repairs.schedulersRebuilt > 0) {
+        deps.logger.warn(repairs, 'reconciler repaired queue state from the database');
+      }
+      return repairs;
+    },
+
+    start(intervalMs: number): void {
+      if (timer !== undefined) return;
+      timer = setInterval(() => {
+        if (inFlight !== undefined) return;
+        inFlight = reconciler
+          .reconcileOnce()
+          .catch((error: unknown) => {
+            deps.logger.warn(
+              { err: { name: (error as Error).name } },
+              'reconciler run failed; it will run again',
+            );
+          })
+          .finally(() => {
+            inFlight = undefined;
+          });
+      }, intervalMs);
+      timer.unref();
+    },
+
+    async stop(): Promise<void> {
+      clearInterval(timer);
+      timer = undefined;
+      await inFlight;
+    },
+  };
+  return reconciler;
+}
+
+export type Reconciler = ReturnType<typeof createReconciler>;

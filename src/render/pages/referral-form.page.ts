@@ -1,0 +1,220 @@
+// The referral form (contract §8): the patient, the referring clinician, the service and the clinical
+// information, with "Save draft" and "Submit referral". It works without script: one POST, answered
+// with a redirect on success or with this page again, holding what the person typed and the errors.
+//
+// `edit` is a draft; `respond` is a referral whose provider asked the sender to act: it shows the
+// request, and the service is fixed (changing it would hand the referral to another provider).
+import type { Status } from '../../domain/statuses.ts';
+import { html, type SafeHtml } from '../html.ts';
+import {
+  errorSummary,
+  radios,
+  select,
+  statusTag,
+  textarea,
+  textInput,
+  type SummaryError,
+} from './form-controls.ts';
+import { fixedOffering, offeringChoices, type OfferingChoice } from './offering-choice.ts';
+import { renderPage } from './page-shell.ts';
+import {
+  FIELD_LABELS,
+  GENDER_CHOICES,
+  REFERRER_ID_TYPE_CHOICES,
+  RESIDENTIAL_STATUS_CHOICES,
+  type Choice,
+  type FormField,
+} from './referral-form-fields.ts';
+
+export interface Notice {
+  readonly tone: 'success' | 'info' | 'warn';
+  readonly title: string;
+  readonly text?: string;
+}
+
+export interface ReferralFormModel {
+  readonly nonce: string;
+  readonly mode: 'edit' | 'respond';
+  readonly referralId: string;
+  readonly version: number;
+  readonly status: Status;
+  readonly senderName: string;
+  readonly person: string;
+  /** Already formatted for display, like every time on this page. */
+  readonly lastSaved: string;
+  readonly sessionEnds: string;
+  readonly csrfToken: string;
+  /** Where the form posts: a path with the referral ID, never patient data. */
+  readonly action: string;
+  /** What the fields hold: the stored referral, or what the person typed when the page comes back. */
+  readonly values: Readonly<Record<FormField, string>>;
+  readonly errors: readonly SummaryError[];
+  readonly notice?: Notice;
+  /** The services to choose from (edit). */
+  readonly offerings: readonly OfferingChoice[];
+  /** The service, when it cannot change (respond), or null when none was chosen. */
+  readonly fixedOffering: OfferingChoice | null;
+  readonly providerRequest: { readonly text: string; readonly at: string } | null;
+  readonly countries: readonly Choice[];
+}
+
+const URGENCY_CHOICES: readonly Choice[] = [
+  { value: 'false', label: 'Routine' },
+  { value: 'true', label: 'Urgent' },
+];
+
+function errorFor(model: ReferralFormModel, field: FormField): string | undefined {
+  return model.errors.find((e) => e.field === field)?.message;
+}
+
+function control(model: ReferralFormModel, name: FormField) {
+  return { name, label: FIELD_LABELS[name], value: model.values[name], error: errorFor(model, name) };
+}
+
+function patientSection(model: ReferralFormModel): SafeHtml {
+  return html`<section class="card" aria-labelledby="section-patient">
+    <h2 class="card__title" id="section-patient">Patient</h2>
+    <p class="card__intro">
+      Prefilled from your clinic system: check them against the patient’s records. The name and the NRIC or
+      FIN are needed to submit.
+    </p>
+    <div class="grid">
+      <div class="grid__wide">${textInput({ ...control(model, 'patientName'), maxLength: 200 })}</div>
+      ${textInput({
+        ...control(model, 'patientUin'),
+        hint: 'A letter, 7 digits and a letter, for example S1234567D',
+        size: 'narrow',
+        maxLength: 9,
+      })}
+      ${textInput({ ...control(model, 'dob'), type: 'date', size: 'date' })}
+      ${select({ ...control(model, 'patientGender'), choices: GENDER_CHOICES, emptyLabel: 'Not stated' })}
+      ${select({ ...control(model, 'nationality'), choices: model.countries, emptyLabel: 'Not stated' })}
+      ${select({
+        ...control(model, 'residentialStatus'),
+        choices: RESIDENTIAL_STATUS_CHOICES,
+        emptyLabel: 'Not stated',
+      })}
+      ${textInput({
+        ...control(model, 'patientPhoneNumber'),
+        type: 'tel',
+        hint: '8 digits, starting with 3, 6, 8 or 9',
+        size: 'narrow',
+        maxLength: 8,
+        inputMode: 'numeric',
+      })}
+    </div>
+  </section>`;
+}
+
+function referrerSection(model: ReferralFormModel): SafeHtml {
+  return html`<section class="card" aria-labelledby="section-referrer">
+    <h2 class="card__title" id="section-referrer">Referring clinician</h2>
+    <p class="card__intro">The provider contacts this person about the referral.</p>
+    <div class="grid">
+      <div class="grid__wide">
+        ${textInput({ ...control(model, 'referrerName'), autocomplete: 'name', maxLength: 200 })}
+      </div>
+      ${select({
+        ...control(model, 'referrerIdType'),
+        choices: REFERRER_ID_TYPE_CHOICES,
+        emptyLabel: 'Not stated',
+      })}
+      ${textInput({ ...control(model, 'referrerId'), size: 'narrow', maxLength: 64 })}
+      ${textInput({
+        ...control(model, 'referrerEmail'),
+        type: 'email',
+        autocomplete: 'email',
+        inputMode: 'email',
+        maxLength: 254,
+      })}
+      ${textInput({
+        ...control(model, 'referrerContactNumber'),
+        type: 'tel',
+        autocomplete: 'tel',
+        hint: '8 digits, starting with 3, 6, 8 or 9',
+        size: 'narrow',
+        maxLength: 8,
+        inputMode: 'numeric',
+      })}
+    </div>
+  </section>`;
+}
+
+function offeringSection(model: ReferralFormModel): SafeHtml {
+  const error = errorFor(model, 'offeringId');
+  return html`<section class="card">
+    ${
+      model.mode === 'edit'
+        ? offeringChoices(model.offerings, model.values.offeringId, error)
+        : fixedOffering(model.fixedOffering)
+    }
+  </section>`;
+}
+
+function clinicalSection(model: ReferralFormModel): SafeHtml {
+  return html`<section class="card" aria-labelledby="section-clinical">
+    <h2 class="card__title" id="section-clinical">Clinical information</h2>
+    <p class="card__intro">What the provider needs to know to triage the referral.</p>
+    ${textarea({
+      ...control(model, 'clinicalInfo'),
+      label: 'Reason for referral and relevant history',
+      hint: 'Presenting complaint, findings, current medication and allergies. Up to 8,000 characters.',
+      rows: 8,
+      maxLength: 8000,
+    })}
+    ${radios({ ...control(model, 'isUrgent'), choices: URGENCY_CHOICES })}
+  </section>`;
+}
+
+function providerRequest(model: ReferralFormModel): SafeHtml | null {
+  const request = model.providerRequest;
+  if (request === null) return null;
+  return html`<section class="request" aria-labelledby="provider-request-title">
+    <h2 class="request__title" id="provider-request-title">The provider asked you to act</h2>
+    <p class="request__text">${request.text}</p>
+    <p class="muted">${request.at}</p>
+  </section>`;
+}
+
+function notice(model: ReferralFormModel): SafeHtml | null {
+  const n = model.notice;
+  if (n === undefined) return null;
+  const tone = n.tone === 'success' ? 'banner' : `banner banner--${n.tone}`;
+  return html`<div class="${tone}" role="status">
+    <span class="banner__title">${n.title}</span>${n.text === undefined ? null : html`<span>${n.text}</span>`}
+  </div>`;
+}
+
+export function renderReferralFormPage(model: ReferralFormModel): string {
+  const title = model.mode === 'respond' ? 'Respond to the provider’s request' : 'Complete the referral';
+  const main = html`<h1 class="page-title">${title}</h1>
+    <p class="page-lede">
+      ${statusTag(model.status)} <span>Reference <span class="mono">${model.referralId}</span></span>
+      <span>Last saved ${model.lastSaved}</span>
+    </p>
+    ${errorSummary(model.errors)} ${notice(model)} ${providerRequest(model)}
+    <form method="post" action="${model.action}" novalidate>
+      <input type="hidden" name="_csrf" value="${model.csrfToken}" />
+      <input type="hidden" name="version" value="${model.version}" />
+      ${patientSection(model)} ${referrerSection(model)} ${offeringSection(model)} ${clinicalSection(model)}
+      <div class="actions">
+        <button class="button button--secondary" type="submit" name="intent" value="save">Save draft</button>
+        <button class="button button--primary" type="submit" name="intent" value="submit">
+          ${model.mode === 'respond' ? 'Submit response' : 'Submit referral'}
+        </button>
+        <p class="actions__note">
+          Submitting sends the referral to the provider. Save draft keeps your changes without sending.
+        </p>
+      </div>
+    </form>`;
+  return renderPage({
+    nonce: model.nonce,
+    title: model.errors.length > 0 ? `Error: ${title}` : title,
+    header: { institution: model.senderName, person: model.person },
+    main,
+    footer: html`<p>
+      This page is open to you until ${model.sessionEnds}. After that, open the referral again from your
+      clinic system.
+    </p>`,
+  });
+}

@@ -1,0 +1,101 @@
+// Everything that runs behind the API: the outbox relay, the forward and reminder workers, and the
+// reconciler. `refhub all` and `refhub worker` start it; stopping it lets active jobs finish
+// (worker.close()), then stops the relay and the reconciler and closes the connections it opened.
+import type { Worker } from 'bullmq';
+import type { AppContext } from '../context.ts';
+import { createEhrClient, type EhrClient } from '../ehr/ehr-client.ts';
+import { connectRedis } from '../queue/connections.ts';
+import { createOutboxRelay, type OutboxHandlers, type OutboxRelay } from '../queue/outbox-relay.ts';
+import { createReconciler, type Reconciler } from '../queue/reconciler.ts';
+import { renderEhrForm } from '../render/ehr-form.ts';
+import { startEhrForwardWorker } from './ehr-forward.worker.ts';
+import { startReminderWorker } from './reminders.worker.ts';
+
+export interface BackgroundOptions {
+  /** Where forms go: EHR_URL, or the in-process sandbox's address. */
+  readonly ehrUrl: string;
+  /** Defaults to RECONCILE_INTERVAL_SECONDS. */
+  readonly reconcileEveryMs?: number;
+}
+
+export interface Background {
+  readonly relay: OutboxRelay;
+  readonly reconciler: Reconciler;
+  readonly ehr: EhrClient;
+  readonly workers: readonly Worker[];
+  stop(): Promise<void>;
+}
+
+/** The handlers that turn outbox rows into queue work. */
+export function outboxHandlers(ctx: AppContext): OutboxHandlers {
+  return {
+    'ehr-forward': (m) =>
+      ctx.queues.enqueueForward({ referralId: m.referralId, version: m.version, requestId: m.requestId }),
+    reminders: async (m) => {
+      const schedule = await ctx.reminders.scheduleFor(m.referralId);
+      if (schedule === null) await ctx.queues.removeReminders(m.referralId);
+      else await ctx.queues.scheduleReminders(m.referralId, schedule);
+    },
+  };
+}
+
+export function createReconcilerFor(ctx: AppContext): Reconciler {
+  return createReconciler({
+    db: ctx.db,
+    clock: ctx.clock,
+    logger: ctx.logger,
+    producer: ctx.queues,
+    metrics: ctx.metrics,
+    reminderScheduleFor: (id) => ctx.reminders.scheduleFor(id),
+  });
+}
+
+export function startBackground(ctx: AppContext, options: BackgroundOptions): Background {
+  const { config, logger } = ctx;
+  const connection = connectRedis(config.redisUrl, 'worker', logger);
+  const ehr = createEhrClient({ url: options.ehrUrl, token: config.ehrToken });
+  const workers: Worker[] = [
+    startEhrForwardWorker(
+      {
+        forwarding: ctx.ehrForwarding,
+        ehr,
+        renderEhrForm,
+        clock: ctx.clock,
+        logger: logger.child({ worker: 'ehr-forward' }),
+        maxAttempts: config.ehrMaxAttempts,
+      },
+      { connection, queuePrefix: config.queuePrefix, backoffBaseMs: config.ehrBackoffBaseMs },
+    ),
+    startReminderWorker(
+      {
+        reminders: ctx.reminders,
+        removeSchedule: (id) => ctx.queues.removeReminders(id),
+        logger: logger.child({ worker: 'reminders' }),
+      },
+      { connection, queuePrefix: config.queuePrefix },
+    ),
+  ];
+  const relay = createOutboxRelay({
+    db: ctx.db,
+    clock: ctx.clock,
+    logger: logger.child({ component: 'outbox-relay' }),
+    handlers: outboxHandlers(ctx),
+  });
+  const reconciler = createReconcilerFor(ctx);
+  relay.start();
+  reconciler.start(options.reconcileEveryMs ?? config.reconcileIntervalSeconds * 1000);
+
+  return {
+    relay,
+    reconciler,
+    ehr,
+    workers,
+    async stop() {
+      await Promise.all(workers.map((w) => w.close()));
+      await relay.stop();
+      await reconciler.stop();
+      await ehr.close();
+      connection.disconnect();
+    },
+  };
+}

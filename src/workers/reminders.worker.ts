@@ -1,0 +1,53 @@
+// Fires provider reminders. Each firing of a referral's job scheduler re-reads the referral: while it
+// still waits in pending-acceptance and reminders remain, the firing appends
+// `referral.provider-patient-create-reminder-sent` and records the notification; otherwise, or after
+// the last one, it removes the scheduler.
+import { Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from '../logger.ts';
+import type { QueuePayloads } from '../queue/registry.ts';
+import type { FireResult, Reminders } from '../services/reminder.service.ts';
+
+export type ReminderPayload = QueuePayloads['reminders'];
+
+export interface ReminderWorkerDeps {
+  readonly reminders: Reminders;
+  /** Removes the referral's schedule (the producer's). */
+  readonly removeSchedule: (referralId: string) => Promise<void>;
+  readonly logger: Logger;
+}
+
+/** One firing; `firingKey` is the job's ID, unique per firing of the schedule. */
+export async function fireReminder(
+  deps: ReminderWorkerDeps,
+  payload: ReminderPayload,
+  firingKey: string,
+): Promise<FireResult> {
+  const result = await deps.reminders.fire(payload.referralId, firingKey, `reminder.${firingKey}`);
+  if (result.kind === 'done' || result.remaining === 0) await deps.removeSchedule(payload.referralId);
+  if (result.kind === 'sent') {
+    deps.logger.info(
+      { referralId: payload.referralId, sequence: result.sequence, remaining: result.remaining },
+      'provider reminder sent',
+    );
+  }
+  return result;
+}
+
+export function startReminderWorker(
+  deps: ReminderWorkerDeps,
+  settings: { readonly connection: Redis; readonly queuePrefix: string },
+): Worker<ReminderPayload> {
+  const worker = new Worker<ReminderPayload, FireResult>(
+    'reminders',
+    (job: Job<ReminderPayload>) => {
+      const firingKey = job.id ?? `${job.name}.${job.timestamp}`;
+      return fireReminder({ ...deps, logger: deps.logger.child({ jobId: firingKey }) }, job.data, firingKey);
+    },
+    { connection: settings.connection, prefix: settings.queuePrefix, concurrency: 8 },
+  );
+  worker.on('error', (error) => {
+    deps.logger.warn({ err: { message: error.message } }, 'reminders worker error');
+  });
+  return worker;
+}
