@@ -128,8 +128,8 @@ async function serve(command: ServeCommand): Promise<void> {
     ctx.logger.info('stopped');
     ctx.logger.flush(() => process.exit(0));
   };
-  process.once('SIGTERM', (s) => void shutdown(s));
-  process.once('SIGINT', (s) => void shutdown(s));
+  process.on('SIGTERM', (s) => void shutdown(s));
+  process.on('SIGINT', (s) => void shutdown(s));
 
   const storeName = ctx.store.engine === 'pglite' ? `embedded PGlite in ${config.dataDir}` : 'PostgreSQL';
   const address = await app.listen({ port: config.port, host: config.host });

@@ -85,6 +85,9 @@ describe('graceful shutdown', () => {
     const readyz = await request(`${server.address}/readyz`, { reset: true });
     expect(readyz.statusCode).toBe(503);
     expect(await readyz.body.json()).toMatchObject({ status: 'draining' });
+    // A second signal, as when `npm start` passes on the one a terminal sent its whole process group,
+    // changes nothing: the shutdown under way goes on.
+    process.kill(server.pid, 'SIGTERM');
     const exit = await server.exited;
     await Promise.all(clients);
 
