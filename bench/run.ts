@@ -1,122 +1,163 @@
-// Benchmarks: how fast refhub renders EHR forms and answers the hottest API calls, on embedded
-// PGlite and on PostgreSQL. It prints numbers and ratios; it asserts nothing, because timings on a
-// shared machine are not pass/fail material.
+// `npm run bench`: refhub measured beside bare baselines on this machine, in one run.
 //
-//   npm run bench                  (PostgreSQL from TEST_DATABASE_URL, default local "test" database)
-//   BENCH_SECONDS=10 npm run bench (longer runs, steadier numbers)
-import autocannon from 'autocannon';
-import { buildApp } from '../src/api/app.ts';
-import { loadConfig } from '../src/config.ts';
-import { createContext, type AppContext } from '../src/context.ts';
-import type { Engine } from '../src/db/database.ts';
-import { createLogger } from '../src/logger.ts';
-import { renderEhrForm } from '../src/render/ehr-form.ts';
-import { DEMO_CATALOG_FILE } from '../src/services/demo-setup.ts';
-import { openTestStore } from '../test/support/engines.ts';
-import { sampleEhrFormSource } from '../test/support/fixtures/ehr-form-source.ts';
+//   npm run bench                     PostgreSQL (BENCH_DATABASE_URL, default the local test database)
+//   npm run bench -- --pglite         embedded PGlite
+//   npm run bench -- --soak           and then ten minutes of mixed load, for memory over time
+//   npm run bench -- --only get,list  some scenarios only (render, get, list, write, forward)
+//
+// The machine is shared and noisy, so no figure stands alone: each scenario runs refhub and its
+// baseline in alternating rounds (A B A B …) and reports each side's median round and their ratio.
+// The table is printed and written to bench/results/latest.json. docs/performance.md explains the
+// scenarios and records the latest figures. It asserts nothing: goals are marked met or not.
+//
+// Settings: BENCH_ROUNDS (3), BENCH_SECONDS per run (8), BENCH_FORWARD_BURST (5000),
+// BENCH_FORWARD_ROUNDS (2), BENCH_WRITE_DRAFTS (15000), BENCH_SOAK_SECONDS (600),
+// BENCH_REFHUB_NODE_OPTIONS (extra Node flags for the refhub process, such as heap limits or
+// --cpu-prof), REDIS_URL (redis://127.0.0.1:6379).
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { setUp, type BenchEnv } from './environment.ts';
+import { ROOT } from './processes.ts';
+import { getScenario, listScenario, writeScenario, type RoundPlan } from './scenarios/api.ts';
+import { forwardScenario } from './scenarios/forward.ts';
+import { renderScenario } from './scenarios/render.ts';
+import { soakScenario, type SoakSample } from './scenarios/soak.ts';
+import { formatTable, memoryRow, resultsDocument, type ResultRow } from './stats.ts';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? '5');
-const REFERRALS = Number(process.env.BENCH_REFERRALS ?? '500');
+const SCENARIOS = ['render', 'get', 'list', 'forward', 'write'] as const;
+type Scenario = (typeof SCENARIOS)[number];
 
-function renderBench(): void {
-  const source = sampleEhrFormSource();
-  for (let i = 0; i < 200; i++) renderEhrForm(source); // warm-up
-  const runs = 3000;
-  const heapBefore = process.memoryUsage().heapUsed;
-  const started = process.hrtime.bigint();
-  let bytes = 0;
-  for (let i = 0; i < runs; i++) bytes += renderEhrForm(source).html.length;
-  const ns = Number(process.hrtime.bigint() - started);
-  const heapAfter = process.memoryUsage().heapUsed;
-  console.log(
-    `render ehrForm: ${((runs * 1e9) / ns).toFixed(0)} forms/s, ${(ns / runs / 1000).toFixed(1)} µs/form, ` +
-      `${(bytes / runs / 1024).toFixed(1)} KiB/form, heap change ${((heapAfter - heapBefore) / 1048576).toFixed(1)} MiB`,
-  );
+function numberFrom(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0)
+    throw new Error(`${name} must be a positive number, got "${raw}"`);
+  return value;
 }
 
-async function seed(ctx: AppContext): Promise<{ key: string; referralId: string }> {
-  await ctx.catalog.loadFile(DEMO_CATALOG_FILE);
-  const { key } = await ctx.apiKeys.create({
-    system: 'HAS',
-    role: 'sender',
-    institutions: [{ idType: 'hci', id: 'S1234A' }],
-    environment: 'test',
+function parseOptions() {
+  const { values } = parseArgs({
+    options: {
+      pglite: { type: 'boolean', default: false },
+      soak: { type: 'boolean', default: false },
+      only: { type: 'string', multiple: true },
+    },
   });
-  const record = await ctx.apiKeys.authenticate(key);
-  if (!record) throw new Error('the benchmark key does not authenticate');
-  const caller = {
-    apiKeyId: record.id,
-    system: 'HAS',
-    role: 'sender' as const,
-    institution: { idType: 'hci', id: 'S1234A' },
-    requesterIdentifier: null,
-    requestId: 'bench',
-  };
-  let referralId = '';
-  for (let i = 0; i < REFERRALS; i++) {
-    const view = await ctx.referralCommands.create(caller, {
-      offeringId: 'cgh-gastro',
-      patientUin: 'S1234567D',
-      patientName: `Bench Patient ${i}`,
-      clinicalInfo: 'Benchmark referral',
+  const only = (values.only ?? [])
+    .flatMap((v) => v.split(','))
+    .map((v) => v.trim())
+    .filter(Boolean);
+  for (const name of only) {
+    if (!(SCENARIOS as readonly string[]).includes(name)) {
+      throw new Error(`--only: unknown scenario "${name}"; choose from ${SCENARIOS.join(', ')}`);
+    }
+  }
+  const chosen = new Set<Scenario>(only.length === 0 ? SCENARIOS : (only as Scenario[]));
+  return { engine: values.pglite ? ('pglite' as const) : ('postgres' as const), soak: values.soak, chosen };
+}
+
+function log(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+async function main(): Promise<void> {
+  const { engine, soak, chosen } = parseOptions();
+  const rounds = numberFrom('BENCH_ROUNDS', 3);
+  const seconds = numberFrom('BENCH_SECONDS', 8);
+  const burst = numberFrom('BENCH_FORWARD_BURST', 5000);
+  // A burst of 5,000 takes about a minute here; two rounds keep the whole run under ten minutes.
+  const forwardRounds = numberFrom('BENCH_FORWARD_ROUNDS', 2);
+  const soakSeconds = numberFrom('BENCH_SOAK_SECONDS', 600);
+  const idleSamples = 30;
+  const plan: RoundPlan = { rounds, seconds, warmupSeconds: 3, connections: 50 };
+  const began = Date.now();
+  const rows: ResultRow[] = [];
+  const extra: Record<string, unknown> = {};
+
+  // Rendering first, in this process, while nothing else runs.
+  if (chosen.has('render')) {
+    log('render: typical and largest referral…');
+    rows.push(...(await renderScenario({ rounds, seconds: 1.5 })));
+  }
+
+  const needsServers = [...chosen].some((s) => s !== 'render') || soak;
+  if (needsServers) {
+    const env: BenchEnv = await setUp({
+      engine,
+      databaseUrl: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+      redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+      // A write round at 50 connections consumes one draft per submit; this leaves ample room.
+      writeDrafts: chosen.has('write') ? numberFrom('BENCH_WRITE_DRAFTS', 15_000) : 0,
+      forwardDrafts: chosen.has('forward') ? burst * forwardRounds + idleSamples : 0,
+      refhubNodeOptions: (process.env.BENCH_REFHUB_NODE_OPTIONS ?? '').split(' ').filter(Boolean),
+      log,
     });
-    if (i % 2 === 0) await ctx.referralCommands.submit(caller, view.id);
-    referralId = view.id;
+    const stop = () => {
+      log('interrupted: cleaning up…');
+      void env.tearDown().finally(() => process.exit(130));
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    try {
+      log(`refhub all (pid ${env.refhub.pid}) at ${env.refhub.address}; baseline at ${env.baseline.address}`);
+      const steps: [Scenario, () => Promise<ResultRow | ResultRow[]>][] = [
+        ['get', () => getScenario(env, plan)],
+        ['list', () => listScenario(env, plan)],
+        [
+          'forward',
+          () =>
+            forwardScenario(env, {
+              rounds: forwardRounds,
+              burst,
+              connections: plan.connections,
+              idleSamples,
+              timeoutSeconds: 240,
+            }),
+        ],
+        // Last: each submit and cancel queues a forward, and the backlog drains long after the run.
+        ['write', () => writeScenario(env, plan)],
+      ];
+      for (const [name, step] of steps) {
+        if (!chosen.has(name)) continue;
+        log(`${name}…`);
+        const result = await step();
+        rows.push(...(Array.isArray(result) ? result : [result]));
+      }
+      if (soak) {
+        log(`soak: ${soakSeconds} s of mixed load…`);
+        const { row, samples } = await soakScenario(env, { seconds: soakSeconds, sampleEverySeconds: 10 });
+        rows.push(row);
+        extra.soakSamples = samples satisfies SoakSample[];
+      }
+    } finally {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      await env.tearDown();
+    }
   }
-  return { key, referralId };
-}
 
-async function load(url: string, key: string): Promise<autocannon.Result> {
-  return autocannon({
-    url,
-    connections: 10,
-    duration: SECONDS,
-    headers: { authorization: `ApiKey ${key}` },
+  const memory = memoryRow(rows);
+  if (memory !== undefined) rows.push(memory);
+  const document = resultsDocument(rows, {
+    date: new Date().toISOString(),
+    engine,
+    machine: {
+      cpus: os.availableParallelism(),
+      memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+      node: process.version,
+    },
+    durationSeconds: Math.round((Date.now() - began) / 1000),
+    extra,
   });
+  const file = path.join(ROOT, 'bench', 'results', 'latest.json');
+  await fs.mkdir(path.dirname(file), { recursive: true });
+  await fs.writeFile(file, `${JSON.stringify(document, null, 2)}\n`);
+  console.log(`\nrefhub against bare baselines on ${engine}, ${rounds} interleaved rounds, medians:\n`);
+  console.log(formatTable(rows));
+  console.log(`\n${document.durationSeconds} s in all; written to ${path.relative(process.cwd(), file)}`);
 }
 
-async function apiBench(engine: Engine): Promise<Record<string, number>> {
-  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', RATE_LIMIT_PER_MINUTE: '1000000' });
-  const store = await openTestStore(engine);
-  const ctx = await createContext(config, 'bench', { store, logger: createLogger(config) });
-  const seedStart = Date.now();
-  const { key, referralId } = await seed(ctx);
-  const seedMs = Date.now() - seedStart;
-  const app = await buildApp(ctx);
-  const base = await app.listen({ port: 0, host: '127.0.0.1' });
-  const q = 'institutionIdType=hci&institutionId=S1234A&requesterIdentifier=bench%40example.org';
-  const results: Record<string, number> = {
-    'seed writes/s': Math.round((REFERRALS * 1.5 * 1000) / seedMs),
-  };
-  const cases = {
-    'GET list (page 50)': `${base}/api/v1/institutions/hci/S1234A/referrals?pageSize=50`,
-    'GET referral': `${base}/api/v1/referrals/${referralId}?${q}`,
-    'GET referral + ehrForm': `${base}/api/v1/referrals/${referralId}?${q}&additionalField=ehrForm`,
-  };
-  for (const [name, url] of Object.entries(cases)) {
-    const result = await load(url, key);
-    if (result.non2xx > 0) throw new Error(`${name}: ${result.non2xx} responses were not 2xx`);
-    results[`${name} req/s`] = Math.round(result.requests.average);
-    results[`${name} p99 ms`] = result.latency.p99;
-  }
-  const rss = process.memoryUsage().rss;
-  results['rss MiB'] = Math.round(rss / 1048576);
-  await app.close();
-  await ctx.close();
-  return results;
-}
-
-renderBench();
-const pglite = await apiBench('pglite');
-const postgres = await apiBench('postgres');
-console.log(`\nAPI with ${REFERRALS} referrals, 10 connections, ${SECONDS}s per case:`);
-console.log(
-  `${'measure'.padEnd(32)}${'pglite'.padStart(10)}${'postgres'.padStart(10)}${'pg/pglite'.padStart(11)}`,
-);
-for (const name of Object.keys(pglite)) {
-  const a = pglite[name] ?? 0;
-  const b = postgres[name] ?? 0;
-  console.log(
-    `${name.padEnd(32)}${String(a).padStart(10)}${String(b).padStart(10)}${(a === 0 ? 0 : b / a).toFixed(2).padStart(11)}`,
-  );
-}
+await main();

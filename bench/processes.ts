@@ -1,0 +1,224 @@
+// The processes a benchmark run starts: refhub itself (`refhub all`), the sandbox EHR and the bare
+// baselines, each a child process of its own, so that its RSS is its own and the load generator does
+// not share its event loop. A child is tied to this process (it dies with it, even on a SIGKILL), and
+// only the tail of its output is kept: a refhub under load logs a line per request.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { tieToThisProcess } from '../test/support/child-lifeline.ts';
+
+export const ROOT = path.resolve(import.meta.dirname, '..');
+const REFHUB = path.join(ROOT, 'bin', 'refhub.js');
+const BASELINES = path.join(ROOT, 'bench', 'baselines.ts');
+const TAIL_BYTES = 32 * 1024;
+const STOP_GRACE_MS = 15_000;
+
+export interface Service {
+  readonly name: string;
+  readonly pid: number;
+  /** What the ready line captured: the address the service listens on. */
+  readonly address: string;
+  /** Resident set size now, in MiB (0 once the process is gone). */
+  rssMiB(): number;
+  /** The last few KiB the process wrote, for an error message. */
+  tail(): string;
+  /** SIGTERM, then SIGKILL after a grace period. */
+  stop(): Promise<void>;
+}
+
+/** The resident set size of `pid` in MiB, from /proc (Linux), or 0 when it cannot be read. */
+export function rssOfPid(pid: number): number {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kib = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
+    return kib === undefined ? 0 : Number(kib) / 1024;
+  } catch {
+    return 0;
+  }
+}
+
+export interface StartOptions {
+  readonly name: string;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  /** Matched against stdout; its first group is the address. */
+  readonly ready: RegExp;
+  readonly timeoutMs?: number;
+  /** Extra Node options for the child (for example --cpu-prof). */
+  readonly nodeOptions?: readonly string[];
+}
+
+/** Settings of the caller's shell that must not leak into a child unless the benchmark sets them. */
+const SCRUBBED = [
+  'NODE_ENV',
+  'LOG_LEVEL',
+  'DATABASE_URL',
+  'DATA_DIR',
+  'REDIS_URL',
+  'QUEUE_PREFIX',
+  'EHR_URL',
+  'EHR_TOKEN',
+  'CATALOG_FILE',
+  'HOST',
+  'PORT',
+  'PUBLIC_URL',
+  'RATE_LIMIT_PER_MINUTE',
+];
+
+export async function startService(options: StartOptions): Promise<Service> {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !SCRUBBED.includes(name)));
+  const child = spawn(process.execPath, [...(options.nodeOptions ?? []), ...options.args], {
+    cwd: ROOT,
+    env: { ...base, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  tieToThisProcess(child);
+  let tail = '';
+  let ready = '';
+  const keep = (chunk: Buffer) => {
+    tail = (tail + chunk.toString()).slice(-TAIL_BYTES);
+  };
+  child.stderr.on('data', keep);
+  const exited = new Promise<string>((resolve) => {
+    child.once('exit', (code, signal) => {
+      resolve(`exited (${code ?? signal})`);
+    });
+  });
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const address = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${options.name} did not start within ${timeoutMs} ms:\n${tail}`));
+    }, timeoutMs);
+    const onData = (chunk: Buffer) => {
+      keep(chunk);
+      // Only the start of stdout is searched for the ready line; later lines are logs.
+      if (ready.length < TAIL_BYTES) ready += chunk.toString();
+      const match = options.ready.exec(ready);
+      if (match?.[1] === undefined) return;
+      clearTimeout(timer);
+      resolve(match[1]);
+    };
+    child.stdout.on('data', onData);
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    void exited.then((how) => {
+      clearTimeout(timer);
+      reject(new Error(`${options.name} ${how} before it was ready:\n${tail}`));
+    });
+  });
+  const pid = child.pid ?? -1;
+  const gone = () => child.exitCode !== null || child.signalCode !== null;
+  return {
+    name: options.name,
+    pid,
+    address,
+    rssMiB: () => (gone() ? 0 : rssOfPid(pid)),
+    tail: () => tail,
+    async stop() {
+      if (gone()) return;
+      child.kill('SIGTERM');
+      const grace = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+      await exited;
+      clearTimeout(grace);
+    },
+  };
+}
+
+/** Samples a service's RSS while a measurement runs; `stop` returns the peak in MiB. */
+export function sampleRss(service: Service, everyMs = 250): { stop(): number } {
+  let peak = service.rssMiB();
+  const timer = setInterval(() => {
+    peak = Math.max(peak, service.rssMiB());
+  }, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      return Math.max(peak, service.rssMiB());
+    },
+  };
+}
+
+export interface RefhubSettings {
+  /** PostgreSQL URL, or undefined for embedded PGlite in `dataDir`. */
+  readonly databaseUrl: string | undefined;
+  readonly dataDir: string;
+  readonly redisUrl: string;
+  readonly queuePrefix: string;
+  readonly ehrUrl: string;
+  readonly env?: Readonly<Record<string, string>>;
+  readonly nodeOptions?: readonly string[];
+}
+
+/** `refhub all`: the API, the outbox relay and the workers in one process, as `npm start` runs it. */
+export function startRefhub(settings: RefhubSettings): Promise<Service> {
+  return startService({
+    name: 'refhub all',
+    args: [REFHUB, 'all'],
+    ready: /is serving (http:\/\/\S+) on /,
+    nodeOptions: settings.nodeOptions ?? [],
+    env: {
+      HOST: '127.0.0.1',
+      PORT: '0',
+      DATA_DIR: settings.dataDir,
+      ...(settings.databaseUrl === undefined ? {} : { DATABASE_URL: settings.databaseUrl }),
+      REDIS_URL: settings.redisUrl,
+      QUEUE_PREFIX: settings.queuePrefix,
+      EHR_URL: settings.ehrUrl,
+      // The production default: one JSON line per request.
+      LOG_LEVEL: 'info',
+      // The limiter runs as in production; its limit is raised so that it does not answer 429 to
+      // the one key that stands in for a whole fleet of clinics.
+      RATE_LIMIT_PER_MINUTE: '1000000',
+      ...settings.env,
+    },
+  });
+}
+
+/** `refhub sandbox-ehr --port 0`; its address is the EHR URL to forward to. */
+export function startSandboxEhr(): Promise<Service> {
+  return startService({
+    name: 'sandbox EHR',
+    args: [REFHUB, 'sandbox-ehr', '--port', '0'],
+    ready: /^sandbox EHR listening on (http:\/\/\S+)$/m,
+    // It logs every request at info; it stands in for the EHR and is not what is measured.
+    env: { NODE_ENV: 'test', LOG_LEVEL: 'warn' },
+  });
+}
+
+/** The bare Fastify baseline on the same database (see baselines.ts). */
+export function startBaselineServer(
+  target: { databaseUrl: string } | { pgliteDir: string },
+): Promise<Service> {
+  return startService({
+    name: 'baseline server',
+    args: [BASELINES, 'server'],
+    ready: /^baseline server listening on (http:\/\/\S+)$/m,
+    env:
+      'databaseUrl' in target
+        ? { BASELINE_DATABASE_URL: target.databaseUrl }
+        : { BASELINE_PGLITE_DIR: target.pgliteDir },
+  });
+}
+
+/** The bare BullMQ worker (see baselines.ts); its "address" is the queue it serves. */
+export function startBaselineWorker(settings: {
+  redisUrl: string;
+  queuePrefix: string;
+  queue: string;
+  concurrency: number;
+}): Promise<Service> {
+  return startService({
+    name: 'baseline worker',
+    args: [BASELINES, 'worker'],
+    ready: /^baseline worker serving (\S+)$/m,
+    env: {
+      REDIS_URL: settings.redisUrl,
+      BASELINE_QUEUE_PREFIX: settings.queuePrefix,
+      BASELINE_QUEUE: settings.queue,
+      BASELINE_CONCURRENCY: String(settings.concurrency),
+    },
+  });
+}
