@@ -9,6 +9,7 @@ import type { EhrForwardingState } from '../domain/referral-view.ts';
 import { statusesOf, type CoreStatus, type OfferingCategory, type Status } from '../domain/statuses.ts';
 import type { OfferingRecord } from './catalog.repository.ts';
 import { referralPartsColumns, toReferralParts, type ReferralParts } from './referral-children.repository.ts';
+import { compiledOnce } from './compiled-once.ts';
 import type { Executor } from './executor.ts';
 import type { Database, ReferralsTable } from './schema.ts';
 
@@ -239,39 +240,61 @@ function sideOf(
       ]);
 }
 
-export function referralRepository(db: Executor) {
-  function base() {
-    return db
-      .selectFrom('referrals as r')
-      .innerJoin('institutions as s', (j) =>
-        j.onRef('s.id_type', '=', 'r.sender_id_type').onRef('s.id', '=', 'r.sender_id'),
-      )
-      .leftJoin('offerings as o', 'o.id', 'r.offering_id')
-      .leftJoin('institutions as p', (j) =>
-        j.onRef('p.id_type', '=', 'r.provider_id_type').onRef('p.id', '=', 'r.provider_id'),
-      )
-      .select(REFERRAL_COLUMNS)
-      .select([
-        's.name as sender_name',
-        'o.name as o_name',
-        'o.category as o_category',
-        'o.description as o_description',
-        'o.specialty as o_specialty',
-        'o.ehr_code as o_ehr_code',
-        'o.system as o_system',
-        'o.cancellable as o_cancellable',
-        'o.active as o_active',
-        'p.name as p_name',
-      ])
-      .where('r.deleted_at', 'is', null);
-  }
+/** A referral's row with its sender's, offering's and provider's names, as every read selects it. */
+function baseQuery(db: Executor) {
+  return db
+    .selectFrom('referrals as r')
+    .innerJoin('institutions as s', (j) =>
+      j.onRef('s.id_type', '=', 'r.sender_id_type').onRef('s.id', '=', 'r.sender_id'),
+    )
+    .leftJoin('offerings as o', 'o.id', 'r.offering_id')
+    .leftJoin('institutions as p', (j) =>
+      j.onRef('p.id_type', '=', 'r.provider_id_type').onRef('p.id', '=', 'r.provider_id'),
+    )
+    .select(REFERRAL_COLUMNS)
+    .select([
+      's.name as sender_name',
+      'o.name as o_name',
+      'o.category as o_category',
+      'o.description as o_description',
+      'o.specialty as o_specialty',
+      'o.ehr_code as o_ehr_code',
+      'o.system as o_system',
+      'o.cancellable as o_cancellable',
+      'o.active as o_active',
+      'p.name as p_name',
+    ])
+    .where('r.deleted_at', 'is', null);
+}
 
-  function visibleTo(inst: InstitutionRef, side?: 'sender' | 'provider') {
-    return (eb: ExpressionBuilder<Database & { r: ReferralsTable }, 'r'>) =>
-      side === undefined
-        ? eb.or([sideOf(eb, 'sender', inst), sideOf(eb, 'provider', inst)])
-        : sideOf(eb, side, inst);
-  }
+function visibleTo(inst: InstitutionRef, side?: 'sender' | 'provider') {
+  return (eb: ExpressionBuilder<Database & { r: ReferralsTable }, 'r'>) =>
+    side === undefined
+      ? eb.or([sideOf(eb, 'sender', inst), sideOf(eb, 'provider', inst)])
+      : sideOf(eb, side, inst);
+}
+
+// The reads by key run on every request and every forward: compiled once (compiled-once.ts).
+const readVisible = compiledOnce(3, (db, id: string, idType: string, institutionId: string) =>
+  baseQuery(db)
+    .where('r.id', '=', id)
+    .where(visibleTo({ idType, id: institutionId })),
+);
+const readForSystem = compiledOnce(1, (db, id: string) => baseQuery(db).where('r.id', '=', id));
+const readVisibleWithParts = compiledOnce(3, (db, id: string, idType: string, institutionId: string) =>
+  baseQuery(db)
+    .select(referralPartsColumns(sql.ref('r.id')))
+    .where('r.id', '=', id)
+    .where(visibleTo({ idType, id: institutionId })),
+);
+const readForSystemWithParts = compiledOnce(1, (db, id: string) =>
+  baseQuery(db)
+    .select(referralPartsColumns(sql.ref('r.id')))
+    .where('r.id', '=', id),
+);
+
+export function referralRepository(db: Executor) {
+  const base = () => baseQuery(db);
 
   function matches(filter: ListFilter) {
     return (eb: ExpressionBuilder<Database & { r: ReferralsTable }, 'r'>) => {
@@ -309,7 +332,7 @@ export function referralRepository(db: Executor) {
   return {
     /** The referral if `institution` may see it; undefined otherwise (the caller answers 404). */
     async findVisible(id: string, institution: InstitutionRef): Promise<ReferralRecord | undefined> {
-      const row = await base().where('r.id', '=', id).where(visibleTo(institution)).executeTakeFirst();
+      const [row] = await readVisible(db, id, institution.idType, institution.id);
       return row && toRecord(row);
     },
 
@@ -322,7 +345,7 @@ export function referralRepository(db: Executor) {
 
     /** The referral without a tenancy check: for workers acting for the system, never for callers. */
     async findForSystem(id: string): Promise<ReferralRecord | undefined> {
-      const row = await base().where('r.id', '=', id).executeTakeFirst();
+      const [row] = await readForSystem(db, id);
       return row && toRecord(row);
     },
 
@@ -334,20 +357,13 @@ export function referralRepository(db: Executor) {
       id: string,
       institution: InstitutionRef,
     ): Promise<ReferralWithParts | undefined> {
-      const row = await base()
-        .select(referralPartsColumns(sql.ref('r.id')))
-        .where('r.id', '=', id)
-        .where(visibleTo(institution))
-        .executeTakeFirst();
+      const [row] = await readVisibleWithParts(db, id, institution.idType, institution.id);
       return row && { record: toRecord(row), parts: toReferralParts(row) };
     },
 
     /** `findForSystem` with the referral's parts, in one statement (the forwarder renders from them). */
     async findForSystemWithParts(id: string): Promise<ReferralWithParts | undefined> {
-      const row = await base()
-        .select(referralPartsColumns(sql.ref('r.id')))
-        .where('r.id', '=', id)
-        .executeTakeFirst();
+      const [row] = await readForSystemWithParts(db, id);
       return row && { record: toRecord(row), parts: toReferralParts(row) };
     },
 
