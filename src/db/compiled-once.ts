@@ -6,7 +6,9 @@
 //
 // Only for statements whose text does not depend on the values: comparisons with `=`, not `in` with a
 // list whose length varies. `compiledOnce` checks what it can (each placeholder must become a
-// parameter, never part of the text) and refuses a statement that breaks the rule.
+// parameter, never part of the text) and refuses a statement that breaks the rule. Every run shares
+// the compiled query's ID, which is harmless because refhub's Kysely has no plugins (they keep state
+// by query ID).
 import { randomBytes } from 'node:crypto';
 import type { Compilable, CompiledQuery } from 'kysely';
 import type { Executor } from './executor.ts';
