@@ -42,24 +42,39 @@ export function connectRedis(url: string, role: ConnectionRole, logger: Logger):
   return redis;
 }
 
+/** Per connection, the wait for its next `ready` that every caller of `whenReady` shares. */
+const nextReady = new WeakMap<Redis, Promise<void>>();
+
 /**
  * Waits until the connection is ready: a producer sends nothing while it is not (no offline queue),
- * so its first command right after start would fail otherwise.
+ * so its first command right after start would fail otherwise. While Redis is down, every dispatch
+ * of the outbox relay waits here at once; they share one listener on the connection, each with its
+ * own timeout, instead of adding one each.
  */
 export async function whenReady(redis: Redis, timeoutMs: number): Promise<void> {
   if (redis.status === 'ready') return;
   if (redis.status === 'wait') void redis.connect().catch(() => undefined);
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      redis.off('ready', onReady);
+  let ready = nextReady.get(redis);
+  if (ready === undefined) {
+    ready = new Promise<void>((resolve) => {
+      redis.once('ready', () => {
+        nextReady.delete(redis);
+        resolve();
+      });
+    });
+    nextReady.set(redis, ready);
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
       reject(new Error(`Redis is not ready (${redis.status})`));
     }, timeoutMs);
-    const onReady = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    redis.once('ready', onReady);
   });
+  try {
+    await Promise.race([ready, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** The code of a producer call made while Redis cannot be reached (the outbox row's last_error). */
