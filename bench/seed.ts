@@ -18,7 +18,7 @@ import { createApiKeyIn } from '../src/services/api-key.service.ts';
 import { loadCatalogIn, readCatalogFile } from '../src/services/catalog.service.ts';
 import { DEMO_CATALOG_FILE } from '../src/services/demo-setup.ts';
 import { EMPTY_CONTENT, resolveContent, type ReferralFieldsInput } from '../src/services/referral-input.ts';
-import type { ReferralContent } from '../src/db/referral.repository.ts';
+import { newReferralRow } from '../src/db/referral.repository.ts';
 
 /** The requester the scenarios name in reads and writes (audited with each). */
 export const BENCH_REQUESTER = 'bench.clinician@example.org';
@@ -101,29 +101,6 @@ export interface DraftBatch {
 /** How many rows go into one INSERT: 31 columns × 500 rows stays far below PostgreSQL's 65,535 parameters. */
 const ROWS_PER_STATEMENT = 500;
 
-/** The referral columns of `content`, as the referral repository writes them. */
-function contentColumns(content: ReferralContent) {
-  return {
-    offering_id: content.offeringId,
-    provider_id_type: content.providerIdType,
-    provider_id: content.providerId,
-    patient_uin: content.patientUin,
-    patient_name: content.patientName,
-    patient_dob: content.patientDob,
-    patient_gender: content.patientGender,
-    patient_nationality: content.patientNationality,
-    patient_phone_number: content.patientPhoneNumber,
-    patient_residential_status: content.patientResidentialStatus,
-    referrer_id: content.referrerId,
-    referrer_id_type: content.referrerIdType,
-    referrer_name: content.referrerName,
-    referrer_email: content.referrerEmail,
-    referrer_contact_number: content.referrerContactNumber,
-    clinical_info: content.clinicalInfo,
-    is_urgent: content.isUrgent,
-  };
-}
-
 /** Inserts `batch.count` drafts as the API creates them; returns their IDs, oldest first. */
 export async function seedDrafts(db: Kysely<Database>, batch: DraftBatch): Promise<string[]> {
   const offset = batch.offset ?? 0;
@@ -152,7 +129,15 @@ export async function seedDrafts(db: Kysely<Database>, batch: DraftBatch): Promi
           ...(await resolveContent(trx, systemClock, fields)),
         };
         ids.push(id);
-        referrals.push(draftRow(id, batch.party, content, at));
+        referrals.push(
+          newReferralRow({
+            ...content,
+            id,
+            sender: batch.party.institution,
+            senderSystem: batch.party.system,
+            now: at,
+          }),
+        );
         events.push({
           id: uuidv7({ msecs: at.getTime() }),
           referral_id: id,
@@ -179,28 +164,6 @@ export async function seedDrafts(db: Kysely<Database>, batch: DraftBatch): Promi
     }
     return ids;
   });
-}
-
-function draftRow(
-  id: string,
-  party: DraftBatch['party'],
-  content: ReferralContent,
-  at: Date,
-): Insertable<ReferralsTable> {
-  return {
-    id,
-    status: 'draft',
-    sender_id_type: party.institution.idType,
-    sender_id: party.institution.id,
-    sender_system: party.system,
-    ...contentColumns(content),
-    created_at: at,
-    updated_at: at,
-    submitted_at: null,
-    deleted_at: null,
-    ehr_last_attempt_at: null,
-    ehr_sha256: null,
-  };
 }
 
 async function insertAll(

@@ -1,7 +1,7 @@
 // Referrals and their timeline. Tenancy lives here: every read takes the caller's institution and
 // sees only referrals it sends, or receives once they have left draft (contract §2). Writes are
 // compare-and-set on `version`, so concurrent transitions cannot both win (contract §4).
-import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
+import { sql, type ExpressionBuilder, type Insertable, type Selectable } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
 import { ReferralNotFoundError } from '../errors.ts';
 import type { InstitutionView, PatientView, ReferrerView } from '../domain/referral-view.ts';
@@ -440,23 +440,7 @@ export function referralRepository(db: Executor) {
     },
 
     async insert(referral: NewReferral): Promise<void> {
-      await db
-        .insertInto('referrals')
-        .values({
-          id: referral.id,
-          status: 'draft',
-          sender_id_type: referral.sender.idType,
-          sender_id: referral.sender.id,
-          sender_system: referral.senderSystem,
-          ...contentColumns(referral),
-          created_at: referral.now,
-          updated_at: referral.now,
-          submitted_at: null,
-          deleted_at: null,
-          ehr_last_attempt_at: null,
-          ehr_sha256: null,
-        })
-        .execute();
+      await db.insertInto('referrals').values(newReferralRow(referral)).execute();
     },
 
     /**
@@ -499,6 +483,24 @@ export function referralRepository(db: Executor) {
         .executeTakeFirst();
       return result.numUpdatedRows === 1n;
     },
+  };
+}
+
+/** The row of a new draft, as `insert` writes it (the benchmark's seeding writes the same rows). */
+export function newReferralRow(referral: NewReferral): Insertable<ReferralsTable> {
+  return {
+    id: referral.id,
+    status: 'draft',
+    sender_id_type: referral.sender.idType,
+    sender_id: referral.sender.id,
+    sender_system: referral.senderSystem,
+    ...contentColumns(referral),
+    created_at: referral.now,
+    updated_at: referral.now,
+    submitted_at: null,
+    deleted_at: null,
+    ehr_last_attempt_at: null,
+    ehr_sha256: null,
   };
 }
 
