@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { tieToThisProcess } from '../test/support/child-lifeline.ts';
+import { childEnv } from '../test/support/child-env.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
 const REFHUB = path.join(ROOT, 'bin', 'refhub.js');
@@ -48,28 +49,11 @@ export interface StartOptions {
   readonly nodeOptions?: readonly string[];
 }
 
-/** Settings of the caller's shell that must not leak into a child unless the benchmark sets them. */
-const SCRUBBED = [
-  'NODE_ENV',
-  'LOG_LEVEL',
-  'DATABASE_URL',
-  'DATA_DIR',
-  'REDIS_URL',
-  'QUEUE_PREFIX',
-  'EHR_URL',
-  'EHR_TOKEN',
-  'CATALOG_FILE',
-  'HOST',
-  'PORT',
-  'PUBLIC_URL',
-  'RATE_LIMIT_PER_MINUTE',
-];
-
 export async function startService(options: StartOptions): Promise<Service> {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !SCRUBBED.includes(name)));
   const child = spawn(process.execPath, [...(options.nodeOptions ?? []), ...options.args], {
     cwd: ROOT,
-    env: { ...base, ...options.env },
+    // No setting of the caller's shell reaches a child unless the benchmark sets it.
+    env: childEnv(options.env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   tieToThisProcess(child);

@@ -11,6 +11,8 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { testDatabaseUrl } from '../support/engines.ts';
+import { childEnv } from '../support/child-env.ts';
+import { testRedisUrl } from '../support/bridge.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const BIN = path.join(ROOT, 'bin', 'refhub.js');
@@ -18,19 +20,6 @@ const DEMO_CATALOG = path.join(ROOT, 'catalog', 'demo.json');
 const KEY_LINE = /^rfh_(live|test)_[0-9A-Za-z]{43}$/;
 const ANY_KEY = /rfh_(live|test)_[0-9A-Za-z]{43}/g;
 /** Settings that would leak from the developer's shell into the command under test. */
-const INHERITED_SETTINGS = [
-  'DATABASE_URL',
-  'DATA_DIR',
-  'PORT',
-  'HOST',
-  'PUBLIC_URL',
-  'CATALOG_FILE',
-  'NODE_ENV',
-  'LOG_LEVEL',
-  'EHR_URL',
-  'EHR_TOKEN',
-  'QUEUE_PREFIX',
-];
 /** The queues of the processes this file starts live under a prefix of their own. */
 const QUEUE_PREFIX = `cli-${randomUUID()}`;
 
@@ -51,10 +40,13 @@ function tempDir(): string {
 }
 
 function environment(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !INHERITED_SETTINGS.includes(name)),
-  );
-  return { ...base, NODE_ENV: 'development', LOG_LEVEL: 'warn', QUEUE_PREFIX, ...env };
+  return childEnv({
+    NODE_ENV: 'development',
+    LOG_LEVEL: 'warn',
+    REDIS_URL: testRedisUrl(),
+    QUEUE_PREFIX,
+    ...env,
+  });
 }
 
 function spawnRefhub(args: readonly string[], env: Record<string, string>): ChildProcess {

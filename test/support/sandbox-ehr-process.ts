@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { contentDigest } from '../../src/ehr/content-digest.ts';
 import { messageIdOf, type EhrForwardRequest } from '../../src/ehr/forward-request.ts';
+import { childEnv } from './child-env.ts';
 import type {
   DeliveryFilter,
   SandboxBehaviour,
@@ -21,8 +22,6 @@ const CONTROL_TIMEOUT_MS = 10_000;
 const STOP_GRACE_MS = 5_000;
 
 /** Settings that would leak from the developer's shell into the sandbox. */
-const INHERITED_SETTINGS = ['NODE_ENV', 'LOG_LEVEL', 'EHR_URL', 'EHR_TOKEN', 'DATABASE_URL', 'DATA_DIR'];
-
 export interface SandboxEhrProcessOptions {
   /** Passed as `--token`; the control client then sends it too. */
   readonly token?: string;
@@ -56,10 +55,7 @@ export interface SandboxEhrProcess {
 }
 
 function environment(logLevel: string): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !INHERITED_SETTINGS.includes(name)),
-  );
-  return { ...base, NODE_ENV: 'test', LOG_LEVEL: logLevel };
+  return childEnv({ NODE_ENV: 'test', LOG_LEVEL: logLevel });
 }
 
 /** Spawns `refhub <args>` on this Node (vitest runs on the project's Node 24) with a parent-death link. */

@@ -5,6 +5,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { tieToThisProcess } from './child-lifeline.ts';
 import type { ProcessExit } from './sandbox-ehr-process.ts';
+import { childEnv } from './child-env.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const BIN = path.join(ROOT, 'bin', 'refhub.js');
@@ -17,27 +18,6 @@ const RUNNING: Readonly<Record<RefhubCommand, RegExp>> = {
 
 export type RefhubCommand = 'worker' | 'api' | 'all';
 const STOP_GRACE_MS = 10_000;
-
-/** Settings of the developer's shell that must not reach the worker unless a test sets them. */
-const INHERITED_SETTINGS = [
-  'NODE_ENV',
-  'LOG_LEVEL',
-  'DATABASE_URL',
-  'DATA_DIR',
-  'REDIS_URL',
-  'QUEUE_PREFIX',
-  'EHR_URL',
-  'EHR_TOKEN',
-  'EHR_MAX_ATTEMPTS',
-  'EHR_BACKOFF_BASE_MS',
-  'CATALOG_FILE',
-  'REMINDER_AFTER_SECONDS',
-  'REMINDER_INTERVAL_SECONDS',
-  'REMINDER_MAX',
-  'RECONCILE_INTERVAL_SECONDS',
-  'HOST',
-  'PORT',
-];
 
 export interface WorkerProcessSettings {
   readonly databaseUrl: string;
@@ -75,13 +55,9 @@ export async function startRefhubProcess(
   command: RefhubCommand,
   settings: WorkerProcessSettings,
 ): Promise<WorkerProcess> {
-  const base = Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !INHERITED_SETTINGS.includes(name)),
-  );
   const child = spawn(process.execPath, [BIN, command], {
     cwd: ROOT,
-    env: {
-      ...base,
+    env: childEnv({
       NODE_ENV: 'test',
       LOG_LEVEL: 'info',
       // Its health and metrics listen on a free port, so several workers can run side by side.
@@ -92,7 +68,7 @@ export async function startRefhubProcess(
       QUEUE_PREFIX: settings.queuePrefix,
       EHR_URL: settings.ehrUrl,
       ...settings.env,
-    },
+    }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   tieToThisProcess(child);
