@@ -35,6 +35,8 @@ export class AppError extends Error {
   /** Extra members of the problem document, such as the current `status` of a referral. */
   readonly extra: Readonly<Record<string, unknown>>;
   readonly errors: readonly FieldError[] | undefined;
+  /** When the caller may try again: sent as `Retry-After` (409 in use, 429, 503). */
+  readonly retryAfterSeconds: number | undefined;
   constructor(
     code: ErrorCode,
     status: number,
@@ -42,6 +44,7 @@ export class AppError extends Error {
     detail: string,
     extra: Readonly<Record<string, unknown>> = {},
     errors?: readonly FieldError[],
+    retryAfterSeconds?: number,
   ) {
     super(detail);
     this.code = code;
@@ -49,6 +52,7 @@ export class AppError extends Error {
     this.title = title;
     this.extra = extra;
     this.errors = errors;
+    this.retryAfterSeconds = retryAfterSeconds;
   }
 }
 
@@ -160,7 +164,32 @@ export class LimitExceededError extends AppError {
 }
 
 export class UnavailableError extends AppError {
-  constructor(detail: string) {
-    super('unavailable', 503, 'Service unavailable', detail);
+  constructor(detail: string, retryAfterSeconds = 5) {
+    super('unavailable', 503, 'Service unavailable', detail, {}, undefined, retryAfterSeconds);
+  }
+}
+
+export class IdempotencyKeyInUseError extends AppError {
+  constructor() {
+    super(
+      'idempotency_key_in_use',
+      409,
+      'Request in progress',
+      'A request with this Idempotency-Key is still running. Retry after it finishes.',
+      {},
+      undefined,
+      1,
+    );
+  }
+}
+
+export class IdempotencyKeyReusedError extends AppError {
+  constructor() {
+    super(
+      'idempotency_key_reused',
+      422,
+      'Idempotency key reused',
+      'This Idempotency-Key was used with a different request. Use a new key for a new request.',
+    );
   }
 }

@@ -8,7 +8,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { AppError } from '../errors.ts';
 import type { AppContext } from '../context.ts';
 import { API_DESCRIPTION, API_VERSION } from './openapi.ts';
-import { API_PREFIX, isApiRoute } from './http.ts';
+import { API_PREFIX, isApiRoute, responseHeadersOf } from './http.ts';
 import { registerAuth } from './plugins/auth.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
 import { registerProblemHandlers } from './plugins/problem.ts';
@@ -66,6 +66,10 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
   app.addHook('onSend', async (request, reply, payload) => {
     if (!request.url.startsWith('/docs')) void reply.header('Cache-Control', 'no-store');
+    return payload;
+  });
+  app.addHook('preSerialization', async (request, reply, payload) => {
+    if (reply.statusCode < 300) void reply.headers(responseHeadersOf(request, payload));
     return payload;
   });
   observeRequests(app, ctx);

@@ -1,7 +1,19 @@
 // Small HTTP conventions shared by the routes: ETag/If-Match (contract §4) and the institution a
 // request acts for.
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { ValidationError } from '../errors.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The headers a successful answer carries, from its body: applied to the live response and
+     * stored with it for Idempotency-Key replays, so both carry the same ones.
+     */
+    responseHeaders?: ResponseHeaders;
+  }
+}
+
+export type ResponseHeaders = (body: never) => Readonly<Record<string, string>>;
 
 export const API_PREFIX = '/api/v1';
 
@@ -26,10 +38,21 @@ export function ifMatchOf(request: FastifyRequest): number | undefined {
   return Number(match[1]);
 }
 
-export function withEtag<T extends { version: number }>(reply: FastifyReply, resource: T): T {
-  void reply.header('ETag', `"${resource.version}"`);
-  return resource;
+/** The headers the route declares for `body` (see FastifyContextConfig.responseHeaders). */
+export function responseHeadersOf(request: FastifyRequest, body: unknown): Readonly<Record<string, string>> {
+  return request.routeOptions.config.responseHeaders?.(body as never) ?? {};
 }
+
+/** A response that carries a referral carries its version as ETag (contract §4). */
+export const referralHeaders = (referral: { readonly version: number }) => ({
+  etag: `"${referral.version}"`,
+});
+
+/** A created referral also says where it lives. */
+export const createdReferralHeaders = (referral: { readonly id: string; readonly version: number }) => ({
+  ...referralHeaders(referral),
+  location: `${API_PREFIX}/referrals/${referral.id}`,
+});
 
 export function institutionOf(source: { institutionIdType: string; institutionId: string }) {
   return { idType: source.institutionIdType, id: source.institutionId };

@@ -12,6 +12,7 @@ import type { LinkMinter } from './link-minter.ts';
 import type { ReferralFieldsInput } from './referral-input.ts';
 import { audit, createMutationRunner } from './referral-mutation.ts';
 import { insertDraft, planUpdate } from './referral-commands.ts';
+import { writeTransaction } from './write-transaction.ts';
 
 export interface LinkDeps {
   readonly db: Kysely<Database>;
@@ -48,7 +49,7 @@ export function createLinkService(deps: LinkDeps) {
       });
 
       if (referralId === undefined) {
-        return deps.db.transaction().execute(async (trx) => {
+        return writeTransaction(deps.db, caller, async (trx) => {
           const id = await insertDraft(trx, deps.clock, caller, prefill, 'link.upsert');
           const link = await deps.links.mintOne(trx, grant(id), 'edit');
           return {

@@ -21,6 +21,7 @@ import { referralRepository, type ReferralRecord } from '../db/referral.reposito
 import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';
 import type { LinkMinter } from './link-minter.ts';
+import { writeTransaction } from './write-transaction.ts';
 import { appendTimeline, audit, createMutationRunner, type PlanContext } from './referral-mutation.ts';
 import { reloadReferralView } from './referral-queries.ts';
 import { toSummary } from './referral-presenter.ts';
@@ -94,7 +95,7 @@ export function createReferralCommands(deps: CommandDeps) {
     async create(caller: Caller, input: ReferralFieldsInput): Promise<ReferralView> {
       if (caller.role !== 'sender')
         throw new ForbiddenRoleError(`A ${caller.role} key may not create referrals.`);
-      return deps.db.transaction().execute(async (trx) => {
+      return writeTransaction(deps.db, caller, async (trx) => {
         const id = await insertDraft(trx, deps.clock, caller, input, 'referral.create');
         return reloadReferralView(trx, deps.links, caller, id);
       });

@@ -20,6 +20,7 @@ import { timelineRepository } from '../db/referral-children.repository.ts';
 import { referralRepository, type ReferralPatch, type ReferralRecord } from '../db/referral.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';
+import { writeTransaction } from './write-transaction.ts';
 
 export interface MutationDeps {
   readonly db: Kysely<Database>;
@@ -135,7 +136,7 @@ export function createMutationRunner(deps: MutationDeps) {
   ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await deps.db.transaction().execute(async (trx) => {
+        return await writeTransaction(deps.db, caller, async (trx) => {
           const referrals = referralRepository(trx);
           const record = await referrals.getVisible(referralId, caller.institution);
           if (ifMatch !== undefined && ifMatch !== record.version) {

@@ -196,61 +196,71 @@ describe.each(ENGINES)('Idempotency-Key on %s', (engine) => {
   });
 
   describe('a key whose first request is still running', () => {
-    /** Claims `key` for the sender's API key as an in-flight request of `options` would. */
-    async function claimInFlight(options: InjectOptions, key: string, startedAt: Date) {
-      // The stored hash covers the request, not the key: learn it from the same request under a
-      // throwaway key, then plant an unfinished claim for `key` with it.
-      const learnKey = freshKey('learn');
-      expect((await t.request(t.sender, withKey(options, learnKey))).statusCode).toBeLessThan(300);
-      const apiKeyId = await apiKeyIdOf(t, t.sender);
-      const learned = await t.ctx.db
-        .selectFrom('idempotency_keys')
-        .select('request_hash')
-        .where('api_key_id', '=', apiKeyId)
-        .where('key', '=', learnKey)
-        .executeTakeFirstOrThrow();
-      await t.ctx.db
-        .insertInto('idempotency_keys')
-        .values({
-          api_key_id: apiKeyId,
-          key,
-          request_hash: learned.request_hash,
-          state: 'in-progress',
-          response_status: null,
-          response_headers: null,
-          response_body: null,
-          created_at: startedAt,
-          expires_at: new Date(startedAt.getTime() + 24 * 3600_000),
-        })
-        .execute();
+    /**
+     * Makes notes with `content` slow to write: the note's insert sleeps, inside the request's
+     * transaction, so a second request with the same key arrives while the first still runs.
+     */
+    async function slowNotes(content: string, seconds: number): Promise<() => Promise<void>> {
+      await sql`create function idempotency_test_slow() returns trigger language plpgsql as $$
+        begin
+          if new.content = ${sql.lit(content)} then perform pg_sleep(${sql.lit(seconds)}); end if;
+          return new;
+        end $$`.execute(t.ctx.db);
+      await sql`create trigger idempotency_test_slow before insert on notes
+        for each row execute function idempotency_test_slow()`.execute(t.ctx.db);
+      return async () => {
+        await sql`drop trigger idempotency_test_slow on notes`.execute(t.ctx.db);
+        await sql`drop function idempotency_test_slow()`.execute(t.ctx.db);
+      };
     }
 
-    it('→ 409 idempotency_key_in_use with Retry-After, and nothing is created', async () => {
+    it('a retry waits for the first request and replays its response; another body is 422', async () => {
       const referral = await referralIn(t, 'pending-acceptance');
       const key = freshKey('in-flight');
-      await claimInFlight(addNote(referral.id), key, new Date());
-      const notes = await notesOf(referral.id);
-      const res = await t.request(t.sender, withKey(addNote(referral.id), key));
-      expect(res.statusCode, res.body).toBe(409);
-      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-      expect(res.json()).toMatchObject({ status: 409, code: 'idempotency_key_in_use' });
-      expect(res.headers['retry-after']).toBe('1');
-      expect(await notesOf(referral.id)).toBe(notes);
-      // A different body under the running key is still a misuse of the key.
-      const other = await t.request(t.sender, withKey(addNote(referral.id, 'Something else'), key));
-      expect(other.json()).toMatchObject({ status: 422, code: 'idempotency_key_reused' });
+      const content = `Slow note ${key}`;
+      const undo = await slowNotes(content, 1);
+      try {
+        const first = t.request(t.sender, withKey(addNote(referral.id, content), key));
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const [retry, other] = await Promise.all([
+          t.request(t.sender, withKey(addNote(referral.id, content), key)),
+          t.request(t.sender, withKey(addNote(referral.id, 'Something else'), key)),
+        ]);
+        const original = await first;
+        expect(original.statusCode, original.body).toBe(201);
+        expectReplayOf(retry, original);
+        expect(retry.json()).toEqual(original.json());
+        expect(other.statusCode, other.body).toBe(422);
+        expect(other.json()).toMatchObject({ status: 422, code: 'idempotency_key_reused' });
+      } finally {
+        await undo();
+      }
+      expect(await notesOf(referral.id)).toBe(1);
     });
 
-    it('a claim abandoned for more than two minutes is taken over', async () => {
-      const referral = await referralIn(t, 'pending-acceptance');
-      const key = freshKey('abandoned');
-      await claimInFlight(addNote(referral.id), key, new Date(Date.now() - 3 * 60_000));
-      const notes = await notesOf(referral.id);
-      const res = await t.request(t.sender, withKey(addNote(referral.id), key));
-      expect(res.statusCode, res.body).toBe(201);
-      expect(res.headers['idempotent-replayed']).toBeUndefined();
-      expect(await notesOf(referral.id)).toBe(notes + 1);
-    });
+    it.runIf(engine === 'postgres')(
+      'a retry that would wait past the bound → 409 idempotency_key_in_use with Retry-After, nothing written',
+      async () => {
+        const referral = await referralIn(t, 'pending-acceptance');
+        const key = freshKey('long-flight');
+        const content = `Very slow note ${key}`;
+        const undo = await slowNotes(content, 7);
+        try {
+          const first = t.request(t.sender, withKey(addNote(referral.id, content), key));
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          const res = await t.request(t.sender, withKey(addNote(referral.id, content), key));
+          expect(res.statusCode, res.body).toBe(409);
+          expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+          expect(res.json()).toMatchObject({ status: 409, code: 'idempotency_key_in_use' });
+          expect(res.headers['retry-after']).toBe('1');
+          expect((await first).statusCode).toBe(201);
+        } finally {
+          await undo();
+        }
+        expect(await notesOf(referral.id)).toBe(1);
+      },
+      20_000,
+    );
 
     it('N identical requests at once create exactly one referral', async () => {
       const key = freshKey('burst');
@@ -285,6 +295,76 @@ describe.each(ENGINES)('Idempotency-Key on %s', (engine) => {
         1,
       );
       expect(await notesOf(referral.id)).toBe(1);
+    });
+  });
+
+  describe('a crash between the command and its stored response', () => {
+    /**
+     * Storing the response for keys starting with `prefix` fails, as if the process died right after
+     * the command's own writes: a real trigger refuses the write that records the response.
+     */
+    async function responsesRefused(prefix: string): Promise<() => Promise<void>> {
+      await sql`create function idempotency_test_crash() returns trigger language plpgsql as $$
+        begin
+          if new.key like ${sql.lit(`${prefix}%`)} and new.response_body is not null then
+            raise exception 'the process stopped here';
+          end if;
+          return new;
+        end $$`.execute(t.ctx.db);
+      await sql`create trigger idempotency_test_crash before insert or update on idempotency_keys
+        for each row execute function idempotency_test_crash()`.execute(t.ctx.db);
+      return async () => {
+        await sql`drop trigger idempotency_test_crash on idempotency_keys`.execute(t.ctx.db);
+        await sql`drop function idempotency_test_crash()`.execute(t.ctx.db);
+      };
+    }
+
+    it('leaves everything or nothing: the retry creates exactly one referral, at once', async () => {
+      const prefix = freshKey('crash');
+      const key = `${prefix}-create`;
+      const before = await countRows(t, 'referrals');
+      const undo = await responsesRefused(prefix);
+      try {
+        const first = await t.request(t.sender, withKey(createReferral(), key));
+        expect(first.statusCode, first.body).toBeGreaterThanOrEqual(500);
+      } finally {
+        await undo();
+      }
+      // The command's writes went with the response: nothing was created, and the key is free.
+      expect(await countRows(t, 'referrals')).toBe(before);
+      const retry = await t.request(t.sender, withKey(createReferral(), key));
+      expect(retry.statusCode, retry.body).toBe(201);
+      expect(retry.headers['idempotent-replayed']).toBeUndefined();
+      expect(await countRows(t, 'referrals')).toBe(before + 1);
+      const replay = await t.request(t.sender, withKey(createReferral(), key));
+      expectReplayOf(replay, retry);
+    });
+
+    it('a transition: the retry runs it once, and the timeline has one event', async () => {
+      const referral = await referralIn(t, 'pending-acceptance');
+      const prefix = freshKey('crash');
+      const key = `${prefix}-cancel`;
+      const cancel: InjectOptions = {
+        method: 'POST',
+        url: `/api/v1/referrals/${referral.id}/cancel`,
+        payload: { ...t.sender.institution, cancelNote: 'Patient recovered' },
+      };
+      const undo = await responsesRefused(prefix);
+      try {
+        expect((await t.request(t.sender, withKey(cancel, key))).statusCode).toBeGreaterThanOrEqual(500);
+      } finally {
+        await undo();
+      }
+      const retry = await t.request(t.sender, withKey(cancel, key));
+      expect(retry.statusCode, retry.body).toBe(200);
+      expect(retry.json()).toMatchObject({ status: 'cancelled' });
+      const events = await t.ctx.db
+        .selectFrom('timeline_events')
+        .select('type')
+        .where('referral_id', '=', referral.id)
+        .where('type', '=', 'referral.cancelled')
+        .execute();
+      expect(events).toHaveLength(1);
     });
   });
 

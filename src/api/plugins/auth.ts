@@ -57,5 +57,6 @@ export function callerOf(
     institution,
     requesterIdentifier: requesterIdentifier ?? null,
     requestId: request.id,
+    idempotency: request.idempotency ?? undefined,
   };
 }

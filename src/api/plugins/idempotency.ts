@@ -1,31 +1,67 @@
-// Idempotency-Key on every POST (contract §5). The first request with a key claims it; its response
-// is stored for 24 hours and replayed for the same key and body (`Idempotent-Replayed: true`). The
-// same key with a different body is 422; while the first request still runs, 409. A 5xx releases
-// the key so the client can retry. A claim left behind by a crashed process is taken over after
-// two minutes.
+// Idempotency-Key on every POST (contract §5). The first request with a key runs; its response is
+// stored for 24 hours and replayed for the same key and body (`Idempotent-Replayed: true`). The same
+// key with a different body is 422.
+//
+// Exactly-once: a write claims its key and stores its response inside its own transaction
+// (services/write-transaction.ts), through the `IdempotentWrite` this plugin hands the service. A
+// crash leaves the change with its response, or neither; no claim outlives its transaction. A second
+// request with the same key waits on the claim until the first transaction ends, then replays its
+// response, or runs if the first rolled back; past a short bound it gets 409 with Retry-After.
+//
+// A keyed request that writes nothing (a search, or a refusal such as 409 invalid_transition) has its
+// response recorded after it is sent. A 5xx is never stored, so the client can retry.
 //
 // One-time link tokens are never stored in clear, not even here: a stored response holds a marker
 // naming the link's row, and a replay mints a fresh token for the same referral, action and requester.
 import { createHash } from 'node:crypto';
+import type { Transaction } from 'kysely';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, ValidationError } from '../../errors.ts';
-import { idempotencyRepository } from '../../db/idempotency.repository.ts';
+import { IdempotencyKeyInUseError, IdempotencyKeyReusedError, ValidationError } from '../../errors.ts';
+import type { Executor } from '../../db/executor.ts';
+import {
+  idempotencyRepository,
+  LOCK_NOT_AVAILABLE,
+  type KeyClaim,
+  type StoredResponse,
+} from '../../db/idempotency.repository.ts';
 import { linkTokenRepository } from '../../db/link-token.repository.ts';
+import type { Database } from '../../db/schema.ts';
 import type { AppContext } from '../../context.ts';
 import { actionOf, auditRequest } from '../request-audit.ts';
 import { hashLinkToken } from '../../services/link-minter.ts';
+import type { IdempotentWrite } from '../../services/write-transaction.ts';
+import { responseHeadersOf } from '../http.ts';
+
+/** The Idempotency-Key of a request, and whether its write stored the response itself. */
+export interface KeyedRequest extends IdempotentWrite {
+  readonly claimOf: KeyClaim;
+  /** The write stored its response in its own transaction. */
+  readonly stored: boolean;
+  /** Answers with the response of the request that took the key first (see IdempotencyKeyTaken). */
+  replayTaken(reply: FastifyReply): Promise<FastifyReply>;
+}
 
 declare module 'fastify' {
   interface FastifyRequest {
-    idempotencyKey: string | null;
+    idempotency: KeyedRequest | null;
   }
 }
 
+/**
+ * Thrown inside a write's transaction when its key turns out to be taken by a request that
+ * committed first; the transaction rolls back and the error handler replays that request's response.
+ */
+export class IdempotencyKeyTaken extends Error {
+  override readonly name = 'IdempotencyKeyTaken';
+}
+
 const RETENTION_MS = 24 * 3600_000;
+/** How long a request waits for another one with the same key before it answers 409. */
+const CLAIM_WAIT_MS = 5_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const ABANDONED_AFTER_MS = 120_000;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
-const REPLAYED_HEADERS = ['content-type', 'etag', 'location'] as const;
+const JSON_TYPE = 'application/json; charset=utf-8';
+const NOT_STORED: ReadonlySet<string> = new Set(['idempotency_key_in_use', 'idempotency_key_reused']);
 
 /** The referral IDs a stored response names: a referral, a link upsert's referralId, or a page. */
 function referralIdsIn(body: string): string[] {
@@ -65,19 +101,27 @@ function requestHash(request: FastifyRequest): string {
     .digest('hex');
 }
 
+/** The success status the route declares (201 for a create, else 200). */
+function successStatusOf(request: FastifyRequest): number {
+  const declared = Object.keys(request.routeOptions.schema?.response ?? {}).find((s) => /^2\d\d$/.test(s));
+  return declared === undefined ? 200 : Number(declared);
+}
+
+function pgCodeOf(error: unknown): unknown {
+  return (error as { code?: unknown } | null)?.code;
+}
+
 export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void {
-  const repo = idempotencyRepository(ctx.db);
-  const linkTokens = linkTokenRepository(ctx.db);
   const tokenUrl = new RegExp(
     `${ctx.config.publicUrl.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/l/([A-Za-z0-9_-]{43})`,
     'g',
   );
   const marker = /\{\{refhub-link:([0-9a-f-]{36})\}\}/g;
 
-  async function withMarkers(body: string): Promise<string> {
+  async function withMarkers(db: Executor, body: string): Promise<string> {
     let out = body;
     for (const [url, token = ''] of body.matchAll(tokenUrl)) {
-      const row = await linkTokens.findByHash(hashLinkToken(token));
+      const row = await linkTokenRepository(db).findByHash(hashLinkToken(token));
       if (row) out = out.replace(url, `{{refhub-link:${row.id}}}`);
     }
     return out;
@@ -86,7 +130,7 @@ export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void
   async function withFreshLinks(body: string): Promise<string> {
     let out = body;
     for (const [text, id = ''] of body.matchAll(marker)) {
-      const row = await linkTokens.findById(id);
+      const row = await linkTokenRepository(ctx.db).findById(id);
       if (!row) continue;
       const link = await ctx.linkMinter.mintOne(ctx.db, { ...row }, row.action);
       out = out.replace(text, link.url);
@@ -95,21 +139,54 @@ export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void
   }
 
   /** A replay hands out referral data (and fresh links) again, so it is audited like the original. */
-  function auditReplay(request: FastifyRequest, body: string): Promise<void> {
-    return auditRequest(ctx, request, 'success', `${actionOf(request)}.replay`, referralIdsIn(body));
-  }
-
-  async function replay(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    stored: { status: number; headers: Record<string, string>; body: string },
-  ) {
+  async function replay(request: FastifyRequest, reply: FastifyReply, stored: StoredResponse) {
     const body = await withFreshLinks(stored.body);
-    await auditReplay(request, body);
+    await auditRequest(ctx, request, 'success', `${actionOf(request)}.replay`, referralIdsIn(body));
     return reply.code(stored.status).headers(stored.headers).header('Idempotent-Replayed', 'true').send(body);
   }
 
-  app.decorateRequest('idempotencyKey', null);
+  /** Answers a request whose key another request holds: its response, or 422 for another request. */
+  async function answerFromRecord(request: FastifyRequest, reply: FastifyReply, claim: KeyClaim) {
+    const existing = await idempotencyRepository(ctx.db).find(claim.apiKeyId, claim.key);
+    if (existing === undefined) throw new IdempotencyKeyInUseError();
+    if (existing.requestHash !== claim.requestHash) throw new IdempotencyKeyReusedError();
+    if (existing.response === null) throw new IdempotencyKeyInUseError();
+    return replay(request, reply, existing.response);
+  }
+
+  function keyedRequest(request: FastifyRequest, reply: FastifyReply, claim: KeyClaim): KeyedRequest {
+    let stored = false;
+    return {
+      claimOf: claim,
+      get stored() {
+        return stored;
+      },
+      replayTaken: (to) => answerFromRecord(request, to, claim),
+      async claim(trx: Transaction<Database>) {
+        let claimed: boolean;
+        try {
+          claimed = await idempotencyRepository(trx).claim(claim, CLAIM_WAIT_MS);
+        } catch (error) {
+          if (pgCodeOf(error) === LOCK_NOT_AVAILABLE) throw new IdempotencyKeyInUseError();
+          throw error;
+        }
+        if (!claimed) throw new IdempotencyKeyTaken();
+      },
+      async complete(trx: Transaction<Database>, result: unknown) {
+        const status = successStatusOf(request);
+        // The route's own serializer, so the stored body is the bytes the live response carries.
+        const body = String(reply.serializeInput(result as Record<string, unknown>, String(status)));
+        await idempotencyRepository(trx).complete(claim.apiKeyId, claim.key, {
+          status,
+          headers: { 'content-type': JSON_TYPE, ...responseHeadersOf(request, result) },
+          body: await withMarkers(trx, body),
+        });
+        stored = true;
+      },
+    };
+  }
+
+  app.decorateRequest('idempotency', null);
 
   app.addHook('preHandler', async (request, reply) => {
     if (request.method !== 'POST' || request.apiKey === null) return;
@@ -120,66 +197,47 @@ export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void
         { path: 'header.Idempotency-Key', message: 'must be 1 to 255 visible ASCII characters' },
       ]);
     }
-    const apiKeyId = request.apiKey.id;
-    const hash = requestHash(request);
-    for (let attempt = 0; attempt < 2; attempt++) {
-      const now = ctx.clock.now();
-      if (await repo.claim(apiKeyId, key, hash, now, new Date(now.getTime() + RETENTION_MS))) {
-        request.idempotencyKey = key;
-        return;
-      }
-      const existing = await repo.find(apiKeyId, key);
-      if (!existing) continue;
-      const abandoned =
-        existing.state === 'in-progress' && now.getTime() - existing.createdAt.getTime() > ABANDONED_AFTER_MS;
-      if (existing.expiresAt <= now || abandoned) {
-        await repo.release(apiKeyId, key, existing.createdAt);
-        continue;
-      }
-      if (existing.requestHash !== hash) {
-        throw new AppError(
-          'idempotency_key_reused',
-          422,
-          'Idempotency key reused',
-          'This Idempotency-Key was used with a different request. Use a new key for a new request.',
-        );
-      }
-      if (existing.state === 'in-progress') {
-        reply.header('Retry-After', '1');
-        throw new AppError(
-          'idempotency_key_in_use',
-          409,
-          'Request in progress',
-          'A request with this Idempotency-Key is still running. Retry after it finishes.',
-        );
-      }
-      return replay(request, reply, {
-        status: existing.responseStatus ?? 200,
-        headers: existing.responseHeaders ?? {},
-        body: existing.responseBody ?? '',
-      });
+    const now = ctx.clock.now();
+    const claim: KeyClaim = {
+      apiKeyId: request.apiKey.id,
+      key,
+      requestHash: requestHash(request),
+      now,
+      expiresAt: new Date(now.getTime() + RETENTION_MS),
+    };
+    const repo = idempotencyRepository(ctx.db);
+    const existing = await repo.find(claim.apiKeyId, key);
+    if (existing !== undefined && existing.expiresAt <= now) {
+      await repo.release(claim.apiKeyId, key, existing.createdAt);
+    } else if (existing !== undefined) {
+      return answerFromRecord(request, reply, claim);
     }
-    throw new AppError('idempotency_key_in_use', 409, 'Request in progress', 'Retry this request.');
+    request.idempotency = keyedRequest(request, reply, claim);
   });
 
   app.addHook('onSend', async (request, reply, payload) => {
-    const key = request.idempotencyKey;
-    if (key === null || request.apiKey === null) return payload;
-    request.idempotencyKey = null;
-    if (reply.statusCode >= 500 || typeof payload !== 'string') {
-      await repo.release(request.apiKey.id, key);
+    const keyed = request.idempotency;
+    if (keyed === null || keyed.stored) return payload;
+    request.idempotency = null;
+    if (reply.statusCode >= 500 || typeof payload !== 'string' || reply.hasHeader('idempotent-replayed')) {
       return payload;
     }
-    const headers: Record<string, string> = {};
-    for (const name of REPLAYED_HEADERS) {
-      const value = reply.getHeader(name);
-      if (value !== undefined) headers[name] = String(value);
-    }
-    await repo.complete(request.apiKey.id, key, {
+    const code = reply.statusCode >= 400 ? problemCodeOf(payload) : undefined;
+    if (code !== undefined && NOT_STORED.has(code)) return payload;
+    await idempotencyRepository(ctx.db).record(keyed.claimOf, {
       status: reply.statusCode,
-      headers,
-      body: await withMarkers(payload),
+      headers: { 'content-type': String(reply.getHeader('content-type') ?? JSON_TYPE) },
+      body: await withMarkers(ctx.db, payload),
     });
     return payload;
   });
+}
+
+function problemCodeOf(payload: string): string | undefined {
+  try {
+    const parsed = JSON.parse(payload) as { code?: unknown };
+    return typeof parsed.code === 'string' ? parsed.code : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -5,6 +5,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { AppError, ValidationError, type FieldError } from '../../errors.ts';
 import type { AppContext } from '../../context.ts';
 import { actionOf, auditRequest } from '../request-audit.ts';
+import { IdempotencyKeyTaken } from './idempotency.ts';
 
 export interface Problem {
   type: string;
@@ -110,6 +111,8 @@ export function problemOf(error: AppError, requestId: string): Problem {
 }
 
 export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply {
+  if (error.retryAfterSeconds !== undefined)
+    void reply.header('Retry-After', String(error.retryAfterSeconds));
   return reply
     .code(error.status)
     .type('application/problem+json; charset=utf-8')
@@ -133,6 +136,13 @@ async function auditDenied(ctx: AppContext, request: FastifyRequest, error: AppE
 
 export function registerProblemHandlers(app: FastifyInstance, ctx: AppContext): void {
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    if (error instanceof IdempotencyKeyTaken && request.idempotency !== null) {
+      try {
+        return await request.idempotency.replayTaken(reply);
+      } catch (replayError) {
+        return sendProblem(reply, toAppError(replayError as FastifyError));
+      }
+    }
     const appError = toAppError(error);
     if (appError.status >= 500) {
       const pgCode = (error as { code?: unknown }).code;

@@ -6,7 +6,7 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { APPOINTMENT_STATUSES } from '../../domain/statuses.ts';
 import { callerOf } from '../plugins/auth.ts';
-import { ifMatchOf, institutionOf, withEtag } from '../http.ts';
+import { ifMatchOf, institutionOf, referralHeaders } from '../http.ts';
 import {
   ActingFor,
   PersonName,
@@ -28,7 +28,7 @@ export function providerRoutes(ctx: AppContext) {
     app.post(
       '/referrals/:referralId/accept',
       {
-        config: { action: 'referral.accept' },
+        config: { action: 'referral.accept', responseHeaders: referralHeaders },
         schema: {
           tags: TAG,
           summary: 'Accept a referral',
@@ -40,7 +40,7 @@ export function providerRoutes(ctx: AppContext) {
           response: { 200: Referral, ...problemResponses },
         },
       },
-      async (request, reply) => {
+      async (request) => {
         const { body } = request;
         const caller = callerOf(request, institutionOf(body), body.requesterIdentifier);
         const view = await commands.accept(
@@ -49,14 +49,14 @@ export function providerRoutes(ctx: AppContext) {
           ifMatchOf(request),
           body.acceptedByName,
         );
-        return withEtag(reply, view);
+        return view;
       },
     );
 
     app.post(
       '/referrals/:referralId/reject',
       {
-        config: { action: 'referral.reject' },
+        config: { action: 'referral.reject', responseHeaders: referralHeaders },
         schema: {
           tags: TAG,
           summary: 'Reject a referral',
@@ -68,7 +68,7 @@ export function providerRoutes(ctx: AppContext) {
           response: { 200: Referral, ...problemResponses },
         },
       },
-      async (request, reply) => {
+      async (request) => {
         const { body } = request;
         const caller = callerOf(request, institutionOf(body), body.requesterIdentifier);
         const view = await commands.reject(
@@ -78,14 +78,14 @@ export function providerRoutes(ctx: AppContext) {
           ifMatchOf(request),
           body.rejectedByName,
         );
-        return withEtag(reply, view);
+        return view;
       },
     );
 
     app.post(
       '/referrals/:referralId/request-action',
       {
-        config: { action: 'referral.request-action' },
+        config: { action: 'referral.request-action', responseHeaders: referralHeaders },
         schema: {
           tags: TAG,
           summary: 'Ask the sender to act on a referral',
@@ -97,7 +97,7 @@ export function providerRoutes(ctx: AppContext) {
           response: { 200: Referral, ...problemResponses },
         },
       },
-      async (request, reply) => {
+      async (request) => {
         const { body } = request;
         const caller = callerOf(request, institutionOf(body), body.requesterIdentifier);
         const view = await commands.requestAction(
@@ -107,14 +107,14 @@ export function providerRoutes(ctx: AppContext) {
           ifMatchOf(request),
           body.requestedByName,
         );
-        return withEtag(reply, view);
+        return view;
       },
     );
 
     app.put(
       '/referrals/:referralId/appointments/:appointmentId',
       {
-        config: { action: 'referral.upsert-appointment' },
+        config: { action: 'referral.upsert-appointment', responseHeaders: referralHeaders },
         schema: {
           tags: TAG,
           summary: 'Create or update an appointment',
@@ -140,7 +140,7 @@ export function providerRoutes(ctx: AppContext) {
           response: { 200: Referral, ...problemResponses },
         },
       },
-      async (request, reply) => {
+      async (request) => {
         const { body, params } = request;
         const caller = callerOf(request, institutionOf(body), body.requesterIdentifier);
         const view = await commands.upsertAppointment(
@@ -150,7 +150,7 @@ export function providerRoutes(ctx: AppContext) {
           { status: body.status, startAt: body.startAt, location: body.location },
           ifMatchOf(request),
         );
-        return withEtag(reply, view);
+        return view;
       },
     );
   };

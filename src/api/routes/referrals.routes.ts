@@ -7,7 +7,7 @@ import { ValidationError } from '../../errors.ts';
 import type { AppContext } from '../../context.ts';
 import type { CoreStatus } from '../../domain/statuses.ts';
 import { callerOf } from '../plugins/auth.ts';
-import { ifMatchOf, institutionOf, withEtag } from '../http.ts';
+import { ifMatchOf, institutionOf, createdReferralHeaders, referralHeaders } from '../http.ts';
 import {
   ActingFor,
   InstitutionId,
@@ -113,7 +113,7 @@ export function referralRoutes(ctx: AppContext) {
     app.get(
       '/referrals/:referralId',
       {
-        config: { action: 'referral.read' },
+        config: { action: 'referral.read', responseHeaders: referralHeaders },
         schema: {
           tags: TAG,
           summary: 'Get a referral',
@@ -138,7 +138,7 @@ export function referralRoutes(ctx: AppContext) {
           response: { 200: Referral, ...problemResponses },
         },
       },
-      async (request, reply) => {
+      async (request) => {
         const { query } = request;
         const fields = (query.additionalField ?? [])
           .flatMap((f) => f.split(','))
@@ -154,14 +154,14 @@ export function referralRoutes(ctx: AppContext) {
         const view = await ctx.referralQueries.get(caller, request.params.referralId, {
           ehrForm: fields.includes('ehrForm'),
         });
-        return withEtag(reply, view);
+        return view;
       },
     );
 
     app.post(
       '/referrals',
       {
-        config: { action: 'referral.create' },
+        config: { action: 'referral.create', responseHeaders: createdReferralHeaders },
         schema: {
           tags: TAG,
           summary: 'Create a draft referral',
@@ -177,15 +177,14 @@ export function referralRoutes(ctx: AppContext) {
           requesterIdentifier,
         );
         const view = await ctx.referralCommands.create(caller, fields);
-        void reply.code(201).header('Location', `/api/v1/referrals/${view.id}`);
-        return withEtag(reply, view);
+        return reply.code(201).send(view);
       },
     );
 
     app.patch(
       '/referrals/:referralId',
       {
-        config: { action: 'referral.update' },
+        config: { action: 'referral.update', responseHeaders: referralHeaders },
         schema: {
           tags: TAG,
           summary: 'Update a draft (or a referral that awaits the sender)',
@@ -195,7 +194,7 @@ export function referralRoutes(ctx: AppContext) {
           response: { 200: Referral, ...problemResponses },
         },
       },
-      async (request, reply) => {
+      async (request) => {
         const { institutionIdType, institutionId, requesterIdentifier, ...fields } = request.body;
         const caller = callerOf(
           request,
@@ -208,7 +207,7 @@ export function referralRoutes(ctx: AppContext) {
           fields,
           ifMatchOf(request),
         );
-        return withEtag(reply, view);
+        return view;
       },
     );
 
@@ -241,7 +240,7 @@ export function referralRoutes(ctx: AppContext) {
     app.post(
       '/referrals/:referralId/submit',
       {
-        config: { action: 'referral.submit' },
+        config: { action: 'referral.submit', responseHeaders: referralHeaders },
         schema: {
           tags: TAG,
           summary: 'Submit a referral to its provider',
@@ -252,19 +251,16 @@ export function referralRoutes(ctx: AppContext) {
           response: { 200: Referral, ...problemResponses },
         },
       },
-      async (request, reply) => {
+      async (request) => {
         const caller = callerOf(request, institutionOf(request.body), request.body.requesterIdentifier);
-        return withEtag(
-          reply,
-          await ctx.referralCommands.submit(caller, request.params.referralId, ifMatchOf(request)),
-        );
+        return await ctx.referralCommands.submit(caller, request.params.referralId, ifMatchOf(request));
       },
     );
 
     app.post(
       '/referrals/:referralId/cancel',
       {
-        config: { action: 'referral.cancel' },
+        config: { action: 'referral.cancel', responseHeaders: referralHeaders },
         schema: {
           tags: TAG,
           summary: 'Cancel a referral',
@@ -276,7 +272,7 @@ export function referralRoutes(ctx: AppContext) {
           response: { 200: ReferralSummary, ...problemResponses },
         },
       },
-      async (request, reply) => {
+      async (request) => {
         const { body } = request;
         const caller = callerOf(request, institutionOf(body), body.requesterIdentifier);
         const summary = await ctx.referralCommands.cancel(
@@ -285,14 +281,14 @@ export function referralRoutes(ctx: AppContext) {
           { cancelNote: body.cancelNote, cancelledByName: body.cancelledByName },
           ifMatchOf(request),
         );
-        return withEtag(reply, summary);
+        return summary;
       },
     );
 
     app.post(
       '/referrals/:referralId/back-to-draft',
       {
-        config: { action: 'referral.back-to-draft' },
+        config: { action: 'referral.back-to-draft', responseHeaders: referralHeaders },
         schema: {
           tags: TAG,
           summary: 'Return a referral to draft',
@@ -301,12 +297,9 @@ export function referralRoutes(ctx: AppContext) {
           response: { 200: ReferralSummary, ...problemResponses },
         },
       },
-      async (request, reply) => {
+      async (request) => {
         const caller = callerOf(request, institutionOf(request.body), request.body.requesterIdentifier);
-        return withEtag(
-          reply,
-          await ctx.referralCommands.backToDraft(caller, request.params.referralId, ifMatchOf(request)),
-        );
+        return await ctx.referralCommands.backToDraft(caller, request.params.referralId, ifMatchOf(request));
       },
     );
 

@@ -4,10 +4,12 @@ import * as m0001 from './0001-initial.ts';
 import * as m0002 from './0002-ehr-bridge.ts';
 import * as m0003 from './0003-installation-secrets.ts';
 import * as m0004 from './0004-list-counts.ts';
+import * as m0005 from './0005-keyed-writes-in-one-transaction.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
   '0002-ehr-bridge': m0002,
   '0003-installation-secrets': m0003,
   '0004-list-counts': m0004,
+  '0005-keyed-writes-in-one-transaction': m0005,
 };
