@@ -70,3 +70,49 @@ export function createLogger(
   }
   return pino(options, pino.destination(1));
 }
+
+// One log line when a dependency goes away, one when it is back, and a count of what failed in
+// between: an outage of Redis or PostgreSQL otherwise writes the same warning once per request or job
+// (dozens of identical lines a second), which buries everything else and tells an operator nothing
+// more than the first line did.
+
+export interface OutageLog {
+  /** A call failed because the dependency is away: logged if it is the first since it was last up. */
+  failed(fields?: Readonly<Record<string, unknown>>): void;
+  /** The dependency answered again: logs the end of an outage, with how many calls failed. */
+  recovered(): void;
+  readonly ongoing: boolean;
+}
+
+export interface OutageWording {
+  /** What the log's `outage` field names: `database`, `redis`. */
+  readonly dependency: string;
+  readonly down: string;
+  readonly up: string;
+}
+
+export function createOutageLog(logger: Logger, wording: OutageWording, now = () => Date.now()): OutageLog {
+  let outage: { since: number; failures: number } | undefined;
+  return {
+    failed(fields = {}) {
+      if (outage !== undefined) {
+        outage.failures++;
+        return;
+      }
+      outage = { since: now(), failures: 1 };
+      logger.warn({ ...fields, outage: wording.dependency }, wording.down);
+    },
+    recovered() {
+      if (outage === undefined) return;
+      const { since, failures } = outage;
+      outage = undefined;
+      logger.info(
+        { outage: wording.dependency, failures, seconds: Math.round((now() - since) / 100) / 10 },
+        wording.up,
+      );
+    },
+    get ongoing() {
+      return outage !== undefined;
+    },
+  };
+}

@@ -104,8 +104,14 @@ export async function openStore(target: StoreTarget): Promise<Store> {
       idleTimeoutMillis: 30_000,
       application_name: 'refhub',
     });
-    // An idle client that loses its server must not crash the process; the next query reports it.
+    // A client that loses its server must not crash the process. The pool listens to idle clients
+    // (and drops them); a client in use emits its error too, after failing its queries with it, and
+    // an EventEmitter 'error' with no listener would throw. The failed query reports the error, and
+    // the pool drops the broken client when it comes back.
     pool.on('error', () => undefined);
+    pool.on('connect', (client) => {
+      client.on('error', () => undefined);
+    });
     const db = new Kysely<Database>({
       dialect: new PostgresDialect({ pool: target.preparedStatements === false ? pool : preparing(pool) }),
     });
@@ -157,6 +163,41 @@ export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationRe
 export async function isMigrated(db: Kysely<Database>): Promise<boolean> {
   const list = await createMigrator(db).getMigrations();
   return list.every((m) => m.executedAt !== undefined);
+}
+
+const UNREACHABLE_NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+/**
+ * SQLSTATEs of a server that is away or cannot take the work now: connection exceptions (class 08),
+ * shutting down or starting up (57P01-57P03), out of connections or other resources (class 53),
+ * and the transient answers a retry may pass (serialization failure, deadlock, lock wait bound).
+ */
+const TRANSIENT_SQLSTATE = /^(08...|57P0[1-3]|53...|40001|40P01|55P03)$/;
+/** node-postgres reports a lost connection, and its pool a connect timeout, by message alone. */
+const UNREACHABLE_MESSAGE =
+  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed)/;
+
+/**
+ * Whether `error` means the database cannot do the work now (an outage, or a transient conflict a
+ * retry passes) rather than a defect: such requests are answered 503 with Retry-After, not 500.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  for (let e: unknown = error; typeof e === 'object' && e !== null; e = (e as { cause?: unknown }).cause) {
+    const { code, message } = e as { code?: unknown; message?: unknown };
+    if (typeof code === 'string' && (UNREACHABLE_NETWORK_CODES.has(code) || TRANSIENT_SQLSTATE.test(code)))
+      return true;
+    if (typeof message === 'string' && UNREACHABLE_MESSAGE.test(message)) return true;
+  }
+  return false;
 }
 
 export async function ping(db: Kysely<Database>): Promise<void> {

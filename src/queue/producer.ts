@@ -3,7 +3,7 @@
 // connection fails fast, so a Redis outage surfaces as an error the relay can retry later.
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { Logger } from '../logger.ts';
+import { createOutageLog, type Logger } from '../logger.ts';
 import { checkRedis, connectRedis, connected, type RedisHealth } from './connections.ts';
 import {
   QUEUE_NAMES,
@@ -60,10 +60,20 @@ export interface QueueProducer {
 
 export function createQueueProducer(settings: QueueSettings, logger: Logger): QueueProducer {
   const redis = connectRedis(settings.redisUrl, 'producer', logger);
+  // Every failed call of every queue emits `error`: during an outage, one line when it starts and
+  // one with the count when it ends.
+  const outage = createOutageLog(logger, {
+    dependency: 'redis',
+    down: 'queue error: the queues cannot be reached; work waits in the outbox',
+    up: 'the queues are reachable again',
+  });
+  redis.on('ready', () => {
+    outage.recovered();
+  });
   const make = <N extends QueueName>(name: N) => {
     const queue = new Queue<QueuePayloads[N]>(name, { connection: redis, prefix: settings.queuePrefix });
     queue.on('error', (error: Error) => {
-      logger.warn({ queue: name, err: { message: error.message } }, 'queue error');
+      outage.failed({ queue: name, err: { message: error.message } });
     });
     return queue;
   };

@@ -21,8 +21,14 @@ async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
+export interface TestStoreOptions {
+  readonly migrate?: boolean;
+  /** How refhub reaches PostgreSQL: for example through a proxy a test can cut. */
+  readonly reach?: (url: URL) => URL;
+}
+
 /** A migrated, empty store on `engine`. Closing it drops the PostgreSQL database. */
-export async function openTestStore(engine: Engine, options: { migrate?: boolean } = {}): Promise<Store> {
+export async function openTestStore(engine: Engine, options: TestStoreOptions = {}): Promise<Store> {
   let store: Store;
   let drop: (() => Promise<void>) | undefined;
   if (engine === 'pglite') {
@@ -32,7 +38,8 @@ export async function openTestStore(engine: Engine, options: { migrate?: boolean
     await admin((c) => c.query(`CREATE DATABASE ${name}`));
     const url = new URL(testDatabaseUrl());
     url.pathname = `/${name}`;
-    store = await openStore({ engine: 'postgres', url: url.toString(), poolSize: 5 });
+    const reached = options.reach?.(new URL(url)) ?? url;
+    store = await openStore({ engine: 'postgres', url: reached.toString(), poolSize: 5 });
     drop = () => admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined);
   }
   if (options.migrate !== false) await migrateToLatest(store.db);

@@ -9,7 +9,7 @@ import type { Engine } from '../../src/db/database.ts';
 import type { Clock } from '../../src/domain/clock.ts';
 import { createLogger } from '../../src/logger.ts';
 import { DEMO_CATALOG_FILE } from '../../src/services/demo-setup.ts';
-import { openTestStore } from './engines.ts';
+import { openTestStore, type TestStoreOptions } from './engines.ts';
 
 export interface TestParty {
   readonly key: string;
@@ -37,6 +37,7 @@ export interface TestApp {
 export interface TestAppOptions {
   readonly env?: Record<string, string>;
   readonly clock?: Clock;
+  readonly store?: TestStoreOptions;
 }
 
 export async function createTestApp(engine: Engine, options: TestAppOptions = {}): Promise<TestApp> {
@@ -53,7 +54,7 @@ export async function createTestApp(engine: Engine, options: TestAppOptions = {}
       done();
     },
   });
-  const store = await openTestStore(engine);
+  const store = await openTestStore(engine, options.store);
   const ctx = await createContext(config, 'test', {
     store,
     logger: createLogger(config, sink),

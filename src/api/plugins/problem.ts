@@ -2,7 +2,11 @@
 // A 5xx never carries a stack trace, SQL or patient data; the log gets a sanitized record instead.
 // Denied attempts on referral routes are audited on their own, since the work's transaction rolled back.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, ValidationError, type FieldError } from '../../errors.ts';
+import { AppError, UnavailableError, ValidationError, type FieldError } from '../../errors.ts';
+import { isDatabaseUnavailable } from '../../db/database.ts';
+import { QUEUE_UNAVAILABLE } from '../../queue/connections.ts';
+import { createOutageLog } from '../../logger.ts';
+import { isApiRoute } from '../http.ts';
 import type { AppContext } from '../../context.ts';
 import { actionOf, auditRequest } from '../request-audit.ts';
 import { IdempotencyKeyTaken } from './idempotency.ts';
@@ -61,8 +65,15 @@ export function fieldErrors(validation: readonly AjvError[], context: string | u
   return out;
 }
 
+const DATABASE_UNAVAILABLE = () =>
+  new UnavailableError('The database cannot be reached at the moment. Retry in a few seconds.');
+const QUEUES_UNAVAILABLE = () =>
+  new UnavailableError('The queues cannot be reached at the moment. Retry in a few seconds.');
+
 function toAppError(error: FastifyError): AppError {
   if (error instanceof AppError) return error;
+  if (isDatabaseUnavailable(error)) return DATABASE_UNAVAILABLE();
+  if (error.code === QUEUE_UNAVAILABLE) return QUEUES_UNAVAILABLE();
   if (error.validation) {
     return new ValidationError(fieldErrors(error.validation, error.validationContext));
   }
@@ -135,6 +146,16 @@ async function auditDenied(ctx: AppContext, request: FastifyRequest, error: AppE
 }
 
 export function registerProblemHandlers(app: FastifyInstance, ctx: AppContext): void {
+  const databaseOutage = createOutageLog(ctx.logger, {
+    dependency: 'database',
+    down: 'the database cannot be reached; answering 503',
+    up: 'the database is reachable again',
+  });
+  // An API answer below 500 went through the database (authentication reads the key there).
+  app.addHook('onResponse', async (request, reply) => {
+    if (databaseOutage.ongoing && reply.statusCode < 500 && isApiRoute(request)) databaseOutage.recovered();
+  });
+
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     if (error instanceof IdempotencyKeyTaken && request.idempotency !== null) {
       try {
@@ -144,19 +165,23 @@ export function registerProblemHandlers(app: FastifyInstance, ctx: AppContext): 
       }
     }
     const appError = toAppError(error);
-    if (appError.status >= 500) {
-      const pgCode = (error as { code?: unknown }).code;
+    const errorCode = (error as { code?: unknown }).code;
+    if (appError.code === 'internal_error') {
       // Only the error's kind and where it was thrown: driver messages may quote stored values.
       request.log.error(
         {
           err: {
             type: error.name,
-            code: typeof pgCode === 'string' ? pgCode : undefined,
+            code: typeof errorCode === 'string' ? errorCode : undefined,
             stack: error.stack?.split('\n').slice(1, 8).join('\n'),
           },
         },
-        'request failed',
+        'request failed: a defect in refhub (500)',
       );
+    } else if (appError.code === 'unavailable' && !(error instanceof AppError)) {
+      if (isDatabaseUnavailable(error)) {
+        databaseOutage.failed({ code: typeof errorCode === 'string' ? errorCode : error.name });
+      }
     }
     await auditDenied(ctx, request, appError);
     if (appError.code === 'unauthorized') reply.header('WWW-Authenticate', 'ApiKey');
