@@ -33,6 +33,13 @@ export interface FailedForward {
   readonly version: number | null;
 }
 
+/** A forward that is due, as the reconciler pages through them. */
+export interface DueForward {
+  readonly id: string;
+  readonly dueVersion: number;
+  readonly updatedAt: Date;
+}
+
 /** The forwarding columns of a referral, read under a row lock. */
 export interface ForwardingRow {
   readonly version: number;
@@ -183,11 +190,12 @@ export function ehrSubmissionRepository(db: Executor) {
     /**
      * Referrals whose forward is due and that no queue job may be carrying: queued, and untouched for
      * `quietSince` (the relay and the worker get time to act first), with no undispatched outbox row.
+     * Oldest first, a page at a time: `after` is the last row of the previous page.
      */
-    async dueWithoutProgress(quietSince: Date, limit: number): Promise<{ id: string; dueVersion: number }[]> {
-      const rows = await db
+    async dueWithoutProgress(quietSince: Date, limit: number, after?: DueForward): Promise<DueForward[]> {
+      let query = db
         .selectFrom('referrals as r')
-        .select(['r.id', 'r.ehr_due_version'])
+        .select(['r.id', 'r.ehr_due_version', 'r.updated_at'])
         .where('r.ehr_state', '=', 'queued')
         .where('r.ehr_due_version', 'is not', null)
         .where('r.updated_at', '<', quietSince)
@@ -205,11 +213,17 @@ export function ehrSubmissionRepository(db: Executor) {
                 .where('o.processed_at', 'is', null),
             ),
           ),
-        )
-        .orderBy('r.updated_at')
-        .limit(limit)
-        .execute();
-      return rows.map((r) => ({ id: r.id, dueVersion: r.ehr_due_version ?? 0 }));
+        );
+      if (after !== undefined) {
+        query = query.where((eb) =>
+          eb.or([
+            eb('r.updated_at', '>', after.updatedAt),
+            eb.and([eb('r.updated_at', '=', after.updatedAt), eb('r.id', '>', after.id)]),
+          ]),
+        );
+      }
+      const rows = await query.orderBy('r.updated_at').orderBy('r.id').limit(limit).execute();
+      return rows.map((r) => ({ id: r.id, dueVersion: r.ehr_due_version ?? 0, updatedAt: r.updated_at }));
     },
 
     /**

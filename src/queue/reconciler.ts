@@ -4,7 +4,7 @@
 // database. Everything it calls is idempotent, so several reconcilers may run at once.
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
-import { ehrSubmissionRepository } from '../db/ehr-submission.repository.ts';
+import { ehrSubmissionRepository, type DueForward } from '../db/ehr-submission.repository.ts';
 import { reminderRepository } from '../db/reminder.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Logger } from '../logger.ts';
@@ -21,6 +21,8 @@ export interface ReconcilerDeps {
   readonly metrics: Pick<Metrics, 'reconcilerRepaired'>;
   /** A forward untouched for this long, with no live job, is re-enqueued. */
   readonly quietMs?: number;
+  /** How many referrals one read of the database returns. */
+  readonly pageSize?: number;
 }
 
 export interface Repairs {
@@ -28,24 +30,32 @@ export interface Repairs {
   readonly schedulersRebuilt: number;
 }
 
-const PAGE = 500;
-
 export function createReconciler(deps: ReconcilerDeps) {
   const quietMs = deps.quietMs ?? 5_000;
+  const PAGE = deps.pageSize ?? 500;
 
+  /**
+   * Every due forward without a live job, oldest first, a page at a time: one run puts back all that
+   * Redis lost, and the referrals whose jobs are still queued never hide the ones after them.
+   */
   async function requeueForwards(): Promise<number> {
     let requeued = 0;
     const since = new Date(deps.clock.now().getTime() - quietMs);
-    const due = await ehrSubmissionRepository(deps.db).dueWithoutProgress(since, PAGE);
-    for (const { id, dueVersion } of due) {
-      const added = await deps.producer.ensureForward({
-        referralId: id,
-        version: dueVersion,
-        requestId: `reconcile.${id}.v${dueVersion}`,
-      });
-      if (added) requeued++;
+    const ledger = ehrSubmissionRepository(deps.db);
+    let after: DueForward | undefined;
+    for (;;) {
+      const due = await ledger.dueWithoutProgress(since, PAGE, after);
+      for (const { id, dueVersion } of due) {
+        const added = await deps.producer.ensureForward({
+          referralId: id,
+          version: dueVersion,
+          requestId: `reconcile.${id}.v${dueVersion}`,
+        });
+        if (added) requeued++;
+      }
+      if (due.length < PAGE) return requeued;
+      after = due.at(-1);
     }
-    return requeued;
   }
 
   async function rebuildSchedulers(): Promise<number> {

@@ -42,7 +42,7 @@ describe.each(ENGINES)('the reconciler on %s', (engine) => {
       handlers: outboxHandlers(t.ctx),
     });
   /** A reconciler that sees every forward as quiet at once (`quietMs` 0), unless told otherwise. */
-  const reconciler = (quietMs = 0) =>
+  const reconciler = (quietMs = 0, pageSize?: number) =>
     createReconciler({
       db: t.ctx.db,
       clock: systemClock,
@@ -51,6 +51,7 @@ describe.each(ENGINES)('the reconciler on %s', (engine) => {
       metrics: t.ctx.metrics,
       reminderScheduleFor: (id) => t.ctx.reminders.scheduleFor(id),
       quietMs,
+      ...(pageSize === undefined ? {} : { pageSize }),
     });
   const submitted = async (): Promise<ReferralJson> => {
     const draft = await createDraft(t);
@@ -63,7 +64,7 @@ describe.each(ENGINES)('the reconciler on %s', (engine) => {
     const r = await submitted();
     expect(await due()).toEqual([]);
     await relay().drainOnce();
-    expect(await due()).toEqual([{ id: r.id, dueVersion: r.version }]);
+    expect(await due()).toEqual([{ id: r.id, dueVersion: r.version, updatedAt: expect.any(Date) }]);
     // Touched within the quiet period: the relay and the worker get time to act first.
     expect(
       await ehrSubmissionRepository(t.ctx.db).dueWithoutProgress(new Date(Date.now() - 60_000), 100),
@@ -128,6 +129,22 @@ describe.each(ENGINES)('the reconciler on %s', (engine) => {
     });
     // Repaired: a second run finds nothing to do.
     expect(await reconciler().reconcileOnce()).toEqual({ forwardsRequeued: 0, schedulersRebuilt: 0 });
+  });
+
+  it('puts back every lost forward in one run, page after page, past the ones still queued', async () => {
+    const referrals: ReferralJson[] = [];
+    for (let i = 0; i < 8; i++) referrals.push(await submitted());
+    await relay().drainOnce();
+    await forwards().obliterate({ force: true });
+    // The three oldest still have their jobs (a page's worth): the run must look past them.
+    for (const r of referrals.slice(0, 3)) {
+      expect(
+        await t.ctx.queues.ensureForward({ referralId: r.id, version: r.version, requestId: 'still-live' }),
+      ).toBe(true);
+    }
+    expect(await reconciler(0, 3).reconcileOnce()).toMatchObject({ forwardsRequeued: 5 });
+    expect(await liveJobIds()).toEqual(referrals.map((r) => forwardJobId(r.id, r.version)).sort());
+    expect(await reconciler(0, 3).reconcileOnce()).toMatchObject({ forwardsRequeued: 0 });
   });
 
   it('rebuilds the lost reminder schedule of a pending referral, from its timeline', async () => {

@@ -41,7 +41,12 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     const closing = server;
     server = undefined;
     for (const socket of sockets) socket.resetAndDestroy();
-    if (closing !== undefined) await new Promise<void>((resolve) => closing.close(() => { resolve(); }));
+    if (closing !== undefined)
+      await new Promise<void>((resolve) =>
+        closing.close(() => {
+          resolve();
+        }),
+      );
   };
   await listen();
   return {
