@@ -64,7 +64,9 @@ describe.each(ENGINES)('the reconciler on %s', (engine) => {
     const r = await submitted();
     expect(await due()).toEqual([]);
     await relay().drainOnce();
-    expect(await due()).toEqual([{ id: r.id, dueVersion: r.version, updatedAt: expect.any(Date) }]);
+    expect((await due()).map(({ id, dueVersion }) => ({ id, dueVersion }))).toEqual([
+      { id: r.id, dueVersion: r.version },
+    ]);
     // Touched within the quiet period: the relay and the worker get time to act first.
     expect(
       await ehrSubmissionRepository(t.ctx.db).dueWithoutProgress(new Date(Date.now() - 60_000), 100),
