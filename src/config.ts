@@ -27,6 +27,8 @@ export interface Config {
   readonly ehrMaxAttempts: number;
   /** The first retry waits about this long; each later one doubles it (with jitter), up to 15 minutes. */
   readonly ehrBackoffBaseMs: number;
+  /** The overall deadline of one attempt to deliver a form, from connecting to the answer's last byte. */
+  readonly ehrAttemptTimeoutSeconds: number;
   readonly reminderAfterSeconds: number;
   readonly reminderIntervalSeconds: number;
   readonly reminderMax: number;
@@ -135,6 +137,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     ehrToken: read(env, 'EHR_TOKEN'),
     ehrMaxAttempts: integer(env, 'EHR_MAX_ATTEMPTS', 10, 1, 100),
     ehrBackoffBaseMs: integer(env, 'EHR_BACKOFF_BASE_MS', 2_000, 10, 600_000),
+    ehrAttemptTimeoutSeconds: integer(env, 'EHR_ATTEMPT_TIMEOUT_SECONDS', 30, 1, 600),
     reminderAfterSeconds: integer(env, 'REMINDER_AFTER_SECONDS', 86_400, 1, 31_536_000),
     reminderIntervalSeconds: integer(env, 'REMINDER_INTERVAL_SECONDS', 86_400, 1, 31_536_000),
     reminderMax: integer(env, 'REMINDER_MAX', 3, 0, 100),

@@ -1,8 +1,13 @@
 // The one way refhub talks to the EHR: a dedicated undici Agent with explicit connect, header and
-// body timeouts, a cap on the response size, and no redirects (undici follows none unless told to; a
+// body timeouts, one overall deadline per attempt, a cap on the response size, and no redirects (undici follows none unless told to; a
 // 3xx is answered like any other 4xx-class refusal). The caller hands over the exact request bytes;
 // this module adds the headers of contract §7 and reports what happened, never throwing for an
 // answer the EHR gave. Response bodies are always read to the end (or the cap), so sockets are reused.
+//
+// The per-phase timeouts restart with every byte, so an EHR that trickles its answer could hold an
+// attempt (and a worker slot) indefinitely. The overall deadline ends the attempt, whatever phase it
+// is in, as a timeout: the forwarder retries it like any other, and the EHR deduplicates the retry on
+// its message ID. An answer whose body is cut off or over the cap is still judged by its status.
 import { Agent, request } from 'undici';
 import { contentDigest } from './content-digest.ts';
 
@@ -13,6 +18,8 @@ export interface EhrClientOptions {
   readonly headersTimeoutMs?: number;
   readonly bodyTimeoutMs?: number;
   readonly maxResponseBytes?: number;
+  /** The whole attempt, from connecting to the last byte of the answer. */
+  readonly attemptTimeoutMs?: number;
 }
 
 export type EhrAnswer =
@@ -38,7 +45,11 @@ export const EHR_TIMEOUTS = {
   headersTimeoutMs: 30_000,
   bodyTimeoutMs: 30_000,
   maxResponseBytes: 64 * 1024,
+  attemptTimeoutMs: 30_000,
 } as const;
+
+/** The network error code of an attempt that reached its overall deadline. */
+export const ATTEMPT_TIMEOUT = 'EHR_ATTEMPT_TIMEOUT';
 
 export function createEhrClient(options: EhrClientOptions): EhrClient {
   const limits = { ...EHR_TIMEOUTS, ...definedOnly(options) };
@@ -54,10 +65,12 @@ export function createEhrClient(options: EhrClientOptions): EhrClient {
     url: options.url,
 
     async send(body, messageId) {
+      const deadline = AbortSignal.timeout(limits.attemptTimeoutMs);
       try {
         const response = await request(options.url, {
           method: 'POST',
           dispatcher: agent,
+          signal: deadline,
           body,
           headers: {
             'content-type': 'application/json',
@@ -73,6 +86,7 @@ export function createEhrClient(options: EhrClientOptions): EhrClient {
         try {
           text = await response.body.text();
         } catch {
+          if (deadline.aborted) return { kind: 'network-error', code: ATTEMPT_TIMEOUT };
           text = '';
         }
         return {
@@ -82,7 +96,7 @@ export function createEhrClient(options: EhrClientOptions): EhrClient {
           retryAfterMs: retryAfterMs(response.headers['retry-after'], Date.now()),
         };
       } catch (error) {
-        return { kind: 'network-error', code: errorCode(error) };
+        return { kind: 'network-error', code: deadline.aborted ? ATTEMPT_TIMEOUT : errorCode(error) };
       }
     },
 

@@ -53,7 +53,11 @@ export function createReconcilerFor(ctx: AppContext): Reconciler {
 export function startBackground(ctx: AppContext, options: BackgroundOptions): Background {
   const { config, logger } = ctx;
   const connection = connectRedis(config.redisUrl, 'worker', logger);
-  const ehr = createEhrClient({ url: options.ehrUrl, token: config.ehrToken });
+  const ehr = createEhrClient({
+    url: options.ehrUrl,
+    token: config.ehrToken,
+    attemptTimeoutMs: config.ehrAttemptTimeoutSeconds * 1000,
+  });
   const workers: Worker[] = [
     startEhrForwardWorker(
       {
