@@ -26,7 +26,7 @@ async function tricklingPeer(answer: string, everyMs: number, firstBytes = 0) {
         }
         socket.write(answer[sent++] ?? '');
       }, everyMs);
-      socket.on('close', () => clearInterval(timer));
+      socket.on('close', () => { clearInterval(timer); });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -36,7 +36,7 @@ async function tricklingPeer(answer: string, everyMs: number, firstBytes = 0) {
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
-        server.close(() => resolve());
+        server.close(() => { resolve(); });
       }),
   };
 }
@@ -56,7 +56,7 @@ describe('an EHR attempt has one overall deadline', () => {
     const started = Date.now();
     const answer = await Promise.race([
       client.send(Buffer.from('{}'), 'message-1'),
-      new Promise<'still waiting'>((resolve) => setTimeout(() => resolve('still waiting'), GIVE_UP_MS)),
+      new Promise<'still waiting'>((resolve) => setTimeout(() => { resolve('still waiting'); }, GIVE_UP_MS)),
     ]);
     return { answer, ms: Date.now() - started };
   }
