@@ -45,6 +45,8 @@ export interface Config {
   readonly metricsToken: string | undefined;
   /** How long a stopping process waits for requests and jobs in flight before it gives up. */
   readonly shutdownGraceSeconds: number;
+  /** Who may read `/docs` and `/openapi.json`: anyone, ops keys only, or nobody (not served). */
+  readonly apiDocs: 'public' | 'ops' | 'off';
 }
 
 export class ConfigError extends Error {
@@ -109,9 +111,9 @@ function secret(env: Env, name: string, minLength: number): string | undefined {
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
-  const nodeEnv = read(env, 'NODE_ENV');
-  const mode: Config['env'] =
-    nodeEnv === 'production' ? 'production' : nodeEnv === 'test' ? 'test' : 'development';
+  // Anything but these three stops the start: a typo such as `prod` must not turn production into
+  // development, with demo keys and the sandbox EHR.
+  const mode = oneOf(env, 'NODE_ENV', ['development', 'production', 'test'] as const, 'development');
   const port = integer(env, 'PORT', 3000, 0, 65535);
   const host = read(env, 'HOST') ?? '127.0.0.1';
   const publicUrl = (url(env, 'PUBLIC_URL', ['http:', 'https:']) ?? `http://${host}:${port}`).replace(
@@ -146,6 +148,12 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     sessionSecret: secret(env, 'SESSION_SECRET', 32),
     metricsToken: secret(env, 'METRICS_TOKEN', 32),
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 20, 1, 600),
+    apiDocs: oneOf(
+      env,
+      'API_DOCS',
+      ['public', 'ops', 'off'] as const,
+      mode === 'production' ? 'ops' : 'public',
+    ),
   };
   if (mode === 'production' && config.ehrUrl === undefined) {
     throw new ConfigError('EHR_URL', 'is required when NODE_ENV=production (the sandbox EHR is off)');

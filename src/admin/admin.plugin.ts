@@ -8,7 +8,7 @@ import type { AppContext } from '../context.ts';
 import { UnauthorizedError } from '../errors.ts';
 import { ADMIN_PATH, BOARD_PATH } from './admin-access.ts';
 import { createAdminAudit } from './admin-audit.ts';
-import { createFailureLimiter } from './failure-limiter.ts';
+import { createFailureLimiter, FAILED_AUTHENTICATION } from '../domain/failure-limiter.ts';
 import { createOpsAuth } from './ops-auth.ts';
 import { createOpsOverview } from './ops-overview.ts';
 import { overviewPageCsp, renderOverviewPage } from './overview.page.ts';
@@ -47,8 +47,6 @@ export const BOARD_CSP = [
 const THIRD_PARTY_LINK = /<link\b[^>]*\bhref="https?:\/\/[^"]*"[^>]*>\s*/gi;
 
 /** Failed sign-ins one client address may make in the window before they are answered 429. */
-const FAILED_SIGN_INS = { max: 10, windowMs: 10 * 60_000 };
-
 export function adminPlugin(ctx: AppContext) {
   return async (app: FastifyInstance) => {
     const writable = ctx.config.opsDashboardWrite;
@@ -59,7 +57,7 @@ export function adminPlugin(ctx: AppContext) {
     const auth = createOpsAuth({
       authenticate: (presented) => ctx.apiKeys.authenticate(presented),
       audit,
-      limiter: createFailureLimiter({ clock: ctx.clock, ...FAILED_SIGN_INS }),
+      limiter: createFailureLimiter({ clock: ctx.clock, ...FAILED_AUTHENTICATION }),
       writable,
       onGranted: () => {
         board.attach();

@@ -9,7 +9,7 @@ import type { ApiKeyRecord } from '../db/api-key.repository.ts';
 import { AppError, ForbiddenRoleError, UnauthorizedError } from '../errors.ts';
 import { accessOf, referralIdsOf, type AdminAccess } from './admin-access.ts';
 import { userNameForAudit, type AdminAudit } from './admin-audit.ts';
-import type { FailureLimiter } from './failure-limiter.ts';
+import type { FailureLimiter } from '../domain/failure-limiter.ts';
 
 export const BASIC_CHALLENGE = 'Basic realm="refhub ops", charset="UTF-8"';
 

@@ -10,6 +10,7 @@ import type { AppContext } from '../context.ts';
 import { API_DESCRIPTION, API_VERSION } from './openapi.ts';
 import { API_PREFIX, isApiRoute, responseHeadersOf } from './http.ts';
 import { registerAuth } from './plugins/auth.ts';
+import { opsOnlyDocs } from './docs-access.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
 import { registerProblemHandlers } from './plugins/problem.ts';
 import { createValidatorCompiler } from './validation.ts';
@@ -116,8 +117,15 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       security: [{ ApiKey: [] }],
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
-  app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
+  if (ctx.config.apiDocs !== 'off') {
+    if (ctx.config.apiDocs === 'ops')
+      app.addHook(
+        'onRequest',
+        opsOnlyDocs((key) => ctx.apiKeys.authenticate(key)),
+      );
+    await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
+    app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
+  }
 
   await app.register(healthRoutes(ctx));
   await app.register(metricsRoutes(ctx));

@@ -35,6 +35,18 @@ export function createMetrics() {
     help: 'Requests refused because their API key went over its rate limit',
     registers: [registry],
   });
+  const stalledJobs = new Counter({
+    name: 'refhub_jobs_stalled_total',
+    help: 'Jobs found stalled (their worker died or hung) and given back to the queue, by queue',
+    labelNames: ['queue'] as const,
+    registers: [registry],
+  });
+  const authFailures = new Counter({
+    name: 'refhub_auth_failures_total',
+    help: 'Failed authentications (wrong API keys, unknown link tokens), refused or throttled, by kind',
+    labelNames: ['kind', 'outcome'] as const,
+    registers: [registry],
+  });
   const ehrAttempts = new Counter({
     name: 'refhub_ehr_forward_attempts_total',
     help: 'Attempts to forward a referral form to the EHR, by outcome and the EHR answer’s status class',
@@ -103,6 +115,14 @@ export function createMetrics() {
     },
     observeRequest(route: string, method: string, status: number, seconds: number): void {
       httpDuration.observe({ route, method, status_class: statusClass(status) }, seconds);
+    },
+    /** A job this process found stalled (another worker's lock expired) and gave back. */
+    jobStalled(queue: string): void {
+      stalledJobs.inc({ queue });
+    },
+    /** A failed authentication: answered 401/404 (`refused`) or, past the limit, 429 (`throttled`). */
+    authFailure(kind: 'api-key' | 'link-token', outcome: 'refused' | 'throttled'): void {
+      authFailures.inc({ kind, outcome });
     },
     rateLimited(): void {
       rateLimited.inc();

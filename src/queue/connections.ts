@@ -100,27 +100,45 @@ export interface RedisHealth {
 
 /**
  * BullMQ loses jobs if Redis may evict keys: only `maxmemory-policy noeviction` is safe. INFO works
- * where CONFIG is disabled (managed Redis).
+ * where CONFIG is disabled (managed Redis). A Redis that answers but refuses writes (out of memory
+ * under noeviction, or a read-only replica after a failover) cannot take queue work either: a write
+ * to `probeKey` (short-lived) finds out.
  */
-export async function checkRedis(redis: Redis): Promise<RedisHealth> {
+export async function checkRedis(redis: Redis, probeKey?: string): Promise<RedisHealth> {
   let info: string;
   try {
     await whenReady(redis, 3_000);
     info = await redis.info('memory');
-  } catch (error) {
+  } catch {
     return {
       reachable: false,
       evictionPolicy: undefined,
-      problem: `Redis is unreachable: ${(error as Error).message}`,
+      problem: 'Redis is unreachable',
     };
   }
   const policy = /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
-  return {
-    reachable: true,
-    evictionPolicy: policy,
-    problem:
-      policy === 'noeviction'
-        ? undefined
-        : `Redis maxmemory-policy is ${policy ?? 'unknown'}; queues need noeviction, or Redis may drop jobs`,
-  };
+  if (policy !== 'noeviction') {
+    return {
+      reachable: true,
+      evictionPolicy: policy,
+      problem: `Redis maxmemory-policy is ${policy ?? 'unknown'}; queues need noeviction, or Redis may drop jobs`,
+    };
+  }
+  if (probeKey !== undefined) {
+    try {
+      await redis.set(probeKey, '1', 'PX', 10_000);
+    } catch (error) {
+      const message = (error as Error).message;
+      return {
+        reachable: true,
+        evictionPolicy: policy,
+        problem: message.startsWith('OOM')
+          ? 'Redis refuses writes: it is out of memory (maxmemory)'
+          : message.startsWith('READONLY')
+            ? 'Redis refuses writes: it is a read-only replica'
+            : 'Redis refuses writes',
+      };
+    }
+  }
+  return { reachable: true, evictionPolicy: policy, problem: undefined };
 }

@@ -142,7 +142,7 @@ export function createQueueProducer(settings: QueueSettings, logger: Logger): Qu
       await queues.reminders.removeJobScheduler(reminderSchedulerId(referralId));
     },
 
-    health: () => checkRedis(redis),
+    health: () => checkRedis(redis, `${settings.queuePrefix}:readiness-probe`),
 
     async close() {
       await Promise.allSettled(QUEUE_NAMES.map((name) => queues[name].close()));

@@ -8,11 +8,12 @@
 // Only a real visit opens a link. HEAD answers without looking the token up, and a browser's
 // speculative prefetch (Sec-Purpose: prefetch) is declined, so neither can use the link up before
 // the person clicks it.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
+import { createFailureLimiter, FAILED_AUTHENTICATION } from '../domain/failure-limiter.ts';
 import type { LinkAction } from '../domain/referral-view.ts';
 import type { SessionGate } from './session-gate.ts';
-import { LINK_GONE, LINK_UNKNOWN, WebPageError } from './web-pages.ts';
+import { LINK_GONE, LINK_UNKNOWN, LINKS_THROTTLED, WebPageError } from './web-pages.ts';
 
 // Tokens are 256 random bits, base64url: 43 characters.
 const TOKEN = /^[A-Za-z0-9_-]{43}$/;
@@ -30,6 +31,16 @@ function isPrefetch(request: FastifyRequest): boolean {
 }
 
 export function linkRoutes(ctx: AppContext, gate: SessionGate) {
+  const failures = createFailureLimiter({ clock: ctx.clock, ...FAILED_AUTHENTICATION });
+  /** An unknown token: 404, or 429 once this address has tried too many. */
+  const unknownFrom = (request: FastifyRequest, reply: FastifyReply): WebPageError => {
+    const retryAfter = failures.fail(request.ip);
+    ctx.metrics.authFailure('link-token', retryAfter === undefined ? 'refused' : 'throttled');
+    if (retryAfter === undefined) return LINK_UNKNOWN();
+    void reply.header('Retry-After', String(retryAfter));
+    return LINKS_THROTTLED(retryAfter);
+  };
+
   return (app: FastifyInstance) => {
     app.get('/l/:token', { schema: { hide: true }, exposeHeadRoute: false }, async (request, reply) => {
       if (isPrefetch(request)) {
@@ -38,11 +49,11 @@ export function linkRoutes(ctx: AppContext, gate: SessionGate) {
         ]);
       }
       const { token } = request.params as { token: string };
-      if (!TOKEN.test(token)) throw LINK_UNKNOWN();
+      if (!TOKEN.test(token)) throw unknownFrom(request, reply);
       const result = await ctx.linkRedemption.redeem(token, request.id);
       switch (result.outcome) {
         case 'unknown':
-          throw LINK_UNKNOWN();
+          throw unknownFrom(request, reply);
         case 'used':
         case 'expired':
         case 'key-inactive':

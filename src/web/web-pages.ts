@@ -78,6 +78,12 @@ export const LINK_UNKNOWN = (): WebPageError =>
     'This link is not valid. Check that you opened the whole link, or ask your clinic system for a new one.',
   ]);
 
+export const LINKS_THROTTLED = (retryAfterSeconds: number): WebPageError =>
+  new WebPageError(429, 'Too many links that are not valid', [
+    'Too many links that are not valid were opened from this network.',
+    `Wait ${Math.ceil(retryAfterSeconds / 60)} minutes, then open the whole link again, or ask your clinic system for a new one.`,
+  ]);
+
 export const SESSION_MISSING = (): WebPageError =>
   new WebPageError(403, 'Your session for this referral has ended', [
     'Sessions end 2 hours after the link was opened, and they are tied to one referral in one browser.',

@@ -79,6 +79,11 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
       { connection, queuePrefix: config.queuePrefix },
     ),
   ];
+  for (const worker of workers) {
+    worker.on('stalled', () => {
+      ctx.metrics.jobStalled(worker.name);
+    });
+  }
   const relay = createOutboxRelay({
     db: ctx.db,
     clock: ctx.clock,

@@ -16,6 +16,7 @@ import { sha256Hex } from '../ehr/content-digest.ts';
 import type { EhrAnswer, EhrClient } from '../ehr/ehr-client.ts';
 import { messageIdOf, type EhrForwardRequest } from '../ehr/forward-request.ts';
 import type { Logger } from '../logger.ts';
+import { logWorkerErrors } from './worker-errors.ts';
 import { EHR_BACKOFF } from '../queue/producer.ts';
 import type { QueuePayloads } from '../queue/registry.ts';
 import { assertSelfContained, NotSelfContainedError } from '../render/self-contained.ts';
@@ -242,9 +243,7 @@ export function startEhrForwardWorker(
       },
     },
   );
-  worker.on('error', (error) => {
-    deps.logger.warn({ err: { message: error.message } }, 'ehr-forward worker error');
-  });
+  logWorkerErrors(worker, settings.connection, deps.logger);
   worker.on('failed', (job, error) => {
     // Messages of unexpected errors are not logged: a driver's message may quote a value.
     if (job !== undefined && !(error instanceof RetryableForwardError)) {

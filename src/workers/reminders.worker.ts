@@ -5,6 +5,7 @@
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
+import { logWorkerErrors } from './worker-errors.ts';
 import type { QueuePayloads } from '../queue/registry.ts';
 import type { FireResult, Reminders } from '../services/reminder.service.ts';
 
@@ -46,8 +47,6 @@ export function startReminderWorker(
     },
     { connection: settings.connection, prefix: settings.queuePrefix, concurrency: 8 },
   );
-  worker.on('error', (error) => {
-    deps.logger.warn({ err: { message: error.message } }, 'reminders worker error');
-  });
+  logWorkerErrors(worker, settings.connection, deps.logger);
   return worker;
 }

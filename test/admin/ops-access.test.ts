@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { accessOf, referralIdsOf } from '../../src/admin/admin-access.ts';
 import { userNameForAudit } from '../../src/admin/admin-audit.ts';
-import { createFailureLimiter } from '../../src/admin/failure-limiter.ts';
+import { createFailureLimiter } from '../../src/domain/failure-limiter.ts';
 import { parseBasic } from '../../src/admin/ops-auth.ts';
 
 const basic = (text: string) => `Basic ${Buffer.from(text, 'utf8').toString('base64')}`;

@@ -26,8 +26,15 @@ describe('health and readiness', () => {
 
   const readyz = async () => {
     const res = await t.app.inject({ method: 'GET', url: '/readyz' });
-    return { status: res.statusCode, body: res.json<{ status: string; checks: Record<string, string> }>() };
+    return {
+      status: res.statusCode,
+      body: res.json<{ status: string; checks: Record<string, string>; problems?: Record<string, string> }>(),
+    };
   };
+  const readinessLines = () =>
+    t.logs
+      .map((l) => JSON.parse(l) as { msg: string; check?: string; problem?: string })
+      .filter((l) => l.check !== undefined && l.msg.startsWith('readiness'));
 
   it('is ready when the database is migrated and Redis answers with noeviction', async () => {
     expect(await readyz()).toEqual({
@@ -36,13 +43,23 @@ describe('health and readiness', () => {
     });
   });
 
-  it('is not ready, naming redis, when Redis may evict keys; the check says why', async () => {
+  it('is not ready, naming redis, when Redis may evict keys; the body and one log line say why', async () => {
     await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+    const why = 'Redis maxmemory-policy is allkeys-lru; queues need noeviction, or Redis may drop jobs';
     try {
+      const logsBefore = readinessLines().length;
       expect(await readyz()).toEqual({
         status: 503,
-        body: { status: 'not-ready', checks: { database: 'ok', migrations: 'ok', redis: 'failing' } },
+        body: {
+          status: 'not-ready',
+          checks: { database: 'ok', migrations: 'ok', redis: 'failing' },
+          problems: { redis: why },
+        },
       });
+      await readyz();
+      expect(readinessLines().slice(logsBefore)).toEqual([
+        expect.objectContaining({ msg: 'readiness check failing', check: 'redis', problem: why }),
+      ]);
       expect((await checkRedis(admin)).problem).toBe(
         'Redis maxmemory-policy is allkeys-lru; queues need noeviction, or Redis may drop jobs',
       );
@@ -50,6 +67,20 @@ describe('health and readiness', () => {
       await admin.config('SET', 'maxmemory-policy', 'noeviction');
     }
     expect((await readyz()).status).toBe(200);
+  });
+
+  it('is not ready when Redis refuses writes for lack of memory, and says so', async () => {
+    await admin.config('SET', 'maxmemory', '1');
+    try {
+      const { status, body } = await readyz();
+      expect(status).toBe(503);
+      expect(body.checks.redis).toBe('failing');
+      expect(body.problems?.redis).toBe('Redis refuses writes: it is out of memory (maxmemory)');
+    } finally {
+      await admin.config('SET', 'maxmemory', '0');
+    }
+    expect((await readyz()).status).toBe(200);
+    expect(readinessLines().at(-1)).toMatchObject({ msg: 'readiness check ok again', check: 'redis' });
   });
 
   it('is not ready while Redis is down, and answers within seconds; liveness is untouched', async () => {

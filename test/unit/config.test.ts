@@ -96,6 +96,19 @@ describe('loadConfig', () => {
     expect(loadConfig({ QUEUE_PREFIX: '{shared}' }).queuePrefix).toBe('{shared}');
   });
 
+  it('serves the API docs to anyone outside production, and only to ops keys in production', () => {
+    expect(loadConfig({}).apiDocs).toBe('public');
+    expect(loadConfig({ NODE_ENV: 'test' }).apiDocs).toBe('public');
+    const production = {
+      NODE_ENV: 'production',
+      EHR_URL: 'https://ehr.example.org/referrals',
+      SESSION_SECRET: 's'.repeat(40),
+    };
+    expect(loadConfig(production).apiDocs).toBe('ops');
+    expect(loadConfig({ ...production, API_DOCS: 'off' }).apiDocs).toBe('off');
+    expect(loadConfig({ ...production, API_DOCS: 'public' }).apiDocs).toBe('public');
+  });
+
   it('needs an https EHR_URL in production, where the sandbox EHR is off', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(
       /^EHR_URL: is required when NODE_ENV=production/,
@@ -130,6 +143,10 @@ describe('loadConfig', () => {
     ['OPS_DASHBOARD_WRITE', 'yes', /OPS_DASHBOARD_WRITE: must be one of true, false/],
     ['METRICS_TOKEN', 'short', /METRICS_TOKEN: must be at least 32 characters/],
     ['SHUTDOWN_GRACE_SECONDS', '0', /SHUTDOWN_GRACE_SECONDS: must be between 1 and 600/],
+    ['NODE_ENV', 'prod', /NODE_ENV: must be one of development, production, test, got "prod"/],
+    ['NODE_ENV', 'Production', /NODE_ENV: must be one of development, production, test/],
+    ['EHR_ATTEMPT_TIMEOUT_SECONDS', '0', /EHR_ATTEMPT_TIMEOUT_SECONDS: must be between 1 and 600/],
+    ['API_DOCS', 'yes', /API_DOCS: must be one of public, ops, off/],
   ])('rejects %s=%s with a message naming the variable', (name, value, message) => {
     const load = () => loadConfig({ [name]: value });
     expect(load).toThrow(ConfigError);

@@ -21,6 +21,7 @@ import type { ProcessExit, SandboxEhrProcess } from '../support/sandbox-ehr-proc
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process.ts';
 
 const REFERRALS = 300;
+const METRICS_TOKEN = 'worker-kill-metrics-token-of-32-chars';
 const KILLS = 5;
 /** EHR requests a worker must have sent since it started before it is killed: forwards in flight. */
 const REQUESTS_BEFORE_KILL = 12;
@@ -54,7 +55,7 @@ describe('killing the worker process with SIGKILL', () => {
       redisUrl: testRedisUrl(),
       queuePrefix: t.prefix,
       ehrUrl: ehr.url,
-      env: { RECONCILE_INTERVAL_SECONDS: '2', EHR_BACKOFF_BASE_MS: '20' },
+      env: { RECONCILE_INTERVAL_SECONDS: '2', EHR_BACKOFF_BASE_MS: '20', METRICS_TOKEN },
     });
     return worker;
   };
@@ -106,6 +107,12 @@ describe('killing the worker process with SIGKILL', () => {
       },
       150_000,
     );
+    // The last worker found the jobs its killed predecessor left active, and counted them.
+    const metrics = await fetch(`${current.address}/metrics`, {
+      headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+    }).then((r) => r.text());
+    const stalled = /^refhub_jobs_stalled_total\{queue="ehr-forward"\} (\d+)$/m.exec(metrics)?.[1];
+    expect(Number(stalled ?? 0), 'stalled jobs counted').toBeGreaterThan(0);
     await current.stop();
     collect(current);
     worker = undefined;

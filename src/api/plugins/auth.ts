@@ -2,7 +2,13 @@
 // validated; `callerOf` then checks that the key may act for the institution the request names.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { InstitutionRef } from '../../domain/access.ts';
-import { ForbiddenRoleError, InstitutionNotPermittedError, UnauthorizedError } from '../../errors.ts';
+import {
+  AppError,
+  ForbiddenRoleError,
+  InstitutionNotPermittedError,
+  UnauthorizedError,
+} from '../../errors.ts';
+import { createFailureLimiter, FAILED_AUTHENTICATION } from '../../domain/failure-limiter.ts';
 import type { ApiKeyRecord } from '../../db/api-key.repository.ts';
 import type { AppContext } from '../../context.ts';
 import { isApiRoute } from '../http.ts';
@@ -22,6 +28,7 @@ const SCHEME = /^ApiKey\s+(\S+)\s*$/i;
 
 export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
   app.decorateRequest('apiKey', null);
+  const failures = createFailureLimiter({ clock: ctx.clock, ...FAILED_AUTHENTICATION });
 
   app.addHook('onRequest', async (request) => {
     if (!isApiRoute(request)) return;
@@ -29,7 +36,22 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
     const presented = header === undefined ? undefined : SCHEME.exec(header)?.[1];
     if (presented === undefined) throw new UnauthorizedError();
     const key = await ctx.apiKeys.authenticate(presented);
-    if (!key) throw new UnauthorizedError('The API key is unknown or has been revoked.');
+    if (!key) {
+      const retryAfter = failures.fail(request.ip);
+      ctx.metrics.authFailure('api-key', retryAfter === undefined ? 'refused' : 'throttled');
+      if (retryAfter !== undefined) {
+        throw new AppError(
+          'rate_limited',
+          429,
+          'Too many failed authentications',
+          `Too many requests with unknown API keys from this address. Retry after ${retryAfter} seconds.`,
+          {},
+          undefined,
+          retryAfter,
+        );
+      }
+      throw new UnauthorizedError('The API key is unknown or has been revoked.');
+    }
     request.apiKey = key;
   });
 }

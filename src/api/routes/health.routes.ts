@@ -1,10 +1,14 @@
 // Liveness and readiness for load balancers and orchestrators. Neither needs a key. /healthz touches
-// no dependency: it says only that the process answers. /readyz names each check with its status.
+// no dependency: it says only that the process answers. /readyz names each check with its status,
+// and says why a failing one fails, in its body and in one log line each time a check changes (a
+// probe every few seconds would otherwise repeat the same line forever, or say nothing).
 import type { FastifyInstance } from 'fastify';
 import { isMigrated, ping } from '../../db/database.ts';
 import type { AppContext } from '../../context.ts';
 
-type Check = 'ok' | 'failing';
+type Check = { readonly state: 'ok' } | { readonly state: 'failing'; readonly problem: string };
+const OK: Check = { state: 'ok' };
+const failing = (problem: string): Check => ({ state: 'failing', problem });
 
 const CHECK_TIMEOUT_MS = 3_000;
 
@@ -20,27 +24,62 @@ function within<T>(work: Promise<T>, ms: number): Promise<T> {
   });
 }
 
+const CHECKS = {
+  database: async (ctx: AppContext): Promise<Check> => {
+    await ping(ctx.db);
+    return OK;
+  },
+  migrations: async (ctx: AppContext): Promise<Check> =>
+    (await isMigrated(ctx.db)) ? OK : failing('database migrations are pending: run `refhub migrate`'),
+  // Redis must be reachable, must never evict keys and must take writes, or queued work could vanish.
+  redis: async (ctx: AppContext): Promise<Check> => {
+    const { problem } = await ctx.queues.health();
+    return problem === undefined ? OK : failing(problem);
+  },
+} as const;
+
+const UNANSWERED: Readonly<Record<keyof typeof CHECKS, string>> = {
+  database: 'the database cannot be reached',
+  migrations: 'the migrations could not be read',
+  redis: 'Redis did not answer in time',
+};
+
 export function healthRoutes(ctx: AppContext) {
+  // The last problem logged per check, so that each change is logged once.
+  const logged = new Map<string, string | undefined>();
+  const logChange = (name: string, check: Check) => {
+    const problem = check.state === 'failing' ? check.problem : undefined;
+    if (logged.get(name) === problem) return;
+    const before = logged.get(name);
+    logged.set(name, problem);
+    if (problem !== undefined) ctx.logger.warn({ check: name, problem }, 'readiness check failing');
+    else if (before !== undefined) ctx.logger.info({ check: name }, 'readiness check ok again');
+  };
+
   return (app: FastifyInstance) => {
     app.get('/healthz', { schema: { hide: true } }, () => ({ status: 'ok' }));
 
     app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
-      const database = async (): Promise<Check> => {
-        await ping(ctx.db);
-        return 'ok';
-      };
-      const migrations = async (): Promise<Check> => ((await isMigrated(ctx.db)) ? 'ok' : 'failing');
-      // Redis must be reachable and must never evict keys, or queued work could vanish.
-      const redis = async (): Promise<Check> =>
-        (await ctx.queues.health()).problem === undefined ? 'ok' : 'failing';
-      const run = (check: () => Promise<Check>) =>
-        within(check(), CHECK_TIMEOUT_MS).catch((): Check => 'failing');
-      const [db, migrated, queues] = await Promise.all([run(database), run(migrations), run(redis)]);
-      const checks: Record<string, Check> = { database: db, migrations: migrated, redis: queues };
-      const healthy = Object.values(checks).every((c) => c === 'ok');
+      const names = Object.keys(CHECKS) as (keyof typeof CHECKS)[];
+      const results = await Promise.all(
+        names.map((name) =>
+          within(CHECKS[name](ctx), CHECK_TIMEOUT_MS).catch(() => failing(UNANSWERED[name])),
+        ),
+      );
+      const checks: Record<string, 'ok' | 'failing'> = {};
+      const problems: Record<string, string> = {};
+      names.forEach((name, i) => {
+        const result = results[i] ?? failing(UNANSWERED[name]);
+        logChange(name, result);
+        checks[name] = result.state;
+        if (result.state === 'failing') problems[name] = result.problem;
+      });
+      const healthy = Object.keys(problems).length === 0;
       // A stopping process is not ready, however healthy its dependencies: no new work for it.
       const status = ctx.lifecycle.draining ? 'draining' : healthy ? 'ready' : 'not-ready';
-      return reply.code(status === 'ready' ? 200 : 503).send({ status, checks });
+      return reply
+        .code(status === 'ready' ? 200 : 503)
+        .send(healthy ? { status, checks } : { status, checks, problems });
     });
   };
 }

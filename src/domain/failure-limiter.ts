@@ -1,9 +1,13 @@
-// Failed sign-ins to the ops pages, counted per client address in a fixed window. Past the limit, a
-// client's failed attempts are answered 429 and are no longer audited, so a guessing script cannot
-// flood the audit trail. Valid credentials still get in: ops keys carry 256 random bits, so guessing
-// is hopeless anyway, and behind a load balancer many people share one address, which a hard lockout
+// Failed authentication (a wrong API key, an unknown one-time link token, a failed ops sign-in),
+// counted per client address in a fixed window. Past the limit, a client's failed attempts are
+// answered 429 and are no longer audited, so a guessing script cannot flood the audit trail or the
+// store. Valid credentials still get in: keys and tokens carry 256 random bits, so guessing is
+// hopeless anyway, and behind a load balancer many people share one address, which a hard lockout
 // would shut out together. Counts live in this process's memory; each API process keeps its own.
 import type { Clock } from '../domain/clock.ts';
+
+/** The limit on failed authentication from one address: API keys, link tokens and ops sign-ins. */
+export const FAILED_AUTHENTICATION = { max: 10, windowMs: 10 * 60_000 } as const;
 
 export interface FailureLimiter {
   /** Records a failed attempt; returns the seconds until the client may fail again unnoticed, or undefined while it is under the limit. */
