@@ -104,8 +104,12 @@ export async function openStore(target: StoreTarget): Promise<Store> {
       idleTimeoutMillis: 30_000,
       application_name: 'refhub',
     });
-    // An idle client that loses its server must not crash the process; the next query reports it.
+    // A client that loses its server (a crash, a failover, a terminated backend) emits 'error'; with
+    // no listener that would end the process. Idle ones are the pool's; a checked-out one, held by a
+    // transaction between statements, needs its own. The statement in flight, or the next one,
+    // reports the failure to its caller, and the pool drops the broken client when it is released.
     pool.on('error', () => undefined);
+    pool.on('connect', (client) => client.on('error', () => undefined));
     const db = new Kysely<Database>({
       dialect: new PostgresDialect({ pool: target.preparedStatements === false ? pool : preparing(pool) }),
     });
