@@ -225,6 +225,12 @@ export async function startPostgresServer(): Promise<PostgresServer> {
     clearTimeout(grace);
   }
 
+  // Should this process end without running the test's cleanup (an uncaught error), the folder goes
+  // with it; the lifeline has sent the postmaster its SIGKILL by then.
+  const removeFolder = () => {
+    fs.rmSync(folder, { recursive: true, force: true });
+  };
+  process.once('exit', removeFolder);
   try {
     if (user !== undefined) {
       await fsp.chown(folder, user.uid, user.gid);
@@ -238,6 +244,7 @@ export async function startPostgresServer(): Promise<PostgresServer> {
     await start();
   } catch (error) {
     await stop();
+    process.off('exit', removeFolder);
     await fsp.rm(folder, { recursive: true, force: true });
     throw error;
   }
@@ -267,6 +274,7 @@ export async function startPostgresServer(): Promise<PostgresServer> {
     output: () => output,
     async close() {
       await stop();
+      process.off('exit', removeFolder);
       await fsp.rm(folder, { recursive: true, force: true });
     },
   };
