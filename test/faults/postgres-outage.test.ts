@@ -40,7 +40,8 @@ function isUnavailableProblem(outcome: ApiOutcome): boolean {
   return (
     type.startsWith('application/problem+json') &&
     typeof retryAfter === 'string' &&
-    /^\d+$/.test(retryAfter.trim()) &&
+    // Delay-seconds or an HTTP date (RFC 9110 §10.2.3).
+    (/^\d+$/.test(retryAfter.trim()) || !Number.isNaN(Date.parse(retryAfter))) &&
     (jsonOf(outcome) as { status?: number } | undefined)?.status === 503
   );
 }
