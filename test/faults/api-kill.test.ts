@@ -21,6 +21,13 @@ const KEYS = 80;
 const KILL_AFTER_MS = 500;
 const ACKNOWLEDGED_BEFORE_KILL = 8;
 /**
+ * Where the store shows keys as claimed and not yet answered, the kill waits (up to AIM_MS more) for
+ * a few of them: that is the window a crash must hit. A store that never shows such a key (a claim
+ * that commits with its answer) leaves nothing to aim at, and the kill comes at AIM_MS.
+ */
+const CLAIMED_AT_KILL = 3;
+const AIM_MS = 5_000;
+/**
  * How long clients keep retrying after the restart. Longer than the two minutes after which a claim
  * left by a dead process is taken over, so that what a takeover does is seen too.
  */
@@ -52,6 +59,20 @@ interface KeyRecord {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Idempotency keys the store holds as claimed by a request still running (0 if it cannot tell). */
+async function claimedUnanswered(inst: IsolatedInstallation): Promise<number> {
+  try {
+    const row = await inst.db
+      .selectFrom('idempotency_keys')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('state', '=', 'in-progress')
+      .executeTakeFirst();
+    return Number(row?.n ?? 0);
+  } catch {
+    return 0;
+  }
+}
 
 describe('the API killed with SIGKILL during keyed creates', () => {
   let installation: IsolatedInstallation | undefined;
@@ -106,6 +127,12 @@ describe('the API killed with SIGKILL during keyed creates', () => {
     ) {
       await sleep(10);
     }
+    const aimUntil = Date.now() + AIM_MS;
+    let claimed = await claimedUnanswered(inst);
+    while (claimed < CLAIMED_AT_KILL && Date.now() < aimUntil) {
+      await sleep(10);
+      claimed = await claimedUnanswered(inst);
+    }
     for (const r of records) r.inFlightAtKill = r.firstOutcome === undefined;
     const acknowledgedAtKill = records.filter((r) => r.acknowledged !== undefined).length;
     const killedAt = Date.now();
@@ -117,7 +144,7 @@ describe('the API killed with SIGKILL during keyed creates', () => {
     console.log(
       `[faults] api-kill: ${KEYS} keyed creates; killed after ${killedAt - startedAt} ms with ` +
         `${acknowledgedAtKill} acknowledged and ${inFlight.length} unanswered (${acknowledged.length} ` +
-        `acknowledged in all)`,
+        `acknowledged in all); ${claimed} keys claimed and unanswered in the store`,
     );
     expect(inFlight.length, 'the kill came while creates were in flight').toBeGreaterThan(0);
     expect(acknowledged.length, 'the kill came after some creates were acknowledged').toBeGreaterThan(0);
