@@ -104,10 +104,10 @@ export async function openStore(target: StoreTarget): Promise<Store> {
       idleTimeoutMillis: 30_000,
       application_name: 'refhub',
     });
-    // A client that loses its server must not crash the process. The pool listens to idle clients
-    // (and drops them); a client in use emits its error too, after failing its queries with it, and
-    // an EventEmitter 'error' with no listener would throw. The failed query reports the error, and
-    // the pool drops the broken client when it comes back.
+    // A client that loses its server (a crash, a failover, a terminated backend) emits 'error'; with
+    // no listener that would end the process. Idle ones are the pool's; a checked-out one, held by a
+    // transaction between statements, needs its own. The statement in flight, or the next one,
+    // reports the failure to its caller, and the pool drops the broken client when it is released.
     pool.on('error', () => undefined);
     pool.on('connect', (client) => {
       client.on('error', () => undefined);

@@ -8,8 +8,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { tieToThisProcess } from './child-lifeline.ts';
+import { freePort, LOOPBACK as HOST } from './free-port.ts';
 
-const HOST = '127.0.0.1';
 const START_TIMEOUT_MS = 10_000;
 const STOP_GRACE_MS = 5_000;
 const COMMAND_TIMEOUT_MS = 5_000;
@@ -27,19 +27,6 @@ export interface RedisServer {
   flushall(): Promise<void>;
   /** Stops the server for good and removes its working directory. */
   close(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, HOST, () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => {
-        resolve(port);
-      });
-    });
-  });
 }
 
 /** Sends one command in RESP and resolves with the first reply line. */

@@ -1,0 +1,279 @@
+// Fault: the API process dies (SIGKILL) while keyed creates are in flight. A clinic system that sent
+// `POST /referrals` with an Idempotency-Key and lost the answer retries with the same key once the API
+// is back. Each key must end with exactly one referral, every referral acknowledged before the crash
+// must still be there (and be what a retry replays), and no retry may stay stuck on 409
+// `idempotency_key_in_use` for a request that died with the process.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, LOOPBACK } from '../support/free-port.ts';
+import { startIsolatedInstallation, type IsolatedInstallation } from '../support/isolated-installation.ts';
+import { createRefhubClient, jsonOf, type ApiOutcome, type RefhubClient } from '../support/refhub-client.ts';
+import {
+  CREATE_PATH,
+  keyedCreates,
+  listPath,
+  markerOf,
+  readPath,
+  type KeyedCreate,
+} from '../support/referral-requests.ts';
+
+const KEYS = 80;
+/** The kill comes this long after the burst starts, once this many creates were acknowledged. */
+const KILL_AFTER_MS = 500;
+const ACKNOWLEDGED_BEFORE_KILL = 8;
+/**
+ * Where the store shows keys as claimed and not yet answered, the kill waits (up to AIM_MS more) for
+ * a few of them: that is the window a crash must hit. A store that never shows such a key (a claim
+ * that commits with its answer) leaves nothing to aim at, and the kill comes at AIM_MS.
+ */
+const CLAIMED_AT_KILL = 3;
+const AIM_MS = 5_000;
+/**
+ * How long clients keep retrying after the restart. Longer than the two minutes after which a claim
+ * left by a dead process is taken over, so that what a takeover does is seen too.
+ */
+const RETRY_FOR_MS = 150_000;
+/**
+ * The longest a key may answer 409 after the restart. A 409 says "the first request still runs"; no
+ * request runs once its process is dead, so a retry should get its answer at once. A few seconds
+ * leave room for a slow machine.
+ */
+const MAX_CONFLICT_MS = 5_000;
+const RETRY_PAUSE_MS = 200;
+
+interface KeyRecord {
+  readonly create: KeyedCreate;
+  /** The referral the first attempt was acknowledged with, before the kill. */
+  acknowledged?: string;
+  /** The first attempt had not been answered when the API was killed. */
+  inFlightAtKill: boolean;
+  firstOutcome?: ApiOutcome;
+  retries: number;
+  conflicts: number;
+  firstConflictAt?: number;
+  lastConflictAt?: number;
+  /** The referral the key's last 2xx answer named. */
+  finalId?: string;
+  finalStatus?: number;
+  replayed: boolean;
+  resolvedAt?: number;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Idempotency keys the store holds as claimed by a request still running (0 if it cannot tell). */
+async function claimedUnanswered(inst: IsolatedInstallation): Promise<number> {
+  try {
+    const row = await inst.db
+      .selectFrom('idempotency_keys')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('state', '=', 'in-progress')
+      .executeTakeFirst();
+    return Number(row?.n ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+describe('the API killed with SIGKILL during keyed creates', () => {
+  let installation: IsolatedInstallation | undefined;
+  let client: RefhubClient | undefined;
+
+  beforeAll(async () => {
+    installation = await startIsolatedInstallation();
+  }, 120_000);
+  afterAll(async () => {
+    await client?.close();
+    await installation?.close();
+  }, 60_000);
+
+  it(`gives each of ${KEYS} keys exactly one referral when clients retry after a restart`, async () => {
+    const inst = installation!;
+    const port = await freePort();
+    const env = { PORT: String(port) };
+    const base = `http://${LOOPBACK}:${port}`;
+    const api = await inst.start('api', env);
+    client = createRefhubClient(inst.senderKey);
+    const http = client;
+    const send = (r: KeyRecord) =>
+      http.send(base, 'POST', CREATE_PATH, {
+        body: r.create.body,
+        headers: { 'idempotency-key': r.create.key },
+      });
+
+    const records: KeyRecord[] = keyedCreates(KEYS, `k${Date.now().toString(36)}`).map((create) => ({
+      create,
+      inFlightAtKill: false,
+      retries: 0,
+      conflicts: 0,
+      replayed: false,
+    }));
+
+    // A few reads first, so that the process has its connections open and its code warm.
+    for (let i = 0; i < 3; i++) expect((await http.send(base, 'GET', listPath())).kind).toBe('answer');
+
+    // The burst: every create at once, as a clinic system's queue drains after a pause.
+    const startedAt = Date.now();
+    const first = records.map(async (r) => {
+      r.firstOutcome = await send(r);
+      if (r.firstOutcome.kind === 'answer' && r.firstOutcome.status === 201) {
+        r.acknowledged = (jsonOf(r.firstOutcome) as { id: string } | undefined)?.id;
+      }
+    });
+    const deadline = Date.now() + 15_000;
+    while (
+      (Date.now() - startedAt < KILL_AFTER_MS ||
+        records.filter((r) => r.acknowledged !== undefined).length < ACKNOWLEDGED_BEFORE_KILL) &&
+      Date.now() < deadline
+    ) {
+      await sleep(10);
+    }
+    const aimUntil = Date.now() + AIM_MS;
+    let claimed = await claimedUnanswered(inst);
+    while (claimed < CLAIMED_AT_KILL && Date.now() < aimUntil) {
+      await sleep(10);
+      claimed = await claimedUnanswered(inst);
+    }
+    for (const r of records) r.inFlightAtKill = r.firstOutcome === undefined;
+    const acknowledgedAtKill = records.filter((r) => r.acknowledged !== undefined).length;
+    const killedAt = Date.now();
+    await api.kill();
+    await Promise.all(first);
+    // Answers already on their way when the process died still arrive; they count as acknowledged.
+    const acknowledged = records.filter((r) => r.acknowledged !== undefined);
+    const inFlight = records.filter((r) => r.inFlightAtKill);
+    console.log(
+      `[faults] api-kill: ${KEYS} keyed creates; killed after ${killedAt - startedAt} ms with ` +
+        `${acknowledgedAtKill} acknowledged and ${inFlight.length} unanswered (${acknowledged.length} ` +
+        `acknowledged in all); ${claimed} keys claimed and unanswered in the store`,
+    );
+    expect(inFlight.length, 'the kill came while creates were in flight').toBeGreaterThan(0);
+    expect(acknowledged.length, 'the kill came after some creates were acknowledged').toBeGreaterThan(0);
+
+    // The same port, so clients retry the address they know.
+    await inst.start('api', env);
+    const restartedAt = Date.now();
+    console.log(`[faults] api-kill: API back after ${restartedAt - killedAt} ms`);
+
+    // Clients retry every create whose answer they did not get, with the same key and body, until
+    // they get a 2xx or give up; a 409 is retried after its Retry-After. Each acknowledged create is
+    // sent once more too, as a client that lost the answer on its own side would: it must replay.
+    const retryUntil = restartedAt + RETRY_FOR_MS;
+    await Promise.all(
+      records.map(async (r) => {
+        for (;;) {
+          r.retries++;
+          const outcome = await send(r);
+          if (outcome.kind === 'answer' && outcome.status < 300) {
+            r.finalId = (jsonOf(outcome) as { id: string } | undefined)?.id;
+            r.finalStatus = outcome.status;
+            r.replayed = outcome.headers['idempotent-replayed'] === 'true';
+            r.resolvedAt = outcome.at;
+            return;
+          }
+          if (outcome.kind === 'answer' && outcome.status === 409) {
+            r.conflicts++;
+            r.firstConflictAt ??= outcome.at;
+            r.lastConflictAt = outcome.at;
+          } else if (outcome.kind === 'answer' && outcome.status < 500) {
+            r.finalStatus = outcome.status;
+            return;
+          }
+          if (Date.now() >= retryUntil) return;
+          const retryAfter = outcome.kind === 'answer' ? Number(outcome.headers['retry-after']) : NaN;
+          await sleep(Number.isFinite(retryAfter) ? retryAfter * 1000 : RETRY_PAUSE_MS);
+        }
+      }),
+    );
+    const settledAt = Date.now();
+
+    // What the installation holds, read through the API: the sender's referrals by the marker each
+    // create put into its clinical information.
+    const listed = await http.send(base, 'GET', listPath());
+    const page = jsonOf(listed) as
+      { data: { id: string; clinicalInfo: unknown }[]; metadata: { hasNext: boolean } } | undefined;
+    expect(page?.metadata.hasNext, 'all referrals on one page').toBe(false);
+    const byMarker = new Map<string, string[]>();
+    for (const referral of page?.data ?? []) {
+      const marker = markerOf(referral.clinicalInfo);
+      if (marker !== undefined) byMarker.set(marker, [...(byMarker.get(marker) ?? []), referral.id]);
+    }
+    const unreadable: string[] = [];
+    for (const r of acknowledged) {
+      const read = await http.send(base, 'GET', readPath(r.acknowledged!));
+      if (read.kind !== 'answer' || read.status !== 200) unreadable.push(r.acknowledged!);
+    }
+
+    const conflicted = records.filter((r) => r.firstConflictAt !== undefined);
+    const conflictMs = (r: KeyRecord) => (r.lastConflictAt ?? 0) - (r.firstConflictAt ?? 0);
+    const longest = Math.max(0, ...conflicted.map(conflictMs));
+    const stuck = conflicted.filter((r) => conflictMs(r) > MAX_CONFLICT_MS);
+    const unresolved = records.filter((r) => r.finalId === undefined);
+    const doubled = records.filter((r) => (byMarker.get(r.create.marker)?.length ?? 0) > 1);
+    const missing = records.filter((r) => (byMarker.get(r.create.marker)?.length ?? 0) === 0);
+    const changedAnswer = acknowledged.filter((r) => r.finalId !== r.acknowledged);
+    const notTheStoredOne = records.filter(
+      (r) => r.finalId !== undefined && !(byMarker.get(r.create.marker) ?? []).includes(r.finalId),
+    );
+    console.log(
+      [
+        `[faults] api-kill: retries settled ${settledAt - restartedAt} ms after the restart;`,
+        `${records.reduce((n, r) => n + r.retries, 0)} retries, ${records.reduce((n, r) => n + r.conflicts, 0)} answered 409`,
+        `on ${conflicted.length} keys (longest 409 run ${longest} ms, ${stuck.length} keys over ${MAX_CONFLICT_MS} ms);`,
+        `${unresolved.length} keys without a 2xx; ${doubled.length} keys with two or more referrals;`,
+        `${missing.length} keys with none; ${unreadable.length} acknowledged referrals unreadable;`,
+        `${changedAnswer.length} acknowledged keys whose retry named another referral`,
+      ].join(' '),
+    );
+    for (const r of stuck) {
+      console.log(
+        `[faults] api-kill: key ${r.create.key} answered 409 for ${conflictMs(r)} ms ` +
+          `(${r.conflicts} times; in flight at the kill: ${r.inFlightAtKill})`,
+      );
+    }
+    for (const r of doubled) {
+      console.log(
+        `[faults] api-kill: key ${r.create.key} has ${byMarker.get(r.create.marker)?.length} referrals: ` +
+          `${byMarker.get(r.create.marker)?.join(', ')} (in flight at the kill: ${r.inFlightAtKill})`,
+      );
+    }
+    if (unresolved.length + missing.length + unreadable.length > 0) console.log(inst.outputTails(10));
+
+    expect.soft(unreadable, 'acknowledged referrals that cannot be read after the restart').toEqual([]);
+    expect
+      .soft(
+        changedAnswer.map((r) => r.create.key),
+        'acknowledged keys whose retry did not replay the acknowledged referral',
+      )
+      .toEqual([]);
+    expect
+      .soft(
+        unresolved.map((r) => r.create.key),
+        'keys that never got a 2xx',
+      )
+      .toEqual([]);
+    expect
+      .soft(
+        stuck.map((r) => `${r.create.key}: 409 for ${conflictMs(r)} ms`),
+        `keys that answered 409 idempotency_key_in_use for longer than ${MAX_CONFLICT_MS} ms`,
+      )
+      .toEqual([]);
+    expect
+      .soft(
+        doubled.map((r) => `${r.create.key}: ${byMarker.get(r.create.marker)?.join(', ')}`),
+        'keys that ended with more than one referral',
+      )
+      .toEqual([]);
+    expect
+      .soft(
+        missing.map((r) => r.create.key),
+        'keys that ended with no referral',
+      )
+      .toEqual([]);
+    expect
+      .soft(
+        notTheStoredOne.map((r) => r.create.key),
+        "keys whose final answer is not the key's referral",
+      )
+      .toEqual([]);
+  }, 240_000);
+});
