@@ -71,7 +71,11 @@ export function taskOf(
     focus: referenceTo(serviceRequest),
     for: referenceTo(patient),
     authoredOn: referral.createdAt,
-    lastModified: referral.updatedAt,
+    // R4 requires lastModified ≥ authoredOn (inv-1); stored times that disagree (a clock behind
+    // another) leave lastModified out rather than state an order of events that did not happen.
+    ...(Date.parse(referral.updatedAt) >= Date.parse(referral.createdAt)
+      ? { lastModified: referral.updatedAt }
+      : {}),
     requester: referenceTo(sender, sender.name),
     ...(provider === undefined ? {} : { owner: referenceTo(provider, provider.name) }),
   };

@@ -245,6 +245,18 @@ describe('the ServiceRequest and the Task', () => {
     );
   });
 
+  it('date the Task by the referral: created, and last changed unless the stored times disagree', () => {
+    const source = sampleEhrFormSource();
+    expect(one<Task>(bundleOf(source), 'Task')).toMatchObject({
+      authoredOn: source.createdAt,
+      lastModified: source.updatedAt,
+    });
+    // R4 wants lastModified ≥ authoredOn (inv-1): a clock that was behind leaves lastModified out.
+    const skewed = one<Task>(bundleOf({ ...source, updatedAt: '2026-05-31T23:59:59.999Z' }), 'Task');
+    expect(skewed.authoredOn).toBe(source.createdAt);
+    expect(skewed.lastModified).toBeUndefined();
+  });
+
   it('leave out what a draft without an offering does not have', () => {
     const bundle = bundleOf(inStatus('draft', { offering: null, clinicalInfo: null }));
     const request = one<ServiceRequest>(bundle, 'ServiceRequest');
