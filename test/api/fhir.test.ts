@@ -12,42 +12,23 @@ import type {
 } from '@medplum/fhirtypes';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AppointmentStatus, Status } from '../../src/domain/statuses.ts';
 import { APPOINTMENT_STATUSES, STATUSES } from '../../src/domain/statuses.ts';
 import { errorPaths, expectProblem } from '../support/api-assertions.ts';
 import { ENGINES } from '../support/engines.ts';
 import { loadFhirR4 } from '../support/fhir-validation.ts';
-import { fhirUrl, readFhir, resourcesOf } from '../support/fhir-view.ts';
+import {
+  APPOINTMENT_STATUS,
+  REQUEST_STATUS,
+  TASK_STATUS,
+  fhirUrl,
+  readFhir,
+  resourcesOf,
+} from '../support/fhir-view.ts';
 import { CANARY, CANARY_MARKERS } from '../support/fixtures/patients.ts';
 import { REQUESTER } from '../support/referral-routes.ts';
 import { call, createDraft, referralIn } from '../support/scenarios.ts';
 import { apiKeyIdOf, auditRowsOf } from '../support/store-inspection.ts';
 import { createTestApp, type TestApp } from '../support/test-app.ts';
-
-const REQUEST_STATUS: Readonly<Record<Status, string>> = {
-  draft: 'draft',
-  'pending-acceptance': 'active',
-  accepted: 'active',
-  'sender-action-required': 'active',
-  scheduled: 'active',
-  rejected: 'revoked',
-  cancelled: 'revoked',
-};
-const TASK_STATUS: Readonly<Record<Status, string>> = {
-  draft: 'draft',
-  'pending-acceptance': 'requested',
-  accepted: 'accepted',
-  'sender-action-required': 'on-hold',
-  scheduled: 'in-progress',
-  rejected: 'rejected',
-  cancelled: 'cancelled',
-};
-const APPOINTMENT_STATUS: Readonly<Record<AppointmentStatus, string>> = {
-  scheduled: 'booked',
-  actualized: 'fulfilled',
-  'no-show': 'noshow',
-  cancelled: 'cancelled',
-};
 
 beforeAll(() => {
   loadFhirR4();

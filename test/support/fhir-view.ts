@@ -3,10 +3,38 @@
 import type { LightMyRequestResponse } from 'fastify';
 import type { Bundle, Resource } from '@medplum/fhirtypes';
 import { expect } from 'vitest';
+import type { AppointmentStatus, Status } from '../../src/domain/statuses.ts';
 import { expectApiHeaders } from './api-assertions.ts';
 import { bundleIssues } from './fhir-validation.ts';
 import { REQUESTER } from './referral-routes.ts';
 import type { TestApp, TestParty } from './test-app.ts';
+
+// What docs/fhir.md promises, written out again here so that the tests check the mapping against the
+// documented tables rather than against the code's own.
+export const REQUEST_STATUS: Readonly<Record<Status, string>> = {
+  draft: 'draft',
+  'pending-acceptance': 'active',
+  accepted: 'active',
+  'sender-action-required': 'active',
+  scheduled: 'active',
+  rejected: 'revoked',
+  cancelled: 'revoked',
+};
+export const TASK_STATUS: Readonly<Record<Status, string>> = {
+  draft: 'draft',
+  'pending-acceptance': 'requested',
+  accepted: 'accepted',
+  'sender-action-required': 'on-hold',
+  scheduled: 'in-progress',
+  rejected: 'rejected',
+  cancelled: 'cancelled',
+};
+export const APPOINTMENT_STATUS: Readonly<Record<AppointmentStatus, string>> = {
+  scheduled: 'booked',
+  actualized: 'fulfilled',
+  'no-show': 'noshow',
+  cancelled: 'cancelled',
+};
 
 export function fhirUrl(referralId: string, as: TestParty, requester = REQUESTER): string {
   const query = new URLSearchParams({ requesterIdentifier: requester, ...as.institution });
