@@ -16,7 +16,7 @@ import {
 } from '../schemas/primitives.ts';
 import { problemResponses } from '../schemas/problem.schema.ts';
 
-export const FHIR_JSON = 'application/fhir+json';
+const FHIR_JSON = 'application/fhir+json';
 
 export function fhirRoutes(ctx: AppContext) {
   return (fastify: FastifyInstance) => {
