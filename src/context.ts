@@ -22,6 +22,7 @@ import { createQueueProducer, type QueueProducer } from './queue/producer.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
 import { QUEUE_NAMES } from './queue/registry.ts';
 import { outboxRepository } from './db/outbox.repository.ts';
+import { createReferralFhir, type ReferralFhir } from './fhir/referral-fhir.service.ts';
 
 export interface AppContext {
   readonly config: Config;
@@ -32,6 +33,8 @@ export interface AppContext {
   readonly linkMinter: LinkMinter;
   readonly referralQueries: ReferralQueries;
   readonly referralCommands: ReferralCommands;
+  /** The FHIR R4 view of a referral. */
+  readonly referralFhir: ReferralFhir;
   readonly links: LinkService;
   readonly linkRedemption: LinkRedemption;
   readonly apiKeys: ApiKeyService;
@@ -101,6 +104,8 @@ export async function createContext(
       ),
     outboxBacklog: () => outboxRepository(db).backlog(clock.now()),
   });
+  const referralQueries = createReferralQueries({ ...deps, renderEhrForm });
+  const ehrForwarding = createEhrForwarding({ db, clock, metrics });
   return {
     config,
     logger,
@@ -108,14 +113,15 @@ export async function createContext(
     db,
     clock,
     linkMinter,
-    referralQueries: createReferralQueries({ ...deps, renderEhrForm }),
+    referralQueries,
     referralCommands: createReferralCommands(deps),
+    referralFhir: createReferralFhir({ referralQueries, ehrForwarding, clock }),
     links: createLinkService(deps),
     linkRedemption: createLinkRedemption({ db, clock }),
     apiKeys: createApiKeyService({ db, clock }),
     catalog: createCatalogService({ db }),
     housekeeping: createHousekeeping({ db, clock, logger }),
-    ehrForwarding: createEhrForwarding({ db, clock, metrics }),
+    ehrForwarding,
     reminders: createReminders({
       db,
       clock,

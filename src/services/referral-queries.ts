@@ -161,6 +161,19 @@ export function createReferralQueries(deps: QueryDeps) {
       return { ...view, ehrForm: form.html, ehrFormType: form.formType };
     },
 
+    /**
+     * The referral as stored, for another representation of a full read (the FHIR view): audited
+     * under `action`, with no one-time links minted (they are buttons for a client's screen) and no
+     * form rendered. As for `get`, the audit row is stored before anything read is handed out.
+     */
+    async getContent(caller: Caller, referralId: string, action: string): Promise<EhrFormSource> {
+      const found = await getVisibleWithParts(deps.db, referralId, caller);
+      await auditRepository(deps.db).record(
+        auditEventOf(caller, action, [found.record.id], deps.clock.now()),
+      );
+      return ehrFormSourceFor(found);
+    },
+
     async list(
       caller: Caller,
       query: ListQuery,

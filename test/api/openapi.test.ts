@@ -143,7 +143,9 @@ describe('OpenAPI document', () => {
       const ok = responses[success[0]!]!;
       expect(ok.description, where).toBeTruthy();
       if (success[0] !== '204') {
-        expect(ok.content?.['application/json']?.schema, where).toBeDefined();
+        // JSON, or FHIR's JSON for the FHIR view.
+        const json = ok.content?.['application/json'] ?? ok.content?.['application/fhir+json'];
+        expect(json?.schema, where).toBeDefined();
       }
       for (const errors of ['4XX', '5XX']) {
         const problem = Object.entries(responses).find(([code]) => code.toUpperCase() === errors)?.[1];
@@ -162,6 +164,25 @@ describe('OpenAPI document', () => {
         ).toBe(true);
       }
     }
+  });
+
+  it('describes the FHIR view as a Bundle served as application/fhir+json', () => {
+    const operation: (Operation & { operationId?: string; description?: string }) | undefined =
+      doc.paths['/api/v1/referrals/{referralId}/fhir']?.get;
+    expect(operation?.operationId).toBe('getReferralFhir');
+    expect(operation?.tags).toEqual(['Referrals']);
+    expect(operation?.description).toBeTruthy();
+    const content = operation?.responses?.['200']?.content;
+    expect(Object.keys(content ?? {})).toEqual(['application/fhir+json']);
+    expect(content?.['application/fhir+json']?.schema).toMatchObject({
+      properties: { resourceType: { enum: ['Bundle'] }, type: { enum: ['collection'] } },
+    });
+    expect(operation?.parameters?.map((p) => `${p.in} ${p.name}`).sort()).toEqual([
+      'path referralId',
+      'query institutionId',
+      'query institutionIdType',
+      'query requesterIdentifier',
+    ]);
   });
 
   it('marks status as deprecated in every referral shape, and only there', () => {

@@ -1,0 +1,67 @@
+// The FHIR R4 view of a referral (docs/fhir.md): the same query, tenancy and audit as the get, and
+// the referral as a FHIR Bundle served as application/fhir+json, so FHIR tooling can read it.
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { AppContext } from '../../context.ts';
+import { FHIR_READ_ACTION } from '../../fhir/referral-fhir.service.ts';
+import { callerOf } from '../plugins/auth.ts';
+import { institutionOf, withEtag } from '../http.ts';
+import { FhirBundle } from '../schemas/fhir.schema.ts';
+import {
+  InstitutionId,
+  InstitutionIdType,
+  ReferralIdParams,
+  RequesterIdentifier,
+} from '../schemas/primitives.ts';
+import { problemResponses } from '../schemas/problem.schema.ts';
+
+const FHIR_JSON = 'application/fhir+json';
+
+export function fhirRoutes(ctx: AppContext) {
+  return (fastify: FastifyInstance) => {
+    const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+
+    app.get(
+      '/referrals/:referralId/fhir',
+      {
+        config: { action: FHIR_READ_ACTION },
+        schema: {
+          operationId: 'getReferralFhir',
+          tags: ['Referrals'],
+          summary: 'Get a referral as a FHIR R4 Bundle',
+          description:
+            'The referral the get returns, as FHIR R4 resources in a Bundle of type collection ' +
+            '(application/fhir+json): a ServiceRequest with a Task for its workflow state, the Patient, ' +
+            'the Organizations and the referring clinician, the appointments, the notes as ' +
+            'Communications, and each attempt to forward the form to the EHR as an AuditEvent carrying ' +
+            'the SHA-256 of the form sent. The same callers see it as see the referral; the ETag is ' +
+            'the referral version. The mapping is in docs/fhir.md.',
+          params: ReferralIdParams,
+          querystring: Type.Object(
+            {
+              requesterIdentifier: RequesterIdentifier,
+              institutionIdType: InstitutionIdType,
+              institutionId: InstitutionId,
+            },
+            { additionalProperties: false },
+          ),
+          response: {
+            200: {
+              description: 'The referral as a FHIR R4 Bundle.',
+              content: { [FHIR_JSON]: { schema: FhirBundle } },
+            },
+            ...problemResponses,
+          },
+        },
+      },
+      async (request, reply) => {
+        const { query } = request;
+        const caller = callerOf(request, institutionOf(query), query.requesterIdentifier);
+        const view = await ctx.referralFhir.read(caller, request.params.referralId);
+        withEtag(reply, view);
+        return reply.type(`${FHIR_JSON}; charset=utf-8`).send(view.bundle);
+      },
+    );
+  };
+}
