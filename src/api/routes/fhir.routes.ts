@@ -6,7 +6,7 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { FHIR_READ_ACTION } from '../../fhir/referral-fhir.service.ts';
 import { callerOf } from '../plugins/auth.ts';
-import { institutionOf, withEtag } from '../http.ts';
+import { institutionOf, referralHeaders } from '../http.ts';
 import { FhirBundle } from '../schemas/fhir.schema.ts';
 import {
   InstitutionId,
@@ -59,7 +59,7 @@ export function fhirRoutes(ctx: AppContext) {
         const { query } = request;
         const caller = callerOf(request, institutionOf(query), query.requesterIdentifier);
         const view = await ctx.referralFhir.read(caller, request.params.referralId);
-        withEtag(reply, view);
+        void reply.headers(referralHeaders(view));
         return reply.type(`${FHIR_JSON}; charset=utf-8`).send(view.bundle);
       },
     );
