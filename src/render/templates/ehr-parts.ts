@@ -35,7 +35,7 @@ export const STYLE = {
     'width: 32%; padding: 4px 12px 4px 0; text-align: left; vertical-align: top; font-weight: 600; color: #57606a;',
   cell: 'padding: 4px 12px 4px 0; text-align: left; vertical-align: top;',
   columnHead:
-    'padding: 4px 12px 4px 0; text-align: left; vertical-align: bottom; font-weight: 600; color: #57606a; border-bottom: 1px solid #d0d7de;',
+    'padding: 4px 12px 4px 0; text-align: left; vertical-align: bottom; font-weight: 600; color: #57606a; border-bottom: 1px solid #d0d7de; white-space: nowrap;',
   value: 'white-space: pre-wrap; overflow-wrap: anywhere;',
   /** A time we formatted ourselves: one line, so a table column never breaks it. */
   time: 'white-space: nowrap;',
@@ -75,6 +75,11 @@ export function field(
     >`;
   }
   return html`<span data-field="${name}" style="${style}">${value}</span>`;
+}
+
+/** A value that is absent for a reason the reader should know ("Not submitted yet"), not missing data. */
+export function absentField(name: string, text: string): SafeHtml {
+  return html`<span data-field="${name}" data-missing="true" style="${STYLE.missing}">${text}</span>`;
 }
 
 /**

@@ -19,6 +19,7 @@ import type { EhrFormSource, OfferingView } from '../../domain/referral-view.ts'
 import { html, type SafeHtml } from '../html.ts';
 import {
   STYLE,
+  absentField,
   blockField,
   detailsTable,
   field,
@@ -94,7 +95,13 @@ function referralDetails(source: EhrFormSource, display: DisplayTime): SafeHtml 
   ${detailsTable([
     ['Referral ID', field('id', source.id)],
     ['Status', labelField('status', source.status, STATUS_LABELS)],
-    ['Submitted', timestampField('submittedAt', source.submittedAt, display)],
+    [
+      'Submitted',
+      // Only a draft has no submission time: it has not been sent, which is not missing data.
+      source.submittedAt === undefined
+        ? absentField('submittedAt', 'Not submitted yet')
+        : timestampField('submittedAt', source.submittedAt, display),
+    ],
     ['Created', timestampField('createdAt', source.createdAt, display)],
   ])}`;
 }
@@ -193,7 +200,9 @@ export const aeLetter = referralLetter({
 export const specialistReferral = referralLetter({
   name: 'Specialist Referral',
   addressee: (o) =>
-    `To ${o === null || o.specialty.trim() === '' ? 'the specialist' : o.specialty}, ${providerName(o)}`,
+    o === null
+      ? 'No service has been chosen yet'
+      : `To ${o.specialty.trim() === '' ? 'the specialist' : o.specialty}, ${providerName(o)}`,
   salutation: 'Dear Colleague,',
   opening: (o) =>
     o === null || o.specialty.trim() === ''

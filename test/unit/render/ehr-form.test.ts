@@ -206,8 +206,8 @@ describe('renderEhrForm content', () => {
       referrer: { ...source.referrer, email: '' },
     });
     const $blank = cheerio.load(renderEhrForm(blank).html);
+    expect($blank('[data-field="submittedAt"]').text()).toBe('Not submitted yet');
     for (const field of [
-      'submittedAt',
       'clinicalInfo',
       'patient.name',
       'patient.phoneNumber',
