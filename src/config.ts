@@ -1,6 +1,7 @@
 // The only reader of process.env. Every setting is parsed and validated once at start; a bad or
 // missing value stops the process with a message that names the variable (contract §12).
 import path from 'node:path';
+import { DEFAULT_DISPLAY_TIME_ZONE, isDisplayTimeZone } from './domain/display-time.ts';
 
 export interface Config {
   readonly env: 'production' | 'development' | 'test';
@@ -47,6 +48,12 @@ export interface Config {
   readonly shutdownGraceSeconds: number;
   /** Who may read `/docs` and `/openapi.json`: anyone, ops keys only, or nobody (not served). */
   readonly apiDocs: 'public' | 'ops' | 'off';
+  /**
+   * The IANA time zone of every time a person reads (the EHR form, the web form and its pages). The
+   * API keeps ISO 8601 UTC. Every process of an installation must share it: the EHR form's bytes
+   * depend on it.
+   */
+  readonly displayTimeZone: string;
 }
 
 export class ConfigError extends Error {
@@ -108,6 +115,16 @@ function secret(env: Env, name: string, minLength: number): string | undefined {
   return raw;
 }
 
+/** An IANA time zone name this runtime knows (`Asia/Singapore`); offsets like `+08:00` are refused. */
+function timeZone(env: Env, name: string, fallback: string): string {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  if (!isDisplayTimeZone(raw)) {
+    throw new ConfigError(name, `must be an IANA time zone such as Asia/Singapore, got "${raw}"`);
+  }
+  return raw;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
@@ -154,6 +171,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       ['public', 'ops', 'off'] as const,
       mode === 'production' ? 'ops' : 'public',
     ),
+    displayTimeZone: timeZone(env, 'DISPLAY_TIME_ZONE', DEFAULT_DISPLAY_TIME_ZONE),
   };
   if (mode === 'production' && config.ehrUrl === undefined) {
     throw new ConfigError('EHR_URL', 'is required when NODE_ENV=production (the sandbox EHR is off)');

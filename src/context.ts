@@ -4,10 +4,12 @@
 import type { Kysely } from 'kysely';
 import type { Config } from './config.ts';
 import { systemClock, type Clock } from './domain/clock.ts';
+import { displayTimeIn, type DisplayTime } from './domain/display-time.ts';
 import { migrateToLatest, openStore, type Store } from './db/database.ts';
 import type { Database } from './db/schema.ts';
+import type { EhrFormSource } from './domain/referral-view.ts';
 import { createLogger, type Logger } from './logger.ts';
-import { renderEhrForm } from './render/ehr-form.ts';
+import { renderEhrForm, type RenderedEhrForm } from './render/ehr-form.ts';
 import { createApiKeyService, type ApiKeyService } from './services/api-key.service.ts';
 import { createCatalogService, type CatalogService } from './services/catalog.service.ts';
 import { createHousekeeping, type Housekeeping } from './services/housekeeping.service.ts';
@@ -30,6 +32,13 @@ export interface AppContext {
   readonly store: Store;
   readonly db: Kysely<Database>;
   readonly clock: Clock;
+  /** Times people read (the EHR form, the web pages, timeline sentences), in DISPLAY_TIME_ZONE. */
+  readonly displayTime: DisplayTime;
+  /**
+   * The EHR form in the installation's display zone. Whatever renders the form (a GET, the
+   * forwarder) must use this one, so that one referral version always gives the same bytes.
+   */
+  readonly renderEhrForm: (source: EhrFormSource) => RenderedEhrForm;
   readonly linkMinter: LinkMinter;
   readonly referralQueries: ReferralQueries;
   readonly referralCommands: ReferralCommands;
@@ -91,6 +100,8 @@ export async function createContext(
     ttlSeconds: config.linkTtlSeconds,
     clock,
   });
+  const displayTime = displayTimeIn(config.displayTimeZone);
+  const renderForm = (source: EhrFormSource) => renderEhrForm(source, displayTime);
   const deps = { db, clock, links: linkMinter };
   let queues: QueueProducer | undefined;
   const queueProducer = () => (queues ??= createQueueProducer(config, logger));
@@ -104,7 +115,7 @@ export async function createContext(
       ),
     outboxBacklog: () => outboxRepository(db).backlog(clock.now()),
   });
-  const referralQueries = createReferralQueries({ ...deps, renderEhrForm });
+  const referralQueries = createReferralQueries({ ...deps, renderEhrForm: renderForm });
   const ehrForwarding = createEhrForwarding({ db, clock, metrics });
   return {
     config,
@@ -112,9 +123,11 @@ export async function createContext(
     store,
     db,
     clock,
+    displayTime,
+    renderEhrForm: renderForm,
     linkMinter,
     referralQueries,
-    referralCommands: createReferralCommands(deps),
+    referralCommands: createReferralCommands({ ...deps, displayTime }),
     referralFhir: createReferralFhir({ referralQueries, ehrForwarding, clock }),
     links: createLinkService(deps),
     linkRedemption: createLinkRedemption({ db, clock }),

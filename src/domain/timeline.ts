@@ -1,5 +1,7 @@
 // The sentences the timeline shows. Clients display `description` and never branch on `type`, so
-// each one is a complete sentence a person can read (contract §6).
+// each one is a complete sentence a person can read (contract §6). A time in a sentence is written
+// in the installation's display zone, by the formatter the service passes in (display-time.ts).
+import type { DisplayTime } from './display-time.ts';
 import type { AppointmentStatus } from './statuses.ts';
 
 export interface TimelineEntry {
@@ -48,8 +50,14 @@ export const timeline = {
     type: 'referral.sender-action-required',
     description: `${actor} asked the sender to act on the referral: ${quote(reason)}`,
   }),
-  appointment: (actor: string, status: AppointmentStatus, startAt: Date, location: string): TimelineEntry => {
-    const when = `${startAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+  appointment: (
+    actor: string,
+    status: AppointmentStatus,
+    startAt: Date,
+    location: string,
+    display: DisplayTime,
+  ): TimelineEntry => {
+    const when = display.dateTime(startAt);
     const where = quote(location);
     switch (status) {
       case 'scheduled':

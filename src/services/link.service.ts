@@ -1,14 +1,22 @@
 // The link upsert (contract §5.7): hands a clinician a one-time URL into our web form. Without a
 // referralId it creates a draft from the prefill; with one, it applies the prefill to a referral the
 // sender may still change (draft or sender-action-required) and hands out a fresh link.
+//
+// The clinic system always says who is asking (`requesterIdentifier`), and prefers an email address.
+// When neither the body nor the referral names a referring clinician, that email is what the clinic
+// system knows of the clinician: it becomes the referrer's email (and ID, of type `email`), so the
+// letter is signed by someone and the provider knows whom to contact. The form shows it, to be
+// corrected there if the person referring is someone else.
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { upsertLinkAction } from '../domain/links.ts';
+import type { ReferrerView } from '../domain/referral-view.ts';
 import { ForbiddenRoleError, InvalidTransitionError } from '../errors.ts';
 import { referralRepository } from '../db/referral.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';
 import type { LinkMinter } from './link-minter.ts';
+import { createReferralFieldsCheck } from './referral-fields.ts';
 import type { ReferralFieldsInput } from './referral-input.ts';
 import { audit, createMutationRunner } from './referral-mutation.ts';
 import { insertDraft, planUpdate } from './referral-commands.ts';
@@ -27,8 +35,35 @@ export interface LinkUpsertResult {
   readonly expiresAt: string;
 }
 
+/** The prefill fields that name the referring clinician; sending any of them (even null) is naming. */
+const REFERRER_IDENTITY = ['referrerName', 'referrerId', 'referrerIdType', 'referrerEmail'] as const;
+
+function hasReferrer(stored: ReferrerView): boolean {
+  return [stored.name, stored.id, stored.idType, stored.email].some((v) => v !== null);
+}
+
 export function createLinkService(deps: LinkDeps) {
   const mutate = createMutationRunner(deps);
+  const checkFields = createReferralFieldsCheck();
+
+  /**
+   * The prefill, with the requester as the referring clinician when nobody else is named and the
+   * requester is an email address the referrer fields accept (as the ID too only if it fits its
+   * 64 characters). `stored` is the referral's referrer, for an existing referral.
+   */
+  function withRequesterAsReferrer(
+    prefill: ReferralFieldsInput,
+    requester: string,
+    stored: ReferrerView | null,
+  ): ReferralFieldsInput {
+    if (REFERRER_IDENTITY.some((f) => prefill[f] !== undefined)) return prefill;
+    if (stored !== null && hasReferrer(stored)) return prefill;
+    const asEmailId = { referrerEmail: requester, referrerIdType: 'email', referrerId: requester };
+    if (checkFields(asEmailId).length === 0) return { ...prefill, ...asEmailId };
+    const asEmail = { referrerEmail: requester };
+    if (checkFields(asEmail).length === 0) return { ...prefill, ...asEmail };
+    return prefill;
+  }
 
   return {
     async upsert(
@@ -50,7 +85,8 @@ export function createLinkService(deps: LinkDeps) {
 
       if (referralId === undefined) {
         return writeTransaction(deps.db, caller, async (trx) => {
-          const id = await insertDraft(trx, deps.clock, caller, prefill, 'link.upsert');
+          const fields = withRequesterAsReferrer(prefill, caller.requesterIdentifier, null);
+          const id = await insertDraft(trx, deps.clock, caller, fields, 'link.upsert');
           const link = await deps.links.mintOne(trx, grant(id), 'edit');
           return {
             referralId: id,
@@ -66,7 +102,12 @@ export function createLinkService(deps: LinkDeps) {
         referralId,
         'update',
         ifMatch,
-        (ctx) => planUpdate(deps.clock, ctx, prefill),
+        (ctx) =>
+          planUpdate(
+            deps.clock,
+            ctx,
+            withRequesterAsReferrer(prefill, caller.requesterIdentifier, ctx.record.referrer),
+          ),
         async (trx) => {
           const current = await referralRepository(trx).getVisible(referralId, caller.institution);
           const action = upsertLinkAction(current.status);

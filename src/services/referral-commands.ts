@@ -3,6 +3,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Kysely, Transaction } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
+import type { DisplayTime } from '../domain/display-time.ts';
 import { decide } from '../domain/lifecycle.ts';
 import type { NoteView, ReferralSummaryView, ReferralView } from '../domain/referral-view.ts';
 import type { AppointmentStatus, Party } from '../domain/statuses.ts';
@@ -40,6 +41,8 @@ export interface CommandDeps {
   readonly db: Kysely<Database>;
   readonly clock: Clock;
   readonly links: LinkMinter;
+  /** Writes the times in timeline sentences (an appointment's start) in the display zone. */
+  readonly displayTime: DisplayTime;
 }
 
 export interface AppointmentInput {
@@ -179,7 +182,9 @@ export function createReferralCommands(deps: CommandDeps) {
             decision,
             events: [
               timeline.cancelled(actor, input.cancelNote),
-              ...scheduled.map((a) => timeline.appointment(actor, 'cancelled', a.startAt, a.location)),
+              ...scheduled.map((a) =>
+                timeline.appointment(actor, 'cancelled', a.startAt, a.location, deps.displayTime),
+              ),
             ],
             writeChildren: async (tx, now) => {
               await appointmentRepository(tx).cancelScheduled(record.id, now);
@@ -272,7 +277,15 @@ export function createReferralCommands(deps: CommandDeps) {
           return {
             decision,
             unchanged,
-            events: [timeline.appointment(actorName(record, party), input.status, startAt, input.location)],
+            events: [
+              timeline.appointment(
+                actorName(record, party),
+                input.status,
+                startAt,
+                input.location,
+                deps.displayTime,
+              ),
+            ],
             writeChildren: (tx, now) =>
               appointmentRepository(tx).upsert(
                 record.id,

@@ -5,7 +5,6 @@ import type { AppContext } from '../context.ts';
 import { sameInstitution } from '../domain/access.ts';
 import type { ReferralView } from '../domain/referral-view.ts';
 import { renderReferralCopyPage } from '../render/pages/referral-copy.page.ts';
-import { formatTimestamp } from '../render/templates/ehr-parts.ts';
 import { ehrFormSourceOf } from '../services/referral-queries.ts';
 import type { InstitutionRef } from '../domain/access.ts';
 import { referralIdOf } from './referral-pages.ts';
@@ -34,7 +33,8 @@ export function copyRoutes(ctx: AppContext, gate: SessionGate) {
               source: ehrFormSourceOf(view),
               institutionName: institutionName(view, open.session.institution),
               person: open.session.requesterIdentifier,
-              sessionEnds: formatTimestamp(open.session.expiresAt.toISOString()),
+              sessionEnds: ctx.displayTime.time(open.session.expiresAt),
+              display: ctx.displayTime,
             }),
           { styleAttributes: true },
         );

@@ -1,5 +1,6 @@
 // Builds what the form page shows from the referral as the services return it: the mode, the
-// provider's request, the services to choose from and the formatted times.
+// provider's request, the services to choose from and the times, in the display zone.
+import type { DisplayTime } from '../domain/display-time.ts';
 import type { OfferingView, ReferralView } from '../domain/referral-view.ts';
 import type { Status } from '../domain/statuses.ts';
 import type { OfferingRecord } from '../db/catalog.repository.ts';
@@ -7,7 +8,6 @@ import type { SummaryError } from '../render/pages/form-controls.ts';
 import type { Choice } from '../render/pages/referral-form-fields.ts';
 import type { OfferingChoice } from '../render/pages/offering-choice.ts';
 import type { Notice, ReferralFormModel } from '../render/pages/referral-form.page.ts';
-import { formatTimestamp } from '../render/templates/ehr-parts.ts';
 import type { FormValues } from './form-input.ts';
 import type { WebSession } from './session.ts';
 
@@ -41,9 +41,9 @@ export function offeringChoices(
 }
 
 /** The latest request from the provider, which the sender is responding to. */
-function providerRequest(view: ReferralView): ReferralFormModel['providerRequest'] {
+function providerRequest(view: ReferralView, display: DisplayTime): ReferralFormModel['providerRequest'] {
   const event = view.timelineEvents.findLast((e) => e.type === 'referral.sender-action-required');
-  return event === undefined ? null : { text: event.description, at: formatTimestamp(event.producedAt) };
+  return event === undefined ? null : { text: event.description, at: display.dateTime(event.producedAt) };
 }
 
 export interface FormPageInput {
@@ -59,6 +59,7 @@ export interface FormPageInput {
   readonly version?: number;
   readonly catalog: readonly OfferingRecord[];
   readonly countries: readonly Choice[];
+  readonly display: DisplayTime;
 }
 
 export function formPageModel(input: FormPageInput): ReferralFormModel {
@@ -71,8 +72,8 @@ export function formPageModel(input: FormPageInput): ReferralFormModel {
     status: view.status,
     senderName: view.sender.name,
     person: input.session.requesterIdentifier,
-    lastSaved: formatTimestamp(view.updatedAt),
-    sessionEnds: formatTimestamp(input.session.expiresAt.toISOString()),
+    lastSaved: input.display.dateTime(view.updatedAt),
+    sessionEnds: input.display.time(input.session.expiresAt),
     csrfToken: input.csrfToken,
     action: `/form/${view.id}`,
     values: input.values,
@@ -83,7 +84,7 @@ export function formPageModel(input: FormPageInput): ReferralFormModel {
     ...(input.notice === undefined ? {} : { notice: input.notice }),
     offerings: mode === 'edit' ? offeringChoices(input.catalog, view.offering?.id ?? null) : [],
     fixedOffering: view.offering === null ? null : choiceOf(view.offering, false),
-    providerRequest: mode === 'respond' ? providerRequest(view) : null,
+    providerRequest: mode === 'respond' ? providerRequest(view, input.display) : null,
     countries: input.countries,
   };
 }

@@ -13,7 +13,6 @@ import type { SummaryError } from '../render/pages/form-controls.ts';
 import type { Choice } from '../render/pages/referral-form-fields.ts';
 import { renderReferralFormPage, type Notice } from '../render/pages/referral-form.page.ts';
 import { renderSubmittedPage } from '../render/pages/submitted.page.ts';
-import { formatTimestamp } from '../render/templates/ehr-parts.ts';
 import { createReferralFieldsCheck } from '../services/referral-fields.ts';
 import {
   changesFrom,
@@ -60,6 +59,7 @@ export function formRoutes(ctx: AppContext, gate: SessionGate, countries: readon
           ...(extra.version === undefined ? {} : { version: extra.version }),
           catalog,
           countries,
+          display: ctx.displayTime,
         }),
       ),
     );
@@ -169,8 +169,9 @@ export function formRoutes(ctx: AppContext, gate: SessionGate, countries: readon
           serviceName: view.offering?.name ?? 'Not chosen',
           providerName: view.offering?.institution.name ?? 'the provider',
           urgent: view.isUrgent,
-          submittedAt: view.submittedAt === undefined ? 'Not submitted' : formatTimestamp(view.submittedAt),
-          sessionEnds: formatTimestamp(open.session.expiresAt.toISOString()),
+          submittedAt:
+            view.submittedAt === undefined ? 'Not submitted' : ctx.displayTime.dateTime(view.submittedAt),
+          sessionEnds: ctx.displayTime.time(open.session.expiresAt),
         }),
       );
     });

@@ -7,7 +7,6 @@ import { createEhrClient, type EhrClient } from '../ehr/ehr-client.ts';
 import { connectRedis } from '../queue/connections.ts';
 import { createOutboxRelay, type OutboxHandlers, type OutboxRelay } from '../queue/outbox-relay.ts';
 import { createReconciler, type Reconciler } from '../queue/reconciler.ts';
-import { renderEhrForm } from '../render/ehr-form.ts';
 import { startEhrForwardWorker } from './ehr-forward.worker.ts';
 import { startReminderWorker } from './reminders.worker.ts';
 
@@ -63,7 +62,7 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
       {
         forwarding: ctx.ehrForwarding,
         ehr,
-        renderEhrForm,
+        renderEhrForm: ctx.renderEhrForm,
         clock: ctx.clock,
         logger: logger.child({ worker: 'ehr-forward' }),
         maxAttempts: config.ehrMaxAttempts,

@@ -591,7 +591,7 @@ describe.each(ENGINES)('endpoints on %s', (engine) => {
         [
           'appt.cancelled',
           'Epic',
-          'The appointment on 2030-01-15 01:30 UTC at Clinic 3B, Level 3 was cancelled.',
+          'The appointment on Tue 15 Jan 2030, 09:30 SGT at Clinic 3B, Level 3 was cancelled.',
         ],
       ]);
     });
@@ -847,10 +847,10 @@ describe.each(ENGINES)('endpoints on %s', (engine) => {
         descriptions.push(lastEvent(body).description);
       }
       expect(descriptions.slice(0, 4)).toEqual([
-        `${PROVIDER_NAME} scheduled an appointment for 2030-03-04 05:06 UTC at Clinic 2C.`,
-        'The appointment on 2030-03-04 05:06 UTC at Clinic 2C took place.',
-        'The patient missed the appointment on 2030-03-04 05:06 UTC at Clinic 2C.',
-        'The appointment on 2030-03-04 05:06 UTC at Clinic 2C was cancelled.',
+        `${PROVIDER_NAME} scheduled an appointment for Mon 4 Mar 2030, 13:06 SGT at Clinic 2C.`,
+        'The appointment on Mon 4 Mar 2030, 13:06 SGT at Clinic 2C took place.',
+        'The patient missed the appointment on Mon 4 Mar 2030, 13:06 SGT at Clinic 2C.',
+        'The appointment on Mon 4 Mar 2030, 13:06 SGT at Clinic 2C was cancelled.',
       ]);
 
       // The same PUT again changes nothing.

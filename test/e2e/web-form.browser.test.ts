@@ -9,7 +9,6 @@
 // allowed is Chromium's note that the document itself answered with the error status the test
 // expects (the 410 of a used link, the 400 of a form with errors): that is the page working.
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
@@ -19,23 +18,9 @@ import { call } from '../support/scenarios.ts';
 import { senderView } from '../support/store-inspection.ts';
 import { createTestApp, type TestApp } from '../support/test-app.ts';
 import { WEB_REQUESTER, linksOf, upsertLink, type UpsertedLink } from '../support/web.ts';
-import { ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ensureArtifactsDir } from '../support/browser.ts';
+import { ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ensureArtifactsDir, freePort } from '../support/browser.ts';
 
 const HOSTILE_NAME = '<img src=x onerror=alert(1)>';
-
-/** A free loopback port. PUBLIC_URL must name it before the app is built, since links carry it. */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => {
-        resolve(port);
-      });
-    });
-  });
-}
 
 async function listeningTestApp(clock: { now(): Date }): Promise<TestApp> {
   for (let attempt = 1; ; attempt++) {

@@ -2,6 +2,7 @@
 // where their screenshots go. The flags keep Chromium off the network: this machine's is closed, and
 // Chromium's background services would otherwise fail, many at a time.
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 
 export const CHROMIUM = '/usr/bin/chromium';
@@ -20,6 +21,23 @@ export const CHROMIUM_ARGS = [
 /** Screenshots are kept as test artifacts (ignored by git). */
 export const ARTIFACTS = path.resolve(import.meta.dirname, '../../test-artifacts');
 
+/** Full-page screenshots of every page and document a person reads, to look at after a run. */
+export const SCREENSHOTS = path.join(ARTIFACTS, 'screenshots');
+
 export function ensureArtifactsDir(): void {
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  fs.mkdirSync(SCREENSHOTS, { recursive: true });
+}
+
+/** A free loopback port. PUBLIC_URL must name it before the app is built, since links carry it. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => {
+        resolve(port);
+      });
+    });
+  });
 }

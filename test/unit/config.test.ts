@@ -29,6 +29,7 @@ describe('loadConfig', () => {
       opsDashboardWrite: false,
       metricsToken: undefined,
       shutdownGraceSeconds: 20,
+      displayTimeZone: 'Asia/Singapore',
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -61,6 +62,7 @@ describe('loadConfig', () => {
         OPS_DASHBOARD_WRITE: 'true',
         METRICS_TOKEN: 'a-metrics-token-of-at-least-32-characters',
         SHUTDOWN_GRACE_SECONDS: '45',
+        DISPLAY_TIME_ZONE: 'Europe/London',
       },
       '/srv',
     );
@@ -89,6 +91,7 @@ describe('loadConfig', () => {
       opsDashboardWrite: true,
       metricsToken: 'a-metrics-token-of-at-least-32-characters',
       shutdownGraceSeconds: 45,
+      displayTimeZone: 'Europe/London',
     });
   });
 
@@ -147,6 +150,9 @@ describe('loadConfig', () => {
     ['NODE_ENV', 'Production', /NODE_ENV: must be one of development, production, test/],
     ['EHR_ATTEMPT_TIMEOUT_SECONDS', '0', /EHR_ATTEMPT_TIMEOUT_SECONDS: must be between 1 and 600/],
     ['API_DOCS', 'yes', /API_DOCS: must be one of public, ops, off/],
+    ['DISPLAY_TIME_ZONE', 'Asia/Atlantis', /DISPLAY_TIME_ZONE: must be an IANA time zone/],
+    ['DISPLAY_TIME_ZONE', 'SGT', /DISPLAY_TIME_ZONE: must be an IANA time zone/],
+    ['DISPLAY_TIME_ZONE', '+08:00', /DISPLAY_TIME_ZONE: must be an IANA time zone/],
   ])('rejects %s=%s with a message naming the variable', (name, value, message) => {
     const load = () => loadConfig({ [name]: value });
     expect(load).toThrow(ConfigError);

@@ -91,7 +91,7 @@ describe.each(ENGINES)('the referral form on %s', (engine) => {
       const groups = $('[role=group]')
         .toArray()
         .map((g) => $(g).find('.category__name').text());
-      expect(groups).toEqual(['GPFirst', 'Accident & Emergency', 'Specialist outpatient clinics']);
+      expect(groups).toEqual(['GPFirst', 'Accident & Emergency', 'Specialist Outpatient Clinics']);
       const gastro = $('input[name=offeringId][value=cgh-gastro]');
       const details = $(`#${gastro.attr('aria-describedby')}`);
       expect(details.text()).toContain(

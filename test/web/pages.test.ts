@@ -125,7 +125,7 @@ describe.each(ENGINES)('web pages on %s', (engine) => {
         $('article.document section[data-template]')
           .toArray()
           .map((s) => $(s).attr('data-template')),
-      ).toEqual(['Specialist Referral', 'Patient Summary']);
+      ).toEqual(['Patient Summary', 'Specialist Referral']);
       expect($('h1').first().text()).toBe(purpose === 'print' ? 'Print referral' : 'View referral');
       // The print stylesheet leaves only the document on paper.
       expect($('style').text()).toMatch(/@media print \{[\s\S]*\.site-header[\s\S]*display: none/);

@@ -1,5 +1,6 @@
 // The read-only pages behind the `view` and `print` links (contract §8): exactly the content of the
 // EHR form, in the web page's frame, with a print stylesheet that leaves only the document on paper.
+import type { DisplayTime } from '../../domain/display-time.ts';
 import type { EhrFormSource } from '../../domain/referral-view.ts';
 import { renderEhrFormContent } from '../ehr-form.ts';
 import { html } from '../html.ts';
@@ -11,11 +12,14 @@ export interface ReferralCopyModel {
   readonly source: EhrFormSource;
   readonly institutionName: string;
   readonly person: string;
+  /** Already formatted for display ("20:06 SGT"). */
   readonly sessionEnds: string;
+  /** The installation's display zone, so the content is the EHR form's, byte for byte. */
+  readonly display: DisplayTime;
 }
 
 export function renderReferralCopyPage(model: ReferralCopyModel): string {
-  const { content, formType } = renderEhrFormContent(model.source);
+  const { content, formType } = renderEhrFormContent(model.source, model.display);
   const title = model.purpose === 'print' ? 'Print referral' : 'View referral';
   const main = html`<div class="toolbar no-print">
       <h1 class="page-title">${title}</h1>

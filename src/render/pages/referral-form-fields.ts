@@ -1,5 +1,14 @@
 // The fields of the web form: their names (the API's field names, so an error from a service lands
-// next to the field it names), their labels and the choices of the closed lists.
+// next to the field it names), their labels and the choices of the closed lists. The words for codes
+// come from `domain/labels.ts`, as on the EHR form.
+import {
+  GENDER_LABELS,
+  OFFERING_CATEGORY_GROUP_LABELS,
+  REFERRER_ID_TYPE_CHOICE_LABELS,
+  REFERRER_ID_TYPES,
+  RESIDENTIAL_STATUS_LABELS,
+  STATUS_LABELS_FOR_SENDER,
+} from '../../domain/labels.ts';
 import type { OfferingCategory, Status } from '../../domain/statuses.ts';
 
 export const FORM_FIELDS = [
@@ -50,33 +59,24 @@ export interface Choice {
   readonly label: string;
 }
 
-export const GENDER_CHOICES: readonly Choice[] = [
-  { value: 'Female', label: 'Female' },
-  { value: 'Male', label: 'Male' },
-];
+const choicesOf = (labels: Readonly<Record<string, string>>, order: readonly string[]): Choice[] =>
+  order.map((value) => ({ value, label: labels[value] ?? value }));
 
-export const RESIDENTIAL_STATUS_CHOICES: readonly Choice[] = [
-  { value: 'SC', label: 'Singapore Citizen' },
-  { value: 'PR', label: 'Permanent Resident' },
-  { value: 'Foreigner', label: 'Foreigner' },
-];
+export const GENDER_CHOICES: readonly Choice[] = choicesOf(GENDER_LABELS, ['Female', 'Male']);
 
-export const REFERRER_ID_TYPE_CHOICES: readonly Choice[] = [
-  { value: 'mcr', label: 'MCR (Medical Council registration)' },
-  { value: 'dcr', label: 'DCR (Dental Council registration)' },
-  { value: 'nric', label: 'NRIC' },
-  { value: 'email', label: 'Email' },
-  { value: 'brightUserId', label: 'Bright user ID' },
-];
+export const RESIDENTIAL_STATUS_CHOICES: readonly Choice[] = choicesOf(RESIDENTIAL_STATUS_LABELS, [
+  'SC',
+  'PR',
+  'Foreigner',
+]);
+
+export const REFERRER_ID_TYPE_CHOICES: readonly Choice[] = choicesOf(
+  REFERRER_ID_TYPE_CHOICE_LABELS,
+  REFERRER_ID_TYPES,
+);
 
 /** The order and names of the offering groups in the form. */
-export const CATEGORY_LABELS: Readonly<Record<OfferingCategory, string>> = {
-  gpfirst: 'GPFirst',
-  ae: 'Accident & Emergency',
-  soc: 'Specialist outpatient clinics',
-  polyclinic: 'Polyclinics',
-  community: 'Community care',
-};
+export const CATEGORY_LABELS: Readonly<Record<OfferingCategory, string>> = OFFERING_CATEGORY_GROUP_LABELS;
 
 /** What a status means to the person in the form, and the colour of its tag. */
 export const STATUS_TEXT: Readonly<
@@ -85,11 +85,11 @@ export const STATUS_TEXT: Readonly<
     { readonly label: string; readonly tone: 'draft' | 'action' | 'pending' | 'confirmed' | 'stopped' }
   >
 > = {
-  draft: { label: 'Draft', tone: 'draft' },
-  'pending-acceptance': { label: 'Submitted, awaiting acceptance', tone: 'pending' },
-  accepted: { label: 'Accepted, no appointment yet', tone: 'pending' },
-  'sender-action-required': { label: 'Action required from you', tone: 'action' },
-  scheduled: { label: 'Appointment scheduled', tone: 'confirmed' },
-  rejected: { label: 'Rejected', tone: 'stopped' },
-  cancelled: { label: 'Cancelled', tone: 'stopped' },
+  draft: { label: STATUS_LABELS_FOR_SENDER.draft, tone: 'draft' },
+  'pending-acceptance': { label: STATUS_LABELS_FOR_SENDER['pending-acceptance'], tone: 'pending' },
+  accepted: { label: STATUS_LABELS_FOR_SENDER.accepted, tone: 'pending' },
+  'sender-action-required': { label: STATUS_LABELS_FOR_SENDER['sender-action-required'], tone: 'action' },
+  scheduled: { label: STATUS_LABELS_FOR_SENDER.scheduled, tone: 'confirmed' },
+  rejected: { label: STATUS_LABELS_FOR_SENDER.rejected, tone: 'stopped' },
+  cancelled: { label: STATUS_LABELS_FOR_SENDER.cancelled, tone: 'stopped' },
 };

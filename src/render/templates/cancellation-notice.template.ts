@@ -1,5 +1,6 @@
 // The "Cancellation Notice" added to the form of a cancelled referral. It quotes the latest
 // `referral.cancelled` timeline event, whose description carries who cancelled and why.
+import { systemLabel } from '../../domain/labels.ts';
 import type { EhrFormSource, TimelineEventView } from '../../domain/referral-view.ts';
 import { html } from '../html.ts';
 import { STYLE, blockField, field, heading, timestampField, type EhrTemplate } from './ehr-parts.ts';
@@ -11,7 +12,7 @@ function latestCancellation(source: EhrFormSource): TimelineEventView | undefine
 
 export const cancellationNotice: EhrTemplate = {
   name: 'Cancellation Notice',
-  render: (source) => {
+  render: (source, display) => {
     const event = latestCancellation(source);
     return html`${heading('Cancellation Notice')}
       <div style="${STYLE.cancelled}">
@@ -20,8 +21,8 @@ export const cancellationNotice: EhrTemplate = {
           event === undefined
             ? html`<p style="${STYLE.paragraph}">The reason was not recorded.</p>`
             : html`<p style="${STYLE.paragraph}">
-                  Cancelled ${timestampField('cancellation.producedAt', event.producedAt)} via
-                  ${field('cancellation.system', event.system)}:
+                  Cancelled ${timestampField('cancellation.producedAt', event.producedAt, display)} via
+                  ${field('cancellation.system', systemLabel(event.system))}:
                 </p>
                 <blockquote style="margin: 0;">
                   ${blockField('cancellation.description', event.description)}

@@ -1,30 +1,41 @@
 // The referral letter templates: the GPFirst letter to A&E, the A&E letter, and the specialist
 // referral that every other category shares. They differ only in their name, whom they address and
-// their opening sentence; the body (parties, offering, clinical information, record) is common.
-import type { CoreStatus } from '../../domain/statuses.ts';
+// their opening sentence; the rest is common.
+//
+// A letter has a masthead (its name, whom it is for, the urgency), shown at the very top of the
+// document, above the Patient Summary, and a body: the letter itself (salutation, reason, clinical
+// information, signed by the referring clinician or, when none was named, the sending institution),
+// then the referral's details, its parties, and its record (appointments, notes, timeline).
+import type { DisplayTime } from '../../domain/display-time.ts';
+import {
+  INSTITUTION_ID_TYPE_LABELS,
+  OFFERING_CATEGORY_LABELS,
+  REFERRER_ID_TYPE_LABELS,
+  STATUS_LABELS,
+  labelFor,
+  systemLabel,
+} from '../../domain/labels.ts';
 import type { EhrFormSource, OfferingView } from '../../domain/referral-view.ts';
 import { html, type SafeHtml } from '../html.ts';
 import {
   STYLE,
+  absentField,
   blockField,
   detailsTable,
   field,
   heading,
+  identifierField,
   isMissing,
-  NOT_PROVIDED,
+  labelField,
   timestampField,
   type EhrTemplate,
 } from './ehr-parts.ts';
 import { referralRecord } from './referral-record.ts';
 
-const CORE_STATUS_LABEL: Readonly<Record<CoreStatus, string>> = {
-  draft: 'Draft',
-  pending: 'Pending',
-  confirmed: 'Confirmed',
-  rejected: 'Rejected',
-  cancelled: 'Cancelled',
-  'sender-action-required': 'Sender action required',
-};
+/** A letter: a template whose masthead heads the whole document. */
+export interface LetterTemplate extends EhrTemplate {
+  masthead(source: EhrFormSource): SafeHtml;
+}
 
 interface LetterWording {
   readonly name: string;
@@ -38,33 +49,61 @@ function providerName(offering: OfferingView | null): string {
   return name === '' ? 'the receiving institution' : name;
 }
 
-// The letter names its patient up front, as a letter does; the Patient Summary holds the full record.
-function regarding({ patient }: EhrFormSource): SafeHtml {
-  const shown = (value: string | null): string => (isMissing(value) ? NOT_PROVIDED : value);
-  return html`<p style="${STYLE.paragraph}">
-    <strong>Re: ${shown(patient.name)}</strong> · UIN ${shown(patient.uin)} · Date of birth
-    ${shown(patient.dob)}
-  </p>`;
-}
-
 function urgency(source: EhrFormSource): SafeHtml {
   return source.isUrgent
     ? html`<div style="${STYLE.urgent}">${field('urgency', 'Urgent referral')}</div>`
     : html`<div style="${STYLE.routine}">${field('urgency', 'Routine referral')}</div>`;
 }
 
-function referralDetails(source: EhrFormSource): SafeHtml {
-  return detailsTable([
+/**
+ * "Yours sincerely," and who signs: the referring clinician (their name, or failing that their email
+ * or ID) with what else is known of them and their institution; or the sending institution alone when
+ * no clinician was named.
+ */
+function signOff({ referrer, sender }: EhrFormSource): SafeHtml {
+  const present = (value: string | null): value is string => !isMissing(value);
+  // An ID of type email is an address, and reads as one.
+  const id = !present(referrer.id)
+    ? null
+    : !present(referrer.idType) || referrer.idType === 'email'
+      ? referrer.id
+      : `${labelFor(REFERRER_ID_TYPE_LABELS, referrer.idType)} ${referrer.id}`;
+  const signature = [referrer.name, referrer.email, id].find(present);
+  const details = [...new Set([id, referrer.email, referrer.contactNumber].filter(present))].filter(
+    (value) => value !== signature,
+  );
+  return html`<div style="${STYLE.signOff}" data-part="sign-off">
+    <p style="${STYLE.paragraph}">Yours sincerely,</p>
+    ${
+      signature === undefined
+        ? html`<p style="${STYLE.signature}">${field('signOff.name', sender.name)}</p>`
+        : html`<p style="${STYLE.signature}">${field('signOff.name', signature)}</p>
+            ${
+              details.length === 0
+                ? null
+                : html`<p style="${STYLE.signatureDetail}">
+                    ${field('signOff.details', details.join(' · '))}
+                  </p>`
+            }
+            <p style="${STYLE.signatureDetail}">${field('signOff.institution', sender.name)}</p>`
+    }
+  </div>`;
+}
+
+function referralDetails(source: EhrFormSource, display: DisplayTime): SafeHtml {
+  return html`${heading('Referral')}
+  ${detailsTable([
     ['Referral ID', field('id', source.id)],
-    ['Version', field('version', source.version)],
+    ['Status', labelField('status', source.status, STATUS_LABELS)],
     [
-      'Status',
-      html`${field('coreStatus', CORE_STATUS_LABEL[source.coreStatus])} (${field('status', source.status)})`,
+      'Submitted',
+      // Only a draft has no submission time: it has not been sent, which is not missing data.
+      source.submittedAt === undefined
+        ? absentField('submittedAt', 'Not submitted yet')
+        : timestampField('submittedAt', source.submittedAt, display),
     ],
-    ['Submitted', timestampField('submittedAt', source.submittedAt)],
-    ['Created', timestampField('createdAt', source.createdAt)],
-    ['Last updated', timestampField('updatedAt', source.updatedAt)],
-  ]);
+    ['Created', timestampField('createdAt', source.createdAt, display)],
+  ])}`;
 }
 
 function sender(source: EhrFormSource): SafeHtml {
@@ -74,11 +113,24 @@ function sender(source: EhrFormSource): SafeHtml {
     ['Institution', field('sender.name', institution.name)],
     [
       'Institution ID',
-      html`${field('sender.idType', institution.idType)} ${field('sender.id', institution.id)}`,
+      identifierField(
+        { type: 'sender.idType', id: 'sender.id' },
+        institution.idType,
+        institution.id,
+        INSTITUTION_ID_TYPE_LABELS,
+      ),
     ],
-    ['Sending system', field('senderSystem', source.senderSystem)],
+    ['Sending system', field('senderSystem', systemLabel(source.senderSystem))],
     ['Referring clinician', field('referrer.name', referrer.name)],
-    ['Clinician ID', html`${field('referrer.idType', referrer.idType)} ${field('referrer.id', referrer.id)}`],
+    [
+      'Clinician ID',
+      identifierField(
+        { type: 'referrer.idType', id: 'referrer.id' },
+        referrer.idType,
+        referrer.id,
+        REFERRER_ID_TYPE_LABELS,
+      ),
+    ],
     ['Email', field('referrer.email', referrer.email)],
     ['Contact number', field('referrer.contactNumber', referrer.contactNumber)],
   ])}`;
@@ -95,30 +147,37 @@ function offering(source: EhrFormSource): SafeHtml {
   return html`${heading('To')}
   ${detailsTable([
     ['Service', field('offering.name', chosen.name)],
+    ['Category', labelField('offering.category', chosen.category, OFFERING_CATEGORY_LABELS)],
     ['Specialty', field('offering.specialty', chosen.specialty)],
-    ['EHR code', field('offering.ehrCode', chosen.ehrCode)],
-    ['Category', field('offering.category', chosen.category)],
     ['Provider institution', field('offering.institution.name', chosen.institution.name)],
     [
       'Provider ID',
-      html`${field('offering.institution.idType', chosen.institution.idType)}
-      ${field('offering.institution.id', chosen.institution.id)}`,
+      identifierField(
+        { type: 'offering.institution.idType', id: 'offering.institution.id' },
+        chosen.institution.idType,
+        chosen.institution.id,
+        INSTITUTION_ID_TYPE_LABELS,
+      ),
     ],
+    ['EHR code', field('offering.ehrCode', chosen.ehrCode)],
   ])}
   ${blockField('offering.description', chosen.description)}`;
 }
 
-function referralLetter(wording: LetterWording): EhrTemplate {
+function referralLetter(wording: LetterWording): LetterTemplate {
   return {
     name: wording.name,
-    render: (source) =>
+    masthead: (source) =>
       html`<h1 style="${STYLE.title}">${wording.name}</h1>
         <p style="${STYLE.subtitle}">${wording.addressee(source.offering)}</p>
-        ${regarding(source)} ${urgency(source)} ${referralDetails(source)} ${sender(source)}
-        ${offering(source)} ${heading('Reason for referral')}
+        ${urgency(source)}`,
+    render: (source, display) =>
+      html`${heading('Reason for referral')}
         <p style="${STYLE.paragraph}">${wording.salutation}</p>
         <p style="${STYLE.paragraph}">${wording.opening(source.offering)}</p>
-        ${blockField('clinicalInfo', source.clinicalInfo)} ${referralRecord(source)}`,
+        ${blockField('clinicalInfo', source.clinicalInfo)} ${signOff(source)}
+        ${referralDetails(source, display)} ${sender(source)} ${offering(source)}
+        ${referralRecord(source, display)}`,
   };
 }
 
@@ -141,7 +200,9 @@ export const aeLetter = referralLetter({
 export const specialistReferral = referralLetter({
   name: 'Specialist Referral',
   addressee: (o) =>
-    `To ${o === null || o.specialty.trim() === '' ? 'the specialist' : o.specialty}, ${providerName(o)}`,
+    o === null
+      ? 'No service has been chosen yet'
+      : `To ${o.specialty.trim() === '' ? 'the specialist' : o.specialty}, ${providerName(o)}`,
   salutation: 'Dear Colleague,',
   opening: (o) =>
     o === null || o.specialty.trim() === ''

@@ -5,9 +5,21 @@
 //
 // "Exactly" means: verbatim, whitespace included, except that NUL and lone surrogates (which no HTML
 // document can carry) read back as U+FFFD, and a blank value reads back as the "Not provided" marker.
+// A code (sex, nationality, residential status, a system) reads back as its word when it has one, and
+// verbatim otherwise; a date of birth as the date with the age when it is a real date; an identifier
+// with its type as one value, "Not provided" as a whole without its ID.
 import * as cheerio from 'cheerio';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { dateOfBirthText, displayTimeIn } from '../../../src/domain/display-time.ts';
+import {
+  GENDER_LABELS,
+  REFERRER_ID_TYPE_LABELS,
+  RESIDENTIAL_STATUS_LABELS,
+  labelFor,
+  nationalityLabel,
+  systemLabel,
+} from '../../../src/domain/labels.ts';
 import type { EhrFormSource, PatientView, TimelineEventView } from '../../../src/domain/referral-view.ts';
 import { OFFERING_CATEGORIES } from '../../../src/domain/statuses.ts';
 import { renderEhrForm } from '../../../src/render/ehr-form.ts';
@@ -149,28 +161,51 @@ function toSource(h: Hostile): EhrFormSource {
   });
 }
 
+const SINGAPORE = displayTimeIn('Asia/Singapore');
+
+const blank = (value: string | null): value is null => value === null || value.trim() === '';
+/** A code as the form shows it: its word, or the code itself; blank stays blank ("Not provided"). */
+const worded = (value: string | null, word: (code: string) => string) => (blank(value) ? value : word(value));
+
+/** The referrer's ID fields: the type only beside an ID, and no type element without both. */
+function referrerIdFields(h: Hostile): [string, (string | null)[]][] {
+  const { id, idType } = h.referrer;
+  if (blank(id) || blank(idType)) return [['referrer.id', [id]]];
+  return [
+    ['referrer.idType', [labelFor(REFERRER_ID_TYPE_LABELS, idType)]],
+    ['referrer.id', [id]],
+  ];
+}
+
 /** The fields of `h`, by data-field name, with the value each element must show (in order). */
 function expectedFields(h: Hostile, source: EhrFormSource): [string, (string | null)[]][] {
   const cancellation = source.timelineEvents.findLast((e) => e.type === 'referral.cancelled');
+  const ageAt = source.submittedAt ?? source.createdAt;
   const fields: [string, (string | null)[]][] = [
     ['id', [h.id]],
     ['sender.name', [h.senderName]],
-    ['senderSystem', [h.senderSystem]],
-    ...Object.entries(h.patient).map(([key, value]): [string, (string | null)[]] => [
-      `patient.${key}`,
-      [value],
-    ]),
-    ...Object.entries(h.referrer).map(([key, value]): [string, (string | null)[]] => [
-      `referrer.${key}`,
-      [value],
-    ]),
+    ['senderSystem', [worded(h.senderSystem, systemLabel)]],
+    ['patient.uin', [h.patient.uin]],
+    ['patient.name', [h.patient.name]],
+    ['patient.dob', [worded(h.patient.dob, (dob) => dateOfBirthText(dob, ageAt, SINGAPORE))]],
+    ['patient.gender', [worded(h.patient.gender, (g) => labelFor(GENDER_LABELS, g))]],
+    ['patient.nationality', [worded(h.patient.nationality, nationalityLabel)]],
+    ['patient.phoneNumber', [h.patient.phoneNumber]],
+    [
+      'patient.residentialStatus',
+      [worded(h.patient.residentialStatus, (r) => labelFor(RESIDENTIAL_STATUS_LABELS, r))],
+    ],
+    ...referrerIdFields(h),
+    ['referrer.name', [h.referrer.name]],
+    ['referrer.email', [h.referrer.email]],
+    ['referrer.contactNumber', [h.referrer.contactNumber]],
     ['clinicalInfo', [h.clinicalInfo]],
     ['appointment.location', h.appointments],
     ['note.content', h.notes.map((n) => n.content)],
     ['note.authorName', h.notes.map((n) => n.authorName)],
     ['note.authorInstitution', h.notes.map((n) => n.institution)],
     ['timeline.description', h.timeline.map((e) => e.description)],
-    ['timeline.system', h.timeline.map((e) => e.system)],
+    ['timeline.system', h.timeline.map((e) => worded(e.system, systemLabel))],
   ];
   if (h.category !== null) {
     fields.push(
@@ -181,10 +216,12 @@ function expectedFields(h: Hostile, source: EhrFormSource): [string, (string | n
       ['offering.institution.name', [h.offering.provider]],
     );
   }
+  const idType = h.referrer.idType;
+  if (blank(h.referrer.id) || blank(idType)) fields.push(['referrer.idType', []]);
   if (h.cancelled && cancellation !== undefined) {
     fields.push(
       ['cancellation.description', [cancellation.description]],
-      ['cancellation.system', [cancellation.system]],
+      ['cancellation.system', [worded(cancellation.system, systemLabel)]],
     );
   }
   return fields;
