@@ -30,6 +30,11 @@ export interface Config {
   readonly ehrBackoffBaseMs: number;
   /** The overall deadline of one attempt to deliver a form, from connecting to the answer's last byte. */
   readonly ehrAttemptTimeoutSeconds: number;
+  /** The EHR's circuit: failures in a row (within the window) that pause forwarding; 0 never pauses. */
+  readonly ehrCircuitFailures: number;
+  readonly ehrCircuitWindowSeconds: number;
+  /** The first probe of an open circuit waits this long; each failed probe doubles it, to 10 minutes. */
+  readonly ehrCircuitProbeSeconds: number;
   readonly reminderAfterSeconds: number;
   readonly reminderIntervalSeconds: number;
   readonly reminderMax: number;
@@ -157,6 +162,9 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     ehrMaxAttempts: integer(env, 'EHR_MAX_ATTEMPTS', 10, 1, 100),
     ehrBackoffBaseMs: integer(env, 'EHR_BACKOFF_BASE_MS', 2_000, 10, 600_000),
     ehrAttemptTimeoutSeconds: integer(env, 'EHR_ATTEMPT_TIMEOUT_SECONDS', 30, 1, 600),
+    ehrCircuitFailures: integer(env, 'EHR_CIRCUIT_FAILURES', 10, 0, 10_000),
+    ehrCircuitWindowSeconds: integer(env, 'EHR_CIRCUIT_WINDOW_SECONDS', 60, 1, 86_400),
+    ehrCircuitProbeSeconds: integer(env, 'EHR_CIRCUIT_PROBE_SECONDS', 15, 1, 600),
     reminderAfterSeconds: integer(env, 'REMINDER_AFTER_SECONDS', 86_400, 1, 31_536_000),
     reminderIntervalSeconds: integer(env, 'REMINDER_INTERVAL_SECONDS', 86_400, 1, 31_536_000),
     reminderMax: integer(env, 'REMINDER_MAX', 3, 0, 100),

@@ -18,12 +18,13 @@ import { createLinkService, type LinkService } from './services/link.service.ts'
 import { createLinkRedemption, type LinkRedemption } from './services/link-redemption.service.ts';
 import { createReferralCommands, type ReferralCommands } from './services/referral-commands.ts';
 import { createReferralQueries, type ReferralQueries } from './services/referral-queries.ts';
-import { createEhrForwarding, type EhrForwarding } from './services/ehr-forwarding.service.ts';
+import { createEhrForwarding, type EhrForwarding } from './forwarding/forwarding.service.ts';
 import { createReminders, type Reminders } from './services/reminder.service.ts';
 import { createQueueProducer, type QueueProducer } from './queue/producer.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
 import { QUEUE_NAMES } from './queue/registry.ts';
 import { outboxRepository } from './db/outbox.repository.ts';
+import { ehrCircuitRepository } from './db/ehr-circuit.repository.ts';
 import { createReferralFhir, type ReferralFhir } from './fhir/referral-fhir.service.ts';
 
 export interface AppContext {
@@ -114,6 +115,7 @@ export async function createContext(
         ),
       ),
     outboxBacklog: () => outboxRepository(db).backlog(clock.now()),
+    ehrCircuitOpen: async () => (await ehrCircuitRepository(db).read()).state === 'open',
   });
   const referralQueries = createReferralQueries({ ...deps, renderEhrForm: renderForm });
   const ehrForwarding = createEhrForwarding({ db, clock, metrics });

@@ -6,7 +6,12 @@ import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createContext, openConfiguredStore, type AppContext } from './context.ts';
 import { DataDirLockedError } from './db/data-dir-lock.ts';
 import { ROLES, type Role } from './domain/statuses.ts';
-import { portArg, SANDBOX_DEFAULT_PORT, serveSandboxEhr, tokenArg } from './ehr/sandbox-ehr-command.ts';
+import {
+  portArg,
+  SANDBOX_DEFAULT_PORT,
+  serveSandboxEhr,
+  tokenArg,
+} from './sandbox-ehr/sandbox-ehr-command.ts';
 import { AppError } from './errors.ts';
 import { setUpDemo } from './services/demo-setup.ts';
 import type { InstitutionRef } from './domain/access.ts';
@@ -62,7 +67,7 @@ function drainMs(graceSeconds: number): number {
 /** Where forms go: EHR_URL, or (never in production) the sandbox EHR, started in this process. */
 async function ehrTarget(ctx: AppContext): Promise<{ url: string; close: () => Promise<void> }> {
   if (ctx.config.ehrUrl !== undefined) return { url: ctx.config.ehrUrl, close: () => Promise.resolve() };
-  const { createSandboxEhr } = await import('./ehr/sandbox-ehr.ts');
+  const { createSandboxEhr } = await import('./sandbox-ehr/sandbox-ehr.ts');
   const sandbox = await createSandboxEhr({
     token: ctx.config.ehrToken,
     logger: ctx.logger.child({ component: 'sandbox-ehr' }),

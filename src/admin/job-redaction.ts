@@ -5,7 +5,7 @@
 // sent, and only what is known to be an ID, a number or one of our own enum words gets through.
 // Anything else is replaced by a visible marker, so an unexpected field shows up as a question for
 // the developers instead of as data.
-import type { ForwardResult } from '../workers/ehr-forward.worker.ts';
+import type { SettledForward } from '../forwarding/forward-referral.ts';
 import type { FireResult } from '../services/reminder.service.ts';
 
 /** What replaces a value that is not known to be safe. */
@@ -25,14 +25,14 @@ const RESULT_WORDS: ReadonlySet<string> = new Set(
     sent: true,
     'already-sent': true,
     done: true,
-  } satisfies Record<ForwardResult | FireResult['kind'], true>),
+  } satisfies Record<SettledForward | FireResult['kind'], true>),
 );
 
 // Error codes as the workers throw them: `HTTP_503`, `UND_ERR_SOCKET`, `ECONNRESET`, `not_self_contained`.
 // Digits only after an underscore: an identity number such as S1234567D is uppercase too.
 const UPPER_CODE = /^[A-Z]{2,32}(?:_[A-Z0-9]{1,32}){0,4}$/;
 const SNAKE_CODE = /^[a-z]{2,32}(?:_[a-z0-9]{1,32}){0,4}$/;
-// RetryableForwardError's message wraps the code (workers/ehr-forward.worker.ts).
+// RetryableForwardError's message wraps the code (forwarding/forward-policy.ts).
 const RETRYABLE = /^EHR forward failed \(([A-Z]{2,32}(?:_[A-Z0-9]{1,32}){0,4})\); it will be retried$/;
 // Keys of return values and options are our own camelCase names; a key that is not one (a person's
 // name, an identity number, a date) is counted under NOT_SHOWN instead of being shown.

@@ -1,11 +1,12 @@
 // What the /admin page shows: the outbox backlog and the age of its oldest row, Redis health, the job
-// counts of each queue, and the referrals whose forward failed for good. The database is the truth and
+// counts of each queue, the EHR's circuit, and the referrals whose forward failed for good. The database is the truth and
 // is read as usual; Redis is asked under a time limit, so an outage makes the page say "unreachable"
 // within seconds instead of hanging it.
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { ehrSubmissionRepository, type FailedForward } from '../db/ehr-submission.repository.ts';
 import { outboxRepository } from '../db/outbox.repository.ts';
+import { ehrCircuitRepository, type CircuitRow } from '../db/ehr-circuit.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { QueueProducer } from '../queue/producer.ts';
 import { QUEUE_NAMES, type QueueName } from '../queue/registry.ts';
@@ -32,6 +33,8 @@ export interface OpsOverview {
     readonly rows: readonly FailedForward[];
     readonly limit: number;
   };
+  /** The EHR's circuit: open while forwarding pauses and probes the EHR. */
+  readonly ehrCircuit: CircuitRow;
 }
 
 export interface OpsOverviewDeps {
@@ -99,12 +102,13 @@ export function createOpsOverview(deps: OpsOverviewDeps) {
           queues: unknownCounts,
         }),
       );
-      const [outbox, failed, redis] = await Promise.all([
+      const [outbox, failed, ehrCircuit, redis] = await Promise.all([
         outboxRepository(deps.db).backlog(at),
         ehrSubmissionRepository(deps.db).failedForwards(limit),
+        ehrCircuitRepository(deps.db).read(),
         redisPart,
       ]);
-      return { at, outbox, ...redis, failedForwards: { ...failed, limit } };
+      return { at, outbox, ...redis, failedForwards: { ...failed, limit }, ehrCircuit };
     },
   };
 }

@@ -99,6 +99,13 @@ function stats(o: OpsOverview): SafeHtml {
       age === null || age < OUTBOX_STUCK_SECONDS ? 'ok' : 'alert',
     )}
     ${stat(
+      'ehr-circuit',
+      'EHR circuit',
+      o.ehrCircuit.state === 'open' ? 'Open' : 'Closed',
+      o.ehrCircuit.state === 'open' ? 'forwarding paused, probing the EHR' : 'forwarding runs',
+      o.ehrCircuit.state === 'open' ? 'alert' : 'ok',
+    )}
+    ${stat(
       'failed-forwards',
       'Failed forwards',
       o.failedForwards.total,
@@ -114,6 +121,20 @@ function stats(o: OpsOverview): SafeHtml {
         : `maxmemory-policy ${o.redis.evictionPolicy}`,
       redisTone,
     )}
+  </div>`;
+}
+
+function circuitBanner(o: OpsOverview): SafeHtml | null {
+  const c = o.ehrCircuit;
+  if (c.state !== 'open') return null;
+  return html`<div class="banner banner--warn" role="status" data-ehr-circuit="open">
+    <span class="banner__title">Forwarding to the EHR is paused</span>
+    <p>
+      The EHR kept failing, so the circuit
+      opened${c.openedAt === null ? '' : html` at ${formatInstant(c.openedAt)}`}. One forward probes the
+      EHR${c.probeAt === null ? '' : html`, next at ${formatInstant(c.probeAt)}`}; forwarding resumes by
+      itself once it answers. Forwards wait meanwhile: none is lost or counted as failed.
+    </p>
   </div>`;
 }
 
@@ -263,7 +284,8 @@ export function renderOverviewPage(options: OverviewPageOptions): string {
             >
             <a class="button button--secondary" href="/admin">Refresh</a>
           </div>
-          ${redisBanner(o)} ${stats(o)} ${queueTable(o)} ${failedTable(o, options.writable)}
+          ${circuitBanner(o)} ${redisBanner(o)} ${stats(o)} ${queueTable(o)}
+          ${failedTable(o, options.writable)}
         </main>
         <footer class="site-footer">Request ID <span class="mono">${options.requestId}</span></footer>
       </body>

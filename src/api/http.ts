@@ -23,8 +23,9 @@ export function isApiRoute(request: FastifyRequest): boolean {
 }
 
 /**
- * The version If-Match asks for; undefined when absent or `*`. Exactly one ETag, quoted as refhub
- * sends it (`"3"`; the weak form `W/"3"` is accepted too, since a version is the whole state).
+ * The version If-Match asks for; undefined when absent or `*`. Exactly one ETag, as refhub sends it
+ * (`W/"3"`), or its strong form (`"3"`): the version names the referral's state, which is all a
+ * compare-and-set needs (see referralHeaders).
  */
 export function ifMatchOf(request: FastifyRequest): number | undefined {
   const header = request.headers['if-match'];
@@ -43,9 +44,14 @@ export function responseHeadersOf(request: FastifyRequest, body: unknown): Reado
   return request.routeOptions.config.responseHeaders?.(body as never) ?? {};
 }
 
-/** A response that carries a referral carries its version as ETag (contract §4). */
+/**
+ * A response that carries a referral carries its version as ETag (contract §4). The ETag is weak, as
+ * FHIR's and the NHS e-Referral Service's are: the version changes with every change to the
+ * referral, but the bridge's bookkeeping (a delivery, a reminder) adds to the timeline without a new
+ * version, so two answers with the same ETag mean the same referral, not the same bytes.
+ */
 export const referralHeaders = (referral: { readonly version: number }) => ({
-  etag: `"${referral.version}"`,
+  etag: `W/"${referral.version}"`,
 });
 
 /** A created referral also says where it lives. */

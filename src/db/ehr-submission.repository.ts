@@ -129,8 +129,9 @@ export function ehrSubmissionRepository(db: Executor) {
     },
 
     /**
-     * Records an attempt on the referral. `state` is the new forwarding state (unchanged when
-     * undefined); `bumpVersion` when the attempt also wrote a timeline event.
+     * Records an attempt on the referral's forwarding columns. `state` is the new forwarding state
+     * (unchanged when undefined). The referral's version and updated_at stay: an attempt is the
+     * bridge's bookkeeping, not a change to the referral.
      */
     async updateForwarding(
       referralId: string,
@@ -139,7 +140,6 @@ export function ehrSubmissionRepository(db: Executor) {
         readonly sha256: string | null;
         readonly state?: string;
         readonly forwardedVersion?: number;
-        readonly bumpVersion: boolean;
       },
     ): Promise<void> {
       await db
@@ -154,7 +154,6 @@ export function ehrSubmissionRepository(db: Executor) {
             : {
                 ehr_forwarded_version: sql<number>`greatest(coalesce(ehr_forwarded_version, 0), ${change.forwardedVersion})`,
               }),
-          ...(change.bumpVersion ? { version: eb('version', '+', 1), updated_at: change.at } : {}),
         }))
         .where('id', '=', referralId)
         .execute();
@@ -209,7 +208,7 @@ export function ehrSubmissionRepository(db: Executor) {
                 .selectFrom('outbox as o')
                 .select('o.id')
                 .whereRef('o.referral_id', '=', 'r.id')
-                .where('o.topic', '=', 'ehr-forward')
+                .where('o.topic', 'in', ['ehr-forward', 'ehr-forward-again'])
                 .where('o.processed_at', 'is', null),
             ),
           ),

@@ -367,15 +367,6 @@ export function referralRepository(db: Executor) {
       return row && { record: toRecord(row), parts: toReferralParts(row) };
     },
 
-    /** A change the system made (a timeline event): a new version, without a compare-and-set. */
-    async touch(id: string, now: Date): Promise<void> {
-      await db
-        .updateTable('referrals')
-        .set((eb) => ({ version: eb('version', '+', 1), updated_at: now }))
-        .where('id', '=', id)
-        .execute();
-    },
-
     /** Locks the referral's row for the rest of the transaction, then reads it (system work only). */
     async lockForSystem(id: string): Promise<ReferralRecord | undefined> {
       await db.selectFrom('referrals').select('id').where('id', '=', id).forUpdate().executeTakeFirst();

@@ -187,6 +187,28 @@ export interface EhrSubmissionsTable {
   request_id: string;
 }
 
+export interface EhrFormsTable {
+  message_id: string;
+  referral_id: string;
+  version: number;
+  form_type: string;
+  sha256: string;
+  html: string;
+  created_at: Timestamp;
+}
+
+export interface EhrCircuitTable {
+  name: string;
+  state: 'closed' | 'open';
+  failures: Generated<number>;
+  window_started_at: Date | null;
+  opened_at: Date | null;
+  probe_at: Date | null;
+  probe_interval_ms: number | null;
+  probing_until: Date | null;
+  updated_at: Timestamp;
+}
+
 export interface ReminderNotificationsTable {
   id: string;
   referral_id: string;
@@ -222,4 +244,6 @@ export interface Database {
   installation_secrets: InstallationSecretsTable;
   ehr_submissions: EhrSubmissionsTable;
   reminder_notifications: ReminderNotificationsTable;
+  ehr_forms: EhrFormsTable;
+  ehr_circuit: EhrCircuitTable;
 }

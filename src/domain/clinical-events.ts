@@ -7,15 +7,10 @@
 // provider performs (creating the draft included), plus the appointment events. An operation the
 // table gives to the `system` actor is bookkeeping; an event type the table does not know is left out
 // until someone decides it is clinical.
-import { APPOINTMENT_EVENTS, LIFECYCLE, type OperationRule } from './lifecycle.ts';
+import { APPOINTMENT_EVENTS, isBookkeeping, LIFECYCLE, OPERATIONS, type OperationRule } from './lifecycle.ts';
 
-function performedByPeople(rule: OperationRule): boolean {
-  return !Object.hasOwn(rule.from, 'system');
-}
-
-const peopleEvents = (Object.values(LIFECYCLE) as OperationRule[])
-  .filter(performedByPeople)
-  .map((rule) => rule.event)
+const peopleEvents = OPERATIONS.filter((operation) => !isBookkeeping(operation))
+  .map((operation) => (LIFECYCLE[operation] as OperationRule).event)
   .filter((event): event is string => event !== null);
 
 /** The timeline event types the referral's documents show. */

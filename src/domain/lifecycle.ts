@@ -6,7 +6,12 @@ import type { AppointmentStatus, Status } from './statuses.ts';
 
 export type Actor = 'sender' | 'provider' | 'system';
 
-export type OutboxTopic = 'ehr-forward' | 'reminders';
+/**
+ * Background work a change records in the outbox: a forward that is now due (`ehr-forward`), an
+ * operator's retry of a forward that failed for good (`ehr-forward-again`: the same version again,
+ * so what is left of its failed job is cleared first), and the provider reminders' schedule.
+ */
+export type OutboxTopic = 'ehr-forward' | 'ehr-forward-again' | 'reminders';
 
 export type Target =
   | { readonly kind: 'status'; readonly status: Status }
@@ -209,6 +214,30 @@ export function outboxTopics(decision: Decision, from: Status): OutboxTopic[] {
   const topics = [...decision.rule.outbox];
   if ((from === 'pending-acceptance') !== (decision.next === 'pending-acceptance')) topics.push('reminders');
   return topics;
+}
+
+/**
+ * The bridge's own bookkeeping (a delivery recorded, a failure, a reminder sent): operations the
+ * system performs. They go on the timeline and the ledger, but they are not a change to the
+ * referral: they leave its version, its ETag and its ehrForm as they are, so a client's If-Match
+ * never goes stale by itself. Only the commands of people and clinic systems change the version.
+ */
+export function isBookkeeping(operation: Operation): boolean {
+  return Object.hasOwn(LIFECYCLE[operation].from, 'system');
+}
+
+/** The status a referral is in before it is first submitted (the target of `create`). */
+export const DRAFT: Status = LIFECYCLE.create.to.status;
+/** The status in which the provider waits for the sender (the target of `request-action`). */
+const AWAITING_SENDER: Status = LIFECYCLE['request-action'].to.status;
+
+/**
+ * How the sender may change the referral now, as the lifecycle table allows `update`: complete a
+ * draft (`edit`), or answer the provider's request (`respond`); undefined when it may not.
+ */
+export function senderChangeMode(status: Status): 'edit' | 'respond' | undefined {
+  if (!isAllowed('update', 'sender', { status, offeringCancellable: true })) return undefined;
+  return status === AWAITING_SENDER ? 'respond' : 'edit';
 }
 
 /** isCancellable as shown to the sender (contract §4). */

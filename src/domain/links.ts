@@ -1,4 +1,6 @@
-// Which buttons (`links[]`) a party gets for a referral in a given status (contract §6).
+// Which buttons (`links[]`) a party gets for a referral in a given status (contract §6), as the
+// lifecycle table allows: the sender's `edit` or `respond` exactly while it may update the referral.
+import { DRAFT, senderChangeMode } from './lifecycle.ts';
 import type { LinkAction } from './referral-view.ts';
 import type { Party, Status } from './statuses.ts';
 
@@ -11,18 +13,15 @@ export const LINK_LABELS: Readonly<Record<LinkAction, string>> = {
 
 export function linkActionsFor(status: Status, parties: readonly Party[]): LinkAction[] {
   const actions: LinkAction[] = [];
-  if (parties.includes('sender')) {
-    if (status === 'draft') actions.push('edit');
-    if (status === 'sender-action-required') actions.push('respond');
-  }
-  if (status !== 'draft') actions.push('print');
+  const change = parties.includes('sender') ? senderChangeMode(status) : undefined;
+  if (change !== undefined) actions.push(change);
+  // Once submitted, there is a referral letter to print.
+  if (status !== DRAFT) actions.push('print');
   actions.push('view');
   return actions;
 }
 
 /** The link a link upsert hands out: the one that lets the sender change the referral now. */
 export function upsertLinkAction(status: Status): LinkAction | undefined {
-  if (status === 'draft') return 'edit';
-  if (status === 'sender-action-required') return 'respond';
-  return undefined;
+  return senderChangeMode(status);
 }

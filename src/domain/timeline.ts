@@ -1,7 +1,10 @@
 // The sentences the timeline shows. Clients display `description` and never branch on `type`, so
 // each one is a complete sentence a person can read (contract §6). A time in a sentence is written
 // in the installation's display zone, by the formatter the service passes in (display-time.ts).
+// Each event's type is the one the lifecycle table names for its operation: the table alone says
+// which operation emits which event.
 import type { DisplayTime } from './display-time.ts';
+import { APPOINTMENT_EVENTS, LIFECYCLE } from './lifecycle.ts';
 import type { AppointmentStatus } from './statuses.ts';
 
 export interface TimelineEntry {
@@ -16,38 +19,38 @@ function quote(text: string): string {
 
 export const timeline = {
   created: (actor: string): TimelineEntry => ({
-    type: 'referral.created',
+    type: LIFECYCLE.create.event,
     description: `${actor} created the referral as a draft.`,
   }),
   updated: (actor: string, fields: readonly string[]): TimelineEntry => ({
-    type: 'referral.updated',
+    type: LIFECYCLE.update.event,
     description:
       fields.length === 0
         ? `${actor} updated the referral.`
         : `${actor} updated the referral (${fields.join(', ')}).`,
   }),
   submitted: (actor: string, provider: string): TimelineEntry => ({
-    type: 'referral.pending-acceptance',
+    type: LIFECYCLE.submit.event,
     description: `${actor} submitted the referral to ${provider}; it is awaiting acceptance.`,
   }),
   cancelled: (actor: string, note: string): TimelineEntry => ({
-    type: 'referral.cancelled',
+    type: LIFECYCLE.cancel.event,
     description: `${actor} cancelled the referral: ${quote(note)}`,
   }),
   backToDraft: (actor: string): TimelineEntry => ({
-    type: 'referral.back-to-draft',
+    type: LIFECYCLE['back-to-draft'].event,
     description: `${actor} returned the referral to draft.`,
   }),
   accepted: (actor: string): TimelineEntry => ({
-    type: 'referral.accepted',
+    type: LIFECYCLE.accept.event,
     description: `${actor} accepted the referral.`,
   }),
   rejected: (actor: string, reason: string): TimelineEntry => ({
-    type: 'referral.rejected',
+    type: LIFECYCLE.reject.event,
     description: `${actor} rejected the referral: ${quote(reason)}`,
   }),
   actionRequested: (actor: string, reason: string): TimelineEntry => ({
-    type: 'referral.sender-action-required',
+    type: LIFECYCLE['request-action'].event,
     description: `${actor} asked the sender to act on the referral: ${quote(reason)}`,
   }),
   appointment: (
@@ -59,43 +62,44 @@ export const timeline = {
   ): TimelineEntry => {
     const when = display.dateTime(startAt);
     const where = quote(location);
+    const type = APPOINTMENT_EVENTS[status];
     switch (status) {
       case 'scheduled':
         return {
-          type: 'appt.scheduled',
+          type,
           description: `${actor} scheduled an appointment for ${when} at ${where}.`,
         };
       case 'actualized':
-        return { type: 'appt.actualized', description: `The appointment on ${when} at ${where} took place.` };
+        return { type, description: `The appointment on ${when} at ${where} took place.` };
       case 'no-show':
         return {
-          type: 'appt.no-show',
+          type,
           description: `The patient missed the appointment on ${when} at ${where}.`,
         };
       case 'cancelled':
         return {
-          type: 'appt.cancelled',
+          type,
           description: `The appointment on ${when} at ${where} was cancelled.`,
         };
     }
   },
   noteAdded: (actor: string): TimelineEntry => ({
-    type: 'note.created',
+    type: LIFECYCLE['add-note'].event,
     description: `${actor} added a note.`,
   }),
   reminderSent: (provider: string): TimelineEntry => ({
-    type: 'referral.provider-patient-create-reminder-sent',
+    type: LIFECYCLE['reminder-sent'].event,
     description: `Reminder sent to ${provider} to create the patient record.`,
   }),
   ehrForwarded: (reference: string | null): TimelineEntry => ({
-    type: 'ehr.forwarded',
+    type: LIFECYCLE['ehr-forwarded'].event,
     description:
       reference === null
         ? 'The referral form was delivered to the national health record.'
         : `The referral form was delivered to the national health record (reference ${reference}).`,
   }),
   ehrForwardFailed: (reason: string): TimelineEntry => ({
-    type: 'ehr.forward-failed',
+    type: LIFECYCLE['ehr-forward-failed'].event,
     description: `The referral form could not be delivered to the national health record: ${reason}.`,
   }),
 } as const;

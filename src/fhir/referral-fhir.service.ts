@@ -4,7 +4,7 @@
 // cannot see the referral gets 404 referral_not_found, as for every other read.
 import type { Clock } from '../domain/clock.ts';
 import type { Caller } from '../services/caller.ts';
-import type { EhrForwarding } from '../services/ehr-forwarding.service.ts';
+import type { EhrForwarding } from '../forwarding/forwarding.service.ts';
 import type { ReferralQueries } from '../services/referral-queries.ts';
 import { referralBundleOf, type ReferralBundle } from './referral-bundle.mapping.ts';
 

@@ -14,6 +14,8 @@ export interface MetricSources {
   /** Job counts per queue and state. */
   queueCounts(): Promise<Readonly<Record<string, Readonly<Record<string, number>>>>>;
   outboxBacklog(): Promise<{ count: number; oldestAgeSeconds: number | null }>;
+  /** Whether the EHR's circuit is open. */
+  ehrCircuitOpen(): Promise<boolean>;
 }
 
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
@@ -34,6 +36,21 @@ export function createMetrics() {
     name: 'refhub_rate_limit_rejections_total',
     help: 'Requests refused because their API key went over its rate limit',
     registers: [registry],
+  });
+  const circuitTransitions = new Counter({
+    name: 'refhub_ehr_circuit_transitions_total',
+    help: "Transitions of the EHR's circuit made by this process, by the state it went to",
+    labelNames: ['to'] as const,
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'refhub_ehr_circuit_open',
+    help: "1 while the EHR's circuit is open (forwarding paused, probing), else 0",
+    registers: [registry],
+    async collect() {
+      const open = await sources?.ehrCircuitOpen().catch(() => undefined);
+      if (open !== undefined) this.set(open ? 1 : 0);
+    },
   });
   const stalledJobs = new Counter({
     name: 'refhub_jobs_stalled_total',
@@ -115,6 +132,10 @@ export function createMetrics() {
     },
     observeRequest(route: string, method: string, status: number, seconds: number): void {
       httpDuration.observe({ route, method, status_class: statusClass(status) }, seconds);
+    },
+    /** The EHR's circuit opened or closed, by this process. */
+    ehrCircuitChanged(to: 'open' | 'closed'): void {
+      circuitTransitions.inc({ to });
     },
     /** A job this process found stalled (another worker's lock expired) and gave back. */
     jobStalled(queue: string): void {

@@ -3,6 +3,7 @@
 // connection fails fast, so a Redis outage surfaces as an error the relay can retry later.
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { forwardJobOptions } from '../forwarding/forward-policy.ts';
 import { createOutageLog, type Logger } from '../logger.ts';
 import { checkRedis, connectRedis, connected, type RedisHealth } from './connections.ts';
 import {
@@ -27,9 +28,6 @@ export interface ReminderSchedule {
   /** How many firings are left. */
   readonly limit: number;
 }
-
-/** The custom backoff the forward worker computes (Retry-After, exponential with jitter). */
-export const EHR_BACKOFF = 'ehr';
 
 const LIVE = new Set<string>(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
 
@@ -82,8 +80,7 @@ export function createQueueProducer(settings: QueueSettings, logger: Logger): Qu
   const forwardOptions = (payload: QueuePayloads['ehr-forward']): JobsOptions => ({
     jobId: forwardJobId(payload.referralId, payload.version),
     deduplication: { id: payload.referralId, keepLastIfActive: true },
-    attempts: settings.ehrMaxAttempts,
-    backoff: { type: EHR_BACKOFF },
+    ...forwardJobOptions({ maxAttempts: settings.ehrMaxAttempts }),
     removeOnComplete: RETENTION.completed,
     removeOnFail: RETENTION.failed,
   });

@@ -9,6 +9,7 @@ import type { EhrFormSource, LinkView, ReferralSummaryView, ReferralView } from 
 import type { CoreStatus } from '../domain/statuses.ts';
 import { toAppointmentView, type ReferralParts } from '../db/referral-children.repository.ts';
 import { auditRepository } from '../db/audit.repository.ts';
+import { ehrFormRepository } from '../db/ehr-form.repository.ts';
 import { linkTokenRepository } from '../db/link-token.repository.ts';
 import {
   referralRepository,
@@ -156,8 +157,15 @@ export function createReferralQueries(deps: QueryDeps) {
       );
       const view = presentReferral(found, minted.links);
       if (!options.ehrForm) return view;
-      // Rendering happens after the audit row is stored, from the state read at one version.
-      const form = deps.renderEhrForm(ehrFormSourceOf(view));
+      // A version that was sent to the EHR answers with the bytes that were sent: the ledger's hash
+      // holds for them whatever changed since (a catalog name, the templates in an upgrade). Any other
+      // version is rendered now, after the audit row is stored, from the state read at that version;
+      // it is what the forward will send.
+      const sent =
+        found.record.ehr.state === 'not-sent'
+          ? undefined
+          : await ehrFormRepository(deps.db).ofVersion(view.id, view.version);
+      const form = sent ?? deps.renderEhrForm(ehrFormSourceOf(view));
       return { ...view, ehrForm: form.html, ehrFormType: form.formType };
     },
 

@@ -94,7 +94,6 @@ export function createReminders(deps: ReminderDeps) {
           [timeline.reminderSent(record.offering.institution.name)],
           now,
         );
-        await referralRepository(trx).touch(referralId, now);
         await auditBySystem(trx, requestId, 'referral.reminder-sent', [referralId], now);
         return { kind: 'sent', sequence, remaining: policy.max - sequence };
       });

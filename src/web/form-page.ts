@@ -1,6 +1,7 @@
 // Builds what the form page shows from the referral as the services return it: the mode, the
 // provider's request, the services to choose from and the times, in the display zone.
 import type { DisplayTime } from '../domain/display-time.ts';
+import { senderChangeMode } from '../domain/lifecycle.ts';
 import type { OfferingView, ReferralView } from '../domain/referral-view.ts';
 import type { Status } from '../domain/statuses.ts';
 import type { OfferingRecord } from '../db/catalog.repository.ts';
@@ -15,9 +16,7 @@ export type FormMode = 'edit' | 'respond';
 
 /** The form's mode for a status, or undefined when the sender can no longer change the referral. */
 export function modeFor(status: Status): FormMode | undefined {
-  if (status === 'draft') return 'edit';
-  if (status === 'sender-action-required') return 'respond';
-  return undefined;
+  return senderChangeMode(status);
 }
 
 function choiceOf(offering: OfferingView, inactive: boolean): OfferingChoice {

@@ -3,7 +3,8 @@
 // (worker.close()), then stops the relay and the reconciler and closes the connections it opened.
 import type { Worker } from 'bullmq';
 import type { AppContext } from '../context.ts';
-import { createEhrClient, type EhrClient } from '../ehr/ehr-client.ts';
+import { createEhrClient, type EhrClient } from '../forwarding/ehr-client.ts';
+import { createEhrCircuit, type CircuitSettings } from '../forwarding/ehr-circuit.ts';
 import { connectRedis } from '../queue/connections.ts';
 import { createOutboxRelay, type OutboxHandlers, type OutboxRelay } from '../queue/outbox-relay.ts';
 import { createReconciler, type Reconciler } from '../queue/reconciler.ts';
@@ -30,6 +31,13 @@ export function outboxHandlers(ctx: AppContext): OutboxHandlers {
   return {
     'ehr-forward': (m) =>
       ctx.queues.enqueueForward({ referralId: m.referralId, version: m.version, requestId: m.requestId }),
+    'ehr-forward-again': async (m) => {
+      await ctx.queues.ensureForward({
+        referralId: m.referralId,
+        version: m.version,
+        requestId: m.requestId,
+      });
+    },
     reminders: async (m) => {
       const schedule = await ctx.reminders.scheduleFor(m.referralId);
       if (schedule === null) await ctx.queues.removeReminders(m.referralId);
@@ -49,6 +57,17 @@ export function createReconcilerFor(ctx: AppContext): Reconciler {
   });
 }
 
+/** The EHR circuit's settings from the configuration; a probe may take one attempt and a margin. */
+export function circuitSettings(config: AppContext['config']): CircuitSettings {
+  return {
+    failures: config.ehrCircuitFailures,
+    windowMs: config.ehrCircuitWindowSeconds * 1000,
+    probeBaseMs: config.ehrCircuitProbeSeconds * 1000,
+    probeMaxMs: 10 * 60_000,
+    probeLeaseMs: (config.ehrAttemptTimeoutSeconds + 5) * 1000,
+  };
+}
+
 export function startBackground(ctx: AppContext, options: BackgroundOptions): Background {
   const { config, logger } = ctx;
   const connection = connectRedis(config.redisUrl, 'worker', logger);
@@ -57,11 +76,23 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
     token: config.ehrToken,
     attemptTimeoutMs: config.ehrAttemptTimeoutSeconds * 1000,
   });
+  const circuit = createEhrCircuit({
+    db: ctx.db,
+    clock: ctx.clock,
+    logger: logger.child({ component: 'ehr-circuit' }),
+    metrics: ctx.metrics,
+    settings: circuitSettings(config),
+    // The forwards that waited for the circuit go at once, rather than at their next probe time.
+    onClosed: async () => {
+      await ctx.queues.queues['ehr-forward'].promoteJobs();
+    },
+  });
   const workers: Worker[] = [
     startEhrForwardWorker(
       {
         forwarding: ctx.ehrForwarding,
         ehr,
+        circuit,
         renderEhrForm: ctx.renderEhrForm,
         clock: ctx.clock,
         logger: logger.child({ worker: 'ehr-forward' }),

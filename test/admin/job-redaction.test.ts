@@ -15,7 +15,7 @@ import {
   redactReason,
   redactResult,
 } from '../../src/admin/job-redaction.ts';
-import { RetryableForwardError } from '../../src/workers/ehr-forward.worker.ts';
+import { RetryableForwardError } from '../../src/forwarding/forward-policy.ts';
 import { CANARY, CANARY_MARKERS } from '../support/fixtures/patients.ts';
 
 const REFERRAL = '01970a4e-1c2b-7d3e-8f40-123456789abc';

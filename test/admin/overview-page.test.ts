@@ -24,9 +24,19 @@ function overview(fields: Partial<OpsOverview> = {}): OpsOverview {
       { name: 'reminders', counts: { waiting: 0, active: 0, delayed: 7, failed: 0, completed: 0 } },
     ],
     failedForwards: { total: 0, rows: [], limit: 50 },
+    ehrCircuit: CLOSED,
     ...fields,
   };
 }
+
+const CLOSED = {
+  state: 'closed',
+  failures: 0,
+  openedAt: null,
+  probeAt: null,
+  probeIntervalMs: null,
+  probingUntil: null,
+} as const;
 
 function render(o: OpsOverview, writable = false) {
   const page = renderOverviewPage({
@@ -190,5 +200,33 @@ describe('the overview page', () => {
     expect(overviewPageCsp('abc')).toBe(
       "default-src 'none'; style-src 'nonce-abc'; img-src 'self' data:; form-action 'none'; base-uri 'none'; frame-ancestors 'none'",
     );
+  });
+});
+
+describe('the EHR circuit', () => {
+  it('says forwarding runs while it is closed, and shows no banner', () => {
+    const { $ } = render(overview());
+    expect(stat($, 'ehr-circuit')).toEqual({ value: 'Closed', tone: 'ok' });
+    expect($('[data-ehr-circuit]')).toHaveLength(0);
+  });
+
+  it('says forwarding is paused while it is open, since when, and when it probes next', () => {
+    const { $ } = render(
+      overview({
+        ehrCircuit: {
+          ...CLOSED,
+          state: 'open',
+          openedAt: new Date('2026-06-04T03:10:00.000Z'),
+          probeAt: new Date('2026-06-04T03:16:00.000Z'),
+          probeIntervalMs: 60_000,
+        },
+      }),
+    );
+    expect(stat($, 'ehr-circuit')).toEqual({ value: 'Open', tone: 'alert' });
+    const banner = $('[data-ehr-circuit="open"]').text().replace(/\s+/g, ' ');
+    expect(banner).toContain('Forwarding to the EHR is paused');
+    expect(banner).toContain(formatInstant(new Date('2026-06-04T03:10:00.000Z')));
+    expect(banner).toContain(formatInstant(new Date('2026-06-04T03:16:00.000Z')));
+    expect(banner).toContain('none is lost or counted as failed');
   });
 });

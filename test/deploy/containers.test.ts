@@ -13,7 +13,7 @@ import ts from 'typescript';
 import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
-import { createSandboxEhr, EHR_PATH } from '../../src/ehr/sandbox-ehr.ts';
+import { createSandboxEhr, EHR_PATH } from '../../src/sandbox-ehr/sandbox-ehr.ts';
 import {
   dockerignoreExcludes,
   envPairs,

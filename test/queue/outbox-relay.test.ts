@@ -45,7 +45,7 @@ describe.each(ENGINES)('the outbox relay on %s', (engine) => {
       seen.push(m.id);
       await act(m);
     };
-    return { seen, handlers: { 'ehr-forward': handler, reminders: handler } };
+    return { seen, handlers: { 'ehr-forward': handler, 'ehr-forward-again': handler, reminders: handler } };
   };
   /** Adds `n` rows in one insert, so their IDs ascend in order; returns the IDs. */
   const addRows = async (n: number): Promise<string[]> => {
@@ -89,6 +89,7 @@ describe.each(ENGINES)('the outbox relay on %s', (engine) => {
         counts.set(m.id, (counts.get(m.id) ?? 0) + 1);
         await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 3)));
       },
+      'ehr-forward-again': () => Promise.reject(new Error('no retry rows here')),
       reminders: () => Promise.reject(new Error('no reminder rows here')),
     };
     const drain = async (relay: ReturnType<typeof relayWith>) => {

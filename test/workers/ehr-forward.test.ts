@@ -86,8 +86,9 @@ describe.each(ENGINES)('forwarding to the EHR on %s', (engine) => {
 
     const after = await settled(draft.id, 'forwarded');
     expect(after.ehrForwarding).toMatchObject({ attempts: 1, sha256: sha256(before.ehrForm) });
-    // The forward is a change on the record: its sentence is on the timeline, in the sender's system.
-    expect(after.version).toBe(before.version + 1);
+    // The forward is the bridge's bookkeeping: its sentence is on the timeline, in the sender's system,
+    // but the referral did not change: same version, same form.
+    expect(after.version).toBe(before.version);
     expect(after.timelineEvents.at(-1)).toMatchObject({
       type: 'ehr.forwarded',
       system: 'HAS',
@@ -188,10 +189,15 @@ describe.each(ENGINES)('forwarding to the EHR on %s', (engine) => {
     expect(await t.ctx.ehrForwarding.retryFailed([draft.id, other.id], 'ops.retry.test')).toEqual([draft.id]);
     const forwarded = await settled(draft.id, 'forwarded');
     expect(forwarded.ehrForwarding.attempts).toBe(1);
-    expect((await ledger(draft.id)).data.map((r) => [r.outcome, r.httpStatus, r.version])).toEqual([
-      ['failed', 422, failed.version - 1],
+    // The version the EHR refused is sent again, under its own message ID with the same bytes: the
+    // EHR never accepted it, so this is no duplicate.
+    const rows = (await ledger(draft.id)).data;
+    expect(rows.map((r) => [r.outcome, r.httpStatus, r.version])).toEqual([
+      ['failed', 422, failed.version],
       ['delivered', 201, failed.version],
     ]);
+    expect(new Set(rows.map((r) => r.messageId)).size).toBe(1);
+    expect(new Set(rows.map((r) => r.sha256)).size).toBe(1);
     // The operator's request is audited, and the forward it caused carries its request ID.
     const audit = await t.ctx.db
       .selectFrom('audit_events')

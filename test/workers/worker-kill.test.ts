@@ -16,7 +16,7 @@ import {
 } from '../support/bridge.ts';
 import { testDatabaseUrl } from '../support/engines.ts';
 import { CANARY, CANARY_MARKERS } from '../support/fixtures/patients.ts';
-import type { SandboxRequestCounts } from '../../src/ehr/sandbox-ehr.ts';
+import type { SandboxRequestCounts } from '../../src/sandbox-ehr/sandbox-ehr.ts';
 import type { ProcessExit, SandboxEhrProcess } from '../support/sandbox-ehr-process.ts';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process.ts';
 

@@ -1,6 +1,7 @@
 // The EHR forwarding ledger of a referral: every attempt to deliver its form, with the outcome, the
 // SHA-256 of the bytes sent and the EHR's reference. Sender and provider keys read it for referrals
-// their institution can see; ops keys for any referral (it holds no patient data).
+// their institution can see; ops keys for any referral (it holds no patient data). The form an
+// attempt sent, byte for byte, is for sender and provider keys only: it is patient data.
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
@@ -33,6 +34,21 @@ const Submission = Type.Object(
     ),
     ehrReference: Type.Optional(Type.String()),
     durationMs: Type.Integer({ minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+
+const SentForm = Type.Object(
+  {
+    attemptId: Type.String({ format: 'uuid' }),
+    messageId: Type.String({ description: '`<referralId>.v<version>`, also the Idempotency-Key sent' }),
+    version: Type.Integer({ minimum: 1, description: 'The referral version the form was rendered from' }),
+    sha256: Type.String({
+      pattern: '^[0-9a-f]{64}$',
+      description: 'Hex SHA-256 of the UTF-8 bytes of ehrForm',
+    }),
+    ehrFormType: Type.String({ description: 'The templates used, joined with |' }),
+    ehrForm: Type.String({ description: 'The HTML document, exactly as it was sent' }),
   },
   { additionalProperties: false },
 );
@@ -90,6 +106,43 @@ export function ehrSubmissionRoutes(ctx: AppContext) {
           requesterIdentifier,
         );
         return { data: await ctx.ehrForwarding.submissions(caller, referralId) };
+      },
+    );
+
+    app.get(
+      '/referrals/:referralId/ehr-submissions/:attemptId/form',
+      {
+        config: { action: 'ehr.submissions.form.read' },
+        schema: {
+          tags: ['EHR forwarding'],
+          summary: 'Get the form one attempt sent to the EHR, with its hash',
+          description:
+            'The exact bytes the attempt sent (every attempt of one message ID sends the same), with the ' +
+            'SHA-256 the ledger recorded: proof afterwards of what the EHR received. Sender and provider keys only.',
+          params: Type.Object(
+            { ...ReferralIdParams.properties, attemptId: Type.String({ format: 'uuid', maxLength: 36 }) },
+            { additionalProperties: false },
+          ),
+          querystring: Type.Object(
+            {
+              institutionIdType: InstitutionIdType,
+              institutionId: InstitutionId,
+              requesterIdentifier: Type.Optional(RequesterIdentifier),
+            },
+            { additionalProperties: false },
+          ),
+          response: { 200: SentForm, ...problemResponses },
+        },
+      },
+      async (request) => {
+        const { referralId, attemptId } = request.params;
+        const { institutionIdType, institutionId, requesterIdentifier } = request.query;
+        const caller = callerOf(
+          request,
+          { idType: institutionIdType, id: institutionId },
+          requesterIdentifier,
+        );
+        return ctx.ehrForwarding.formOfAttempt(caller, referralId, attemptId);
       },
     );
   };

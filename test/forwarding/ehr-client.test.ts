@@ -4,7 +4,7 @@
 // the message ID), however steadily the bytes keep coming. A peer that answers at once is unaffected.
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEhrClient, type EhrAnswer } from '../../src/ehr/ehr-client.ts';
+import { createEhrClient, type EhrAnswer } from '../../src/forwarding/ehr-client.ts';
 
 const DEADLINE_MS = 400;
 /** Far beyond the deadline, well inside the test's time: a bound, not a measurement. */
@@ -26,7 +26,9 @@ async function tricklingPeer(answer: string, everyMs: number, firstBytes = 0) {
         }
         socket.write(answer[sent++] ?? '');
       }, everyMs);
-      socket.on('close', () => { clearInterval(timer); });
+      socket.on('close', () => {
+        clearInterval(timer);
+      });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -36,7 +38,9 @@ async function tricklingPeer(answer: string, everyMs: number, firstBytes = 0) {
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
-        server.close(() => { resolve(); });
+        server.close(() => {
+          resolve();
+        });
       }),
   };
 }
@@ -56,7 +60,11 @@ describe('an EHR attempt has one overall deadline', () => {
     const started = Date.now();
     const answer = await Promise.race([
       client.send(Buffer.from('{}'), 'message-1'),
-      new Promise<'still waiting'>((resolve) => setTimeout(() => { resolve('still waiting'); }, GIVE_UP_MS)),
+      new Promise<'still waiting'>((resolve) =>
+        setTimeout(() => {
+          resolve('still waiting');
+        }, GIVE_UP_MS),
+      ),
     ]);
     return { answer, ms: Date.now() - started };
   }

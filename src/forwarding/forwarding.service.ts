@@ -9,9 +9,12 @@ import type { Clock } from '../domain/clock.ts';
 import { decide } from '../domain/lifecycle.ts';
 import type { EhrFormSource } from '../domain/referral-view.ts';
 import type { Status } from '../domain/statuses.ts';
-import type { Caller } from './caller.ts';
+import type { Caller } from '../services/caller.ts';
 import { timeline, type TimelineEntry } from '../domain/timeline.ts';
-import { ReferralNotFoundError } from '../errors.ts';
+import { NotFoundError, ReferralNotFoundError } from '../errors.ts';
+import { ehrFormRepository } from '../db/ehr-form.repository.ts';
+import type { RenderedEhrForm } from '../render/ehr-form.ts';
+import { sha256Hex } from './content-digest.ts';
 import { auditRepository } from '../db/audit.repository.ts';
 import {
   ehrSubmissionRepository,
@@ -21,8 +24,8 @@ import {
 import { outboxRepository } from '../db/outbox.repository.ts';
 import { referralRepository, type ReferralRecord } from '../db/referral.repository.ts';
 import type { Database } from '../db/schema.ts';
-import { appendTimeline, audit, auditBySystem } from './referral-mutation.ts';
-import { ehrFormSourceFor } from './referral-queries.ts';
+import { appendTimeline, audit, auditBySystem } from '../services/referral-mutation.ts';
+import { ehrFormSourceFor } from '../services/referral-queries.ts';
 import type { Metrics } from '../observability/metrics.ts';
 
 export interface ForwardingDeps {
@@ -32,6 +35,22 @@ export interface ForwardingDeps {
 }
 
 const LEDGER_READ = 'ehr.submissions.read';
+const FORM_READ = 'ehr.submissions.form.read';
+
+/** A form as it was sent: the bytes, the template names and the hex SHA-256 of the bytes. */
+export interface KeptForm extends RenderedEhrForm {
+  readonly sha256: string;
+}
+
+/** What `GET …/ehr-submissions/{attemptId}/form` answers. */
+export interface SentFormView {
+  readonly attemptId: string;
+  readonly messageId: string;
+  readonly version: number;
+  readonly sha256: string;
+  readonly ehrFormType: string;
+  readonly ehrForm: string;
+}
 
 export type ForwardPlan =
   | { readonly kind: 'nothing-to-send' }
@@ -111,7 +130,7 @@ export function createEhrForwarding(deps: ForwardingDeps) {
         const now = deps.clock.now();
         await outboxRepository(trx).add(
           requeued.map((r) => ({
-            topic: 'ehr-forward',
+            topic: 'ehr-forward-again',
             referralId: r.id,
             version: r.version,
             requestId,
@@ -173,11 +192,54 @@ export function createEhrForwarding(deps: ForwardingDeps) {
           ...(settles && a.outcome !== 'retrying'
             ? { state: a.outcome === 'delivered' ? 'forwarded' : 'failed' }
             : {}),
-          bumpVersion: writesEvent,
         });
         await auditBySystem(trx, a.requestId, `ehr.forward.${a.outcome}`, [a.referralId], now);
       });
       deps.metrics.observeEhrAttempt(a.outcome, a.httpStatus, a.durationMs / 1000);
+    },
+
+    /**
+     * Keeps the bytes of a message the first time they are sent, and returns the bytes to send: the
+     * kept ones. `changed` says the version now renders to other bytes than were first sent.
+     */
+    async keepForm(
+      messageId: string,
+      referralId: string,
+      version: number,
+      rendered: RenderedEhrForm,
+    ): Promise<{ readonly form: KeptForm; readonly changed: boolean }> {
+      const fresh = { messageId, referralId, version, ...rendered, sha256: sha256Hex(rendered.html) };
+      const kept = await ehrFormRepository(deps.db).keep(fresh, deps.clock.now());
+      return {
+        form: { html: kept.html, formType: kept.formType, sha256: kept.sha256 },
+        changed: kept.sha256 !== fresh.sha256,
+      };
+    },
+
+    /**
+     * The exact form one attempt sent, with its hash, for an institution that can see the referral
+     * (the form is patient data: ops keys do not read it). Audited as a read of the form.
+     */
+    async formOfAttempt(caller: Caller, referralId: string, attemptId: string): Promise<SentFormView> {
+      return deps.db.transaction().execute(async (trx) => {
+        const record = await referralRepository(trx).findVisible(referralId, caller.institution);
+        if (record === undefined) throw new ReferralNotFoundError(referralId);
+        const attempt = (await ehrSubmissionRepository(trx).list(referralId)).find((s) => s.id === attemptId);
+        const form =
+          attempt === undefined ? undefined : await ehrFormRepository(trx).byMessageId(attempt.messageId);
+        if (attempt === undefined || form === undefined) {
+          throw new NotFoundError(`Referral ${referralId} has no EHR attempt ${attemptId} that sent a form.`);
+        }
+        await audit(trx, caller, FORM_READ, [referralId], deps.clock.now());
+        return {
+          attemptId,
+          messageId: form.messageId,
+          version: form.version,
+          sha256: form.sha256,
+          ehrFormType: form.formType,
+          ehrForm: form.html,
+        };
+      });
     },
 
     /** The ledger of a referral, oldest attempt first; 404 for an institution that cannot see it. */

@@ -7,14 +7,14 @@ import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config.ts';
 import { loadConfig } from '../../src/config.ts';
-import { sha256Hex } from '../../src/ehr/content-digest.ts';
-import { serveSandboxEhr } from '../../src/ehr/sandbox-ehr-command.ts';
-import { createSandboxEhr, EHR_PATH } from '../../src/ehr/sandbox-ehr.ts';
+import { sha256Hex } from '../../src/forwarding/content-digest.ts';
+import { serveSandboxEhr } from '../../src/sandbox-ehr/sandbox-ehr-command.ts';
+import { createSandboxEhr, EHR_PATH } from '../../src/sandbox-ehr/sandbox-ehr.ts';
 import {
   createSandboxEhrState,
   MAX_TRACKED_MESSAGES,
   referenceFor,
-} from '../../src/ehr/sandbox-ehr-state.ts';
+} from '../../src/sandbox-ehr/sandbox-ehr-state.ts';
 import { forwardRequestFor, postForward } from '../support/sandbox-ehr-process.ts';
 
 const fixedClock = { now: () => new Date('2026-06-04T03:15:00.000Z') };

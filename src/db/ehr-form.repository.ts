@@ -1,0 +1,77 @@
+// The forms sent to the EHR, one per message ID (a referral version): the bytes every retry of the
+// message sends, that a Get of the version returns, and that prove the ledger's hashes afterwards.
+import type { Executor } from './executor.ts';
+
+export interface StoredForm {
+  readonly messageId: string;
+  readonly referralId: string;
+  readonly version: number;
+  readonly formType: string;
+  readonly sha256: string;
+  readonly html: string;
+}
+
+export function ehrFormRepository(db: Executor) {
+  return {
+    /**
+     * Keeps `form` as the bytes of its message ID, unless bytes are kept for it already; returns the
+     * kept ones either way.
+     */
+    async keep(form: StoredForm, now: Date): Promise<StoredForm> {
+      const inserted = await db
+        .insertInto('ehr_forms')
+        .values({
+          message_id: form.messageId,
+          referral_id: form.referralId,
+          version: form.version,
+          form_type: form.formType,
+          sha256: form.sha256,
+          html: form.html,
+          created_at: now,
+        })
+        .onConflict((oc) => oc.column('message_id').doNothing())
+        .returning('message_id')
+        .execute();
+      if (inserted.length === 1) return form;
+      return (await this.byMessageId(form.messageId)) ?? form;
+    },
+
+    async byMessageId(messageId: string): Promise<StoredForm | undefined> {
+      const row = await db
+        .selectFrom('ehr_forms')
+        .select(['message_id', 'referral_id', 'version', 'form_type', 'sha256', 'html'])
+        .where('message_id', '=', messageId)
+        .executeTakeFirst();
+      return row && toForm(row);
+    },
+
+    /** The form sent for a referral version, if one was. */
+    async ofVersion(referralId: string, version: number): Promise<StoredForm | undefined> {
+      const row = await db
+        .selectFrom('ehr_forms')
+        .select(['message_id', 'referral_id', 'version', 'form_type', 'sha256', 'html'])
+        .where('referral_id', '=', referralId)
+        .where('version', '=', version)
+        .executeTakeFirst();
+      return row && toForm(row);
+    },
+  };
+}
+
+function toForm(row: {
+  message_id: string;
+  referral_id: string;
+  version: number;
+  form_type: string;
+  sha256: string;
+  html: string;
+}): StoredForm {
+  return {
+    messageId: row.message_id,
+    referralId: row.referral_id,
+    version: row.version,
+    formType: row.form_type,
+    sha256: row.sha256,
+    html: row.html,
+  };
+}
