@@ -29,6 +29,9 @@ describe('loadConfig', () => {
       opsDashboardWrite: false,
       metricsToken: undefined,
       shutdownGraceSeconds: 20,
+      httpRequestTimeoutSeconds: 30,
+      httpHeadersTimeoutSeconds: 10,
+      httpKeepAliveTimeoutSeconds: 72,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -61,6 +64,9 @@ describe('loadConfig', () => {
         OPS_DASHBOARD_WRITE: 'true',
         METRICS_TOKEN: 'a-metrics-token-of-at-least-32-characters',
         SHUTDOWN_GRACE_SECONDS: '45',
+        HTTP_REQUEST_TIMEOUT_SECONDS: '60',
+        HTTP_HEADERS_TIMEOUT_SECONDS: '60',
+        HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: '650',
       },
       '/srv',
     );
@@ -89,6 +95,9 @@ describe('loadConfig', () => {
       opsDashboardWrite: true,
       metricsToken: 'a-metrics-token-of-at-least-32-characters',
       shutdownGraceSeconds: 45,
+      httpRequestTimeoutSeconds: 60,
+      httpHeadersTimeoutSeconds: 60,
+      httpKeepAliveTimeoutSeconds: 650,
     });
   });
 
@@ -130,6 +139,18 @@ describe('loadConfig', () => {
     ['OPS_DASHBOARD_WRITE', 'yes', /OPS_DASHBOARD_WRITE: must be one of true, false/],
     ['METRICS_TOKEN', 'short', /METRICS_TOKEN: must be at least 32 characters/],
     ['SHUTDOWN_GRACE_SECONDS', '0', /SHUTDOWN_GRACE_SECONDS: must be between 1 and 600/],
+    ['HTTP_REQUEST_TIMEOUT_SECONDS', '0', /HTTP_REQUEST_TIMEOUT_SECONDS: must be between 1 and 600/],
+    ['HTTP_HEADERS_TIMEOUT_SECONDS', 'soon', /HTTP_HEADERS_TIMEOUT_SECONDS: must be a whole number/],
+    [
+      'HTTP_HEADERS_TIMEOUT_SECONDS',
+      '31',
+      /HTTP_HEADERS_TIMEOUT_SECONDS: must not exceed HTTP_REQUEST_TIMEOUT_SECONDS \(30\)/,
+    ],
+    [
+      'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS',
+      '3601',
+      /HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: must be between 1 and 3600/,
+    ],
   ])('rejects %s=%s with a message naming the variable', (name, value, message) => {
     const load = () => loadConfig({ [name]: value });
     expect(load).toThrow(ConfigError);
