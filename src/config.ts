@@ -59,6 +59,13 @@ export interface Config {
    * depend on it.
    */
   readonly displayTimeZone: string;
+  /**
+   * How long a client has to send a whole request (headers and body), and its headers alone; and how
+   * long an idle kept-alive connection stays open (docs/operations.md, "Timeouts").
+   */
+  readonly httpRequestTimeoutSeconds: number;
+  readonly httpHeadersTimeoutSeconds: number;
+  readonly httpKeepAliveTimeoutSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -180,7 +187,17 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       mode === 'production' ? 'ops' : 'public',
     ),
     displayTimeZone: timeZone(env, 'DISPLAY_TIME_ZONE', DEFAULT_DISPLAY_TIME_ZONE),
+    httpRequestTimeoutSeconds: integer(env, 'HTTP_REQUEST_TIMEOUT_SECONDS', 30, 1, 600),
+    httpHeadersTimeoutSeconds: integer(env, 'HTTP_HEADERS_TIMEOUT_SECONDS', 10, 1, 600),
+    httpKeepAliveTimeoutSeconds: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', 72, 1, 3600),
   };
+  // Node refuses a headers timeout longer than the whole request's: the headers are part of it.
+  if (config.httpHeadersTimeoutSeconds > config.httpRequestTimeoutSeconds) {
+    throw new ConfigError(
+      'HTTP_HEADERS_TIMEOUT_SECONDS',
+      `must not exceed HTTP_REQUEST_TIMEOUT_SECONDS (${config.httpRequestTimeoutSeconds})`,
+    );
+  }
   if (mode === 'production' && config.ehrUrl === undefined) {
     throw new ConfigError('EHR_URL', 'is required when NODE_ENV=production (the sandbox EHR is off)');
   }

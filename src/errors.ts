@@ -18,6 +18,10 @@ export type ErrorCode =
   | 'limit_exceeded'
   | 'payload_too_large'
   | 'unsupported_media_type'
+  | 'bad_request'
+  | 'request_timeout'
+  | 'uri_too_long'
+  | 'header_fields_too_large'
   | 'rate_limited'
   | 'unavailable'
   | 'internal_error';

@@ -9,6 +9,7 @@ import { AppError } from '../errors.ts';
 import type { AppContext } from '../context.ts';
 import { API_DESCRIPTION, API_VERSION } from './openapi.ts';
 import { API_PREFIX, isApiRoute, responseHeadersOf } from './http.ts';
+import { httpEdgeOptions, MAX_PARAM_LENGTH } from './http-edge.ts';
 import { registerAuth } from './plugins/auth.ts';
 import { opsOnlyDocs } from './docs-access.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
@@ -41,7 +42,9 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       const incoming = req.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : uuidv7();
     },
-    routerOptions: { maxParamLength: 200 },
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // Timeouts for slow clients, and problem+json for what Node and the router answer themselves.
+    ...httpEdgeOptions(ctx.config, logger),
     // On SIGTERM the listener closes and requests already accepted are served to the end, not
     // answered 503: a client should not see an error because a process stopped under it.
     return503OnClosing: false,

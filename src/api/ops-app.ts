@@ -2,6 +2,7 @@
 // else. Orchestrators probe it and Prometheus scrapes it like an API process.
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.ts';
+import { httpEdgeOptions } from './http-edge.ts';
 import { registerProblemHandlers } from './plugins/problem.ts';
 import { healthRoutes } from './routes/health.routes.ts';
 import { metricsRoutes } from './routes/metrics.routes.ts';
@@ -12,6 +13,7 @@ export async function buildOpsApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true }),
+    ...httpEdgeOptions(ctx.config, logger),
   });
   app.addHook('onSend', async (_request, reply, payload) => {
     void reply.header('Cache-Control', 'no-store');

@@ -2,6 +2,7 @@
 // whether the operation is allowed, and says what changes and which sentences go on the timeline.
 import { v7 as uuidv7 } from 'uuid';
 import type { Kysely, Transaction } from 'kysely';
+import { APPOINTMENT_WINDOW_YEARS, isWithinAppointmentWindow } from '../domain/appointment-window.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { DisplayTime } from '../domain/display-time.ts';
 import { decide } from '../domain/lifecycle.ts';
@@ -250,6 +251,11 @@ export function createReferralCommands(deps: CommandDeps) {
       ifMatch?: number,
     ): Promise<ReferralView> {
       const startAt = new Date(input.startAt);
+      if (!isWithinAppointmentWindow(startAt, deps.clock.now())) {
+        throw new ValidationError([
+          { path: 'body.startAt', message: `must be within ${APPOINTMENT_WINDOW_YEARS} years of now` },
+        ]);
+      }
       return mutate(
         caller,
         id,

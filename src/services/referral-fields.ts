@@ -1,12 +1,13 @@
 // The referral fields a sender sets (contract §5.7), as one schema with one validator. The API
 // validates create, update and link-upsert bodies against these definitions, and the web form checks
-// what a person typed against the very same ones, with the same Ajv settings, so a value the API
-// refuses is one the form refuses too.
-import { Ajv, type ErrorObject, type Options } from 'ajv';
+// what a person typed against the very same ones, with the same Ajv settings and the same input
+// rules (input-rules.ts), so a value the API refuses is one the form refuses too.
+import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
 import formats from 'ajv-formats';
 import { Type, type TSchema } from 'typebox';
 import { COUNTRY_CODES } from '../domain/countries.ts';
 import type { FieldError } from '../errors.ts';
+import { addInputRules, withInputRules } from './input-rules.ts';
 import type { ReferralFieldsInput } from './referral-input.ts';
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -23,6 +24,14 @@ export const Nationality = Type.Enum([...COUNTRY_CODES], { description: 'ISO 316
 export const Gender = Type.Enum(['Male', 'Female']);
 export const ResidentialStatus = Type.Enum(['SC', 'PR', 'Foreigner']);
 export const ReferrerIdType = Type.Enum(['mcr', 'nric', 'email', 'brightUserId', 'dcr']);
+/** The earliest date of birth taken: anything earlier is a typing or system error, not a patient. */
+export const EARLIEST_DOB = '1900-01-01';
+export const DateOfBirth = Type.String({
+  format: 'date',
+  formatMinimum: EARLIEST_DOB,
+  maxLength: 10,
+  description: `YYYY-MM-DD, from ${EARLIEST_DOB}, not in the future`,
+});
 
 /** The referral content a sender sets: on create, on update and as a link prefill. null clears. */
 export const ReferralFields = {
@@ -35,9 +44,7 @@ export const ReferralFields = {
   patientUin: Type.Optional(Nullable(Uin)),
   patientName: Type.Optional(Nullable(PersonName)),
   patientPhoneNumber: Type.Optional(Nullable(PhoneNumber)),
-  dob: Type.Optional(
-    Nullable(Type.String({ format: 'date', maxLength: 10, description: 'YYYY-MM-DD, not in the future' })),
-  ),
+  dob: Type.Optional(Nullable(DateOfBirth)),
   patientGender: Type.Optional(Nullable(Gender)),
   nationality: Type.Optional(Nullable(Nationality)),
   residentialStatus: Type.Optional(Nullable(ResidentialStatus)),
@@ -45,12 +52,15 @@ export const ReferralFields = {
   isUrgent: Type.Optional(Nullable(Type.Boolean())),
 };
 
+export type RequestSchemaCompiler = <T = unknown>(schema: object) => ValidateFunction<T>;
+
 /**
- * The Ajv the API validates with. Query strings and headers arrive as text and are coerced
- * (`coerceTypes: 'array'`); JSON bodies and form values are taken as typed (`false`). Unknown
- * properties are rejected rather than removed, and every problem is reported at once.
+ * Compiles request schemas the way the API validates them. Query strings and headers arrive as text
+ * and are coerced (`coerceTypes: 'array'`); JSON bodies and form values are taken as typed (`false`).
+ * Unknown properties are rejected rather than removed, every problem is reported at once, and every
+ * string is held to the input rules (input-rules.ts).
  */
-export function createAjv(coerceTypes: Options['coerceTypes']): Ajv {
+export function createRequestSchemaCompiler(coerceTypes: Options['coerceTypes']): RequestSchemaCompiler {
   const ajv = new Ajv({
     coerceTypes,
     useDefaults: true,
@@ -59,7 +69,8 @@ export function createAjv(coerceTypes: Options['coerceTypes']): Ajv {
     addUsedSchema: false,
   });
   formats.default(ajv);
-  return ajv;
+  addInputRules(ajv);
+  return <T>(schema: object) => ajv.compile<T>(withInputRules(schema));
 }
 
 function fieldOf(error: ErrorObject): string {
@@ -74,7 +85,7 @@ function fieldOf(error: ErrorObject): string {
  * naming the field and never its value; empty when the input is valid.
  */
 export function createReferralFieldsCheck(): (input: Readonly<Record<string, unknown>>) => FieldError[] {
-  const validate = createAjv(false).compile<ReferralFieldsInput>(
+  const validate = createRequestSchemaCompiler(false)<ReferralFieldsInput>(
     Type.Object(ReferralFields, { additionalProperties: false }),
   );
   return (input) => {

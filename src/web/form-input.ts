@@ -4,6 +4,7 @@
 // it again next to any error.
 import type { ReferralView } from '../domain/referral-view.ts';
 import type { FieldError } from '../errors.ts';
+import { INPUT_RULE_MESSAGES } from '../services/input-rules.ts';
 import { FIELD_LABELS, FORM_FIELDS, type FormField } from '../render/pages/referral-form-fields.ts';
 import type { SummaryError } from '../render/pages/form-controls.ts';
 import { WebPageError } from './web-pages.ts';
@@ -104,11 +105,22 @@ export function changesFrom(
   return changes;
 }
 
+/**
+ * The fields where the person typed whitespace alone, as typed. Emptying a field clears it, but
+ * spaces are checked as the value they are, so a field that must say something (a name) refuses
+ * them next to the field, as the API does, instead of quietly clearing what was stored.
+ */
+export function blankEntries(posted: FormValues, fields: readonly FormField[]): Record<string, string> {
+  return Object.fromEntries(
+    fields.filter((f) => posted[f] !== '' && posted[f].trim() === '').map((f) => [f, posted[f]]),
+  );
+}
+
 /** What the schema's rule for each field asks for, in the words of the form. */
 const FIELD_RULES: Readonly<Record<FormField, string>> = {
   patientName: 'Enter the patient’s full name in 200 characters or fewer',
   patientUin: 'Enter the NRIC or FIN as a letter (S, T, F, G or M), 7 digits and a letter, like S1234567D',
-  dob: 'Enter the date of birth as a real date, like 1960-02-29',
+  dob: 'Enter the date of birth as a real date from 1900-01-01 on, like 1960-02-29',
   patientGender: 'Choose a gender from the list',
   nationality: 'Choose a nationality from the list',
   residentialStatus: 'Choose a residential status from the list',
@@ -130,6 +142,8 @@ const REQUIRED_TO_SUBMIT: Readonly<Partial<Record<FormField, string>>> = {
   patientUin: 'Enter the patient’s NRIC or FIN before you submit',
 };
 
+const UNSTORABLE: ReadonlySet<string> = new Set([INPUT_RULE_MESSAGES.nul, INPUT_RULE_MESSAGES.surrogate]);
+
 function fieldOf(path: string): FormField | null {
   const name = path.replace(/^body\./, '');
   return (FORM_FIELDS as readonly string[]).includes(name) ? (name as FormField) : null;
@@ -146,7 +160,16 @@ export function formErrors(
   const out = errors.map((e): SummaryError => {
     const field = fieldOf(e.path);
     if (field === null) return { field: null, message: e.message };
-    if (kind === 'schema') return { field, message: FIELD_RULES[field] };
+    if (kind === 'schema') {
+      // Only a paste or a forged post carries these; the field's usual rule would not explain them.
+      if (UNSTORABLE.has(e.message)) {
+        return {
+          field,
+          message: `${FIELD_LABELS[field]} contains an invisible character that cannot be saved; type it again`,
+        };
+      }
+      return { field, message: FIELD_RULES[field] };
+    }
     if (kind === 'submit')
       return { field, message: REQUIRED_TO_SUBMIT[field] ?? `${FIELD_LABELS[field]} ${e.message}` };
     return { field, message: `${FIELD_LABELS[field]} ${e.message}` };

@@ -15,6 +15,7 @@ import { renderReferralFormPage, type Notice } from '../render/pages/referral-fo
 import { renderSubmittedPage } from '../render/pages/submitted.page.ts';
 import { createReferralFieldsCheck } from '../services/referral-fields.ts';
 import {
+  blankEntries,
   changesFrom,
   EDITABLE_FIELDS,
   formErrors,
@@ -105,7 +106,7 @@ export function formRoutes(ctx: AppContext, gate: SessionGate, countries: readon
       };
 
       const changes = changesFrom(valuesOf(view), posted.values, EDITABLE_FIELDS[mode]);
-      const invalid = checkFields(changes);
+      const invalid = checkFields({ ...changes, ...blankEntries(posted.values, EDITABLE_FIELDS[mode]) });
       if (invalid.length > 0) return again(400, { errors: formErrors(invalid, 'schema') });
 
       let version = posted.version;

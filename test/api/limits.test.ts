@@ -1,5 +1,8 @@
 // Limits (contract §10): a rate limit per API key with Retry-After and RateLimit headers, a 256 KiB
-// body limit, and problem+json for routes that do not exist, without echoing the query string.
+// body limit, and problem+json for routes that do not exist, without echoing the query string. At
+// the HTTP edge: answers Node or Fastify write before any route runs (408, 414, 431, a malformed
+// request) are problem+json too and echo nothing the client sent, and slow clients are cut off.
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
 import { ENGINES } from '../support/engines.ts';
@@ -13,6 +16,87 @@ function expectProblem(res: LightMyRequestResponse, status: number, code: string
   expect(res.statusCode, res.body).toBe(status);
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
   expect(res.json()).toMatchObject({ status, code, requestId: res.headers['x-request-id'] });
+}
+
+interface RawAnswer {
+  /** Everything the server wrote, as text. */
+  readonly text: string;
+  /** Whether the server closed the connection before the test gave up waiting. */
+  readonly closed: boolean;
+  readonly status: number | undefined;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+}
+
+/**
+ * Opens a raw TCP connection, lets `talk` write to it (once, or on a timer for as long as the
+ * socket is open), and collects what comes back until the server closes it or `giveUpMs` passes.
+ */
+function rawExchange(port: number, talk: (socket: net.Socket) => void, giveUpMs: number): Promise<RawAnswer> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    let closed = false;
+    const giveUp = setTimeout(() => socket.destroy(), giveUpMs);
+    socket.on('data', (chunk) => chunks.push(chunk));
+    socket.on('error', () => undefined);
+    socket.on('end', () => {
+      closed = true;
+    });
+    socket.on('close', () => {
+      clearTimeout(giveUp);
+      const text = Buffer.concat(chunks).toString('utf8');
+      const [head = '', ...rest] = text.split('\r\n\r\n');
+      const [statusLine = '', ...headerLines] = head.split('\r\n');
+      const status = /^HTTP\/1\.1 (\d{3}) /.exec(statusLine)?.[1];
+      const headers = Object.fromEntries(
+        headerLines.map((line) => {
+          const at = line.indexOf(':');
+          return [line.slice(0, at).trim().toLowerCase(), line.slice(at + 1).trim()];
+        }),
+      );
+      resolve({
+        text,
+        closed,
+        status: status === undefined ? undefined : Number(status),
+        headers,
+        body: rest.join('\r\n\r\n'),
+      });
+    });
+    socket.on('connect', () => {
+      talk(socket);
+    });
+  });
+}
+
+/** Writes `bytes` one at a time, every `everyMs`, while the socket stays open. */
+function trickle(socket: net.Socket, bytes: string, everyMs: number): void {
+  let at = 0;
+  const timer = setInterval(() => {
+    if (socket.destroyed || socket.writableEnded) clearInterval(timer);
+    else socket.write(bytes[at++ % bytes.length]!);
+  }, everyMs);
+  socket.on('close', () => {
+    clearInterval(timer);
+  });
+}
+
+/** A problem document written at the edge: the shape of problem.ts, echoing nothing that was sent. */
+function expectEdgeProblem(answer: RawAnswer, status: number, code: string, sent: readonly string[]) {
+  expect(answer.status, answer.text).toBe(status);
+  expect(answer.headers['content-type']).toMatch(/^application\/problem\+json/);
+  expect(answer.headers['x-request-id']).toMatch(/^[A-Za-z0-9._:-]{1,128}$/);
+  expect(answer.headers['api-version']).toBe('0.0.71');
+  const problem = JSON.parse(answer.body) as Record<string, unknown>;
+  expect(problem).toEqual({
+    type: `urn:refhub:problem:${code}`,
+    title: expect.any(String) as unknown,
+    status,
+    detail: expect.any(String) as unknown,
+    code,
+    requestId: answer.headers['x-request-id'],
+  });
+  for (const value of sent) expect(answer.text).not.toContain(value);
 }
 
 describe.each(ENGINES)('limits on %s', (engine) => {
@@ -143,6 +227,156 @@ describe.each(ENGINES)('limits on %s', (engine) => {
       });
       expect(read.statusCode).toBe(200);
       expect(read.headers['cache-control']).toBe('no-store');
+    });
+  });
+
+  describe('answers written before any route runs', () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      t = await createTestApp(engine);
+    });
+    afterAll(async () => {
+      await t.close();
+    });
+
+    it('a path parameter over 200 characters → 414 problem+json that does not echo the URL', async () => {
+      const long = `Quokkamark${'x'.repeat(300)}`;
+      const res = await t.request(t.sender, {
+        method: 'GET',
+        url: `/api/v1/referrals/${long}?uin=S7777777Q`,
+      });
+      expectProblem(res, 414, 'uri_too_long');
+      expect(res.headers['api-version']).toBe('0.0.71');
+      expect(res.body).not.toContain('Quokkamark');
+      expect(res.body).not.toContain('S7777777Q');
+    });
+
+    it('a path that is not valid percent-encoding → 400 problem+json naming the path, not quoting it', async () => {
+      const res = await t.request(t.sender, { method: 'GET', url: '/api/v1/referrals/Quokkamark%E0%A4%A' });
+      expectProblem(res, 400, 'validation_failed');
+      expect(res.json()).toMatchObject({ errors: [{ path: 'path' }] });
+      expect(res.body).not.toContain('Quokkamark');
+    });
+  });
+
+  describe('slow and malformed clients on a listening server', () => {
+    const REQUEST_TIMEOUT_S = 2;
+    const HEADERS_TIMEOUT_S = 1;
+    const KEEP_ALIVE_TIMEOUT_S = 1;
+    /** How long a test waits before it calls a connection held: well past every bound configured. */
+    const HELD_AFTER_MS = 4 * REQUEST_TIMEOUT_S * 1000;
+    let t: TestApp;
+    let port: number;
+    beforeAll(async () => {
+      t = await createTestApp(engine, {
+        env: {
+          HTTP_REQUEST_TIMEOUT_SECONDS: String(REQUEST_TIMEOUT_S),
+          HTTP_HEADERS_TIMEOUT_SECONDS: String(HEADERS_TIMEOUT_S),
+          HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: String(KEEP_ALIVE_TIMEOUT_S),
+        },
+      });
+      await t.app.listen({ port: 0, host: '127.0.0.1' });
+      port = (t.app.server.address() as net.AddressInfo).port;
+    });
+    afterAll(async () => {
+      await t.close();
+    });
+
+    const postHead = (key: string) =>
+      'POST /api/v1/referrals HTTP/1.1\r\nHost: refhub.test\r\n' +
+      `Authorization: ApiKey ${key}\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n`;
+
+    it('a client that trickles its body is answered 408 problem+json and disconnected, every one of them', async () => {
+      const answers = await Promise.all(
+        Array.from({ length: 5 }, () =>
+          rawExchange(
+            port,
+            (socket) => {
+              socket.write(postHead(t.sender.key));
+              trickle(socket, '{"clinicalInfo":"Quokkamark', 200);
+            },
+            HELD_AFTER_MS,
+          ),
+        ),
+      );
+      for (const answer of answers) {
+        expect(answer.closed, 'the server closed the connection').toBe(true);
+        expectEdgeProblem(answer, 408, 'request_timeout', ['Quokkamark', t.sender.key]);
+        expect(answer.headers.connection).toBe('close');
+      }
+      // Nothing was half-created from the part of the body that arrived.
+      expect(await countRows(t, 'referrals')).toBe(0);
+      // Each is logged as a client's failure, not as a server error.
+      const lines = t.logs.map((line) => JSON.parse(line) as { level: number; msg: string; status?: number });
+      expect(lines.filter((l) => l.msg === 'client error' && l.status === 408).length).toBeGreaterThanOrEqual(
+        5,
+      );
+      expect(lines.filter((l) => l.level >= 50)).toEqual([]);
+    });
+
+    it('a client that trickles its headers is answered 408 problem+json and disconnected', async () => {
+      const answer = await rawExchange(
+        port,
+        (socket) => {
+          socket.write('GET /healthz HTTP/1.1\r\nHost: refhub.test\r\n');
+          trickle(socket, 'X-Quokkamark: a\r\n', 100);
+        },
+        HELD_AFTER_MS,
+      );
+      expect(answer.closed).toBe(true);
+      expectEdgeProblem(answer, 408, 'request_timeout', ['Quokkamark']);
+    });
+
+    it('an idle kept-alive connection is closed once its keep-alive time has passed', async () => {
+      const answer = await rawExchange(
+        port,
+        (socket) => socket.write('GET /healthz HTTP/1.1\r\nHost: refhub.test\r\n\r\n'),
+        HELD_AFTER_MS,
+      );
+      expect(answer.status).toBe(200);
+      expect(answer.closed).toBe(true);
+    });
+
+    it('headers over the size limit → 431 problem+json that does not echo them', async () => {
+      const answer = await rawExchange(
+        port,
+        (socket) =>
+          socket.write(
+            `GET /healthz HTTP/1.1\r\nHost: refhub.test\r\nX-Big: Quokkamark${'x'.repeat(20_000)}\r\n\r\n`,
+          ),
+        HELD_AFTER_MS,
+      );
+      expectEdgeProblem(answer, 431, 'header_fields_too_large', ['Quokkamark']);
+    });
+
+    it.each([
+      ['a request line that is not HTTP', 'QUOKKAMARK / SPDY/9\r\n\r\n'],
+      [
+        'a NUL in a header value',
+        'GET /healthz HTTP/1.1\r\nHost: refhub.test\r\nX-Note: Quokka\0mark\r\n\r\n',
+      ],
+      [
+        'a body longer than it said',
+        'POST /api/v1/referrals HTTP/1.1\r\nHost: refhub.test\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\nQuokkamark',
+      ],
+    ])('%s → 400 problem+json that echoes nothing', async (_label, request) => {
+      const answer = await rawExchange(port, (socket) => socket.write(request), HELD_AFTER_MS);
+      expectEdgeProblem(answer, 400, 'bad_request', ['Quokka', 'QUOKKA', 'SPDY']);
+      expect(answer.closed).toBe(true);
+    });
+
+    it('a long path → 414 problem+json over the wire too, and the server still serves', async () => {
+      const answer = await rawExchange(
+        port,
+        (socket) =>
+          socket.write(
+            `GET /api/v1/referrals/Quokkamark${'x'.repeat(300)} HTTP/1.1\r\nHost: refhub.test\r\nConnection: close\r\n\r\n`,
+          ),
+        HELD_AFTER_MS,
+      );
+      expectEdgeProblem(answer, 414, 'uri_too_long', ['Quokkamark']);
+      const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+      expect(health.status).toBe(200);
     });
   });
 });

@@ -6,7 +6,8 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { errorPaths, expectProblem, type ProblemJson } from '../support/api-assertions.ts';
 import { ENGINES } from '../support/engines.ts';
 import { PATIENT } from '../support/fixtures/patients.ts';
-import { createDraft } from '../support/scenarios.ts';
+import { createDraft, referralIn, type ReferralJson } from '../support/scenarios.ts';
+import { stateOf } from '../support/store-inspection.ts';
 import { createTestApp, type TestApp } from '../support/test-app.ts';
 
 const SENDER = { institutionIdType: 'hci', institutionId: 'S1234A' } as const;
@@ -481,6 +482,194 @@ describe.each(ENGINES)('request validation on %s', (engine) => {
       );
       expect(problem.missing).toEqual(['offeringId', 'patientName', 'patientUin']);
       expect(problem.detail).toContain('offeringId, patientName, patientUin');
+    });
+  });
+
+  describe('bad input: text the store cannot hold, text that says nothing, dates out of range', () => {
+    /** A distinctive word around the bad character, so a test can tell the value was not quoted. */
+    const MARKER = 'Quokkamark';
+    const NUL = `Dr ${MARKER}\u0000Tan`;
+    const LONE_SURROGATE = `Dr ${MARKER}\ud800Tan`;
+    const BLANKS = ['   ', ' \t\r\n ', '\u00a0\u2003'] as const;
+    const YEARS = 365.25 * 24 * 3600_000;
+
+    let pending: ReferralJson;
+    let accepted: ReferralJson;
+    beforeAll(async () => {
+      pending = await referralIn(t, 'pending-acceptance');
+      accepted = await referralIn(t, 'accepted');
+    });
+
+    /** Each free-text field, sent where the operation would otherwise succeed and write it. */
+    interface TextField {
+      readonly name: string;
+      readonly field: string;
+      /** Where the referral must be for the operation to go through. */
+      readonly on: 'draft' | 'pending' | 'accepted';
+    }
+    const TEXT_FIELDS: readonly TextField[] = [
+      ...['patientName', 'referrerName', 'referrerId', 'clinicalInfo', 'requesterIdentifier'].flatMap(
+        (field) =>
+          ['create', 'update', 'links/upsert'].map((name) => ({ name, field, on: 'draft' as const })),
+      ),
+      { name: 'search', field: 'requesterIdentifier', on: 'draft' },
+      { name: 'notes', field: 'content', on: 'draft' },
+      { name: 'notes', field: 'authorName', on: 'draft' },
+      { name: 'cancel', field: 'cancelNote', on: 'pending' },
+      { name: 'cancel', field: 'cancelledByName', on: 'pending' },
+      { name: 'reject', field: 'reason', on: 'pending' },
+      { name: 'reject', field: 'rejectedByName', on: 'pending' },
+      { name: 'request-action', field: 'reason', on: 'pending' },
+      { name: 'request-action', field: 'requestedByName', on: 'pending' },
+      { name: 'accept', field: 'acceptedByName', on: 'pending' },
+      { name: 'appointment PUT', field: 'location', on: 'accepted' },
+      { name: 'get', field: 'requesterIdentifier', on: 'draft' },
+      { name: 'list', field: 'requesterIdentifier', on: 'draft' },
+      { name: 'delete', field: 'requesterIdentifier', on: 'draft' },
+    ];
+    const idFor = (on: TextField['on']) =>
+      on === 'draft' ? draftId : on === 'pending' ? pending.id : accepted.id;
+
+    async function expectRefused(
+      e: Endpoint,
+      field: string,
+      value: unknown,
+      on: TextField['on'],
+    ): Promise<ProblemJson> {
+      const id = idFor(on);
+      const before = await stateOf(t, id);
+      const res = await send(e, { ...validInput(e), [field]: value }, { id });
+      const problem = expectValidationOf(res, MARKER);
+      expect(errorPaths(problem)).toEqual([`${e.query === undefined ? 'body' : 'query'}.${field}`]);
+      expect(await stateOf(t, id)).toEqual(before);
+      return problem;
+    }
+
+    it.each(TEXT_FIELDS)('$name: a NUL character in $field → 400 naming it', async ({ name, field, on }) => {
+      const problem = await expectRefused(endpoint(name), field, NUL, on);
+      expect(problem.errors?.[0]?.message).toMatch(/NUL/);
+    });
+
+    it.each(TEXT_FIELDS.filter((f) => !['get', 'list', 'delete'].includes(f.name)))(
+      '$name: an unpaired surrogate in $field → 400 naming it (it cannot be stored as sent)',
+      async ({ name, field, on }) => {
+        await expectRefused(endpoint(name), field, LONE_SURROGATE, on);
+      },
+    );
+
+    it('a NUL character percent-encoded in a query string → 400 naming the parameter', async () => {
+      const res = await t.request(t.sender, {
+        method: 'GET',
+        url: `${ref(draftId)}?requesterIdentifier=a%00${MARKER}&institutionIdType=hci&institutionId=S1234A`,
+      });
+      expect(errorPaths(expectValidationOf(res, MARKER))).toEqual(['query.requesterIdentifier']);
+    });
+
+    /** The text that must say something: notes, reasons and the names of people. */
+    const MUST_SAY_SOMETHING: readonly TextField[] = [
+      { name: 'cancel', field: 'cancelNote', on: 'pending' },
+      { name: 'cancel', field: 'cancelledByName', on: 'pending' },
+      { name: 'reject', field: 'reason', on: 'pending' },
+      { name: 'request-action', field: 'reason', on: 'pending' },
+      { name: 'accept', field: 'acceptedByName', on: 'pending' },
+      { name: 'notes', field: 'content', on: 'draft' },
+      { name: 'notes', field: 'authorName', on: 'draft' },
+      { name: 'create', field: 'patientName', on: 'draft' },
+      { name: 'update', field: 'patientName', on: 'draft' },
+      { name: 'update', field: 'referrerName', on: 'draft' },
+      { name: 'links/upsert', field: 'referrerName', on: 'draft' },
+      { name: 'appointment PUT', field: 'location', on: 'accepted' },
+      { name: 'get', field: 'requesterIdentifier', on: 'draft' },
+    ];
+
+    it.each(MUST_SAY_SOMETHING.flatMap((f) => BLANKS.map((blank) => ({ ...f, blank }))))(
+      '$name: $field of whitespace only ($blank) → 400 naming it, and nothing changes',
+      async ({ name, field, on, blank }) => {
+        const problem = await expectRefused(endpoint(name), field, blank, on);
+        expect(problem.errors?.[0]?.message).toMatch(/whitespace/);
+      },
+    );
+
+    it('a cancel note of spaces does not cancel, and the timeline says nothing about it', async () => {
+      const res = await send(endpoint('cancel'), { ...SENDER, cancelNote: '   ' }, { id: pending.id });
+      expectValidationOf(res);
+      const after = await t.request(t.sender, {
+        method: 'GET',
+        url: ref(pending.id),
+        query: { requesterIdentifier: REQUESTER, ...SENDER },
+      });
+      const view = after.json<{ status: string; timelineEvents: { description: string }[] }>();
+      expect(view.status).toBe('pending-acceptance');
+      expect(view.timelineEvents.map((e) => e.description).join('\n')).not.toMatch(/cancelled/);
+    });
+
+    it('clinical information may still be blank: spaces alone clear it, as null does', async () => {
+      const draft = await createDraft(t, { clinicalInfo: 'Fever.' });
+      const res = await send(endpoint('update'), { ...SENDER, clinicalInfo: '  \n ' }, { id: draft.id });
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json()).toMatchObject({ clinicalInfo: null });
+    });
+
+    describe('dates of birth: a real date from 1900-01-01, not in the future', () => {
+      it.each(
+        ['0000-01-01', '0001-01-01', '1800-01-01', '1899-12-31'].flatMap((dob) =>
+          ['create', 'update', 'links/upsert'].map((name) => ({ name, dob })),
+        ),
+      )('$name: dob $dob → 400 naming dob', async ({ name, dob }) => {
+        const e = endpoint(name);
+        const res = await send(e, { ...validInput(e), dob });
+        const problem = expectValidationOf(res, dob);
+        expect(problem.errors).toEqual([
+          { path: 'body.dob', message: expect.stringContaining('1900-01-01') as unknown },
+        ]);
+      });
+
+      it('accepts 1900-01-01', async () => {
+        const e = endpoint('create');
+        const res = await send(e, { ...validInput(e), dob: '1900-01-01' });
+        expect(res.statusCode, res.body).toBe(201);
+        expect(res.json()).toMatchObject({ patient: { dob: '1900-01-01' } });
+      });
+    });
+
+    describe('appointments: a real instant within 5 years of now', () => {
+      const at = (offsetYears: number) => new Date(Date.now() + offsetYears * YEARS).toISOString();
+      const put = (startAt: string) =>
+        send(
+          endpoint('appointment PUT'),
+          { ...PROVIDER, status: 'scheduled', startAt, location: 'Clinic 3B' },
+          {
+            id: accepted.id,
+          },
+        );
+
+      it.each([
+        ['year 0000', '0000-01-01T00:00:00.000Z'],
+        ['year 0001', '0001-01-01T00:00:00.000Z'],
+        ['year 9999', '9999-12-31T23:59:59.999Z'],
+        ['a leap second, which Date cannot represent', '2026-12-31T23:59:60Z'],
+        ['an offset without minutes', '2026-12-01T09:00:00+08'],
+        ['an offset that pushes the instant past year 9999', '9999-12-31T23:59:59-23:59'],
+        ['30 February', '2027-02-30T09:00:00Z'],
+        ['more than 5 years ahead', at(5.1)],
+        ['more than 5 years ago', at(-5.1)],
+      ])('startAt of %s → 400 naming startAt, and nothing changes', async (_label, startAt) => {
+        const before = await stateOf(t, accepted.id);
+        const problem = expectValidationOf(await put(startAt));
+        expect(errorPaths(problem)).toEqual(['body.startAt']);
+        expect(await stateOf(t, accepted.id)).toEqual(before);
+      });
+
+      it('accepts instants up to 5 years either side of now, with an offset, and answers them in UTC', async () => {
+        for (const startAt of [at(4.9), at(-4.9)]) {
+          const res = await put(startAt);
+          expect(res.statusCode, res.body).toBe(200);
+        }
+        const res = await put('2027-03-01T09:30:00+08:00');
+        expect(res.statusCode, res.body).toBe(200);
+        const view = res.json<{ appointments: { startAt: string }[] }>();
+        expect(view.appointments.map((a) => a.startAt)).toEqual(['2027-03-01T01:30:00.000Z']);
+      });
     });
   });
 });

@@ -30,6 +30,9 @@ describe('loadConfig', () => {
       metricsToken: undefined,
       shutdownGraceSeconds: 20,
       displayTimeZone: 'Asia/Singapore',
+      httpRequestTimeoutSeconds: 30,
+      httpHeadersTimeoutSeconds: 10,
+      httpKeepAliveTimeoutSeconds: 72,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -63,6 +66,9 @@ describe('loadConfig', () => {
         METRICS_TOKEN: 'a-metrics-token-of-at-least-32-characters',
         SHUTDOWN_GRACE_SECONDS: '45',
         DISPLAY_TIME_ZONE: 'Europe/London',
+        HTTP_REQUEST_TIMEOUT_SECONDS: '60',
+        HTTP_HEADERS_TIMEOUT_SECONDS: '60',
+        HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: '650',
       },
       '/srv',
     );
@@ -92,6 +98,9 @@ describe('loadConfig', () => {
       metricsToken: 'a-metrics-token-of-at-least-32-characters',
       shutdownGraceSeconds: 45,
       displayTimeZone: 'Europe/London',
+      httpRequestTimeoutSeconds: 60,
+      httpHeadersTimeoutSeconds: 60,
+      httpKeepAliveTimeoutSeconds: 650,
     });
   });
 
@@ -153,6 +162,18 @@ describe('loadConfig', () => {
     ['DISPLAY_TIME_ZONE', 'Asia/Atlantis', /DISPLAY_TIME_ZONE: must be an IANA time zone/],
     ['DISPLAY_TIME_ZONE', 'SGT', /DISPLAY_TIME_ZONE: must be an IANA time zone/],
     ['DISPLAY_TIME_ZONE', '+08:00', /DISPLAY_TIME_ZONE: must be an IANA time zone/],
+    ['HTTP_REQUEST_TIMEOUT_SECONDS', '0', /HTTP_REQUEST_TIMEOUT_SECONDS: must be between 1 and 600/],
+    ['HTTP_HEADERS_TIMEOUT_SECONDS', 'soon', /HTTP_HEADERS_TIMEOUT_SECONDS: must be a whole number/],
+    [
+      'HTTP_HEADERS_TIMEOUT_SECONDS',
+      '31',
+      /HTTP_HEADERS_TIMEOUT_SECONDS: must not exceed HTTP_REQUEST_TIMEOUT_SECONDS \(30\)/,
+    ],
+    [
+      'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS',
+      '3601',
+      /HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: must be between 1 and 3600/,
+    ],
   ])('rejects %s=%s with a message naming the variable', (name, value, message) => {
     const load = () => loadConfig({ [name]: value });
     expect(load).toThrow(ConfigError);

@@ -257,6 +257,75 @@ describe.each(ENGINES)('the referral form on %s', (engine) => {
       expect(cheerio.load(res.body)('#field-dob').val()).toBe('2999-01-01');
     });
 
+    it('refuses names of spaces alone next to their fields, as the API does, rather than clearing them', async () => {
+      const session = await newFormSession(t, {
+        offeringId: 'cgh-gastro',
+        ...PATIENT,
+        referrerName: 'Dr Lim',
+      });
+      const version = await versionOf(t, session.referralId);
+      const res = await postForm(t, session, 'save', { patientName: '   ', referrerName: ' \t ' });
+      expect(res.statusCode).toBe(400);
+      expect(errorSummaryOf(res.body)).toEqual([
+        { text: 'Enter the patient’s full name in 200 characters or fewer', href: '#field-patientName' },
+        { text: 'Enter the clinician’s name in 200 characters or fewer', href: '#field-referrerName' },
+      ]);
+      const $ = cheerio.load(res.body);
+      expect($('#field-patientName').val()).toBe('   ');
+      expect($('#field-patientName').attr('aria-invalid')).toBe('true');
+      expect($('#field-referrerName').attr('aria-invalid')).toBe('true');
+      expect(await versionOf(t, session.referralId)).toBe(version);
+      const view = await senderView(t, session.referralId);
+      expect(view.patient).toMatchObject({ name: PATIENT.patientName });
+      expect(view.referrer).toMatchObject({ name: 'Dr Lim' });
+    });
+
+    it('still clears clinical information of spaces alone, which may be blank', async () => {
+      const session = await newFormSession(t, {
+        offeringId: 'cgh-gastro',
+        ...PATIENT,
+        clinicalInfo: 'Fever.',
+      });
+      expect((await postForm(t, session, 'save', { clinicalInfo: ' \r\n ' })).statusCode).toBe(303);
+      expect((await senderView(t, session.referralId)).clinicalInfo).toBeNull();
+    });
+
+    it('refuses a character the store cannot hold (NUL) next to its field, and saves nothing', async () => {
+      const session = await newFormSession(t);
+      const version = await versionOf(t, session.referralId);
+      const res = await postForm(t, session, 'save', {
+        patientName: 'Tan\u0000Ah Kow',
+        clinicalInfo: 'Pain\u0000Quokkamark',
+      });
+      expect(res.statusCode).toBe(400);
+      expect(errorSummaryOf(res.body)).toEqual([
+        {
+          text: 'Patient’s full name contains an invisible character that cannot be saved; type it again',
+          href: '#field-patientName',
+        },
+        {
+          text: 'Clinical information contains an invisible character that cannot be saved; type it again',
+          href: '#field-clinicalInfo',
+        },
+      ]);
+      expect(await versionOf(t, session.referralId)).toBe(version);
+    });
+
+    it('refuses a date of birth before 1900 next to the field', async () => {
+      const session = await newFormSession(t);
+      for (const dob of ['1800-01-01', '0001-01-01']) {
+        const res = await postForm(t, session, 'save', { dob });
+        expect(res.statusCode).toBe(400);
+        expect(errorSummaryOf(res.body)).toEqual([
+          {
+            text: 'Enter the date of birth as a real date from 1900-01-01 on, like 1960-02-29',
+            href: '#field-dob',
+          },
+        ]);
+      }
+      expect((await senderView(t, session.referralId)).patient).toMatchObject({ dob: PATIENT.dob });
+    });
+
     it('saves nothing over a change made elsewhere since the page was drawn, and says so', async () => {
       const session = await newFormSession(t);
       const page = formStateOf((await getPage(t, session)).body);

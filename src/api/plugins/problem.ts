@@ -97,6 +97,16 @@ function toAppError(error: FastifyError): AppError {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new ValidationError([{ path: 'body', message: 'is not valid JSON' }]);
   }
+  // The client's connection closed while its body was being read (it gave up, or the request timeout
+  // cut it off, see http-edge.ts): Fastify marks that 400. Nobody is left to answer; nothing failed.
+  if (error.code === 'ECONNRESET' && error.statusCode === 400) {
+    return new AppError(
+      'bad_request',
+      400,
+      'Bad request',
+      'The connection closed before the request body arrived in full.',
+    );
+  }
   if (error instanceof SyntaxError && error.statusCode === 400) {
     return new ValidationError([{ path: 'body', message: 'is not valid JSON' }]);
   }
