@@ -12,30 +12,11 @@ import {
   InstitutionIdType,
   ReferralIdParams,
   RequesterIdentifier,
-  Timestamp,
 } from '../schemas/primitives.ts';
-import { problemResponses } from '../schemas/problem.schema.ts';
-
-const Submission = Type.Object(
-  {
-    id: Type.String({ format: 'uuid' }),
-    messageId: Type.String({
-      description: '`<referralId>.v<version>`, also the Idempotency-Key sent to the EHR',
-    }),
-    version: Type.Integer({ description: 'The referral version whose form was sent' }),
-    attempt: Type.Integer({ minimum: 1 }),
-    attemptedAt: Timestamp,
-    outcome: Type.Enum(['delivered', 'retrying', 'failed']),
-    httpStatus: Type.Optional(Type.Integer({ description: 'The EHR’s answer, when it answered' })),
-    errorCode: Type.Optional(Type.String({ description: 'Why no answer came (a network error code)' })),
-    sha256: Type.Optional(
-      Type.String({ pattern: '^[0-9a-f]{64}$', description: 'Of the ehrForm bytes sent' }),
-    ),
-    ehrReference: Type.Optional(Type.String()),
-    durationMs: Type.Integer({ minimum: 0 }),
-  },
-  { additionalProperties: false },
-);
+import { EhrSubmissionList } from '../schemas/ehr-submission.schema.ts';
+import { ref } from '../schemas/named.ts';
+import { operation } from '../schemas/operation.ts';
+import { problems, success } from '../schemas/responses.ts';
 
 export function ehrSubmissionRoutes(ctx: AppContext) {
   return (fastify: FastifyInstance) => {
@@ -45,10 +26,13 @@ export function ehrSubmissionRoutes(ctx: AppContext) {
       {
         config: { action: 'ehr.submissions.read' },
         schema: {
-          tags: ['EHR forwarding'],
-          summary: 'List the attempts to forward a referral’s form to the EHR',
-          description:
-            'Oldest first. Sender and provider keys name the institution they act for; ops keys may omit it.',
+          ...operation({
+            operationId: 'listEhrSubmissions',
+            tag: 'EHR forwarding',
+            summary: 'List the attempts to forward a referral’s form to the EHR',
+            description:
+              'Oldest first. Sender and provider keys name the institution they act for; ops keys may omit it.',
+          }),
           params: ReferralIdParams,
           querystring: Type.Object(
             {
@@ -58,7 +42,10 @@ export function ehrSubmissionRoutes(ctx: AppContext) {
             },
             { additionalProperties: false },
           ),
-          response: { 200: Type.Object({ data: Type.Array(Submission) }), ...problemResponses },
+          response: {
+            200: success(ref(EhrSubmissionList), 'Every attempt so far, oldest first.'),
+            ...problems(),
+          },
         },
       },
       async (request) => {
