@@ -7,7 +7,8 @@ import { Type } from 'typebox';
 import { v7 as uuidv7 } from 'uuid';
 import { AppError } from '../errors.ts';
 import type { AppContext } from '../context.ts';
-import { API_DESCRIPTION, API_VERSION } from './openapi.ts';
+import { API_VERSION, swaggerOptions } from './openapi.ts';
+import { registerComponentSchemas } from './schemas/components.ts';
 import { API_PREFIX, isApiRoute, responseHeadersOf } from './http.ts';
 import { httpEdgeOptions, MAX_PARAM_LENGTH } from './http-edge.ts';
 import { registerAuth } from './plugins/auth.ts';
@@ -103,30 +104,15 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   registerIdempotency(app, ctx);
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: { title: 'refhub API', version: API_VERSION, description: API_DESCRIPTION },
-      servers: [{ url: ctx.config.publicUrl }],
-      components: {
-        securitySchemes: {
-          ApiKey: {
-            type: 'apiKey',
-            in: 'header',
-            name: 'Authorization',
-            description: 'The value is `ApiKey <key>`.',
-          },
-        },
-      },
-      security: [{ ApiKey: [] }],
-    },
-  });
+  registerComponentSchemas(app);
+  await app.register(swagger, swaggerOptions(ctx.config.publicUrl));
   if (ctx.config.apiDocs !== 'off') {
-    if (ctx.config.apiDocs === 'ops')
+    if (ctx.config.apiDocs === 'ops') {
       app.addHook(
         'onRequest',
         opsOnlyDocs((key) => ctx.apiKeys.authenticate(key)),
       );
+    }
     await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
     app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
   }

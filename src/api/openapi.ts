@@ -1,5 +1,8 @@
-// The OpenAPI document's front matter: what refhub is, how to authenticate, and the interface's
-// changelog (spec §9), so the document carries the history its clients were written against.
+// The OpenAPI document's front matter: what refhub is, how to authenticate, the tags that group the
+// operations, and the interface's changelog (spec §9), so the document carries the history its
+// clients were written against. `swaggerOptions` is how app.ts registers @fastify/swagger.
+import type { SwaggerOptions } from '@fastify/swagger';
+import { documentedRouteSchema } from './schemas/documented.ts';
 
 export const API_VERSION = '0.0.71';
 
@@ -20,6 +23,31 @@ export const CHANGELOG: readonly (readonly [string, string])[] = [
   ],
 ];
 
+/**
+ * The groups of operations, in the order the docs show them. Every operation names one of these
+ * (`operation()` in schemas/operation.ts): a route of a new kind adds its tag here, with a description.
+ */
+export const TAGS = [
+  {
+    name: 'Referrals',
+    description:
+      'What a sender does: list, search and read referrals; create, update, submit, cancel, delete and ' +
+      'return them to draft; add notes.',
+  },
+  {
+    name: 'Provider',
+    description:
+      'What a provider does with a referral it receives: accept, reject, ask the sender to act, book.',
+  },
+  { name: 'Links', description: 'One-time links into the web form, with the patient prefilled.' },
+  {
+    name: 'EHR forwarding',
+    description: 'The ledger of the attempts to forward a referral’s form to the national EHR.',
+  },
+] as const satisfies readonly { name: string; description: string }[];
+
+export type TagName = (typeof TAGS)[number]['name'];
+
 export const API_DESCRIPTION = [
   'refhub tracks referrals between healthcare institutions and forwards each referral as a self-contained HTML',
   'form to the national electronic health record.',
@@ -34,3 +62,40 @@ export const API_DESCRIPTION = [
   '|---|---|',
   ...CHANGELOG.map(([release, change]) => `| ${release} | ${change} |`),
 ].join('\n');
+
+/** @fastify/swagger's options: the document's info, server, security and tags. */
+export function swaggerOptions(publicUrl: string): SwaggerOptions {
+  return {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'refhub API',
+        version: API_VERSION,
+        description: API_DESCRIPTION,
+        // The operators of each installation answer for it; its docs page is where a client starts.
+        contact: { name: 'The operators of this refhub installation', url: `${publicUrl}/docs` },
+        // refhub is not open source (package.json: UNLICENSED); SPDX's LicenseRef- names such a licence.
+        license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+      },
+      servers: [{ url: publicUrl }],
+      tags: TAGS.map((tag) => ({ ...tag })),
+      components: {
+        securitySchemes: {
+          ApiKey: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'Authorization',
+            description: 'The value is `ApiKey <key>`.',
+          },
+        },
+      },
+      security: [{ ApiKey: [] }],
+    },
+    // Named schemas (schemas/named.ts) keep their $id as their name under components.schemas.
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) =>
+        typeof json.$id === 'string' ? json.$id : `def-${i}`,
+    },
+    transform: ({ schema, url }) => ({ schema: documentedRouteSchema(schema), url }),
+  };
+}

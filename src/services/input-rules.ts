@@ -102,10 +102,33 @@ function isRepresentable(timestamp: string): boolean {
   return !Number.isNaN(ms) && ms >= FIRST_INSTANT && ms <= LAST_INSTANT;
 }
 
+/**
+ * `x-earliest-date: "1900-01-01"` on a `date` string: the earliest date taken. An extension keyword,
+ * so the OpenAPI document carries it as it is (standard JSON Schema has no minimum for a date, and
+ * ajv-formats' `formatMinimum` is not a keyword OpenAPI knows).
+ */
+export const EARLIEST_DATE = 'x-earliest-date';
+
+const earliestDate: FuncKeywordDefinition = {
+  keyword: EARLIEST_DATE,
+  type: 'string',
+  schemaType: 'string',
+  errors: true,
+  validate: function earliest(earliestAllowed: string, data: string) {
+    // YYYY-MM-DD compares as text; a value of another shape is the `format` check's to refuse.
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(data) || data >= earliestAllowed) return true;
+    (earliest as SchemaValidateFunction).errors = [
+      { keyword: EARLIEST_DATE, message: `must be ${earliestAllowed} or later`, params: {} },
+    ];
+    return false;
+  } as SchemaValidateFunction,
+};
+
 /** Adds the keywords `withInputRules` marks strings with, and a `date-time` that `Date` can hold. */
 export function addInputRules(ajv: Ajv): void {
   ajv.addKeyword(storable);
   ajv.addKeyword(notBlank);
+  ajv.addKeyword(earliestDate);
   // RFC 3339 as ajv-formats checks it (a real calendar date and time), and then `Date` must read it
   // as the same instant: it cannot represent a leap second, nor read an offset without minutes.
   const rfc3339 = formats.default.get('date-time');

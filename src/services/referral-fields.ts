@@ -7,7 +7,7 @@ import formats from 'ajv-formats';
 import { Type, type TSchema } from 'typebox';
 import { COUNTRY_CODES } from '../domain/countries.ts';
 import type { FieldError } from '../errors.ts';
-import { addInputRules, withInputRules } from './input-rules.ts';
+import { addInputRules, EARLIEST_DATE, withInputRules } from './input-rules.ts';
 import type { ReferralFieldsInput } from './referral-input.ts';
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -28,7 +28,7 @@ export const ReferrerIdType = Type.Enum(['mcr', 'nric', 'email', 'brightUserId',
 export const EARLIEST_DOB = '1900-01-01';
 export const DateOfBirth = Type.String({
   format: 'date',
-  formatMinimum: EARLIEST_DOB,
+  [EARLIEST_DATE]: EARLIEST_DOB,
   maxLength: 10,
   description: `YYYY-MM-DD, from ${EARLIEST_DOB}, not in the future`,
 });

@@ -85,14 +85,14 @@ describe.each(ENGINES)('concurrency on %s', (engine) => {
       const referral = await referralIn(t, 'draft');
       const get = routeNamed('GET /referrals/:id').request(referral.id, t.sender);
       const read = await t.request(t.sender, get);
-      expect(read.headers.etag).toBe(`"${referral.version}"`);
+      expect(read.headers.etag).toBe(`W/"${referral.version}"`);
       const patch = routeNamed('PATCH /referrals/:id');
       const res = await t.request(
         t.sender,
         patch.request(referral.id, t.sender, ifMatch(String(read.headers.etag))),
       );
       expect(res.statusCode, res.body).toBe(200);
-      expect(res.headers.etag).toBe(`"${referral.version + 1}"`);
+      expect(res.headers.etag).toBe(`W/"${referral.version + 1}"`);
       expect(res.json()).toMatchObject({ version: referral.version + 1 });
     });
 

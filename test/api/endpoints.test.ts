@@ -67,14 +67,14 @@ describe.each(ENGINES)('endpoints on %s', (engine) => {
   /** A full Referral response: exactly its fields, and its ETag is its version. */
   function okReferral(res: LightMyRequestResponse, status = 200, options: { ehrForm?: boolean } = {}) {
     const body = expectReferralShape(ok(res, status), options);
-    expect(res.headers.etag).toBe(`"${body.version}"`);
+    expect(res.headers.etag).toBe(`W/"${body.version}"`);
     return body;
   }
 
   /** A ReferralSummary response (cancel, back-to-draft): exactly its fields, with its ETag. */
   function okSummary(res: LightMyRequestResponse): SummaryJson {
     const body = expectSummaryShape(ok(res));
-    expect(res.headers.etag).toBe(`"${body.version}"`);
+    expect(res.headers.etag).toBe(`W/"${body.version}"`);
     return body;
   }
 
@@ -334,7 +334,7 @@ describe.each(ENGINES)('endpoints on %s', (engine) => {
       });
       const body = okReferral(res, 201);
       expect(res.headers.location).toBe(`/api/v1/referrals/${body.id}`);
-      expect(res.headers.etag).toBe('"1"');
+      expect(res.headers.etag).toBe('W/"1"');
       expect(body).toMatchObject({
         version: 1,
         status: 'draft',
@@ -969,7 +969,7 @@ describe.each(ENGINES)('endpoints on %s', (engine) => {
       const versions = [draft.version];
       const track = async (res: LightMyRequestResponse, status = 200) => {
         const body = ok(res, status) as { version?: number };
-        if (body.version !== undefined) expect(res.headers.etag).toBe(`"${body.version}"`);
+        if (body.version !== undefined) expect(res.headers.etag).toBe(`W/"${body.version}"`);
         versions.push((await getReferral(t.sender, id)).version);
       };
       await track(

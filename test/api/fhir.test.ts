@@ -49,7 +49,7 @@ describe.each(ENGINES)('the FHIR view on %s', (engine) => {
   it('serves a valid R4 collection as application/fhir+json, uncached, with the get’s ETag', async () => {
     const referral = await referralIn(t, 'pending-acceptance', CANARY);
     const { res, bundle } = await readFhir(t, t.sender, referral.id);
-    expect(res.headers.etag).toBe(`"${referral.version}"`);
+    expect(res.headers.etag).toBe(`W/"${referral.version}"`);
     const get = await t.request(t.sender, { method: 'GET', url: getUrl(referral.id) });
     expect(res.headers.etag).toBe(get.headers.etag);
     expect(bundle).toMatchObject({ resourceType: 'Bundle', type: 'collection' });

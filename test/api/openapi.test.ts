@@ -1,6 +1,8 @@
 // The OpenAPI document (contract §11) is generated from the route schemas, so it cannot drift from
 // the code: its operations are exactly the registered API routes, each documents its responses, the
-// deprecated `status` is marked, and the description carries the interface's changelog.
+// deprecated `status` is marked, and the description carries the interface's changelog. The shapes
+// are named schemas under components.schemas; the checks on shapes read the document with its
+// references resolved, as a client does.
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, CHANGELOG } from '../../src/api/openapi.ts';
@@ -55,6 +57,21 @@ function operationsOf(doc: OpenApiDocument): [string, string, Operation][] {
   );
 }
 
+/** The document with every `#/components/schemas/…` reference replaced by the schema it names. */
+function resolveReferences(node: unknown, schemas: Record<string, unknown>): unknown {
+  if (Array.isArray(node)) return node.map((item) => resolveReferences(item, schemas));
+  if (node === null || typeof node !== 'object') return node;
+  const reference = (node as { $ref?: unknown }).$ref;
+  if (typeof reference === 'string') {
+    const name = reference.replace('#/components/schemas/', '');
+    expect(schemas[name], reference).toBeDefined();
+    return resolveReferences(schemas[name], schemas);
+  }
+  return Object.fromEntries(
+    Object.entries(node).map(([key, value]) => [key, resolveReferences(value, schemas)]),
+  );
+}
+
 /** Every object schema in the document that has both `status` and `coreStatus`: the referral shapes. */
 function referralSchemas(node: unknown, found: Record<string, Record<string, unknown>>[] = []) {
   if (Array.isArray(node)) for (const item of node) referralSchemas(item, found);
@@ -68,6 +85,9 @@ function referralSchemas(node: unknown, found: Record<string, Record<string, unk
 
 describe('OpenAPI document', () => {
   let t: TestApp;
+  /** The document as served. */
+  let served: OpenApiDocument;
+  /** The same, with its references resolved. */
   let doc: OpenApiDocument;
   beforeAll(async () => {
     t = await createTestApp('pglite');
@@ -75,7 +95,11 @@ describe('OpenAPI document', () => {
     expect(res.statusCode, res.body).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(res.headers['api-version']).toBe(API_VERSION);
-    doc = res.json();
+    served = res.json();
+    doc = {
+      ...served,
+      paths: resolveReferences(served.paths, served.components?.schemas ?? {}),
+    } as OpenApiDocument;
   });
   afterAll(async () => {
     await t.close();
@@ -229,6 +253,6 @@ describe('OpenAPI document', () => {
     // The UI reads the same document.
     const json = await t.app.inject({ method: 'GET', url: '/docs/json' });
     expect(json.statusCode).toBe(200);
-    expect(json.json<OpenApiDocument>().paths).toEqual(doc.paths);
+    expect(json.json<OpenApiDocument>().paths).toEqual(served.paths);
   });
 });

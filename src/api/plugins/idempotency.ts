@@ -175,7 +175,9 @@ export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void
       async complete(trx: Transaction<Database>, result: unknown) {
         const status = successStatusOf(request);
         // The route's own serializer, so the stored body is the bytes the live response carries.
-        const body = String(reply.serializeInput(result as Record<string, unknown>, String(status)));
+        const body = String(
+          reply.serializeInput(result as Record<string, unknown>, String(status), 'application/json'),
+        );
         await idempotencyRepository(trx).complete(claim.apiKeyId, claim.key, {
           status,
           headers: { 'content-type': JSON_TYPE, ...responseHeadersOf(request, result) },

@@ -13,45 +13,11 @@ import {
   InstitutionIdType,
   ReferralIdParams,
   RequesterIdentifier,
-  Timestamp,
 } from '../schemas/primitives.ts';
-import { problemResponses } from '../schemas/problem.schema.ts';
-
-const Submission = Type.Object(
-  {
-    id: Type.String({ format: 'uuid' }),
-    messageId: Type.String({
-      description: '`<referralId>.v<version>`, also the Idempotency-Key sent to the EHR',
-    }),
-    version: Type.Integer({ description: 'The referral version whose form was sent' }),
-    attempt: Type.Integer({ minimum: 1 }),
-    attemptedAt: Timestamp,
-    outcome: Type.Enum(['delivered', 'retrying', 'failed']),
-    httpStatus: Type.Optional(Type.Integer({ description: 'The EHR’s answer, when it answered' })),
-    errorCode: Type.Optional(Type.String({ description: 'Why no answer came (a network error code)' })),
-    sha256: Type.Optional(
-      Type.String({ pattern: '^[0-9a-f]{64}$', description: 'Of the ehrForm bytes sent' }),
-    ),
-    ehrReference: Type.Optional(Type.String()),
-    durationMs: Type.Integer({ minimum: 0 }),
-  },
-  { additionalProperties: false },
-);
-
-const SentForm = Type.Object(
-  {
-    attemptId: Type.String({ format: 'uuid' }),
-    messageId: Type.String({ description: '`<referralId>.v<version>`, also the Idempotency-Key sent' }),
-    version: Type.Integer({ minimum: 1, description: 'The referral version the form was rendered from' }),
-    sha256: Type.String({
-      pattern: '^[0-9a-f]{64}$',
-      description: 'Hex SHA-256 of the UTF-8 bytes of ehrForm',
-    }),
-    ehrFormType: Type.String({ description: 'The templates used, joined with |' }),
-    ehrForm: Type.String({ description: 'The HTML document, exactly as it was sent' }),
-  },
-  { additionalProperties: false },
-);
+import { EhrSentForm, EhrSubmissionList } from '../schemas/ehr-submission.schema.ts';
+import { ref } from '../schemas/named.ts';
+import { operation } from '../schemas/operation.ts';
+import { problems, success } from '../schemas/responses.ts';
 
 export function ehrSubmissionRoutes(ctx: AppContext) {
   return (fastify: FastifyInstance) => {
@@ -61,10 +27,13 @@ export function ehrSubmissionRoutes(ctx: AppContext) {
       {
         config: { action: 'ehr.submissions.read' },
         schema: {
-          tags: ['EHR forwarding'],
-          summary: 'List the attempts to forward a referral’s form to the EHR',
-          description:
-            'Oldest first. Sender and provider keys name the institution they act for; ops keys may omit it.',
+          ...operation({
+            operationId: 'listEhrSubmissions',
+            tag: 'EHR forwarding',
+            summary: 'List the attempts to forward a referral’s form to the EHR',
+            description:
+              'Oldest first. Sender and provider keys name the institution they act for; ops keys may omit it.',
+          }),
           params: ReferralIdParams,
           querystring: Type.Object(
             {
@@ -74,7 +43,10 @@ export function ehrSubmissionRoutes(ctx: AppContext) {
             },
             { additionalProperties: false },
           ),
-          response: { 200: Type.Object({ data: Type.Array(Submission) }), ...problemResponses },
+          response: {
+            200: success(ref(EhrSubmissionList), 'Every attempt so far, oldest first.'),
+            ...problems(),
+          },
         },
       },
       async (request) => {
@@ -114,11 +86,15 @@ export function ehrSubmissionRoutes(ctx: AppContext) {
       {
         config: { action: 'ehr.submissions.form.read' },
         schema: {
-          tags: ['EHR forwarding'],
-          summary: 'Get the form one attempt sent to the EHR, with its hash',
-          description:
-            'The exact bytes the attempt sent (every attempt of one message ID sends the same), with the ' +
-            'SHA-256 the ledger recorded: proof afterwards of what the EHR received. Sender and provider keys only.',
+          ...operation({
+            operationId: 'getEhrSentForm',
+            tag: 'EHR forwarding',
+            summary: 'Get the form one attempt sent to the EHR, with its hash',
+            description:
+              'The exact bytes the attempt sent (every attempt of one message ID sends the same), with ' +
+              'the SHA-256 the ledger recorded: proof afterwards of what the EHR received. Sender and ' +
+              'provider keys only (it is patient data); an attempt that sent no form is 404.',
+          }),
           params: Type.Object(
             { ...ReferralIdParams.properties, attemptId: Type.String({ format: 'uuid', maxLength: 36 }) },
             { additionalProperties: false },
@@ -131,7 +107,10 @@ export function ehrSubmissionRoutes(ctx: AppContext) {
             },
             { additionalProperties: false },
           ),
-          response: { 200: SentForm, ...problemResponses },
+          response: {
+            200: success(ref(EhrSentForm), 'The form as it was sent, with its hash.'),
+            ...problems(),
+          },
         },
       },
       async (request) => {

@@ -14,7 +14,9 @@ import {
   ReferralIdParams,
   RequesterIdentifier,
 } from '../schemas/primitives.ts';
-import { problemResponses } from '../schemas/problem.schema.ts';
+import { ref } from '../schemas/named.ts';
+import { operation } from '../schemas/operation.ts';
+import { problems, success } from '../schemas/responses.ts';
 
 const FHIR_JSON = 'application/fhir+json';
 
@@ -27,16 +29,18 @@ export function fhirRoutes(ctx: AppContext) {
       {
         config: { action: FHIR_READ_ACTION },
         schema: {
-          operationId: 'getReferralFhir',
-          tags: ['Referrals'],
-          summary: 'Get a referral as a FHIR R4 Bundle',
-          description:
-            'The referral the get returns, as FHIR R4 resources in a Bundle of type collection ' +
-            '(application/fhir+json): a ServiceRequest with a Task for its workflow state, the Patient, ' +
-            'the Organizations and the referring clinician, the appointments, the notes as ' +
-            'Communications, and each attempt to forward the form to the EHR as an AuditEvent carrying ' +
-            'the SHA-256 of the form sent. The same callers see it as see the referral; the ETag is ' +
-            'the referral version. The mapping is in docs/fhir.md.',
+          ...operation({
+            operationId: 'getReferralFhir',
+            tag: 'Referrals',
+            summary: 'Get a referral as a FHIR R4 Bundle',
+            description:
+              'The referral the get returns, as FHIR R4 resources in a Bundle of type collection ' +
+              '(application/fhir+json): a ServiceRequest with a Task for its workflow state, the Patient, ' +
+              'the Organizations and the referring clinician, the appointments, the notes as ' +
+              'Communications, and each attempt to forward the form to the EHR as an AuditEvent carrying ' +
+              'the SHA-256 of the form sent. The same callers see it as see the referral; the ETag is ' +
+              'the referral version. The mapping is in docs/fhir.md.',
+          }),
           params: ReferralIdParams,
           querystring: Type.Object(
             {
@@ -47,11 +51,11 @@ export function fhirRoutes(ctx: AppContext) {
             { additionalProperties: false },
           ),
           response: {
-            200: {
-              description: 'The referral as a FHIR R4 Bundle.',
-              content: { [FHIR_JSON]: { schema: FhirBundle } },
-            },
-            ...problemResponses,
+            200: success(ref(FhirBundle), 'The referral as a FHIR R4 Bundle.', {
+              etag: true,
+              contentType: FHIR_JSON,
+            }),
+            ...problems(),
           },
         },
       },

@@ -6,8 +6,12 @@ import type { AppContext } from '../../context.ts';
 import { ifMatchOf } from '../http.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { InstitutionId, InstitutionIdType, ReferralId, RequesterIdentifier } from '../schemas/primitives.ts';
-import { problemResponses } from '../schemas/problem.schema.ts';
+import { GuardedPostHeaders } from '../schemas/headers.ts';
+import { LinkUpsertResponse } from '../schemas/link.schema.ts';
+import { ref } from '../schemas/named.ts';
+import { operation } from '../schemas/operation.ts';
 import { ReferralFields } from '../schemas/referral.schema.ts';
+import { problems, success } from '../schemas/responses.ts';
 
 export function linkRoutes(ctx: AppContext) {
   return (fastify: FastifyInstance) => {
@@ -18,12 +22,16 @@ export function linkRoutes(ctx: AppContext) {
       {
         config: { action: 'link.upsert' },
         schema: {
-          tags: ['Links'],
-          summary: 'Create or update a referral link',
-          description:
-            'Without referralId, creates a draft from the prefill. With the referralId of a draft or of a ' +
-            'referral that awaits the sender, applies the prefill. Either way it returns a fresh one-time URL ' +
-            'into the web form. The URL never carries patient data. With a referralId, If-Match applies.',
+          ...operation({
+            operationId: 'upsertLink',
+            tag: 'Links',
+            summary: 'Create or update a referral link',
+            description:
+              'Without referralId, creates a draft from the prefill. With the referralId of a draft or of a ' +
+              'referral that awaits the sender, applies the prefill. Either way it returns a fresh one-time ' +
+              'URL into the web form. The URL never carries patient data. With a referralId, If-Match applies.',
+          }),
+          headers: GuardedPostHeaders,
           body: Type.Object(
             {
               requesterIdentifier: RequesterIdentifier,
@@ -35,13 +43,10 @@ export function linkRoutes(ctx: AppContext) {
             { additionalProperties: false },
           ),
           response: {
-            200: Type.Object({
-              referralId: ReferralId,
-              url: Type.String(),
-              type: Type.Literal('upsert'),
-              expiresAt: Type.String(),
+            200: success(ref(LinkUpsertResponse), 'The referral and its one-time link.', {
+              idempotent: true,
             }),
-            ...problemResponses,
+            ...problems({ idempotent: true }),
           },
         },
       },

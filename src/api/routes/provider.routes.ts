@@ -15,10 +15,11 @@ import {
   ReferralIdParams,
   Timestamp,
 } from '../schemas/primitives.ts';
-import { problemResponses } from '../schemas/problem.schema.ts';
+import { GuardedHeaders, GuardedPostHeaders } from '../schemas/headers.ts';
+import { ref } from '../schemas/named.ts';
+import { operation } from '../schemas/operation.ts';
 import { Referral } from '../schemas/referral.schema.ts';
-
-const TAG = ['Provider'];
+import { problems, success } from '../schemas/responses.ts';
 
 export function providerRoutes(ctx: AppContext) {
   return (fastify: FastifyInstance) => {
@@ -30,14 +31,22 @@ export function providerRoutes(ctx: AppContext) {
       {
         config: { action: 'referral.accept', responseHeaders: referralHeaders },
         schema: {
-          tags: TAG,
-          summary: 'Accept a referral',
+          ...operation({
+            operationId: 'acceptReferral',
+            tag: 'Provider',
+            summary: 'Accept a referral',
+            description: 'For a referral pending acceptance. Book appointments next.',
+          }),
+          headers: GuardedPostHeaders,
           params: ReferralIdParams,
           body: Type.Object(
             { ...ActingFor, acceptedByName: Type.Optional(PersonName) },
             { additionalProperties: false },
           ),
-          response: { 200: Referral, ...problemResponses },
+          response: {
+            200: success(ref(Referral), 'The referral as it is now.', { etag: true, idempotent: true }),
+            ...problems({ idempotent: true }),
+          },
         },
       },
       async (request) => {
@@ -58,14 +67,23 @@ export function providerRoutes(ctx: AppContext) {
       {
         config: { action: 'referral.reject', responseHeaders: referralHeaders },
         schema: {
-          tags: TAG,
-          summary: 'Reject a referral',
+          ...operation({
+            operationId: 'rejectReferral',
+            tag: 'Provider',
+            summary: 'Reject a referral',
+            description:
+              'For a referral pending acceptance or accepted. The timeline quotes `reason` to the sender.',
+          }),
+          headers: GuardedPostHeaders,
           params: ReferralIdParams,
           body: Type.Object(
             { ...ActingFor, reason: Reason, rejectedByName: Type.Optional(PersonName) },
             { additionalProperties: false },
           ),
-          response: { 200: Referral, ...problemResponses },
+          response: {
+            200: success(ref(Referral), 'The referral as it is now.', { etag: true, idempotent: true }),
+            ...problems({ idempotent: true }),
+          },
         },
       },
       async (request) => {
@@ -87,14 +105,24 @@ export function providerRoutes(ctx: AppContext) {
       {
         config: { action: 'referral.request-action', responseHeaders: referralHeaders },
         schema: {
-          tags: TAG,
-          summary: 'Ask the sender to act on a referral',
+          ...operation({
+            operationId: 'requestSenderAction',
+            tag: 'Provider',
+            summary: 'Ask the sender to act on a referral',
+            description:
+              'For a referral pending acceptance or accepted. The timeline quotes `reason`; the sender updates ' +
+              'the referral and submits it again.',
+          }),
+          headers: GuardedPostHeaders,
           params: ReferralIdParams,
           body: Type.Object(
             { ...ActingFor, reason: Reason, requestedByName: Type.Optional(PersonName) },
             { additionalProperties: false },
           ),
-          response: { 200: Referral, ...problemResponses },
+          response: {
+            200: success(ref(Referral), 'The referral as it is now.', { etag: true, idempotent: true }),
+            ...problems({ idempotent: true }),
+          },
         },
       },
       async (request) => {
@@ -116,11 +144,15 @@ export function providerRoutes(ctx: AppContext) {
       {
         config: { action: 'referral.upsert-appointment', responseHeaders: referralHeaders },
         schema: {
-          tags: TAG,
-          summary: 'Create or update an appointment',
-          description:
-            "appointmentId is the provider system's own identifier, so repeating the PUT updates the same " +
-            'appointment. A referral holds at most 50 appointments.',
+          ...operation({
+            operationId: 'upsertAppointment',
+            tag: 'Provider',
+            summary: 'Create or update an appointment',
+            description:
+              "appointmentId is the provider system's own identifier, so repeating the PUT updates the same " +
+              'appointment. A referral holds at most 50 appointments.',
+          }),
+          headers: GuardedHeaders,
           params: Type.Object(
             {
               referralId: ReferralId,
@@ -137,7 +169,10 @@ export function providerRoutes(ctx: AppContext) {
             },
             { additionalProperties: false },
           ),
-          response: { 200: Referral, ...problemResponses },
+          response: {
+            200: success(ref(Referral), 'The referral as it is now.', { etag: true }),
+            ...problems(),
+          },
         },
       },
       async (request) => {

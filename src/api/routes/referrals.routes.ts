@@ -18,7 +18,10 @@ import {
   RequesterIdentifier,
   Uin,
 } from '../schemas/primitives.ts';
-import { problemResponses } from '../schemas/problem.schema.ts';
+import { documentedAs } from '../schemas/documented.ts';
+import { GuardedHeaders, GuardedPostHeaders, PostHeaders } from '../schemas/headers.ts';
+import { ref } from '../schemas/named.ts';
+import { operation } from '../schemas/operation.ts';
 import {
   InstitutionParams,
   ListFilters,
@@ -28,8 +31,8 @@ import {
   ReferralPage,
   ReferralSummary,
 } from '../schemas/referral.schema.ts';
+import { problems, success } from '../schemas/responses.ts';
 
-const TAG = ['Referrals'];
 const ADDITIONAL_FIELDS = ['ehrForm'] as const;
 
 type ListQueryInput = {
@@ -60,17 +63,21 @@ export function referralRoutes(ctx: AppContext) {
       {
         config: { action: 'referral.list' },
         schema: {
-          tags: TAG,
-          summary: 'List referrals of an institution',
-          description:
-            'Referrals the institution sends, and those it receives once submitted. To find referrals of one ' +
-            'patient, use the search endpoint: patient identifiers never go into URLs.',
+          ...operation({
+            operationId: 'listReferrals',
+            tag: 'Referrals',
+            summary: 'List referrals of an institution',
+            description:
+              'Referrals the institution sends, and those it receives once submitted, newest first, a page at ' +
+              'a time: ask again with `offset` + `pageSize` while `metadata.hasNext` is true. To find referrals ' +
+              'of one patient, use the search operation: patient identifiers never go into URLs.',
+          }),
           params: InstitutionParams,
           querystring: Type.Object(
             { ...ListFilters, requesterIdentifier: Type.Optional(RequesterIdentifier) },
             { additionalProperties: false },
           ),
-          response: { 200: ReferralPage, ...problemResponses },
+          response: { 200: success(ref(ReferralPage), 'One page of referrals.'), ...problems() },
         },
       },
       async (request) => {
@@ -84,10 +91,15 @@ export function referralRoutes(ctx: AppContext) {
       {
         config: { action: 'referral.search' },
         schema: {
-          tags: TAG,
-          summary: 'Search referrals of an institution',
-          description:
-            'The list endpoint with filters that must not appear in a URL, such as the patient UIN.',
+          ...operation({
+            operationId: 'searchReferrals',
+            tag: 'Referrals',
+            summary: 'Search referrals of an institution',
+            description:
+              'The list operation with filters that must not appear in a URL, such as the patient UIN. It ' +
+              'changes nothing, so it can be retried as it is.',
+          }),
+          headers: PostHeaders,
           params: InstitutionParams,
           body: Type.Object(
             {
@@ -97,7 +109,10 @@ export function referralRoutes(ctx: AppContext) {
             },
             { additionalProperties: false },
           ),
-          response: { 200: ReferralPage, ...problemResponses },
+          response: {
+            200: success(ref(ReferralPage), 'One page of referrals.', { idempotent: true }),
+            ...problems({ idempotent: true }),
+          },
         },
       },
       async (request) => {
@@ -115,27 +130,40 @@ export function referralRoutes(ctx: AppContext) {
       {
         config: { action: 'referral.read', responseHeaders: referralHeaders },
         schema: {
-          tags: TAG,
-          summary: 'Get a referral',
-          description:
-            'A client that forwards the form to the national EHR fetches it with additionalField=ehrForm ' +
-            'immediately before submitting, and forwards the HTML unchanged.',
+          ...operation({
+            operationId: 'getReferral',
+            tag: 'Referrals',
+            summary: 'Get a referral',
+            description:
+              'The referral with its appointments, links, notes and timeline. Its `ETag` guards a later change ' +
+              '(send it as `If-Match`). A client that forwards the form to the national EHR fetches it with ' +
+              'additionalField=ehrForm immediately before submitting, and forwards the HTML unchanged.',
+          }),
           params: ReferralIdParams,
           querystring: Type.Object(
             {
               requesterIdentifier: RequesterIdentifier,
               institutionIdType: InstitutionIdType,
               institutionId: InstitutionId,
+              // Validated as text: the handler splits comma-separated values and names the allowed ones.
               additionalField: Type.Optional(
-                Type.Array(Type.String({ maxLength: 100 }), {
-                  maxItems: 10,
-                  description: 'Repeatable or comma-separated. Values: ehrForm.',
-                }),
+                documentedAs(
+                  Type.Array(Type.String({ maxLength: 100 }), {
+                    maxItems: 10,
+                    description:
+                      'Extra fields to include. Repeatable; comma-separated values are accepted too. ' +
+                      '`ehrForm` adds `ehrForm` and `ehrFormType`.',
+                  }),
+                  Type.Array(Type.Enum([...ADDITIONAL_FIELDS]), { maxItems: 10 }),
+                ),
               ),
             },
             { additionalProperties: false },
           ),
-          response: { 200: Referral, ...problemResponses },
+          response: {
+            200: success(ref(Referral), 'The referral.', { etag: true }),
+            ...problems(),
+          },
         },
       },
       async (request) => {
@@ -163,10 +191,20 @@ export function referralRoutes(ctx: AppContext) {
       {
         config: { action: 'referral.create', responseHeaders: createdReferralHeaders },
         schema: {
-          tags: TAG,
-          summary: 'Create a draft referral',
+          ...operation({
+            operationId: 'createReferral',
+            tag: 'Referrals',
+            summary: 'Create a draft referral',
+            description:
+              'A draft with the fields given; submit it when it is complete. Send an Idempotency-Key, so that ' +
+              'a retry after a lost answer does not create a second draft.',
+          }),
+          headers: PostHeaders,
           body: Type.Object({ ...ActingFor, ...ReferralFields }, { additionalProperties: false }),
-          response: { 201: Referral, ...problemResponses },
+          response: {
+            201: success(ref(Referral), 'The draft.', { etag: true, location: true, idempotent: true }),
+            ...problems({ idempotent: true }),
+          },
         },
       },
       async (request, reply) => {
@@ -186,12 +224,16 @@ export function referralRoutes(ctx: AppContext) {
       {
         config: { action: 'referral.update', responseHeaders: referralHeaders },
         schema: {
-          tags: TAG,
-          summary: 'Update a draft (or a referral that awaits the sender)',
-          description: 'Absent fields stay as they are; null clears a field.',
+          ...operation({
+            operationId: 'updateReferral',
+            tag: 'Referrals',
+            summary: 'Update a draft (or a referral that awaits the sender)',
+            description: 'Absent fields stay as they are; null clears a field.',
+          }),
+          headers: GuardedHeaders,
           params: ReferralIdParams,
           body: Type.Object({ ...ActingFor, ...ReferralFields }, { additionalProperties: false }),
-          response: { 200: Referral, ...problemResponses },
+          response: { 200: success(ref(Referral), 'The referral, updated.', { etag: true }), ...problems() },
         },
       },
       async (request) => {
@@ -216,9 +258,13 @@ export function referralRoutes(ctx: AppContext) {
       {
         config: { action: 'referral.delete' },
         schema: {
-          tags: TAG,
-          summary: 'Delete a draft',
-          description: 'Returns the referral as it was. The row is kept, invisible, for the audit trail.',
+          ...operation({
+            operationId: 'deleteReferral',
+            tag: 'Referrals',
+            summary: 'Delete a draft',
+            description: 'Returns the referral as it was. The row is kept, invisible, for the audit trail.',
+          }),
+          headers: GuardedHeaders,
           params: ReferralIdParams,
           querystring: Type.Object(
             {
@@ -228,7 +274,10 @@ export function referralRoutes(ctx: AppContext) {
             },
             { additionalProperties: false },
           ),
-          response: { 200: ReferralSummary, ...problemResponses },
+          response: {
+            200: success(ref(ReferralSummary), 'The referral as it was before it was deleted.'),
+            ...problems(),
+          },
         },
       },
       async (request) => {
@@ -242,13 +291,24 @@ export function referralRoutes(ctx: AppContext) {
       {
         config: { action: 'referral.submit', responseHeaders: referralHeaders },
         schema: {
-          tags: TAG,
-          summary: 'Submit a referral to its provider',
-          description:
-            'Needs an offering, a patient name and a patient UIN (422 incomplete_referral lists what is missing).',
+          ...operation({
+            operationId: 'submitReferral',
+            tag: 'Referrals',
+            summary: 'Submit a referral to its provider',
+            description:
+              'Needs an offering, a patient name and a patient UIN (422 incomplete_referral lists what is ' +
+              'missing). The form is then forwarded to the national EHR.',
+          }),
+          headers: GuardedPostHeaders,
           params: ReferralIdParams,
           body: Type.Object(ActingFor, { additionalProperties: false }),
-          response: { 200: Referral, ...problemResponses },
+          response: {
+            200: success(ref(Referral), 'The referral, pending acceptance.', {
+              etag: true,
+              idempotent: true,
+            }),
+            ...problems({ idempotent: true }),
+          },
         },
       },
       async (request) => {
@@ -262,14 +322,24 @@ export function referralRoutes(ctx: AppContext) {
       {
         config: { action: 'referral.cancel', responseHeaders: referralHeaders },
         schema: {
-          tags: TAG,
-          summary: 'Cancel a referral',
+          ...operation({
+            operationId: 'cancelReferral',
+            tag: 'Referrals',
+            summary: 'Cancel a referral',
+            description:
+              'Offer it only while `isCancellable` is true. The timeline quotes `cancelNote`; scheduled ' +
+              'appointments are cancelled with it.',
+          }),
+          headers: GuardedPostHeaders,
           params: ReferralIdParams,
           body: Type.Object(
             { ...ActingFor, cancelNote: Reason, cancelledByName: Type.Optional(PersonName) },
             { additionalProperties: false },
           ),
-          response: { 200: ReferralSummary, ...problemResponses },
+          response: {
+            200: success(ref(ReferralSummary), 'The referral, cancelled.', { etag: true, idempotent: true }),
+            ...problems({ idempotent: true }),
+          },
         },
       },
       async (request) => {
@@ -290,11 +360,24 @@ export function referralRoutes(ctx: AppContext) {
       {
         config: { action: 'referral.back-to-draft', responseHeaders: referralHeaders },
         schema: {
-          tags: TAG,
-          summary: 'Return a referral to draft',
+          ...operation({
+            operationId: 'returnReferralToDraft',
+            tag: 'Referrals',
+            summary: 'Return a referral to draft',
+            description:
+              'For a referral that is pending acceptance or awaits the sender. It loses its `submittedAt` ' +
+              'and can be edited and submitted again.',
+          }),
+          headers: GuardedPostHeaders,
           params: ReferralIdParams,
           body: Type.Object(ActingFor, { additionalProperties: false }),
-          response: { 200: ReferralSummary, ...problemResponses },
+          response: {
+            200: success(ref(ReferralSummary), 'The referral, a draft again.', {
+              etag: true,
+              idempotent: true,
+            }),
+            ...problems({ idempotent: true }),
+          },
         },
       },
       async (request) => {
@@ -308,9 +391,15 @@ export function referralRoutes(ctx: AppContext) {
       {
         config: { action: 'referral.add-note' },
         schema: {
-          tags: TAG,
-          summary: 'Add a note to a referral',
-          description: 'Notes are plain text and immutable; a referral holds at most 200.',
+          ...operation({
+            operationId: 'addReferralNote',
+            tag: 'Referrals',
+            summary: 'Add a note to a referral',
+            description:
+              'Sender and provider can both add notes. Notes are plain text and immutable; a referral holds ' +
+              'at most 200. Adding one changes the referral’s version, and the answer carries no ETag.',
+          }),
+          headers: GuardedPostHeaders,
           params: ReferralIdParams,
           body: Type.Object(
             {
@@ -320,7 +409,10 @@ export function referralRoutes(ctx: AppContext) {
             },
             { additionalProperties: false },
           ),
-          response: { 201: Note, ...problemResponses },
+          response: {
+            201: success(ref(Note), 'The note.', { idempotent: true }),
+            ...problems({ idempotent: true }),
+          },
         },
       },
       async (request, reply) => {

@@ -1,26 +1,51 @@
-// The problem+json document every error returns (contract §9), for the OpenAPI document.
+// The problem+json document every error returns (contract §9).
 import { Type } from 'typebox';
+import { named, ref } from './named.ts';
 
-export const Problem = Type.Object(
-  {
-    type: Type.String(),
-    title: Type.String(),
-    status: Type.Integer(),
-    detail: Type.String(),
-    code: Type.String({ description: 'Stable, machine-readable error code.' }),
-    requestId: Type.String(),
-    errors: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),
-  },
-  { additionalProperties: true, description: 'application/problem+json (RFC 9457)' },
+export const FieldError = named(
+  'FieldError',
+  Type.Object({
+    path: Type.String({
+      description:
+        'Where the problem is: `body.<field>`, `query.<field>`, `path.<field>` or `header.<name>`.',
+    }),
+    message: Type.String({ description: 'What is wrong with it. Never quotes the value that was sent.' }),
+  }),
 );
 
-const problemResponse = {
-  description: 'An error, as application/problem+json (RFC 9457).',
-  content: { 'application/problem+json': { schema: Problem } },
-};
-
-/** The error responses every API route documents. */
-export const problemResponses = {
-  '4xx': problemResponse,
-  '5xx': problemResponse,
-};
+export const Problem = named(
+  'Problem',
+  Type.Object(
+    {
+      type: Type.String({ description: '`urn:refhub:problem:<code>`' }),
+      title: Type.String(),
+      status: Type.Integer({ description: 'The HTTP status code.' }),
+      detail: Type.String({ description: 'What went wrong, written for the caller.' }),
+      code: Type.String({
+        description:
+          'Stable, machine-readable error code: branch on this, never on `detail`. For example ' +
+          '`validation_failed`, `unauthorized`, `forbidden_role`, `institution_not_permitted`, ' +
+          '`referral_not_found`, `invalid_transition`, `incomplete_referral`, `version_mismatch`, ' +
+          '`idempotency_key_reused`, `idempotency_key_in_use`, `payload_too_large`, `rate_limited`.',
+      }),
+      requestId: Type.String({ description: 'The `X-Request-Id` of the request, for support.' }),
+      errors: Type.Optional(
+        Type.Array(ref(FieldError), { description: 'One entry per field that was refused.' }),
+      ),
+      currentStatus: Type.Optional(
+        Type.String({ description: 'With `invalid_transition`: the status the referral is in.' }),
+      ),
+      currentVersion: Type.Optional(
+        Type.Integer({
+          description: 'With `version_mismatch`: the version the referral is at. Read it again and retry.',
+        }),
+      ),
+      missing: Type.Optional(
+        Type.Array(Type.String(), {
+          description: 'With `incomplete_referral`: what the referral needs before it can be submitted.',
+        }),
+      ),
+    },
+    { additionalProperties: true, description: 'An error, as application/problem+json (RFC 9457).' },
+  ),
+);

@@ -1,4 +1,5 @@
-// Request and response shapes of referrals (contract §5 and §6).
+// Request and response shapes of referrals (contract §5 and §6). The response shapes are named
+// schemas (see named.ts): clients get `Referral`, `ReferralSummary`, `Note`, … by these names.
 import { Type } from 'typebox';
 import { APPOINTMENT_STATUSES, CORE_STATUSES, OFFERING_CATEGORIES, STATUSES } from '../../domain/statuses.ts';
 import {
@@ -10,63 +11,84 @@ import {
   ReferralId,
   ResidentialStatus,
 } from './primitives.ts';
+import { named, ref } from './named.ts';
 
 /** The referral content a sender sets, shared with the web form (see services/referral-fields.ts). */
 export { ReferralFields } from '../../services/referral-fields.ts';
 
-export const Institution = Type.Object({
-  idType: Type.String({ maxLength: 16 }),
-  id: InstitutionId,
-  name: Type.String(),
-});
+/** A point in time in a response: ISO 8601 UTC with milliseconds (`2026-06-04T03:15:00.000Z`). */
+const At = (description?: string) =>
+  Type.String({ format: 'date-time', ...(description === undefined ? {} : { description }) });
 
-export const Offering = Type.Object({
-  id: OfferingId,
-  name: Type.String(),
-  category: Type.Enum([...OFFERING_CATEGORIES]),
-  description: Type.String({ description: 'May contain URLs.' }),
-  specialty: Type.String(),
-  ehrCode: Type.String(),
-  institution: Institution,
-  system: Type.String(),
-});
-
-export const Patient = Type.Object(
-  {
-    uin: Nullable(Type.String()),
-    name: Nullable(Type.String()),
-    dob: Nullable(Type.String({ format: 'date' })),
-    gender: Nullable(Gender),
-    nationality: Nullable(Type.String()),
-    phoneNumber: Nullable(Type.String()),
-    residentialStatus: Nullable(ResidentialStatus),
-  },
-  { description: '`isHsgEnrolled` was removed in v0.0.69 and is never returned.' },
+export const Institution = named(
+  'Institution',
+  Type.Object({
+    idType: Type.String({ maxLength: 16, description: 'The kind of identifier, such as `hci`.' }),
+    id: InstitutionId,
+    name: Type.String(),
+  }),
 );
 
-export const Referrer = Type.Object({
-  id: Nullable(Type.String()),
-  idType: Nullable(Type.String()),
-  name: Nullable(Type.String()),
-  email: Nullable(Type.String()),
-  contactNumber: Nullable(Type.String()),
-});
+export const Offering = named(
+  'Offering',
+  Type.Object(
+    {
+      id: OfferingId,
+      name: Type.String(),
+      category: Type.Enum([...OFFERING_CATEGORIES]),
+      description: Type.String({ description: 'May contain URLs.' }),
+      specialty: Type.String(),
+      ehrCode: Type.String({ description: 'The code of the offering in the national EHR.' }),
+      institution: ref(Institution),
+      system: Type.String({ description: "The provider's system." }),
+    },
+    { description: 'A service a provider offers, from the catalog.' },
+  ),
+);
+
+export const Patient = named(
+  'Patient',
+  Type.Object(
+    {
+      uin: Nullable(Type.String()),
+      name: Nullable(Type.String()),
+      dob: Nullable(Type.String({ format: 'date' })),
+      gender: Nullable(Gender),
+      nationality: Nullable(Type.String()),
+      phoneNumber: Nullable(Type.String()),
+      residentialStatus: Nullable(ResidentialStatus),
+    },
+    { description: '`isHsgEnrolled` was removed in v0.0.69 and is never returned.' },
+  ),
+);
+
+export const Referrer = named(
+  'Referrer',
+  Type.Object(
+    {
+      id: Nullable(Type.String()),
+      idType: Nullable(Type.String()),
+      name: Nullable(Type.String()),
+      email: Nullable(Type.String()),
+      contactNumber: Nullable(Type.String()),
+    },
+    { description: 'The clinician who refers the patient.' },
+  ),
+);
 
 const summaryProperties = {
   id: ReferralId,
   version: Type.Integer({ minimum: 1, description: 'Increments with every change; sent back as ETag.' }),
-  createdAt: Type.String({ description: 'When the draft was first created (not the submission time).' }),
-  updatedAt: Type.String(),
+  createdAt: At('When the draft was first created (not the submission time).'),
+  updatedAt: At('When the referral last changed.'),
   submittedAt: Type.Optional(
-    Type.String({
-      description: 'When the referral was submitted; absent for drafts. Sort and display by this.',
-    }),
+    At('When the referral was submitted; absent for drafts. Sort and display by this.'),
   ),
   senderSystem: Type.String({ description: '`Manual` or a system of the catalog, such as `HAS`.' }),
-  sender: Institution,
-  offering: Nullable(Offering),
-  patient: Patient,
-  referrer: Referrer,
+  sender: ref(Institution),
+  offering: Nullable(ref(Offering)),
+  patient: ref(Patient),
+  referrer: ref(Referrer),
   clinicalInfo: Nullable(Type.String()),
   isUrgent: Type.Boolean(),
   status: Type.Enum([...STATUSES], {
@@ -77,69 +99,108 @@ const summaryProperties = {
   isCancellable: Type.Boolean({ description: 'Whether a cancel option may be offered to the sender.' }),
 };
 
-export const ReferralSummary = Type.Object(summaryProperties);
-
-export const Appointment = Type.Object({
-  id: Type.String(),
-  status: Type.Enum([...APPOINTMENT_STATUSES]),
-  startAt: Type.String(),
-  location: Type.String(),
-  updatedAt: Type.String(),
-});
-
-export const Link = Type.Object({
-  type: Type.Enum(['edit', 'respond', 'print', 'view']),
-  label: Type.String({ description: 'Text for a button that opens our web form.' }),
-  url: Type.String({ description: 'A one-time URL; it expires after LINK_TTL_SECONDS.' }),
-});
-
-export const Note = Type.Object({
-  id: Type.String(),
-  content: Type.String(),
-  authorName: Nullable(Type.String()),
-  authorInstitution: Institution,
-  createdAt: Type.String(),
-});
-
-export const TimelineEvent = Type.Object({
-  id: Type.String(),
-  type: Type.String({ description: 'Do not branch on this; new types are added. Display `description`.' }),
-  system: Type.String(),
-  description: Type.String({ description: 'A complete sentence to display to users.' }),
-  producedAt: Type.String(),
-});
-
-export const Referral = Type.Object({
-  ...summaryProperties,
-  appointments: Type.Array(Appointment),
-  links: Type.Array(Link, {
-    description: 'What the requester can do now, one button each. Minted for the requesterIdentifier.',
+export const ReferralSummary = named(
+  'ReferralSummary',
+  Type.Object(summaryProperties, {
+    description: 'A referral without its appointments, links, notes and timeline: what lists return.',
   }),
-  notes: Type.Array(Note),
-  timelineEvents: Type.Array(TimelineEvent, { description: 'Oldest first.' }),
-  ehrForwarding: Type.Object({
-    state: Type.Enum(['not-sent', 'queued', 'forwarded', 'failed']),
-    lastAttemptAt: Type.Optional(Type.String()),
-    sha256: Type.Optional(Type.String()),
-    attempts: Type.Integer(),
-  }),
-  ehrForm: Type.Optional(
-    Type.String({ description: 'Self-contained HTML document. Only with additionalField=ehrForm.' }),
-  ),
-  ehrFormType: Type.Optional(
-    Type.String({ description: 'Template names joined by `|`. Only with additionalField=ehrForm.' }),
-  ),
-});
+);
 
-export const ReferralPage = Type.Object({
-  data: Type.Array(ReferralSummary),
-  metadata: Type.Object({
-    offset: Type.Integer(),
+export const Appointment = named(
+  'Appointment',
+  Type.Object({
+    id: Type.String({ description: "The provider system's own identifier of the appointment." }),
+    status: Type.Enum([...APPOINTMENT_STATUSES]),
+    startAt: At(),
+    location: Type.String(),
+    updatedAt: At(),
+  }),
+);
+
+export const Link = named(
+  'Link',
+  Type.Object({
+    type: Type.Enum(['edit', 'respond', 'print', 'view']),
+    label: Type.String({ description: 'Text for a button that opens our web form.' }),
+    url: Type.String({ description: 'A one-time URL; it expires after LINK_TTL_SECONDS.' }),
+  }),
+);
+
+export const Note = named(
+  'Note',
+  Type.Object(
+    {
+      id: Type.String({ format: 'uuid' }),
+      content: Type.String({ description: 'Plain text.' }),
+      authorName: Nullable(Type.String()),
+      authorInstitution: ref(Institution),
+      createdAt: At(),
+    },
+    { description: 'A note on a referral. Notes are immutable.' },
+  ),
+);
+
+export const TimelineEvent = named(
+  'TimelineEvent',
+  Type.Object({
+    id: Type.String({ format: 'uuid' }),
+    type: Type.String({ description: 'Do not branch on this; new types are added. Display `description`.' }),
+    system: Type.String({ description: '`Manual` or a system of the catalog.' }),
+    description: Type.String({ description: 'A complete sentence to display to users.' }),
+    producedAt: At(),
+  }),
+);
+
+export const EhrForwarding = named(
+  'EhrForwarding',
+  Type.Object(
+    {
+      state: Type.Enum(['not-sent', 'queued', 'forwarded', 'failed']),
+      lastAttemptAt: Type.Optional(At()),
+      sha256: Type.Optional(Type.String({ description: 'Of the ehrForm bytes last sent.' })),
+      attempts: Type.Integer(),
+    },
+    { description: 'How far forwarding the referral to the national EHR has got.' },
+  ),
+);
+
+export const Referral = named(
+  'Referral',
+  Type.Object(
+    {
+      ...summaryProperties,
+      appointments: Type.Array(ref(Appointment)),
+      links: Type.Array(ref(Link), {
+        description: 'What the requester can do now, one button each. Minted for the requesterIdentifier.',
+      }),
+      notes: Type.Array(ref(Note)),
+      timelineEvents: Type.Array(ref(TimelineEvent), { description: 'Oldest first.' }),
+      ehrForwarding: ref(EhrForwarding),
+      ehrForm: Type.Optional(
+        Type.String({ description: 'Self-contained HTML document. Only with additionalField=ehrForm.' }),
+      ),
+      ehrFormType: Type.Optional(
+        Type.String({ description: 'Template names joined by `|`. Only with additionalField=ehrForm.' }),
+      ),
+    },
+    { description: 'A referral with everything the requester may see of it.' },
+  ),
+);
+
+export const PageMetadata = named(
+  'PageMetadata',
+  Type.Object({
+    offset: Type.Integer({ description: 'How many matching referrals come before this page.' }),
     pageSize: Type.Integer(),
-    hasNext: Type.Boolean(),
-    total: Type.Integer(),
+    hasNext: Type.Boolean({ description: 'Whether a page follows: ask again with offset + pageSize.' }),
+    total: Type.Integer({ description: 'How many referrals match.' }),
   }),
-});
+);
+
+export const ReferralPage = named(
+  'ReferralPage',
+  Type.Object({ data: Type.Array(ref(ReferralSummary)), metadata: ref(PageMetadata) }),
+);
 
 export const ListFilters = {
   status: Type.Optional(

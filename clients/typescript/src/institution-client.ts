@@ -1,0 +1,144 @@
+// What a clinic system does for one institution and one person: create referrals and links, open a
+// referral by ID, and walk the list or a search page by page.
+import type { Client } from 'openapi-fetch';
+import type {
+  ActingFor,
+  LinkPrefill,
+  LinkUpsertResponse,
+  ListFilters,
+  Referral,
+  ReferralFields,
+  ReferralPage,
+  ReferralSummary,
+  SearchFilters,
+} from './models.ts';
+import type { paths } from './openapi.generated.ts';
+import { answerOf } from './problems.ts';
+import { ReferralHandle, type WriteOptions } from './referral-handle.ts';
+
+/** A page walk starts at the newest referral and asks for this many at a time unless told otherwise. */
+const PAGE_SIZE = 100;
+
+export class InstitutionClient {
+  readonly actingFor: ActingFor;
+  readonly #api: Client<paths>;
+  readonly #newKey: () => string;
+
+  constructor(api: Client<paths>, actingFor: ActingFor, newKey: () => string) {
+    this.#api = api;
+    this.actingFor = actingFor;
+    this.#newKey = newKey;
+  }
+
+  get #body() {
+    return {
+      institutionIdType: this.actingFor.institutionIdType,
+      institutionId: this.actingFor.institutionId,
+      requesterIdentifier: this.actingFor.requesterIdentifier,
+    };
+  }
+
+  /**
+   * A referral to read and change. Given a referral or summary this client received, its changes are
+   * guarded by that version (`If-Match`); given only an ID, they are guarded once it has been read.
+   */
+  referral(target: string | { readonly id: string; readonly version: number }): ReferralHandle {
+    return typeof target === 'string'
+      ? new ReferralHandle(this.#api, this.actingFor, this.#newKey, target)
+      : new ReferralHandle(this.#api, this.actingFor, this.#newKey, target.id, `W/"${target.version}"`);
+  }
+
+  /** Creates a draft. Retries after a lost answer reuse the Idempotency-Key: one draft, whatever happens. */
+  async createReferral(fields: ReferralFields, options: WriteOptions = {}): Promise<Referral> {
+    const { data } = await answerOf(
+      this.#api.POST('/api/v1/referrals', {
+        params: { header: { 'Idempotency-Key': options.idempotencyKey ?? this.#newKey() } },
+        body: { ...this.#body, ...fields },
+        signal: options.signal,
+      }),
+    );
+    return data;
+  }
+
+  /** Creates a draft from `prefill` and returns a one-time link into the web form to complete it. */
+  async upsertLink(prefill: LinkPrefill, options: WriteOptions = {}): Promise<LinkUpsertResponse> {
+    const { data } = await answerOf(
+      this.#api.POST('/api/v1/links/upsert', {
+        params: { header: { 'Idempotency-Key': options.idempotencyKey ?? this.#newKey() } },
+        body: { ...this.#body, ...prefill },
+        signal: options.signal,
+      }),
+    );
+    return data;
+  }
+
+  /**
+   * The institution's referrals, page by page (`offset` and `pageSize`, while `hasNext`). Sorted by
+   * `createdAt` unless `sort` says otherwise: creation times never change, so a referral updated
+   * during the walk keeps its place.
+   */
+  async *referralPages(filters: ListFilters = {}, signal?: AbortSignal): AsyncGenerator<ReferralPage> {
+    const { institutionIdType, institutionId, requesterIdentifier } = this.#body;
+    for (let offset = 0; ;) {
+      const { data } = await answerOf(
+        this.#api.GET('/api/v1/institutions/{institutionIdType}/{institutionId}/referrals', {
+          params: {
+            path: { institutionIdType, institutionId },
+            query: {
+              sort: 'createdAt',
+              pageSize: PAGE_SIZE,
+              ...filters,
+              offset,
+              requesterIdentifier,
+            },
+          },
+          signal,
+        }),
+      );
+      yield data;
+      if (!data.metadata.hasNext || data.data.length === 0) return;
+      offset = data.metadata.offset + data.data.length;
+    }
+  }
+
+  /**
+   * Every referral of the institution that matches `filters`, newest first. A referral created during
+   * the walk shifts the pages by one; it is then seen twice, and given once.
+   */
+  async *referrals(filters: ListFilters = {}, signal?: AbortSignal): AsyncGenerator<ReferralSummary> {
+    yield* once(this.referralPages(filters, signal));
+  }
+
+  /** The search (patient UIN and the list's filters, all in the body, never in a URL), page by page. */
+  async *searchPages(filters: SearchFilters, signal?: AbortSignal): AsyncGenerator<ReferralPage> {
+    const { institutionIdType, institutionId, requesterIdentifier } = this.#body;
+    for (let offset = 0; ;) {
+      const { data } = await answerOf(
+        this.#api.POST('/api/v1/institutions/{institutionIdType}/{institutionId}/referrals/search', {
+          params: { path: { institutionIdType, institutionId } },
+          body: { sort: 'createdAt', pageSize: PAGE_SIZE, ...filters, offset, requesterIdentifier },
+          signal,
+        }),
+      );
+      yield data;
+      if (!data.metadata.hasNext || data.data.length === 0) return;
+      offset = data.metadata.offset + data.data.length;
+    }
+  }
+
+  /** Every referral the search finds, newest first. */
+  async *search(filters: SearchFilters, signal?: AbortSignal): AsyncGenerator<ReferralSummary> {
+    yield* once(this.searchPages(filters, signal));
+  }
+}
+
+async function* once(pages: AsyncIterable<ReferralPage>): AsyncGenerator<ReferralSummary> {
+  const given = new Set<string>();
+  for await (const page of pages) {
+    for (const referral of page.data) {
+      if (given.has(referral.id)) continue;
+      given.add(referral.id);
+      yield referral;
+    }
+  }
+}

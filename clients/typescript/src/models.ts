@@ -1,0 +1,49 @@
+// The API's shapes under their own names, as the OpenAPI document names them, and the inputs of the
+// operations the client wraps. All of them come from the generated types, so they follow the server.
+import type { components, operations } from './openapi.generated.ts';
+
+type Schemas = components['schemas'];
+
+export type Referral = Schemas['Referral'];
+export type ReferralSummary = Schemas['ReferralSummary'];
+export type ReferralPage = Schemas['ReferralPage'];
+export type Note = Schemas['Note'];
+export type Appointment = Schemas['Appointment'];
+export type TimelineEvent = Schemas['TimelineEvent'];
+export type LinkUpsertResponse = Schemas['LinkUpsertResponse'];
+export type EhrSubmission = Schemas['EhrSubmission'];
+export type Problem = Schemas['Problem'];
+export type FieldError = Schemas['FieldError'];
+
+type JsonBody<Operation> = Operation extends {
+  readonly requestBody: { readonly content: { readonly 'application/json': infer Body } };
+}
+  ? Body
+  : never;
+
+/** Who a call acts for: the institution (one the API key may act for) and the person behind it. */
+export interface ActingFor {
+  readonly institutionIdType: JsonBody<operations['createReferral']>['institutionIdType'];
+  readonly institutionId: string;
+  /** The person using the clinic system, audited with every call; an email address is preferred. */
+  readonly requesterIdentifier: string;
+}
+
+type WithoutActingFor<Body> = Omit<Body, 'institutionIdType' | 'institutionId' | 'requesterIdentifier'>;
+
+/** The referral content a sender sets on create and update; null clears a field. */
+export type ReferralFields = WithoutActingFor<JsonBody<operations['createReferral']>>;
+/** The link upsert's prefill (the referral content), without the referral ID. */
+export type LinkPrefill = WithoutActingFor<Omit<JsonBody<operations['upsertLink']>, 'referralId'>>;
+export type CancelInput = WithoutActingFor<JsonBody<operations['cancelReferral']>>;
+export type NoteInput = WithoutActingFor<JsonBody<operations['addReferralNote']>>;
+export type AcceptInput = WithoutActingFor<JsonBody<operations['acceptReferral']>>;
+export type RejectInput = WithoutActingFor<JsonBody<operations['rejectReferral']>>;
+export type RequestActionInput = WithoutActingFor<JsonBody<operations['requestSenderAction']>>;
+export type AppointmentInput = WithoutActingFor<JsonBody<operations['upsertAppointment']>>;
+
+type ListQuery = NonNullable<operations['listReferrals']['parameters']['query']>;
+/** Filters of the list: statuses, the institution's side, sort order and page size. */
+export type ListFilters = Omit<ListQuery, 'requesterIdentifier' | 'offset'>;
+/** Filters of the search: those of the list, and the patient's UIN (never sent in a URL). */
+export type SearchFilters = WithoutActingFor<Omit<JsonBody<operations['searchReferrals']>, 'offset'>>;

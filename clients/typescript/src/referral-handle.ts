@@ -1,0 +1,249 @@
+// One referral, as this client last saw it. Every change sends `If-Match` with the ETag of the last
+// answer that carried one (a read, or a change), so a change made by someone else in between is
+// refused with 412 `version_mismatch` instead of being overwritten. A note changes the referral's
+// version without returning it: read again before the next guarded change.
+//
+// Every POST carries an Idempotency-Key, kept for all the retries of that call, so a retry after a
+// lost answer gets the first answer replayed instead of acting twice.
+import type { Client } from 'openapi-fetch';
+import type {
+  AcceptInput,
+  ActingFor,
+  AppointmentInput,
+  CancelInput,
+  EhrSubmission,
+  LinkPrefill,
+  LinkUpsertResponse,
+  Note,
+  NoteInput,
+  Referral,
+  ReferralFields,
+  ReferralSummary,
+  RejectInput,
+  RequestActionInput,
+} from './models.ts';
+import type { paths } from './openapi.generated.ts';
+import { answerOf } from './problems.ts';
+
+export interface WriteOptions {
+  /** The Idempotency-Key of this change; a new one is made when absent. */
+  readonly idempotencyKey?: string;
+  readonly signal?: AbortSignal;
+}
+
+export interface ReadOptions {
+  /** Include the EHR form (`ehrForm`, `ehrFormType`): fetch it right before forwarding it. */
+  readonly ehrForm?: boolean;
+  readonly signal?: AbortSignal;
+}
+
+export class ReferralHandle {
+  readonly id: string;
+  readonly #api: Client<paths>;
+  readonly #who: ActingFor;
+  readonly #newKey: () => string;
+  #etag: string | undefined;
+
+  constructor(api: Client<paths>, who: ActingFor, newKey: () => string, id: string, etag?: string) {
+    this.#api = api;
+    this.#who = who;
+    this.#newKey = newKey;
+    this.id = id;
+    this.#etag = etag;
+  }
+
+  /** The ETag the next change sends as If-Match; undefined when this client has not seen one. */
+  get etag(): string | undefined {
+    return this.#etag;
+  }
+
+  get #acting() {
+    return { institutionIdType: this.#who.institutionIdType, institutionId: this.#who.institutionId };
+  }
+
+  get #body() {
+    return { ...this.#acting, requesterIdentifier: this.#who.requesterIdentifier };
+  }
+
+  #post(options: WriteOptions) {
+    return {
+      path: { referralId: this.id },
+      header: { 'If-Match': this.#etag, 'Idempotency-Key': options.idempotencyKey ?? this.#newKey() },
+    };
+  }
+
+  #seen<T>(answer: { data: T; response: Response }): T {
+    this.#etag = answer.response.headers.get('etag') ?? undefined;
+    return answer.data;
+  }
+
+  async read(options: ReadOptions = {}): Promise<Referral> {
+    return this.#seen(
+      await answerOf(
+        this.#api.GET('/api/v1/referrals/{referralId}', {
+          params: {
+            path: { referralId: this.id },
+            query: {
+              ...this.#body,
+              ...(options.ehrForm === true ? { additionalField: ['ehrForm'] as const } : {}),
+            },
+          },
+          signal: options.signal,
+        }),
+      ),
+    );
+  }
+
+  async update(fields: ReferralFields, options: WriteOptions = {}): Promise<Referral> {
+    return this.#seen(
+      await answerOf(
+        this.#api.PATCH('/api/v1/referrals/{referralId}', {
+          params: { path: { referralId: this.id }, header: { 'If-Match': this.#etag } },
+          body: { ...this.#body, ...fields },
+          signal: options.signal,
+        }),
+      ),
+    );
+  }
+
+  async submit(options: WriteOptions = {}): Promise<Referral> {
+    return this.#seen(
+      await answerOf(
+        this.#api.POST('/api/v1/referrals/{referralId}/submit', {
+          params: this.#post(options),
+          body: this.#body,
+          signal: options.signal,
+        }),
+      ),
+    );
+  }
+
+  async cancel(input: CancelInput, options: WriteOptions = {}): Promise<ReferralSummary> {
+    return this.#seen(
+      await answerOf(
+        this.#api.POST('/api/v1/referrals/{referralId}/cancel', {
+          params: this.#post(options),
+          body: { ...this.#body, ...input },
+          signal: options.signal,
+        }),
+      ),
+    );
+  }
+
+  async returnToDraft(options: WriteOptions = {}): Promise<ReferralSummary> {
+    return this.#seen(
+      await answerOf(
+        this.#api.POST('/api/v1/referrals/{referralId}/back-to-draft', {
+          params: this.#post(options),
+          body: this.#body,
+          signal: options.signal,
+        }),
+      ),
+    );
+  }
+
+  /** Deletes a draft; answers the referral as it was. */
+  async delete(options: Pick<WriteOptions, 'signal'> = {}): Promise<ReferralSummary> {
+    return this.#seen(
+      await answerOf(
+        this.#api.DELETE('/api/v1/referrals/{referralId}', {
+          params: {
+            path: { referralId: this.id },
+            query: this.#body,
+            header: { 'If-Match': this.#etag },
+          },
+          signal: options.signal,
+        }),
+      ),
+    );
+  }
+
+  async addNote(input: NoteInput, options: WriteOptions = {}): Promise<Note> {
+    return this.#seen(
+      await answerOf(
+        this.#api.POST('/api/v1/referrals/{referralId}/notes', {
+          params: this.#post(options),
+          body: { ...this.#body, ...input },
+          signal: options.signal,
+        }),
+      ),
+    );
+  }
+
+  async accept(input: AcceptInput = {}, options: WriteOptions = {}): Promise<Referral> {
+    return this.#seen(
+      await answerOf(
+        this.#api.POST('/api/v1/referrals/{referralId}/accept', {
+          params: this.#post(options),
+          body: { ...this.#body, ...input },
+          signal: options.signal,
+        }),
+      ),
+    );
+  }
+
+  async reject(input: RejectInput, options: WriteOptions = {}): Promise<Referral> {
+    return this.#seen(
+      await answerOf(
+        this.#api.POST('/api/v1/referrals/{referralId}/reject', {
+          params: this.#post(options),
+          body: { ...this.#body, ...input },
+          signal: options.signal,
+        }),
+      ),
+    );
+  }
+
+  async requestAction(input: RequestActionInput, options: WriteOptions = {}): Promise<Referral> {
+    return this.#seen(
+      await answerOf(
+        this.#api.POST('/api/v1/referrals/{referralId}/request-action', {
+          params: this.#post(options),
+          body: { ...this.#body, ...input },
+          signal: options.signal,
+        }),
+      ),
+    );
+  }
+
+  /** Creates or updates the appointment the provider system knows as `appointmentId`. */
+  async upsertAppointment(
+    appointmentId: string,
+    input: AppointmentInput,
+    options: Pick<WriteOptions, 'signal'> = {},
+  ): Promise<Referral> {
+    return this.#seen(
+      await answerOf(
+        this.#api.PUT('/api/v1/referrals/{referralId}/appointments/{appointmentId}', {
+          params: { path: { referralId: this.id, appointmentId }, header: { 'If-Match': this.#etag } },
+          body: { ...this.#body, ...input },
+          signal: options.signal,
+        }),
+      ),
+    );
+  }
+
+  /** A fresh one-time link into the web form for this referral, applying `prefill` first. */
+  async link(prefill: LinkPrefill = {}, options: WriteOptions = {}): Promise<LinkUpsertResponse> {
+    return this.#seen(
+      await answerOf(
+        this.#api.POST('/api/v1/links/upsert', {
+          params: { header: this.#post(options).header },
+          body: { ...this.#body, ...prefill, referralId: this.id },
+          signal: options.signal,
+        }),
+      ),
+    );
+  }
+
+  /** Every attempt to forward the referral's form to the national EHR, oldest first. */
+  async ehrSubmissions(options: Pick<WriteOptions, 'signal'> = {}): Promise<readonly EhrSubmission[]> {
+    const { data } = await answerOf(
+      this.#api.GET('/api/v1/referrals/{referralId}/ehr-submissions', {
+        params: { path: { referralId: this.id }, query: this.#body },
+        signal: options.signal,
+      }),
+    );
+    return data.data;
+  }
+}

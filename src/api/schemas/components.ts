@@ -1,0 +1,51 @@
+// Every named schema of the API, registered once on the app so that routes can `ref()` them and the
+// OpenAPI document lists them under components.schemas. A named schema missing here stops the app at
+// start (its reference cannot be resolved); one listed here but never referenced fails the lint test.
+import type { FastifyInstance } from 'fastify';
+import { EhrSentForm, EhrSubmission, EhrSubmissionList } from './ehr-submission.schema.ts';
+import { FhirBundle } from './fhir.schema.ts';
+import { LinkUpsertResponse } from './link.schema.ts';
+import type { Named } from './named.ts';
+import { FieldError, Problem } from './problem.schema.ts';
+import {
+  Appointment,
+  EhrForwarding,
+  Institution,
+  Link,
+  Note,
+  Offering,
+  PageMetadata,
+  Patient,
+  Referral,
+  ReferralPage,
+  ReferralSummary,
+  Referrer,
+  TimelineEvent,
+} from './referral.schema.ts';
+
+export const COMPONENT_SCHEMAS: readonly Named[] = [
+  Problem,
+  FieldError,
+  Referral,
+  ReferralSummary,
+  ReferralPage,
+  PageMetadata,
+  Institution,
+  Offering,
+  Patient,
+  Referrer,
+  Appointment,
+  Link,
+  Note,
+  TimelineEvent,
+  EhrForwarding,
+  LinkUpsertResponse,
+  EhrSubmission,
+  EhrSubmissionList,
+  EhrSentForm,
+  FhirBundle,
+];
+
+export function registerComponentSchemas(app: FastifyInstance): void {
+  for (const schema of COMPONENT_SCHEMAS) app.addSchema(schema);
+}
