@@ -24,7 +24,7 @@ import type { EhrFormSource, PatientView, TimelineEventView } from '../../../src
 import { OFFERING_CATEGORIES } from '../../../src/domain/statuses.ts';
 import { renderEhrForm } from '../../../src/render/ehr-form.ts';
 import { html } from '../../../src/render/html.ts';
-import { checkSelfContained } from '../../../src/render/self-contained.ts';
+import { checkSelfContained, isPlainlySelfContained } from '../../../src/render/self-contained.ts';
 import { sampleEhrFormSource, sampleOffering } from '../../support/fixtures/ehr-form-source.ts';
 
 const NUM_RUNS = 200;
@@ -256,6 +256,8 @@ describe('renderEhrForm with arbitrary text', () => {
         const source = toSource(h);
         const form = renderEhrForm(source);
         expect(checkSelfContained(form.html)).toEqual([]);
+        // The forwarder's guard takes its one-pass path for every form the renderer writes.
+        expect(isPlainlySelfContained(form.html)).toBe(true);
         const $ = cheerio.load(form.html);
         // Only our own elements: nothing from the values became markup.
         expect($('script, style, link, img, iframe, a, form').length).toBe(0);

@@ -1,11 +1,13 @@
 // The self-containment guard against small hand-written documents: one valid, and one bad document
 // per rule, each of which must be caught.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   EHR_FORM_CSP,
   NotSelfContainedError,
   assertSelfContained,
   checkSelfContained,
+  isPlainlySelfContained,
 } from '../../../src/render/self-contained.ts';
 
 const CSP_META = `<meta http-equiv="Content-Security-Policy" content="${EHR_FORM_CSP}">`;
@@ -116,6 +118,7 @@ describe('checkSelfContained', () => {
   ];
 
   it.each(bad)('catches %s', (_rule, doc, problem) => {
+    expect(isPlainlySelfContained(doc)).toBe(false);
     const problems = checkSelfContained(doc);
     expect(problems.some((p) => problem.test(p))).toBe(true);
     expect(() => {
@@ -154,5 +157,126 @@ describe('assertSelfContained', () => {
     expect(error.code).toBe('not_self_contained');
     expect(error.name).toBe('NotSelfContainedError');
     expect(error.problems).toEqual(checkSelfContained(doc));
+  });
+});
+
+describe('the one-pass scan', () => {
+  const CSP = `<meta http-equiv="Content-Security-Policy" content="${EHR_FORM_CSP.replaceAll("'", '&#39;')}">`;
+  const plain = (body: string, head = CSP) =>
+    `<!doctype html>\n<html lang="en"><head><meta charset="utf-8">${head}<title>T &amp; t</title></head><body>${body}</body></html>`;
+
+  it('proves a document written as the renderer writes it', () => {
+    expect(
+      isPlainlySelfContained(
+        plain(
+          '<p style="color: red" data-field="x">a &lt;b&gt; &#39;c&#39; &#96;d&#96;</p><a href="#x">y</a>',
+        ),
+      ),
+    ).toBe(true);
+  });
+
+  it.each([
+    ['a comment', plain('<!-- x --><p>y</p>')],
+    ['an upper-case tag', plain('<P>y</P>')],
+    ['an unquoted attribute', plain('<p class=x>y</p>')],
+    ['a single-quoted attribute', plain(`<p class='x'>y</p>`)],
+    ['another entity in a value', plain('<p title="&#104;i">y</p>')],
+    ['an svg', plain('<svg><rect></rect></svg>')],
+    ['an element before <head>', `<!doctype html><p>x</p><head>${CSP}</head><body></body>`],
+    ['an element in <head> before the CSP', plain('', `<p>x</p>${CSP}`)],
+    ['a second <head>', plain(`<head>${CSP}</head>`)],
+    ['no CSP', plain('', '')],
+    ['a stray <', plain('<p>a < b</p>')],
+  ])('leaves %s to the full check', (_label, doc) => {
+    expect(isPlainlySelfContained(doc)).toBe(false);
+  });
+
+  // Soundness: the scan may only ever say yes where the full check, which parses as a browser does,
+  // says yes too. Documents are built from the pieces an attacker would try.
+  const tagName = fc.constantFrom(
+    'p',
+    'a',
+    'img',
+    'div',
+    'span',
+    'meta',
+    'title',
+    'table',
+    'set',
+    'x-y',
+    'P',
+  );
+  const attrName = fc.constantFrom(
+    'style',
+    'href',
+    'src',
+    'srcset',
+    'title',
+    'onclick',
+    'fill',
+    'data-field',
+    'http-equiv',
+    'content',
+    'attributename',
+    'xlink:href',
+    'ONCLICK',
+    'class',
+  );
+  const attrValue = fc.oneof(
+    fc.constantFrom(
+      '#x',
+      'data:,',
+      'https://e.org/',
+      '//e.org',
+      'javascript:x',
+      'url(b.png)',
+      'url(#g)',
+      '\\75 rl(x)',
+      'refresh',
+      'content-security-policy',
+      EHR_FORM_CSP,
+      'href',
+      '&#104;ttps://e',
+      '&amp;',
+      '&quot;',
+      'ja&#13;va',
+    ),
+    fc.string({ maxLength: 8 }),
+  );
+  const attribute = fc
+    .tuple(attrName, attrValue, fc.constantFrom('"', "'", ''))
+    .map(
+      ([name, value, quote]) =>
+        ` ${name}=${quote}${quote === '"' ? value.replaceAll('"', '&quot;') : value}${quote}`,
+    );
+  const piece = fc.oneof(
+    fc
+      .tuple(tagName, fc.array(attribute, { maxLength: 3 }), fc.boolean())
+      .map(([name, attrs, close]) => `<${name}${attrs.join('')}>${close ? `</${name}>` : ''}`),
+    fc.constantFrom(
+      '<!-- c -->',
+      '<svg>',
+      '</svg>',
+      '<head>',
+      '</head>',
+      '<',
+      '>',
+      '&',
+      'text',
+      CSP,
+      '<style>',
+    ),
+  );
+  const document = fc
+    .tuple(fc.array(piece, { maxLength: 4 }), fc.array(piece, { maxLength: 8 }), fc.boolean())
+    .map(([head, body, withCsp]) => plain(body.join(''), `${withCsp ? CSP : ''}${head.join('')}`));
+
+  it('never proves a document the full check refuses', () => {
+    fc.assert(
+      fc.property(document, (doc) => {
+        if (isPlainlySelfContained(doc)) expect(checkSelfContained(doc)).toEqual([]);
+      }),
+      { numRuns: 3000 },
+    );
   });
 });
