@@ -14,11 +14,21 @@ import { QUEUE_UNAVAILABLE } from './connections.ts';
 
 export type OutboxHandlers = Readonly<Record<OutboxTopic, (message: OutboxMessage) => Promise<void>>>;
 
+/**
+ * Topics whose rows are dispatched together: every claimed row of the topic in one call, in the order
+ * they were written (the forward jobs of a batch go to Redis in one round trip). A topic without one
+ * is dispatched row by row through its handler.
+ */
+export type OutboxBatchHandlers = Readonly<
+  Partial<Record<OutboxTopic, (messages: readonly OutboxMessage[]) => Promise<void>>>
+>;
+
 export interface RelayDeps {
   readonly db: Kysely<Database>;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly handlers: OutboxHandlers;
+  readonly batchHandlers?: OutboxBatchHandlers;
   readonly batchSize?: number;
   /** How long a claimed row stays invisible to other relays. */
   readonly leaseMs?: number;
@@ -48,17 +58,18 @@ export function createOutboxRelay(deps: RelayDeps): OutboxRelay {
   const dispatchTimeoutMs = deps.dispatchTimeoutMs ?? 5_000;
   const concurrency = deps.concurrency ?? 32;
 
-  function dispatch(message: OutboxMessage): Promise<void> {
+  function withinTimeout(work: Promise<void>): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(() => {
         reject(Object.assign(new Error('dispatch timed out'), { code: 'DISPATCH_TIMEOUT' }));
       }, dispatchTimeoutMs);
     });
-    return Promise.race([deps.handlers[message.topic](message), timeout]).finally(() => {
+    return Promise.race([work, timeout]).finally(() => {
       clearTimeout(timer);
     });
   }
+  const dispatch = (message: OutboxMessage) => withinTimeout(deps.handlers[message.topic](message));
   const state = { running: false };
   let loop: Promise<void> | undefined;
   let wake: (() => void) | undefined;
@@ -93,19 +104,46 @@ export function createOutboxRelay(deps: RelayDeps): OutboxRelay {
     // the order they were written, because a later row may undo what an earlier one set up (a
     // reminder schedule removed after it was made).
     const lanes = new Map<string, (typeof claimed)[number][]>();
+    const batches = new Map<OutboxTopic, (typeof claimed)[number][]>();
     for (const message of claimed) {
+      if (deps.batchHandlers?.[message.topic] !== undefined) {
+        batches.set(message.topic, [...(batches.get(message.topic) ?? []), message]);
+        continue;
+      }
       const lane = lanes.get(message.referralId);
       if (lane === undefined) lanes.set(message.referralId, [message]);
       else lane.push(message);
     }
+    /** A topic's rows in one call: all dispatched, or all left for a later try with its code. */
+    const handleBatch = async (topic: OutboxTopic, messages: (typeof claimed)[number][]) => {
+      const send = deps.batchHandlers?.[topic];
+      if (send === undefined) return;
+      let code = unavailable;
+      if (code === undefined) {
+        try {
+          await withinTimeout(send(messages));
+          done.push(...messages.map((m) => m.id));
+          return;
+        } catch (error) {
+          code = errorCode(error);
+          if (code === QUEUE_UNAVAILABLE) unavailable = code;
+        }
+      }
+      for (const message of messages) {
+        failed++;
+        const delay = Math.min(1_000 * 2 ** Math.min(message.attempts - 1, 10), MAX_RETRY_DELAY_MS);
+        await outbox.markFailed(message.id, code, new Date(deps.clock.now().getTime() + delay));
+      }
+    };
     const queue = [...lanes.values()];
-    await Promise.all(
-      Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
+    await Promise.all([
+      ...[...batches].map(([topic, messages]) => handleBatch(topic, messages)),
+      ...Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
         for (let lane = queue.shift(); lane !== undefined; lane = queue.shift()) {
           for (const message of lane) await handle(message);
         }
       }),
-    );
+    ]);
     await outbox.markProcessed(done, deps.clock.now());
     if (failed > 0) {
       deps.logger.warn(

@@ -42,6 +42,8 @@ export interface QueueProducer {
    * latest state when it runs; while one runs, one more is kept to run after it.
    */
   enqueueForward(payload: QueuePayloads['ehr-forward']): Promise<void>;
+  /** `enqueueForward` for many, in one round trip to Redis, in order. */
+  enqueueForwards(payloads: readonly QueuePayloads['ehr-forward'][]): Promise<void>;
   /**
    * Makes sure a forward job is live for the referral: does nothing when one is waiting, delayed or
    * running; otherwise clears what is left of an earlier one (a finished job under the same ID, a
@@ -92,6 +94,14 @@ export function createQueueProducer(settings: QueueSettings, logger: Logger): Qu
     async enqueueForward(payload) {
       await connected(redis);
       await queues['ehr-forward'].add('forward', payload, forwardOptions(payload));
+    },
+
+    async enqueueForwards(payloads) {
+      if (payloads.length === 0) return;
+      await connected(redis);
+      await queues['ehr-forward'].addBulk(
+        payloads.map((payload) => ({ name: 'forward', data: payload, opts: forwardOptions(payload) })),
+      );
     },
 
     async ensureForward(payload) {

@@ -6,7 +6,12 @@ import type { AppContext } from '../context.ts';
 import { createEhrClient, type EhrClient } from '../forwarding/ehr-client.ts';
 import { createEhrCircuit, type CircuitSettings } from '../forwarding/ehr-circuit.ts';
 import { connectRedis } from '../queue/connections.ts';
-import { createOutboxRelay, type OutboxHandlers, type OutboxRelay } from '../queue/outbox-relay.ts';
+import {
+  createOutboxRelay,
+  type OutboxBatchHandlers,
+  type OutboxHandlers,
+  type OutboxRelay,
+} from '../queue/outbox-relay.ts';
 import { createReconciler, type Reconciler } from '../queue/reconciler.ts';
 import { startEhrForwardWorker } from './ehr-forward.worker.ts';
 import { startReminderWorker } from './reminders.worker.ts';
@@ -24,6 +29,16 @@ export interface Background {
   readonly ehr: EhrClient;
   readonly workers: readonly Worker[];
   stop(): Promise<void>;
+}
+
+/** Outbox topics whose rows go to the queues a batch at a time. */
+export function outboxBatchHandlers(ctx: AppContext): OutboxBatchHandlers {
+  return {
+    'ehr-forward': (messages) =>
+      ctx.queues.enqueueForwards(
+        messages.map((m) => ({ referralId: m.referralId, version: m.version, requestId: m.requestId })),
+      ),
+  };
 }
 
 /** The handlers that turn outbox rows into queue work. */
@@ -119,6 +134,7 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
     clock: ctx.clock,
     logger: logger.child({ component: 'outbox-relay' }),
     handlers: outboxHandlers(ctx),
+    batchHandlers: outboxBatchHandlers(ctx),
   });
   const reconciler = createReconcilerFor(ctx);
   relay.start();

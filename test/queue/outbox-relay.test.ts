@@ -9,7 +9,7 @@ import { outboxRepository, type OutboxMessage } from '../../src/db/outbox.reposi
 import { systemClock, type Clock } from '../../src/domain/clock.ts';
 import { createOutboxRelay, type OutboxHandlers, type RelayDeps } from '../../src/queue/outbox-relay.ts';
 import { forwardJobId, QUEUE_NAMES } from '../../src/queue/registry.ts';
-import { outboxHandlers } from '../../src/workers/background.ts';
+import { outboxBatchHandlers, outboxHandlers } from '../../src/workers/background.ts';
 import { createQueueApp, manualForwardWorker, type QueueApp } from '../support/bridge.ts';
 import { ENGINES } from '../support/engines.ts';
 import { PATIENT } from '../support/fixtures/patients.ts';
@@ -199,36 +199,71 @@ describe.each(ENGINES)('the outbox relay on %s', (engine) => {
     );
   });
 
+  /** The relay as refhub runs it: forward rows a batch at a time (addBulk), or row by row. */
+  const production = (mode: 'in a batch' | 'row by row') =>
+    relayWith(
+      outboxHandlers(t.ctx),
+      mode === 'in a batch' ? { batchHandlers: outboxBatchHandlers(t.ctx) } : {},
+    );
+  const MODES = ['in a batch', 'row by row'] as const;
+
+  it('dispatches a topic with a batch handler in one call, in order, and fails it as one', async () => {
+    const ids = await addRows(5);
+    const calls: string[][] = [];
+    let fail = true;
+    const batchHandlers = {
+      'ehr-forward': (messages: readonly OutboxMessage[]) => {
+        calls.push(messages.map((m) => m.id));
+        return fail
+          ? Promise.reject(Object.assign(new Error('x'), { code: 'QUEUE_UNAVAILABLE' }))
+          : Promise.resolve();
+      },
+    };
+    const { seen, handlers } = recording();
+    expect(await relayWith(handlers, { batchHandlers }).drainOnce()).toEqual({ dispatched: 0, failed: 5 });
+    expect((await rows()).map((r) => r.last_error)).toEqual(ids.map(() => 'QUEUE_UNAVAILABLE'));
+    fail = false;
+    expect(await relayWith(handlers, { batchHandlers, clock: later(5_000) }).drainOnce()).toEqual({
+      dispatched: 5,
+      failed: 0,
+    });
+    expect(calls).toEqual([ids, ids]);
+    expect(seen).toEqual([]);
+  });
+
   const submit = (id: string) => call(t, t.sender, 'POST', `/api/v1/referrals/${id}/submit`, {});
   const cancel = (id: string) =>
     call(t, t.sender, 'POST', `/api/v1/referrals/${id}/cancel`, { cancelNote: 'Patient recovered' });
 
-  it('adds one job for a row dispatched twice: the job ID is the referral and version', async () => {
-    const draft = await createDraft(t);
-    const submitted = (await submit(draft.id)) as ReferralJson;
-    const relay = relayWith(outboxHandlers(t.ctx));
-    // The forward and the reminder schedule.
-    expect(await relay.drainOnce()).toEqual({ dispatched: 2, failed: 0 });
-    // A relay that dispatched the rows and died before marking them: they come back and go again.
-    await t.ctx.db
-      .updateTable('outbox')
-      .set({ processed_at: null, available_at: new Date(0) })
-      .where('referral_id', '=', draft.id)
-      .execute();
-    expect(await relay.drainOnce()).toEqual({ dispatched: 2, failed: 0 });
+  it.each(MODES)(
+    'adds one job for a row dispatched twice (%s): the job ID is the referral and version',
+    async (mode) => {
+      const draft = await createDraft(t);
+      const submitted = (await submit(draft.id)) as ReferralJson;
+      const relay = production(mode);
+      // The forward and the reminder schedule.
+      expect(await relay.drainOnce()).toEqual({ dispatched: 2, failed: 0 });
+      // A relay that dispatched the rows and died before marking them: they come back and go again.
+      await t.ctx.db
+        .updateTable('outbox')
+        .set({ processed_at: null, available_at: new Date(0) })
+        .where('referral_id', '=', draft.id)
+        .execute();
+      expect(await relay.drainOnce()).toEqual({ dispatched: 2, failed: 0 });
 
-    const forwards = t.ctx.queues.queues['ehr-forward'];
-    const jobs = await forwards.getJobs(['wait', 'delayed', 'active', 'prioritized']);
-    expect(jobs.map((j) => j.id)).toEqual([`${draft.id}.v${submitted.version}`]);
-    expect(jobs[0]?.data).toMatchObject({ referralId: draft.id, version: submitted.version });
-    expect(await t.ctx.queues.queues.reminders.getJobSchedulersCount()).toBe(1);
-  });
+      const forwards = t.ctx.queues.queues['ehr-forward'];
+      const jobs = await forwards.getJobs(['wait', 'delayed', 'active', 'prioritized']);
+      expect(jobs.map((j) => j.id)).toEqual([`${draft.id}.v${submitted.version}`]);
+      expect(jobs[0]?.data).toMatchObject({ referralId: draft.id, version: submitted.version });
+      expect(await t.ctx.queues.queues.reminders.getJobSchedulersCount()).toBe(1);
+    },
+  );
 
-  it('coalesces triggers that come while a job waits into that job', async () => {
+  it.each(MODES)('coalesces triggers that come while a job waits into that job (%s)', async (mode) => {
     const draft = await createDraft(t);
     const submitted = (await submit(draft.id)) as ReferralJson;
     await cancel(draft.id);
-    const relay = relayWith(outboxHandlers(t.ctx));
+    const relay = production(mode);
     // Two forwards (submit, cancel) and two reminder rows (schedule, then remove).
     expect(await relay.drainOnce()).toEqual({ dispatched: 4, failed: 0 });
 
@@ -240,27 +275,30 @@ describe.each(ENGINES)('the outbox relay on %s', (engine) => {
     expect(await t.ctx.queues.queues.reminders.getJobSchedulersCount()).toBe(0);
   });
 
-  it('keeps one more trigger while a job runs, and adds it when that job finishes', async () => {
-    const draft = await createDraft(t);
-    const submitted = (await submit(draft.id)) as ReferralJson;
-    const relay = relayWith(outboxHandlers(t.ctx));
-    await relay.drainOnce();
-    const manual = manualForwardWorker(t);
-    try {
-      const token = randomUUID();
-      const running = await manual.worker.getNextJob(token);
-      expect(running.id).toBe(forwardJobId(draft.id, submitted.version));
+  it.each(MODES)(
+    'keeps one more trigger while a job runs, and adds it when that job finishes (%s)',
+    async (mode) => {
+      const draft = await createDraft(t);
+      const submitted = (await submit(draft.id)) as ReferralJson;
+      const relay = production(mode);
+      await relay.drainOnce();
+      const manual = manualForwardWorker(t);
+      try {
+        const token = randomUUID();
+        const running = await manual.worker.getNextJob(token);
+        expect(running.id).toBe(forwardJobId(draft.id, submitted.version));
 
-      await cancel(draft.id);
-      expect(await relay.drainOnce()).toEqual({ dispatched: 2, failed: 0 });
-      const forwards = t.ctx.queues.queues['ehr-forward'];
-      expect(await forwards.getJobCounts('wait', 'active')).toEqual({ wait: 0, active: 1 });
+        await cancel(draft.id);
+        expect(await relay.drainOnce()).toEqual({ dispatched: 2, failed: 0 });
+        const forwards = t.ctx.queues.queues['ehr-forward'];
+        expect(await forwards.getJobCounts('wait', 'active')).toEqual({ wait: 0, active: 1 });
 
-      await running.moveToCompleted('delivered', token, false);
-      const next = await forwards.getJobs(['wait']);
-      expect(next.map((j) => j.id)).toEqual([forwardJobId(draft.id, submitted.version + 1)]);
-    } finally {
-      await manual.close();
-    }
-  });
+        await running.moveToCompleted('delivered', token, false);
+        const next = await forwards.getJobs(['wait']);
+        expect(next.map((j) => j.id)).toEqual([forwardJobId(draft.id, submitted.version + 1)]);
+      } finally {
+        await manual.close();
+      }
+    },
+  );
 });
