@@ -9,7 +9,7 @@ import type { EhrForwardingState } from '../domain/referral-view.ts';
 import { statusesOf, type CoreStatus, type OfferingCategory, type Status } from '../domain/statuses.ts';
 import type { OfferingRecord } from './catalog.repository.ts';
 import { referralPartsColumns, toReferralParts, type ReferralParts } from './referral-children.repository.ts';
-import { compiledOnce } from './compiled-once.ts';
+import { compiledOnce, type CompiledOnce } from './compiled-once.ts';
 import type { Executor } from './executor.ts';
 import type { Database, ReferralsTable } from './schema.ts';
 
@@ -293,42 +293,132 @@ const readForSystemWithParts = compiledOnce(1, (db, id: string) =>
     .where('r.id', '=', id),
 );
 
-export function referralRepository(db: Executor) {
-  const base = () => baseQuery(db);
+/** What decides the text of a list statement; the institution, patient and paging are its values. */
+function listShape(filter: ListFilter): string {
+  return JSON.stringify([
+    filter.side ?? 'both',
+    [...filter.coreStatuses].sort(),
+    filter.patientUin !== undefined,
+    filter.sort,
+  ]);
+}
 
-  function matches(filter: ListFilter) {
-    return (eb: ExpressionBuilder<Database & { r: ReferralsTable }, 'r'>) => {
-      const conditions = [visibleTo(filter.institution, filter.side)(eb)];
-      if (filter.coreStatuses.length > 0) {
-        conditions.push(
-          eb.or(
-            filter.coreStatuses.map((core) =>
-              core === 'sender-action-required'
-                ? // "Requires action from the user": only the sender is asked to act.
-                  eb.and([
-                    eb('r.status', '=', 'sender-action-required'),
-                    sideOf(eb, 'sender', filter.institution),
-                  ])
-                : eb('r.status', 'in', statusesOf(core)),
-            ),
+/**
+ * The conditions of one side of a list, on placeholders for the institution and the patient. The
+ * statuses are literals: they are part of the shape, drawn from a fixed set.
+ */
+function sideMatches(
+  filter: ListFilter,
+  side: 'sender' | 'provider',
+  inst: InstitutionRef,
+  patientUin: string | undefined,
+) {
+  return (eb: ExpressionBuilder<Database & { r: ReferralsTable }, 'r'>) => {
+    const conditions = [sideOf(eb, side, inst)];
+    // When both sides are listed, the provider side leaves out what the sender side has.
+    if (side === 'provider' && filter.side === undefined) conditions.push(eb.not(sideOf(eb, 'sender', inst)));
+    if (filter.coreStatuses.length > 0) {
+      conditions.push(
+        eb.or(
+          filter.coreStatuses.map((core) =>
+            core === 'sender-action-required'
+              ? // "Requires action from the user": only the sender is asked to act.
+                eb.and([eb('r.status', '=', sql.lit('sender-action-required')), sideOf(eb, 'sender', inst)])
+              : eb(
+                  'r.status',
+                  'in',
+                  statusesOf(core).map((status) => sql.lit(status)),
+                ),
           ),
-        );
-      }
-      if (filter.patientUin !== undefined) conditions.push(eb('r.patient_uin', '=', filter.patientUin));
-      return eb.and(conditions);
-    };
-  }
+        ),
+      );
+    }
+    if (patientUin !== undefined) conditions.push(eb('r.patient_uin', '=', patientUin));
+    return eb.and(conditions);
+  };
+}
 
-  /** One side of a list; when both are listed, the provider side leaves out what the sender side has. */
-  function sideMatches(filter: ListFilter, side: 'sender' | 'provider') {
-    return (eb: ExpressionBuilder<Database & { r: ReferralsTable }, 'r'>) => {
-      const own = matches({ ...filter, side })(eb);
-      return side === 'provider' && filter.side === undefined
-        ? eb.and([own, eb.not(sideOf(eb, 'sender', filter.institution))])
-        : own;
-    };
-  }
+type ListStatements = {
+  /** Arguments: idType, id, [patientUin], reach, limit, offset. Each row carries the total. */
+  readonly page: CompiledOnce<string[], Row & { total: number | string }>;
+  /** Arguments: idType, id, [patientUin]. */
+  readonly count: CompiledOnce<string[], { total: number | string }>;
+};
 
+const LIST_STATEMENTS = new Map<string, ListStatements>();
+
+/** The page and count statements of a filter's shape, compiled the first time the shape is used. */
+function listStatements(filter: ListFilter): ListStatements {
+  const shape = listShape(filter);
+  let statements = LIST_STATEMENTS.get(shape);
+  if (statements !== undefined) return statements;
+  const withUin = filter.patientUin !== undefined;
+  const sides = filter.side === undefined ? (['sender', 'provider'] as const) : [filter.side];
+  const { column } = SORTS[filter.sort];
+  const counted = (db: Executor, inst: InstitutionRef, uin: string | undefined) =>
+    sql<number>`(${sql.join(
+      sides.map(
+        (side) =>
+          sql`(${db
+            .selectFrom('referrals as r')
+            .select(sql<number>`count(*)`.as('n'))
+            .where('r.deleted_at', 'is', null)
+            .where(sideMatches(filter, side, inst, uin))})`,
+      ),
+      sql` + `,
+    )})::int`;
+  const args = (placeholders: string[]) => {
+    const [idType = '', id = '', ...rest] = placeholders;
+    return {
+      inst: { idType, id },
+      uin: withUin ? rest[0] : undefined,
+      paging: withUin ? rest.slice(1) : rest,
+    };
+  };
+  statements = {
+    page: compiledOnce(withUin ? 6 : 5, (db, ...placeholders: string[]) => {
+      const { inst, uin, paging } = args(placeholders);
+      const [reach = '', limit = '', offset = ''] = paging;
+      const keys = sides
+        .map((side) =>
+          db
+            .selectFrom(
+              db
+                .selectFrom('referrals as r')
+                .select(['r.id', sql.ref<Date | null>(`r.${column}`).as('sort_key')])
+                .where('r.deleted_at', 'is', null)
+                .where(sideMatches(filter, side, inst, uin))
+                .orderBy(newestFirst(filter.sort))
+                .orderBy('r.id', 'desc')
+                .limit(sql<number>`${reach}::bigint`)
+                .as(side),
+            )
+            .select([`${side}.id`, `${side}.sort_key`]),
+        )
+        .reduce((all, next) => all.unionAll(next));
+      const pageIds = db
+        .selectFrom(keys.as('k'))
+        .select('k.id')
+        .orderBy(newestFirst(filter.sort, 'k.sort_key'))
+        .orderBy('k.id', 'desc')
+        .limit(sql<number>`${limit}::bigint`)
+        .offset(sql<number>`${offset}::bigint`);
+      return baseQuery(db)
+        .select(counted(db, inst, uin).as('total'))
+        .where('r.id', 'in', pageIds)
+        .orderBy(newestFirst(filter.sort))
+        .orderBy('r.id', 'desc');
+    }),
+    count: compiledOnce(withUin ? 3 : 2, (db, ...placeholders: string[]) => {
+      const { inst, uin } = args(placeholders);
+      return db.selectNoFrom(counted(db, inst, uin).as('total'));
+    }),
+  };
+  LIST_STATEMENTS.set(shape, statements);
+  return statements;
+}
+
+export function referralRepository(db: Executor) {
   return {
     /** The referral if `institution` may see it; undefined otherwise (the caller answers 404). */
     async findVisible(id: string, institution: InstitutionRef): Promise<ReferralRecord | undefined> {
@@ -377,55 +467,28 @@ export function referralRepository(db: Executor) {
      * A page of the referrals an institution sends or receives, and how many there are. The two sides
      * are read separately, each in the order of its own index and only as far as the page reaches,
      * then merged; only the page's rows are joined with the catalog. (One query with `sender OR
-     * provider` cannot use either index: it reads and sorts every referral the institution has.)
+     * provider` cannot use either index: it reads and sorts every referral the institution has.) The
+     * total comes in the same statement, and each shape of filter is compiled once (see listStatement).
      */
     async list(filter: ListFilter): Promise<{ records: ReferralRecord[]; total: number; hasNext: boolean }> {
-      const sides = filter.side === undefined ? (['sender', 'provider'] as const) : [filter.side];
-      const reach = filter.offset + filter.pageSize + 1;
-      const { column } = SORTS[filter.sort];
-      const keys = sides
-        .map((side) =>
-          db
-            .selectFrom(
-              db
-                .selectFrom('referrals as r')
-                .select(['r.id', sql.ref<Date | null>(`r.${column}`).as('sort_key')])
-                .where('r.deleted_at', 'is', null)
-                .where(sideMatches(filter, side))
-                .orderBy(newestFirst(filter.sort))
-                .orderBy('r.id', 'desc')
-                .limit(reach)
-                .as(side),
-            )
-            .select([`${side}.id`, `${side}.sort_key`]),
-        )
-        .reduce((all, next) => all.unionAll(next));
-      const pageIds = db
-        .selectFrom(keys.as('k'))
-        .select('k.id')
-        .orderBy(newestFirst(filter.sort, 'k.sort_key'))
-        .orderBy('k.id', 'desc')
-        .limit(filter.pageSize + 1)
-        .offset(filter.offset);
-      const rows = await base()
-        .where('r.id', 'in', pageIds)
-        .orderBy(newestFirst(filter.sort))
-        .orderBy('r.id', 'desc')
-        .execute();
-      const counts = sides.map(
-        (side) =>
-          sql<number>`(${db
-            .selectFrom('referrals as r')
-            .select(sql<number>`count(*)`.as('n'))
-            .where('r.deleted_at', 'is', null)
-            .where(sideMatches(filter, side))})`,
-      );
-      const counted = await db
-        .selectNoFrom(sql<number>`(${sql.join(counts, sql` + `)})::int`.as('total'))
-        .executeTakeFirstOrThrow();
+      const statements = listStatements(filter);
+      const args = [
+        filter.institution.idType,
+        filter.institution.id,
+        ...(filter.patientUin === undefined ? [] : [filter.patientUin]),
+        String(filter.offset + filter.pageSize + 1),
+        String(filter.pageSize + 1),
+        String(filter.offset),
+      ];
+      const rows = await statements.page(db, ...args);
+      let total = rows[0]?.total;
+      if (total === undefined) {
+        // An empty page: from the start there is nothing at all; further on, count what there is.
+        total = filter.offset === 0 ? 0 : ((await statements.count(db, ...args.slice(0, -3)))[0]?.total ?? 0);
+      }
       return {
         records: rows.slice(0, filter.pageSize).map(toRecord),
-        total: counted.total,
+        total: Number(total),
         hasNext: rows.length > filter.pageSize,
       };
     },
