@@ -19,7 +19,7 @@ export interface AuditEvent {
   readonly referralIds: readonly string[];
 }
 
-function auditRow(event: AuditEvent): Insertable<AuditEventsTable> {
+export function auditRow(event: AuditEvent): Insertable<AuditEventsTable> {
   return {
     id: event.id,
     occurred_at: event.occurredAt,

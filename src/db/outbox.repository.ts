@@ -2,8 +2,9 @@
 // transaction; the relay later turns rows into queue jobs. So no work is lost when Redis is down,
 // and no job exists for a change that rolled back. Rows carry IDs only, never patient data.
 import type { OutboxTopic } from '../domain/lifecycle.ts';
-import { sql } from 'kysely';
+import { sql, type Insertable } from 'kysely';
 import type { Executor } from './executor.ts';
+import type { OutboxTable } from './schema.ts';
 
 export interface NewOutboxMessage {
   readonly topic: OutboxTopic;
@@ -22,25 +23,24 @@ export interface OutboxMessage {
   readonly createdAt: Date;
 }
 
+export function outboxRows(messages: readonly NewOutboxMessage[]): Insertable<OutboxTable>[] {
+  return messages.map((m) => ({
+    topic: m.topic,
+    referral_id: m.referralId,
+    version: m.version,
+    request_id: m.requestId,
+    created_at: m.at,
+    available_at: m.at,
+    last_error: null,
+    processed_at: null,
+  }));
+}
+
 export function outboxRepository(db: Executor) {
   return {
     async add(messages: readonly NewOutboxMessage[]): Promise<void> {
       if (messages.length === 0) return;
-      await db
-        .insertInto('outbox')
-        .values(
-          messages.map((m) => ({
-            topic: m.topic,
-            referral_id: m.referralId,
-            version: m.version,
-            request_id: m.requestId,
-            created_at: m.at,
-            available_at: m.at,
-            last_error: null,
-            processed_at: null,
-          })),
-        )
-        .execute();
+      await db.insertInto('outbox').values(outboxRows(messages)).execute();
     },
 
     /**

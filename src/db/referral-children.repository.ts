@@ -1,9 +1,10 @@
 // The parts of a referral that live in their own tables: appointments, notes and timeline events.
 // They are read and written only after the referral itself passed the tenancy check.
-import { sql, type RawBuilder } from 'kysely';
+import { sql, type Insertable, type RawBuilder } from 'kysely';
 import type { AppointmentView, NoteView, TimelineEventView } from '../domain/referral-view.ts';
 import type { AppointmentStatus } from '../domain/statuses.ts';
 import type { Executor } from './executor.ts';
+import type { TimelineEventsTable } from './schema.ts';
 
 export interface AppointmentRecord {
   readonly id: string;
@@ -181,6 +182,17 @@ export function noteRepository(db: Executor) {
   };
 }
 
+export function timelineRows(events: readonly NewTimelineEvent[]): Insertable<TimelineEventsTable>[] {
+  return events.map((e) => ({
+    id: e.id,
+    referral_id: e.referralId,
+    type: e.type,
+    system: e.system,
+    description: e.description,
+    produced_at: e.producedAt,
+  }));
+}
+
 export function timelineRepository(db: Executor) {
   return {
     /** Oldest first, in the order the events were written. */
@@ -211,23 +223,6 @@ export function timelineRepository(db: Executor) {
         .limit(1)
         .executeTakeFirst();
       return row?.produced_at;
-    },
-
-    async append(events: readonly NewTimelineEvent[]): Promise<void> {
-      if (events.length === 0) return;
-      await db
-        .insertInto('timeline_events')
-        .values(
-          events.map((e) => ({
-            id: e.id,
-            referral_id: e.referralId,
-            type: e.type,
-            system: e.system,
-            description: e.description,
-            produced_at: e.producedAt,
-          })),
-        )
-        .execute();
     },
   };
 }

@@ -21,10 +21,10 @@ import {
   type EhrSubmission,
   type SubmissionOutcome,
 } from '../db/ehr-submission.repository.ts';
-import { outboxRepository } from '../db/outbox.repository.ts';
 import { referralRepository, type ReferralRecord } from '../db/referral.repository.ts';
 import type { Database } from '../db/schema.ts';
-import { appendTimeline, audit, auditBySystem } from '../services/referral-mutation.ts';
+import { audit, systemAuditEventOf, timelineEventsOf } from '../services/referral-mutation.ts';
+import { changeLogRepository } from '../db/change-log.repository.ts';
 import { ehrFormSourceFor } from '../services/referral-queries.ts';
 import type { Metrics } from '../observability/metrics.ts';
 
@@ -128,23 +128,23 @@ export function createEhrForwarding(deps: ForwardingDeps) {
       return deps.db.transaction().execute(async (trx) => {
         const requeued = await ehrSubmissionRepository(trx).requeueFailed(referralIds);
         const now = deps.clock.now();
-        await outboxRepository(trx).add(
-          requeued.map((r) => ({
-            topic: 'ehr-forward-again',
-            referralId: r.id,
-            version: r.version,
-            requestId,
-            at: now,
-          })),
-        );
         if (requeued.length > 0) {
-          await auditBySystem(
-            trx,
-            requestId,
-            'ehr.forward.retry-failed',
-            requeued.map((r) => r.id),
-            now,
-          );
+          await changeLogRepository(trx).record({
+            timeline: [],
+            outbox: requeued.map((r) => ({
+              topic: 'ehr-forward-again',
+              referralId: r.id,
+              version: r.version,
+              requestId,
+              at: now,
+            })),
+            audit: systemAuditEventOf(
+              requestId,
+              'ehr.forward.retry-failed',
+              requeued.map((r) => r.id),
+              now,
+            ),
+          });
         }
         return requeued.map((r) => r.id);
       });
@@ -183,7 +183,6 @@ export function createEhrForwarding(deps: ForwardingDeps) {
         if (writesEvent) {
           const operation = a.outcome === 'delivered' ? 'ehr-forwarded' : 'ehr-forward-failed';
           decide(operation, 'system', { status: row.status as Status, offeringCancellable: true });
-          await appendTimeline(trx, a.referralId, row.senderSystem, [event], now);
         }
         await ledger.updateForwarding(a.referralId, {
           at: a.startedAt,
@@ -193,7 +192,11 @@ export function createEhrForwarding(deps: ForwardingDeps) {
             ? { state: a.outcome === 'delivered' ? 'forwarded' : 'failed' }
             : {}),
         });
-        await auditBySystem(trx, a.requestId, `ehr.forward.${a.outcome}`, [a.referralId], now);
+        await changeLogRepository(trx).record({
+          timeline: writesEvent ? timelineEventsOf(a.referralId, row.senderSystem, [event], now) : [],
+          outbox: [],
+          audit: systemAuditEventOf(a.requestId, `ehr.forward.${a.outcome}`, [a.referralId], now),
+        });
       });
       deps.metrics.observeEhrAttempt(a.outcome, a.httpStatus, a.durationMs / 1000);
     },

@@ -24,7 +24,13 @@ import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';
 import type { LinkMinter } from './link-minter.ts';
 import { writeTransaction } from './write-transaction.ts';
-import { appendTimeline, audit, createMutationRunner, type PlanContext } from './referral-mutation.ts';
+import {
+  auditEventOf,
+  createMutationRunner,
+  timelineEventsOf,
+  type PlanContext,
+} from './referral-mutation.ts';
+import { changeLogRepository } from '../db/change-log.repository.ts';
 import { reloadReferralView } from './referral-queries.ts';
 import { toSummary } from './referral-presenter.ts';
 import {
@@ -362,8 +368,11 @@ export async function insertDraft(
     ...content,
   });
   const sender = await catalogRepository(trx).findInstitution(caller.institution);
-  await appendTimeline(trx, id, caller.system, [timeline.created(sender?.name ?? 'The sender')], now);
-  await audit(trx, caller, auditAction, [id], now);
+  await changeLogRepository(trx).record({
+    timeline: timelineEventsOf(id, caller.system, [timeline.created(sender?.name ?? 'The sender')], now),
+    outbox: [],
+    audit: auditEventOf(caller, auditAction, [id], now),
+  });
   return id;
 }
 

@@ -15,8 +15,9 @@ import type { Party } from '../domain/statuses.ts';
 import type { TimelineEntry } from '../domain/timeline.ts';
 import { ConcurrentModificationError, VersionMismatchError } from '../errors.ts';
 import { auditRepository, type AuditEvent } from '../db/audit.repository.ts';
-import { outboxRepository } from '../db/outbox.repository.ts';
-import { timelineRepository } from '../db/referral-children.repository.ts';
+import { changeLogRepository } from '../db/change-log.repository.ts';
+import type { NewOutboxMessage } from '../db/outbox.repository.ts';
+import type { NewTimelineEvent } from '../db/referral-children.repository.ts';
 import { referralRepository, type ReferralPatch, type ReferralRecord } from '../db/referral.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';
@@ -84,15 +85,14 @@ export async function audit(
 /** The system acting on its own behalf: audit rows that name no key, institution or requester. */
 export const SYSTEM_ACTOR = 'refhub';
 
-/** Audits work refhub did on its own (a forward, a reminder), under the request that caused it. */
-export async function auditBySystem(
-  trx: Transaction<Database>,
+/** The audit row of work refhub did on its own (a forward, a reminder), under the request that caused it. */
+export function systemAuditEventOf(
   requestId: string,
   action: string,
   referralIds: readonly string[],
   now: Date,
-): Promise<void> {
-  await auditRepository(trx).record({
+): AuditEvent {
+  return {
     id: uuidv7(),
     occurredAt: now,
     requestId,
@@ -103,26 +103,24 @@ export async function auditBySystem(
     action,
     outcome: 'success',
     referralIds,
-  });
+  };
 }
 
-export async function appendTimeline(
-  trx: Transaction<Database>,
+/** Timeline rows for `events`, produced now by `system` (the caller's system or refhub). */
+export function timelineEventsOf(
   referralId: string,
   system: string,
   events: readonly TimelineEntry[],
   now: Date,
-): Promise<void> {
-  await timelineRepository(trx).append(
-    events.map((e) => ({
-      id: uuidv7(),
-      referralId,
-      type: e.type,
-      system,
-      description: e.description,
-      producedAt: now,
-    })),
-  );
+): NewTimelineEvent[] {
+  return events.map((e) => ({
+    id: uuidv7(),
+    referralId,
+    type: e.type,
+    system,
+    description: e.description,
+    producedAt: now,
+  }));
 }
 
 export function createMutationRunner(deps: MutationDeps) {
@@ -145,6 +143,8 @@ export function createMutationRunner(deps: MutationDeps) {
           const party = actingParty(operation, caller.role, record, caller.institution);
           const now = deps.clock.now();
           const planned = await plan({ trx, record, party, now });
+          let timeline: NewTimelineEvent[] = [];
+          let outbox: NewOutboxMessage[] = [];
           if (planned.unchanged !== true) {
             const { decision } = planned;
             const topics = outboxTopics(decision, record.status);
@@ -165,18 +165,20 @@ export function createMutationRunner(deps: MutationDeps) {
                   );
             if (!won) throw new LostRace();
             await planned.writeChildren?.(trx, now);
-            await appendTimeline(trx, record.id, caller.system, planned.events, now);
-            await outboxRepository(trx).add(
-              topics.map((topic) => ({
-                topic,
-                referralId: record.id,
-                version,
-                requestId: caller.requestId,
-                at: now,
-              })),
-            );
+            timeline = timelineEventsOf(record.id, caller.system, planned.events, now);
+            outbox = topics.map((topic) => ({
+              topic,
+              referralId: record.id,
+              version,
+              requestId: caller.requestId,
+              at: now,
+            }));
           }
-          await audit(trx, caller, `referral.${operation}`, [record.id], now);
+          await changeLogRepository(trx).record({
+            timeline,
+            outbox,
+            audit: auditEventOf(caller, `referral.${operation}`, [record.id], now),
+          });
           return respond(trx, record);
         });
       } catch (error) {

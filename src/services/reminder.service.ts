@@ -16,7 +16,8 @@ import type { Database } from '../db/schema.ts';
 import type { Executor } from '../db/executor.ts';
 import type { ReminderSchedule } from '../queue/producer.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import { appendTimeline, auditBySystem } from './referral-mutation.ts';
+import { systemAuditEventOf, timelineEventsOf } from './referral-mutation.ts';
+import { changeLogRepository } from '../db/change-log.repository.ts';
 
 export interface ReminderPolicy {
   readonly afterSeconds: number;
@@ -87,14 +88,16 @@ export function createReminders(deps: ReminderDeps) {
         });
         if (!inserted) return { kind: 'already-sent', remaining: policy.max - p.sent };
         decide('reminder-sent', 'system', { status: record.status, offeringCancellable: true });
-        await appendTimeline(
-          trx,
-          referralId,
-          record.offering.system,
-          [timeline.reminderSent(record.offering.institution.name)],
-          now,
-        );
-        await auditBySystem(trx, requestId, 'referral.reminder-sent', [referralId], now);
+        await changeLogRepository(trx).record({
+          timeline: timelineEventsOf(
+            referralId,
+            record.offering.system,
+            [timeline.reminderSent(record.offering.institution.name)],
+            now,
+          ),
+          outbox: [],
+          audit: systemAuditEventOf(requestId, 'referral.reminder-sent', [referralId], now),
+        });
         return { kind: 'sent', sequence, remaining: policy.max - sequence };
       });
       if (result.kind === 'sent') deps.metrics.reminderSent();
