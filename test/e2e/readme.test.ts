@@ -83,6 +83,28 @@ describe('the README walk-through', () => {
     expect(output).toMatch(/"outcome":"delivered"[^}]*"httpStatus":201/);
     expect(output).toContain('The referral form was delivered to the national health record (reference EHR-');
     expect(output).toContain('Dr Lim (Bukit Timah Family Clinic) cancelled the referral: Patient recovered');
+    // What the text says the reader sees.
+    expect(output).toMatch(/^etag: W\/"2"\r?$/m);
+    expect(output).toContain(
+      '\nServiceRequest Task Patient Practitioner PractitionerRole Organization Organization AuditEvent\n',
+    );
+    // The hash step: the ledger's SHA-256, the hash of a later Get's ehrForm and the attempt's kept
+    // form's hash are one value.
+    const sha256 = /"sha256":"([0-9a-f]{64})"/.exec(output)?.[1];
+    expect(sha256, output).toBeDefined();
+    expect(output.match(new RegExp(`^${sha256}$`, 'gm'))).toHaveLength(2);
+    expect(output).toMatch(
+      new RegExp(
+        [
+          'Bukit Timah Family Clinic created the referral as a draft\\.',
+          'Bukit Timah Family Clinic submitted the referral to Central General Hospital; it is awaiting acceptance\\.',
+          'The referral form was delivered to the national health record \\(reference EHR-[0-9A-F]+\\)\\.',
+          'Dr Wong \\(Central General Hospital\\) added a note\\.',
+          'Dr Lim \\(Bukit Timah Family Clinic\\) cancelled the referral: Patient recovered',
+        ].join('\n'),
+      ),
+    );
+    expect(output).toContain('"version":4');
     expect(fs.existsSync(path.join(dir, 'data', 'refhub.lock'))).toBe(false);
   }, 120_000);
 });
