@@ -1,7 +1,9 @@
 // The EHR forwarding ledger (one row per attempt) and the forwarding state kept on each referral.
 // Rows hold IDs, hashes and outcomes only: never the form, never patient data.
 import { sql } from 'kysely';
+import type { AuditEvent } from './audit.repository.ts';
 import type { Executor } from './executor.ts';
+import type { NewTimelineEvent } from './referral-children.repository.ts';
 import type { EhrSubmissionsTable } from './schema.ts';
 
 export type SubmissionOutcome = EhrSubmissionsTable['outcome'];
@@ -51,8 +53,79 @@ export interface ForwardingRow {
   readonly forwardedVersion: number | null;
 }
 
+/** One attempt and everything it settles, as `recordAttempt` writes them together. */
+export interface AttemptRecord {
+  readonly submission: EhrSubmission;
+  /** The state the forward ends in when this attempt carried the due version or a later one. */
+  readonly settlesAs: 'forwarded' | 'failed' | undefined;
+  /** The attempt delivered its version: the referral's forwarded version becomes at least that. */
+  readonly delivered: boolean;
+  /**
+   * The timeline event the attempt writes (its system is the referral's sender system), unless the
+   * referral is deleted or in a status the lifecycle table does not allow it from.
+   */
+  readonly event:
+    (Omit<NewTimelineEvent, 'system'> & { readonly fromStatuses: readonly string[] }) | undefined;
+  readonly audit: AuditEvent;
+}
+
 export function ehrSubmissionRepository(db: Executor) {
   return {
+    /**
+     * Records an attempt in one statement, under the referral's row lock: the ledger row, the
+     * referral's forwarding columns, the timeline event and the audit row. One round trip and one
+     * commit per attempt, with no transaction held open in between. The referral's version and
+     * updated_at stay: an attempt is the bridge's bookkeeping, not a change to the referral. Returns
+     * false, having written nothing, when the referral does not exist.
+     */
+    async recordAttempt(r: AttemptRecord): Promise<boolean> {
+      const s = r.submission;
+      const e = r.event;
+      const a = r.audit;
+      const { rows } = await sql<{ found: number }>`
+        with ref as (
+          select id, status, deleted_at, sender_system, ehr_due_version
+          from referrals where id = ${s.referralId}::uuid for update
+        ), ledger as (
+          insert into ehr_submissions (id, referral_id, message_id, version, attempt, attempted_at, outcome,
+            http_status, error_code, sha256, ehr_reference, duration_ms, request_id)
+          select ${s.id}::uuid, ref.id, ${s.messageId}, ${s.version}::int, ${s.attempt}::int,
+            ${s.attemptedAt}::timestamptz, ${s.outcome}, ${s.httpStatus}::int, ${s.errorCode}::text,
+            ${s.sha256}::text, ${s.ehrReference}::text, ${s.durationMs}::int, ${s.requestId}
+          from ref
+        ), forwarding as (
+          update referrals as r set
+            ehr_attempts = r.ehr_attempts + 1,
+            ehr_last_attempt_at = ${s.attemptedAt}::timestamptz,
+            ehr_sha256 = coalesce(${s.sha256}::text, r.ehr_sha256),
+            ehr_state = case
+              when ${r.settlesAs ?? null}::text is not null and ref.ehr_due_version is not null
+                and ${s.version}::int >= ref.ehr_due_version then ${r.settlesAs ?? null}::text
+              else r.ehr_state end,
+            ehr_forwarded_version = case
+              when ${r.delivered}::boolean then greatest(coalesce(r.ehr_forwarded_version, 0), ${s.version}::int)
+              else r.ehr_forwarded_version end
+          from ref where r.id = ref.id
+        ), timeline as (
+          insert into timeline_events (id, referral_id, type, system, description, produced_at)
+          select ${e?.id ?? null}::uuid, ref.id, ${e?.type ?? null}::text, ref.sender_system,
+            ${e?.description ?? null}::text, ${e?.producedAt ?? null}::timestamptz
+          from ref
+          where ${e !== undefined}::boolean and ref.deleted_at is null
+            and ref.status = any(${[...(e?.fromStatuses ?? [])]}::text[])
+        ), audit as (
+          insert into audit_events (id, occurred_at, request_id, api_key_id, system, institution_id_type,
+            institution_id, requester_identifier, action, outcome, referral_ids)
+          select ${a.id}::uuid, ${a.occurredAt}::timestamptz, ${a.requestId}, ${a.apiKeyId}::uuid, ${a.system}::text,
+            ${a.institution?.idType ?? null}::text, ${a.institution?.id ?? null}::text,
+            ${a.requesterIdentifier}::text, ${a.action}, ${a.outcome}, ${[...a.referralIds]}::uuid[]
+          from ref
+        )
+        select 1 as found from ref
+      `.execute(db);
+      return rows.length > 0;
+    },
+
     async insert(s: EhrSubmission): Promise<void> {
       await db
         .insertInto('ehr_submissions')

@@ -6,9 +6,8 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
-import { decide } from '../domain/lifecycle.ts';
+import { LIFECYCLE } from '../domain/lifecycle.ts';
 import type { EhrFormSource } from '../domain/referral-view.ts';
-import type { Status } from '../domain/statuses.ts';
 import type { Caller } from '../services/caller.ts';
 import { timeline, type TimelineEntry } from '../domain/timeline.ts';
 import { NotFoundError, ReferralNotFoundError } from '../errors.ts';
@@ -23,7 +22,7 @@ import {
 } from '../db/ehr-submission.repository.ts';
 import { referralRepository, type ReferralRecord } from '../db/referral.repository.ts';
 import type { Database } from '../db/schema.ts';
-import { audit, systemAuditEventOf, timelineEventsOf } from '../services/referral-mutation.ts';
+import { audit, systemAuditEventOf } from '../services/referral-mutation.ts';
 import { changeLogRepository } from '../db/change-log.repository.ts';
 import { ehrFormSourceFor } from '../services/referral-queries.ts';
 import type { Metrics } from '../observability/metrics.ts';
@@ -155,12 +154,11 @@ export function createEhrForwarding(deps: ForwardingDeps) {
     },
 
     async recordAttempt(a: AttemptOutcome): Promise<void> {
-      await deps.db.transaction().execute(async (trx) => {
-        const ledger = ehrSubmissionRepository(trx);
-        const row = await ledger.lockForwarding(a.referralId);
-        if (row === undefined) throw new ReferralNotFoundError(a.referralId);
-        const now = deps.clock.now();
-        await ledger.insert({
+      const now = deps.clock.now();
+      const event = eventOf(a);
+      const operation = a.outcome === 'delivered' ? 'ehr-forwarded' : 'ehr-forward-failed';
+      const found = await ehrSubmissionRepository(deps.db).recordAttempt({
+        submission: {
           id: uuidv7(),
           referralId: a.referralId,
           messageId: a.messageId,
@@ -174,30 +172,23 @@ export function createEhrForwarding(deps: ForwardingDeps) {
           ehrReference: a.reference,
           durationMs: a.durationMs,
           requestId: a.requestId,
-        });
+        },
         // This attempt settles the due forward only if it carried the due version or a later one; a
         // submit or cancel that landed while it was in flight keeps the referral queued for its own.
-        const settles = row.dueVersion !== null && a.version >= row.dueVersion;
-        const event = eventOf(a);
-        const writesEvent = event !== undefined && !row.deleted;
-        if (writesEvent) {
-          const operation = a.outcome === 'delivered' ? 'ehr-forwarded' : 'ehr-forward-failed';
-          decide(operation, 'system', { status: row.status as Status, offeringCancellable: true });
-        }
-        await ledger.updateForwarding(a.referralId, {
-          at: a.startedAt,
-          sha256: a.sha256,
-          ...(a.outcome === 'delivered' ? { forwardedVersion: a.version } : {}),
-          ...(settles && a.outcome !== 'retrying'
-            ? { state: a.outcome === 'delivered' ? 'forwarded' : 'failed' }
-            : {}),
-        });
-        await changeLogRepository(trx).record({
-          timeline: writesEvent ? timelineEventsOf(a.referralId, row.senderSystem, [event], now) : [],
-          outbox: [],
-          audit: systemAuditEventOf(a.requestId, `ehr.forward.${a.outcome}`, [a.referralId], now),
-        });
+        settlesAs: a.outcome === 'retrying' ? undefined : a.outcome === 'delivered' ? 'forwarded' : 'failed',
+        delivered: a.outcome === 'delivered',
+        // The lifecycle table says from which statuses the system writes the event.
+        event: event && {
+          id: uuidv7(),
+          referralId: a.referralId,
+          type: event.type,
+          description: event.description,
+          producedAt: now,
+          fromStatuses: LIFECYCLE[operation].from.system,
+        },
+        audit: systemAuditEventOf(a.requestId, `ehr.forward.${a.outcome}`, [a.referralId], now),
       });
+      if (!found) throw new ReferralNotFoundError(a.referralId);
       deps.metrics.observeEhrAttempt(a.outcome, a.httpStatus, a.durationMs / 1000);
     },
 

@@ -96,7 +96,7 @@ describe.each(ENGINES)('the EHR submissions ledger on %s', (engine) => {
     }
   });
 
-  it('the delivery changed the referral: forwarded, with its sentence and a new version', async () => {
+  it('the delivery is bookkeeping: forwarded, with its sentence, at the same version', async () => {
     const view = await t.ctx.referralQueries.get({ ...(await callerFor(t, t.sender)) }, referral.id, {
       ehrForm: false,
     });
@@ -106,7 +106,7 @@ describe.each(ENGINES)('the EHR submissions ledger on %s', (engine) => {
       lastAttemptAt: '2026-06-04T03:15:04.000Z',
       sha256: SHA,
     });
-    expect(view.version).toBe(referral.version + 1);
+    expect(view.version).toBe(referral.version);
     expect(view.timelineEvents.at(-1)).toMatchObject({
       type: 'ehr.forwarded',
       system: 'HAS',
