@@ -1,7 +1,8 @@
 // allowedActions and blockedActions over every (party, status, offering cancellable) combination.
-// What each party may do is transcribed from contract §4 (not derived from LIFECYCLE), and every
-// blocked action is checked against the refusal the commands throw: the same reason code and the same
-// sentence. Pure: no database, so it runs once rather than per engine.
+// What each party may do is transcribed from contract §4 (test/support/contract-actions.ts, not
+// derived from LIFECYCLE), and every blocked action is checked against the refusal the commands
+// throw: the same reason code and the same sentence. Pure: no database, so it runs once rather than
+// per engine.
 import { describe, expect, it } from 'vitest';
 import {
   ACTIONS,
@@ -16,46 +17,15 @@ import { actingParty, type InstitutionRef } from '../../../src/domain/access.ts'
 import { LIFECYCLE, OPERATIONS, decide, isCancellable } from '../../../src/domain/lifecycle.ts';
 import { STATUSES, type Party, type Status } from '../../../src/domain/statuses.ts';
 import { ForbiddenRoleError, InvalidTransitionError, REFUSAL_REASONS } from '../../../src/errors.ts';
+import {
+  CONTRACT_ALLOWED as ALLOWED,
+  PARTY_ACTIONS,
+  contractAllowed,
+} from '../../support/contract-actions.ts';
 
 const PARTIES: readonly Party[] = ['sender', 'provider'];
 const SENDER: InstitutionRef = { idType: 'hci', id: 'S1234A' };
 const PROVIDER: InstitutionRef = { idType: 'hci', id: 'S9001Z' };
-
-/** Contract §4, transcribed: the actions each party has at all. */
-const PARTY_ACTIONS: Readonly<Record<Party, readonly Action[]>> = {
-  sender: ['edit', 'submit', 'delete', 'back-to-draft', 'cancel', 'add-note'],
-  provider: ['cancel', 'accept', 'reject', 'request-action', 'upsert-appointment', 'add-note'],
-};
-
-/** Contract §4, transcribed: what each party may do in each status, for a cancellable offering. */
-const ALLOWED: Readonly<Record<Party, Readonly<Record<Status, readonly Action[]>>>> = {
-  sender: {
-    draft: ['edit', 'submit', 'delete', 'add-note'],
-    'pending-acceptance': ['back-to-draft', 'cancel', 'add-note'],
-    accepted: ['cancel', 'add-note'],
-    'sender-action-required': ['edit', 'submit', 'back-to-draft', 'cancel', 'add-note'],
-    scheduled: ['add-note'],
-    rejected: ['add-note'],
-    cancelled: ['add-note'],
-  },
-  provider: {
-    // A provider never sees a draft (contract §2); the table gives it nothing there either.
-    draft: [],
-    'pending-acceptance': ['cancel', 'accept', 'reject', 'request-action', 'add-note'],
-    accepted: ['cancel', 'reject', 'request-action', 'upsert-appointment', 'add-note'],
-    'sender-action-required': ['cancel', 'add-note'],
-    scheduled: ['cancel', 'upsert-appointment', 'add-note'],
-    rejected: ['add-note'],
-    cancelled: ['add-note'],
-  },
-};
-
-/** "and isCancellable" binds the sender's cancel only. */
-function expectedAllowed(party: Party, status: Status, offeringCancellable: boolean): Action[] {
-  return ALLOWED[party][status].filter(
-    (action) => offeringCancellable || party !== 'sender' || action !== 'cancel',
-  );
-}
 
 const COMBINATIONS = PARTIES.flatMap((party) =>
   STATUSES.flatMap((status) =>
@@ -113,7 +83,7 @@ describe('actionsFor every (party, status, offering cancellable)', () => {
     '$party in $status, offering cancellable: $offeringCancellable',
     ({ party, status, offeringCancellable }) => {
       const { allowedActions, blockedActions } = actionsFor(party, { status, offeringCancellable });
-      const expected = expectedAllowed(party, status, offeringCancellable);
+      const expected = contractAllowed(party, status, offeringCancellable);
       expect([...allowedActions].sort()).toEqual([...expected].sort());
 
       // Allowed and blocked split the party's actions, in the order of ACTIONS, each once.
