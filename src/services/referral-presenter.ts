@@ -14,10 +14,7 @@ import type { ReferralRecord } from '../db/referral.repository.ts';
 import type { Caller } from './caller.ts';
 
 /** The actions of `caller` on the referral as `record` holds it. */
-export function actionsOf(
-  record: ReferralRecord,
-  caller: Pick<Caller, 'role' | 'institution'>,
-): ReferralActions {
+function actionsOf(record: ReferralRecord, caller: Pick<Caller, 'role' | 'institution'>): ReferralActions {
   return callerActions(caller, record, record.offering?.cancellable ?? true);
 }
 
