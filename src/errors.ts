@@ -26,6 +26,22 @@ export type ErrorCode =
   | 'unavailable'
   | 'internal_error';
 
+/**
+ * Why an operation on a referral is refused, as a stable code: the `reason` member of a 409
+ * invalid_transition (and of a 403 forbidden_role for `not-your-side`), and of `blockedActions[]`.
+ * - `not-your-side`: the caller's institution is not the side of the referral its key acts for.
+ * - `not-in-status`: the lifecycle does not allow the operation from the referral's status.
+ * - `offering-not-cancellable`: the sender may not cancel, as the offering is not cancellable.
+ * - `offering-locked`: an update may not change the offering once the referral has been submitted.
+ */
+export const REFUSAL_REASONS = [
+  'not-your-side',
+  'not-in-status',
+  'offering-not-cancellable',
+  'offering-locked',
+] as const;
+export type RefusalReason = (typeof REFUSAL_REASONS)[number];
+
 export interface FieldError {
   readonly path: string;
   readonly message: string;
@@ -80,8 +96,9 @@ export class UnauthorizedError extends AppError {
 }
 
 export class ForbiddenRoleError extends AppError {
-  constructor(detail: string) {
-    super('forbidden_role', 403, 'Not allowed for this role', detail);
+  /** `not-your-side` when the key's role may perform the operation, but not on this referral. */
+  constructor(detail: string, reason?: Extract<RefusalReason, 'not-your-side'>) {
+    super('forbidden_role', 403, 'Not allowed for this role', detail, reason === undefined ? {} : { reason });
   }
 }
 
@@ -114,14 +131,13 @@ export class NotFoundError extends AppError {
 }
 
 export class InvalidTransitionError extends AppError {
-  constructor(operation: string, status: string, reason?: string) {
-    super(
-      'invalid_transition',
-      409,
-      'Operation not allowed in the current status',
-      reason ?? `Cannot ${operation} a referral whose status is ${status}.`,
-      { currentStatus: status },
-    );
+  readonly reason: RefusalReason;
+  constructor(status: string, reason: RefusalReason, detail: string) {
+    super('invalid_transition', 409, 'Operation not allowed in the current status', detail, {
+      currentStatus: status,
+      reason,
+    });
+    this.reason = reason;
   }
 }
 

@@ -30,14 +30,25 @@ export function partiesOf(referral: ReferralParties, institution: InstitutionRef
   return parties;
 }
 
+/** Whether the institution is the `party` side of the referral (a provider only once submitted). */
+export function isOnSide(referral: ReferralParties, institution: InstitutionRef, party: Party): boolean {
+  return partiesOf(referral, institution).includes(party);
+}
+
+/** Why a key of `party`'s role may not act on a referral whose `party` side is another institution. */
+export function notYourSideDetail(party: Party, institution: InstitutionRef): string {
+  return `This ${party} key acts for ${institution.idType}:${institution.id}, which is not this referral's ${party}.`;
+}
+
 export function isVisible(referral: ReferralParties, institution: InstitutionRef): boolean {
   return partiesOf(referral, institution).length > 0;
 }
 
 /**
  * The party a key acts as for an operation on a visible referral. A sender key acts as the sender, a
- * provider key as the provider; a key whose institution is not on that side, or whose role may not
- * perform the operation at all, gets 403 forbidden_role.
+ * provider key as the provider; a key whose role may not perform the operation at all gets 403
+ * forbidden_role, and one whose institution is not on that side gets it with reason `not-your-side`
+ * (the reason `blockedActions[]` gives for it, see actions.ts).
  */
 export function actingParty(
   operation: Operation,
@@ -50,10 +61,8 @@ export function actingParty(
   if (role === 'ops' || !allowed.includes(role)) {
     throw new ForbiddenRoleError(`A ${role} key may not ${operation.replaceAll('-', ' ')} referrals.`);
   }
-  if (!partiesOf(referral, institution).includes(role)) {
-    throw new ForbiddenRoleError(
-      `This ${role} key acts for ${institution.idType}:${institution.id}, which is not this referral's ${role}.`,
-    );
+  if (!isOnSide(referral, institution, role)) {
+    throw new ForbiddenRoleError(notYourSideDetail(role, institution), 'not-your-side');
   }
   return role;
 }

@@ -1,7 +1,7 @@
 // The referral lifecycle as data (contract §4). Each operation names who may perform it from which
 // statuses, where it leads, the timeline event it writes and the outbox topics it enqueues. The API,
 // the web form, the workers and the tests all read this one table; nothing else decides transitions.
-import { InvalidTransitionError } from '../errors.ts';
+import { InvalidTransitionError, type RefusalReason } from '../errors.ts';
 import type { AppointmentStatus, Status } from './statuses.ts';
 
 export type Actor = 'sender' | 'provider' | 'system';
@@ -169,27 +169,54 @@ export interface DecisionInput {
   readonly appointmentStatuses?: readonly AppointmentStatus[];
 }
 
-/** Whether `actor` may perform `operation` now; it does not check roles (see access.ts). */
-export function isAllowed(operation: Operation, actor: Actor, input: DecisionInput): boolean {
-  const rule: OperationRule = LIFECYCLE[operation];
-  const from = rule.from[actor];
-  if (from?.includes(input.status) !== true) return false;
-  return !(actor === 'sender' && rule.senderNeedsCancellableOffering === true && !input.offeringCancellable);
+/** Why an actor may not perform an operation now: a stable code and a sentence for people. */
+export interface Refusal {
+  readonly reason: Extract<RefusalReason, 'not-in-status' | 'offering-not-cancellable'>;
+  readonly detail: string;
 }
 
-/** Decides an operation or throws InvalidTransitionError naming the current status. */
-export function decide(operation: Operation, actor: Actor, input: DecisionInput): Decision {
+/** The statuses of a list, as a sentence reads them: "draft or sender-action-required". */
+function statusWords(statuses: readonly Status[]): string {
+  return statuses.length <= 1
+    ? (statuses[0] ?? 'no status')
+    : `${statuses.slice(0, -1).join(', ')} or ${statuses.at(-1) ?? ''}`;
+}
+
+/**
+ * Why `actor` may not perform `operation` now, or undefined when it may, as the table says. The
+ * commands refuse with this (decide), and the views list it under blockedActions (actions.ts), so a
+ * client reads the same reason before and after it tries. It does not check roles (see access.ts).
+ */
+export function refusalOf(operation: Operation, actor: Actor, input: DecisionInput): Refusal | undefined {
   const rule: OperationRule = LIFECYCLE[operation];
-  if (!isAllowed(operation, actor, input)) {
-    const fromAllowed = rule.from[actor]?.includes(input.status) === true;
-    throw new InvalidTransitionError(
-      OPERATION_VERBS[operation],
-      input.status,
-      fromAllowed
-        ? `This referral's offering cannot be cancelled by the sender (isCancellable is false).`
-        : undefined,
-    );
+  const from = rule.from[actor] ?? [];
+  if (!from.includes(input.status)) {
+    return {
+      reason: 'not-in-status',
+      detail:
+        `Cannot ${OPERATION_VERBS[operation]} a referral whose status is ${input.status}` +
+        (from.length === 0 ? '.' : `; the ${actor} may do so when it is ${statusWords(from)}.`),
+    };
   }
+  if (actor === 'sender' && rule.senderNeedsCancellableOffering === true && !input.offeringCancellable) {
+    return {
+      reason: 'offering-not-cancellable',
+      detail: `This referral's offering cannot be cancelled by the sender (isCancellable is false).`,
+    };
+  }
+  return undefined;
+}
+
+/** Whether `actor` may perform `operation` now; it does not check roles (see access.ts). */
+export function isAllowed(operation: Operation, actor: Actor, input: DecisionInput): boolean {
+  return refusalOf(operation, actor, input) === undefined;
+}
+
+/** Decides an operation or throws InvalidTransitionError with the refusal's reason and status. */
+export function decide(operation: Operation, actor: Actor, input: DecisionInput): Decision {
+  const refusal = refusalOf(operation, actor, input);
+  if (refusal !== undefined) throw new InvalidTransitionError(input.status, refusal.reason, refusal.detail);
+  const rule: OperationRule = LIFECYCLE[operation];
   return { rule, next: nextStatus(rule.to, input) };
 }
 

@@ -1,5 +1,6 @@
 // The referral as callers see it (contract §6). The API returns these shapes, and the renderer
 // draws the ehrForm from them. Unset values are null; `submittedAt` is absent for drafts.
+import type { Action, BlockedAction } from './actions.ts';
 import type { AppointmentStatus, CoreStatus, OfferingCategory, Status } from './statuses.ts';
 
 export interface InstitutionView {
@@ -54,8 +55,16 @@ export interface ReferralSummaryView {
   readonly isUrgent: boolean;
   readonly status: Status;
   readonly coreStatus: CoreStatus;
+  /** The sender's answer (contract §4): equal to whether `cancel` is in the sender's allowedActions. */
   readonly isCancellable: boolean;
+  /** What the caller's side may do now (actions.ts). */
+  readonly allowedActions: Action[];
+  /** What else the caller's side may do in general, and why not now. */
+  readonly blockedActions: BlockedAction[];
 }
+
+/** The summary as stored, the same for every caller: what the ehrForm and the FHIR view draw from. */
+export type StoredSummaryView = Omit<ReferralSummaryView, 'allowedActions' | 'blockedActions'>;
 
 export interface AppointmentView {
   readonly id: string;
@@ -109,4 +118,7 @@ export interface ReferralView extends ReferralSummaryView {
 }
 
 /** What the ehrForm is drawn from: the referral as stored at one version, without per-caller links. */
-export type EhrFormSource = Omit<ReferralView, 'links' | 'ehrForwarding' | 'ehrForm' | 'ehrFormType'>;
+export type EhrFormSource = Omit<
+  ReferralView,
+  'links' | 'ehrForwarding' | 'ehrForm' | 'ehrFormType' | 'allowedActions' | 'blockedActions'
+>;

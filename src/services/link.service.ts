@@ -111,7 +111,13 @@ export function createLinkService(deps: LinkDeps) {
         async (trx) => {
           const current = await referralRepository(trx).getVisible(referralId, caller.institution);
           const action = upsertLinkAction(current.status);
-          if (action === undefined) throw new InvalidTransitionError('open a link to edit', current.status);
+          if (action === undefined) {
+            throw new InvalidTransitionError(
+              current.status,
+              'not-in-status',
+              `Cannot open a link to edit a referral whose status is ${current.status}.`,
+            );
+          }
           await audit(trx, caller, 'link.upsert', [referralId], deps.clock.now());
           const link = await deps.links.mintOne(trx, grant(referralId), action);
           return {

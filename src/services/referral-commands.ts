@@ -76,7 +76,7 @@ export function createReferralCommands(deps: CommandDeps) {
   const fullView = (caller: Caller, id: string) => (trx: Transaction<Database>) =>
     reloadReferralView(trx, deps.links, caller, id);
   const summaryView = (caller: Caller, id: string) => async (trx: Transaction<Database>) =>
-    toSummary(await referralRepository(trx).getVisible(id, caller.institution));
+    toSummary(await referralRepository(trx).getVisible(id, caller.institution), caller);
 
   /** A transition whose only change is the status and one timeline sentence. */
   function simple(
@@ -162,7 +162,7 @@ export function createReferralCommands(deps: CommandDeps) {
         ifMatch,
         ({ record, party }) =>
           Promise.resolve({ decision: decide('delete', party, statusInput(record)), events: [] }),
-        (_trx, before) => Promise.resolve(toSummary(before)),
+        (_trx, before) => Promise.resolve(toSummary(before, caller)),
       );
     },
 
@@ -395,8 +395,8 @@ async function planUpdate(
     record.status !== 'draft'
   ) {
     throw new InvalidTransitionError(
-      'change the offering of',
       record.status,
+      'offering-locked',
       'The offering can change only while the referral is a draft; return it to draft first.',
     );
   }

@@ -1,10 +1,33 @@
-// Turns stored records into the shapes of contract §6.
+// Turns stored records into the shapes of contract §6. The stored summary is the same for every
+// caller; the summary a caller gets adds the actions its side may take (allowedActions and
+// blockedActions), which read only columns every read of a referral already has.
+import { callerActions, type ReferralActions } from '../domain/actions.ts';
 import { isCancellable } from '../domain/lifecycle.ts';
-import type { EhrForwardingView, OfferingView, ReferralSummaryView } from '../domain/referral-view.ts';
+import type {
+  EhrForwardingView,
+  OfferingView,
+  ReferralSummaryView,
+  StoredSummaryView,
+} from '../domain/referral-view.ts';
 import { CORE_STATUS_OF } from '../domain/statuses.ts';
 import type { ReferralRecord } from '../db/referral.repository.ts';
+import type { Caller } from './caller.ts';
 
-export function toSummary(record: ReferralRecord): ReferralSummaryView {
+/** The actions of `caller` on the referral as `record` holds it. */
+function actionsOf(record: ReferralRecord, caller: Pick<Caller, 'role' | 'institution'>): ReferralActions {
+  return callerActions(caller, record, record.offering?.cancellable ?? true);
+}
+
+/** The summary `caller` sees: the stored summary and the caller's actions. */
+export function toSummary(
+  record: ReferralRecord,
+  caller: Pick<Caller, 'role' | 'institution'>,
+): ReferralSummaryView {
+  return { ...toStoredSummary(record), ...actionsOf(record, caller) };
+}
+
+/** The summary as stored, the same for every caller. */
+export function toStoredSummary(record: ReferralRecord): StoredSummaryView {
   const offering: OfferingView | null =
     record.offering === null
       ? null

@@ -23,7 +23,7 @@ import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';
 import type { LinkMinter } from './link-minter.ts';
 import { auditEventOf } from './referral-mutation.ts';
-import { toEhrForwarding, toSummary } from './referral-presenter.ts';
+import { toEhrForwarding, toStoredSummary, toSummary } from './referral-presenter.ts';
 
 export interface QueryDeps {
   readonly db: Kysely<Database>;
@@ -65,9 +65,13 @@ function linksFor(links: LinkMinter, caller: Caller, record: ReferralRecord) {
   );
 }
 
-function presentReferral({ record, parts }: ReferralWithParts, minted: readonly LinkView[]): ReferralView {
+function presentReferral(
+  caller: Caller,
+  { record, parts }: ReferralWithParts,
+  minted: readonly LinkView[],
+): ReferralView {
   return {
-    ...toSummary(record),
+    ...toSummary(record, caller),
     ...presentParts(parts),
     links: minted.map(({ type, label, url }) => ({ type, label, url })),
     ehrForwarding: toEhrForwarding(record),
@@ -83,12 +87,12 @@ export async function loadReferralView(
 ): Promise<ReferralView> {
   const minted = linksFor(links, caller, found.record);
   await linkTokenRepository(trx).insert(minted.rows);
-  return presentReferral(found, minted.links);
+  return presentReferral(caller, found, minted.links);
 }
 
 /** The form's source for a referral read for the system (the forwarder), not for a caller. */
 export function ehrFormSourceFor({ record, parts }: ReferralWithParts): EhrFormSource {
-  return ehrFormSourceOf({ ...toSummary(record), ...presentParts(parts) });
+  return ehrFormSourceOf({ ...toStoredSummary(record), ...presentParts(parts) });
 }
 
 /** The referral with its parts if the caller's institution may see it; 404 referral_not_found otherwise. */
@@ -155,7 +159,7 @@ export function createReferralQueries(deps: QueryDeps) {
         ),
         minted.rows,
       );
-      const view = presentReferral(found, minted.links);
+      const view = presentReferral(caller, found, minted.links);
       if (!options.ehrForm) return view;
       // A version that was sent to the EHR answers with the bytes that were sent: the ledger's hash
       // holds for them whatever changed since (a catalog name, the templates in an upgrade). Any other
@@ -199,7 +203,7 @@ export function createReferralQueries(deps: QueryDeps) {
         ),
       );
       return {
-        data: page.records.map(toSummary),
+        data: page.records.map((record) => toSummary(record, caller)),
         metadata: {
           offset: query.offset,
           pageSize: query.pageSize,

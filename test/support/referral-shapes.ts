@@ -36,7 +36,30 @@ export interface SummaryJson {
   status: Status;
   coreStatus: string;
   isCancellable: boolean;
+  allowedActions: string[];
+  blockedActions: BlockedActionJson[];
 }
+
+export interface BlockedActionJson {
+  action: string;
+  reason: string;
+  detail: string;
+}
+
+/** docs/api.md, "Allowed and blocked actions", transcribed. */
+export const DOCUMENTED_ACTIONS = [
+  'edit',
+  'submit',
+  'delete',
+  'back-to-draft',
+  'cancel',
+  'accept',
+  'reject',
+  'request-action',
+  'upsert-appointment',
+  'add-note',
+];
+export const DOCUMENTED_BLOCK_REASONS = ['not-your-side', 'not-in-status', 'offering-not-cancellable'];
 
 export interface AppointmentJson {
   id: string;
@@ -113,6 +136,8 @@ const SUMMARY_KEYS = [
   'status',
   'coreStatus',
   'isCancellable',
+  'allowedActions',
+  'blockedActions',
 ];
 const REFERRAL_KEYS = ['appointments', 'links', 'notes', 'timelineEvents', 'ehrForwarding'];
 
@@ -144,6 +169,16 @@ function expectSummaryFields(body: SummaryJson): void {
   expect(keysOf(body.referrer)).toEqual(sorted(['id', 'idType', 'name', 'email', 'contactNumber']));
   expect(typeof body.isUrgent).toBe('boolean');
   expect(typeof body.isCancellable).toBe('boolean');
+  for (const action of body.allowedActions) expect(DOCUMENTED_ACTIONS).toContain(action);
+  for (const blocked of body.blockedActions) {
+    expect(keysOf(blocked)).toEqual(['action', 'detail', 'reason']);
+    expect(DOCUMENTED_ACTIONS).toContain(blocked.action);
+    expect(DOCUMENTED_BLOCK_REASONS).toContain(blocked.reason);
+    expect(blocked.detail).toMatch(/^[A-Z].+\.$/);
+  }
+  // Each action at most once, in one list or the other.
+  const listed = [...body.allowedActions, ...body.blockedActions.map((b) => b.action)];
+  expect(new Set(listed).size).toBe(listed.length);
 }
 
 /** A ReferralSummary (list, delete, cancel, back-to-draft): exactly its fields. */

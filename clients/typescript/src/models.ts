@@ -12,6 +12,8 @@ export type Appointment = Schemas['Appointment'];
 export type TimelineEvent = Schemas['TimelineEvent'];
 export type LinkUpsertResponse = Schemas['LinkUpsertResponse'];
 export type EhrSubmission = Schemas['EhrSubmission'];
+export type AllowedAction = Schemas['AllowedAction'];
+export type BlockedAction = Schemas['BlockedAction'];
 export type Problem = Schemas['Problem'];
 export type FieldError = Schemas['FieldError'];
 

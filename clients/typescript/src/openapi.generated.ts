@@ -350,6 +350,11 @@ export interface components {
       errors?: components['schemas']['FieldError'][];
       /** @description With `invalid_transition`: the status the referral is in. */
       currentStatus?: string;
+      /**
+       * @description With `invalid_transition`, and with `forbidden_role` when the key may not act on this referral's side: why the operation was refused, as the referral's `blockedActions[].reason` gives it. `offering-locked`: an update may not change the offering after submission.
+       * @enum {unknown}
+       */
+      reason?: 'not-your-side' | 'not-in-status' | 'offering-not-cancellable' | 'offering-locked';
       /** @description With `version_mismatch`: the version the referral is at. Read it again and retry. */
       currentVersion?: number;
       /** @description With `incomplete_referral`: what the referral needs before it can be submitted. */
@@ -410,8 +415,12 @@ export interface components {
        * @enum {unknown}
        */
       coreStatus: 'draft' | 'pending' | 'confirmed' | 'rejected' | 'cancelled' | 'sender-action-required';
-      /** @description Whether a cancel option may be offered to the sender. */
+      /** @description Whether a cancel option may be offered to the sender: equal to whether `cancel` is in the sender's allowedActions. A provider reads its own answer in allowedActions. */
       isCancellable: boolean;
+      /** @description The actions the caller may run now, for the side of the referral its key acts for, by the lifecycle. A call may still be refused for its content (400, 422 incomplete_referral, 409 limit_exceeded, 412). */
+      allowedActions: components['schemas']['AllowedAction'][];
+      /** @description The other actions of the caller's side, with the reason each is not allowed now. Actions the side never has (a sender accepting) are in neither list. */
+      blockedActions: components['schemas']['BlockedAction'][];
       appointments: components['schemas']['Appointment'][];
       /** @description What the requester can do now, one button each. Minted for the requesterIdentifier. */
       links: components['schemas']['Link'][];
@@ -471,8 +480,12 @@ export interface components {
        * @enum {unknown}
        */
       coreStatus: 'draft' | 'pending' | 'confirmed' | 'rejected' | 'cancelled' | 'sender-action-required';
-      /** @description Whether a cancel option may be offered to the sender. */
+      /** @description Whether a cancel option may be offered to the sender: equal to whether `cancel` is in the sender's allowedActions. A provider reads its own answer in allowedActions. */
       isCancellable: boolean;
+      /** @description The actions the caller may run now, for the side of the referral its key acts for, by the lifecycle. A call may still be refused for its content (400, 422 incomplete_referral, 409 limit_exceeded, 412). */
+      allowedActions: components['schemas']['AllowedAction'][];
+      /** @description The other actions of the caller's side, with the reason each is not allowed now. Actions the side never has (a sender accepting) are in neither list. */
+      blockedActions: components['schemas']['BlockedAction'][];
     };
     ReferralPage: {
       data: components['schemas']['ReferralSummary'][];
@@ -567,6 +580,32 @@ export interface components {
       description: string;
       /** Format: date-time */
       producedAt: string;
+    };
+    /**
+     * @description An operation of the lifecycle a party runs on a referral: `edit` (PATCH, or the link upsert naming the referral), `submit`, `delete`, `back-to-draft`, `cancel`, `accept`, `reject`, `request-action`, `upsert-appointment` (PUT of an appointment) and `add-note` (POST of a note). More may be added.
+     * @enum {unknown}
+     */
+    AllowedAction:
+      | 'edit'
+      | 'submit'
+      | 'delete'
+      | 'back-to-draft'
+      | 'cancel'
+      | 'accept'
+      | 'reject'
+      | 'request-action'
+      | 'upsert-appointment'
+      | 'add-note';
+    /** @description An action the caller's side has, which it may not run now, and why. */
+    BlockedAction: {
+      action: components['schemas']['AllowedAction'];
+      /**
+       * @description Stable code: branch on this. `not-your-side` (the institution is not the side of the referral the key acts for), `not-in-status` (not from the current status), `offering-not-cancellable` (the sender may not cancel: the offering is not cancellable). A call of the action fails with this `reason` in its problem.
+       * @enum {unknown}
+       */
+      reason: 'not-your-side' | 'not-in-status' | 'offering-not-cancellable';
+      /** @description Why, as a sentence for people. */
+      detail: string;
     };
     /** @description How far forwarding the referral to the national EHR has got. */
     EhrForwarding: {

@@ -8,7 +8,9 @@ import { LinkUpsertResponse } from './link.schema.ts';
 import type { Named } from './named.ts';
 import { FieldError, Problem } from './problem.schema.ts';
 import {
+  AllowedAction,
   Appointment,
+  BlockedAction,
   EhrForwarding,
   Institution,
   Link,
@@ -38,6 +40,8 @@ export const COMPONENT_SCHEMAS: readonly Named[] = [
   Link,
   Note,
   TimelineEvent,
+  AllowedAction,
+  BlockedAction,
   EhrForwarding,
   LinkUpsertResponse,
   EhrSubmission,

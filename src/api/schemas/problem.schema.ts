@@ -1,5 +1,6 @@
 // The problem+json document every error returns (contract §9).
 import { Type } from 'typebox';
+import { REFUSAL_REASONS } from '../../errors.ts';
 import { named, ref } from './named.ts';
 
 export const FieldError = named(
@@ -34,6 +35,14 @@ export const Problem = named(
       ),
       currentStatus: Type.Optional(
         Type.String({ description: 'With `invalid_transition`: the status the referral is in.' }),
+      ),
+      reason: Type.Optional(
+        Type.Enum([...REFUSAL_REASONS], {
+          description:
+            'With `invalid_transition`, and with `forbidden_role` when the key may not act on this ' +
+            "referral's side: why the operation was refused, as the referral's `blockedActions[].reason` " +
+            'gives it. `offering-locked`: an update may not change the offering after submission.',
+        }),
       ),
       currentVersion: Type.Optional(
         Type.Integer({

@@ -1,6 +1,7 @@
 // Request and response shapes of referrals (contract §5 and §6). The response shapes are named
 // schemas (see named.ts): clients get `Referral`, `ReferralSummary`, `Note`, … by these names.
 import { Type } from 'typebox';
+import { ACTIONS, BLOCK_REASONS } from '../../domain/actions.ts';
 import { APPOINTMENT_STATUSES, CORE_STATUSES, OFFERING_CATEGORIES, STATUSES } from '../../domain/statuses.ts';
 import {
   Gender,
@@ -76,6 +77,34 @@ export const Referrer = named(
   ),
 );
 
+export const AllowedAction = named(
+  'AllowedAction',
+  Type.Enum([...ACTIONS], {
+    description:
+      'An operation of the lifecycle a party runs on a referral: `edit` (PATCH, or the link upsert naming ' +
+      'the referral), `submit`, `delete`, `back-to-draft`, `cancel`, `accept`, `reject`, `request-action`, ' +
+      '`upsert-appointment` (PUT of an appointment) and `add-note` (POST of a note). More may be added.',
+  }),
+);
+
+export const BlockedAction = named(
+  'BlockedAction',
+  Type.Object(
+    {
+      action: ref(AllowedAction),
+      reason: Type.Enum([...BLOCK_REASONS], {
+        description:
+          'Stable code: branch on this. `not-your-side` (the institution is not the side of the referral ' +
+          'the key acts for), `not-in-status` (not from the current status), `offering-not-cancellable` ' +
+          '(the sender may not cancel: the offering is not cancellable). A call of the action fails with ' +
+          'this `reason` in its problem.',
+      }),
+      detail: Type.String({ description: 'Why, as a sentence for people.' }),
+    },
+    { description: "An action the caller's side has, which it may not run now, and why." },
+  ),
+);
+
 const summaryProperties = {
   id: ReferralId,
   version: Type.Integer({ minimum: 1, description: 'Increments with every change; sent back as ETag.' }),
@@ -96,7 +125,24 @@ const summaryProperties = {
     description: 'Deprecated since v0.0.66: use coreStatus. The fine-grained status; it may be removed.',
   }),
   coreStatus: Type.Enum([...CORE_STATUSES], { description: 'The status to display to users.' }),
-  isCancellable: Type.Boolean({ description: 'Whether a cancel option may be offered to the sender.' }),
+  isCancellable: Type.Boolean({
+    description:
+      'Whether a cancel option may be offered to the sender: equal to whether `cancel` is in the ' +
+      "sender's allowedActions. A provider reads its own answer in allowedActions.",
+  }),
+  allowedActions: Type.Array(ref(AllowedAction), {
+    maxItems: ACTIONS.length,
+    description:
+      'The actions the caller may run now, for the side of the referral its key acts for, by the ' +
+      'lifecycle. A call may still be refused for its content (400, 422 incomplete_referral, 409 ' +
+      'limit_exceeded, 412).',
+  }),
+  blockedActions: Type.Array(ref(BlockedAction), {
+    maxItems: ACTIONS.length,
+    description:
+      "The other actions of the caller's side, with the reason each is not allowed now. Actions the side " +
+      'never has (a sender accepting) are in neither list.',
+  }),
 };
 
 export const ReferralSummary = named(

@@ -23,7 +23,15 @@ function fastifyError(code: string, statusCode: number): Error {
 
 describe('pageForError', () => {
   it.each([
-    [new InvalidTransitionError('update', 'cancelled'), 409, 'This referral can no longer be changed here'],
+    [
+      new InvalidTransitionError(
+        'cancelled',
+        'not-in-status',
+        'Cannot update a referral whose status is cancelled.',
+      ),
+      409,
+      'This referral can no longer be changed here',
+    ],
     [
       new ReferralNotFoundError('0197a2b0-0000-7000-8000-000000000001'),
       404,
@@ -50,9 +58,15 @@ describe('pageForError', () => {
   });
 
   it('names the status a referral is in now, and passes a page error through', () => {
-    expect(pageForError(new InvalidTransitionError('update', 'pending-acceptance')).paragraphs[0]).toBe(
-      'Its status is now: Submitted, awaiting acceptance.',
-    );
+    expect(
+      pageForError(
+        new InvalidTransitionError(
+          'pending-acceptance',
+          'not-in-status',
+          'Cannot update a referral whose status is pending-acceptance.',
+        ),
+      ).paragraphs[0],
+    ).toBe('Its status is now: Submitted, awaiting acceptance.');
     const own = new WebPageError(410, 'Gone', ['Ask again.']);
     expect(pageForError(own)).toBe(own);
   });
