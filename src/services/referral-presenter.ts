@@ -23,10 +23,15 @@ export function toSummary(
   record: ReferralRecord,
   caller: Pick<Caller, 'role' | 'institution'>,
 ): ReferralSummaryView {
-  return { ...toStoredSummary(record), ...actionsOf(record, caller) };
+  const stored = toStoredSummary(record);
+  const actions = actionsOf(record, caller);
+  // A cancel option may be offered to whoever reads; ops, acting on no referral, reads the sender's.
+  const cancellable =
+    caller.role === 'ops' ? stored.isCancellable : actions.allowedActions.includes('cancel');
+  return { ...stored, ...actions, isCancellable: cancellable };
 }
 
-/** The summary as stored, the same for every caller. */
+/** The summary as stored, the same for every caller (`isCancellable` as the sender's answer). */
 export function toStoredSummary(record: ReferralRecord): StoredSummaryView {
   const offering: OfferingView | null =
     record.offering === null

@@ -917,13 +917,15 @@ describe.each(ENGINES)('endpoints on %s', (engine) => {
       const { links: senderLinks } = asSender;
       const { links: providerLinks } = asProvider;
       // The same referral, with buttons and actions for each party (actions: test/api/actions.test.ts).
-      const perCaller = new Set(['links', 'allowedActions', 'blockedActions']);
+      const perCaller = new Set(['links', 'allowedActions', 'blockedActions', 'isCancellable']);
       const shared = (view: object) => Object.entries(view).filter(([field]) => !perCaller.has(field));
       expect(shared(asProvider)).toEqual(shared(asSender));
       expect(senderLinks.length).toBeGreaterThan(0);
       expect(providerLinks.map(({ type, label }) => ({ type, label }))).toEqual(
         contractLinks(status, 'provider'),
       );
+      // The provider may cancel from every status the sender may, and from scheduled.
+      expect(asProvider.isCancellable).toBe(CONTRACT_CANCELLABLE.includes(status) || status === 'scheduled');
     });
   });
 

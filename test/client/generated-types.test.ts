@@ -30,7 +30,8 @@ describe('the generated client types', () => {
     } finally {
       await t.close();
     }
-  });
+    // A whole app on embedded PGlite starts slowly on a loaded 2-core machine.
+  }, 120_000);
 
   it('change when the document changes', async () => {
     // The comparison above is only worth something if a change in a schema reaches the types.

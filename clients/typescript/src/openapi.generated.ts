@@ -415,7 +415,7 @@ export interface components {
        * @enum {unknown}
        */
       coreStatus: 'draft' | 'pending' | 'confirmed' | 'rejected' | 'cancelled' | 'sender-action-required';
-      /** @description Whether a cancel option may be offered to the sender: equal to whether `cancel` is in the sender's allowedActions. A provider reads its own answer in allowedActions. */
+      /** @description Whether a cancel option may be offered to the caller: equal to whether `cancel` is in its allowedActions. For an ops key, which acts on no referral, the sender's answer. */
       isCancellable: boolean;
       /** @description The actions the caller may run now, for the side of the referral its key acts for, by the lifecycle. A call may still be refused for its content (400, 422 incomplete_referral, 409 limit_exceeded, 412). */
       allowedActions: components['schemas']['AllowedAction'][];
@@ -480,7 +480,7 @@ export interface components {
        * @enum {unknown}
        */
       coreStatus: 'draft' | 'pending' | 'confirmed' | 'rejected' | 'cancelled' | 'sender-action-required';
-      /** @description Whether a cancel option may be offered to the sender: equal to whether `cancel` is in the sender's allowedActions. A provider reads its own answer in allowedActions. */
+      /** @description Whether a cancel option may be offered to the caller: equal to whether `cancel` is in its allowedActions. For an ops key, which acts on no referral, the sender's answer. */
       isCancellable: boolean;
       /** @description The actions the caller may run now, for the side of the referral its key acts for, by the lifecycle. A call may still be refused for its content (400, 422 incomplete_referral, 409 limit_exceeded, 412). */
       allowedActions: components['schemas']['AllowedAction'][];

@@ -127,8 +127,8 @@ const summaryProperties = {
   coreStatus: Type.Enum([...CORE_STATUSES], { description: 'The status to display to users.' }),
   isCancellable: Type.Boolean({
     description:
-      'Whether a cancel option may be offered to the sender: equal to whether `cancel` is in the ' +
-      "sender's allowedActions. A provider reads its own answer in allowedActions.",
+      'Whether a cancel option may be offered to the caller: equal to whether `cancel` is in its ' +
+      "allowedActions. For an ops key, which acts on no referral, the sender's answer.",
   }),
   allowedActions: Type.Array(ref(AllowedAction), {
     maxItems: ACTIONS.length,
