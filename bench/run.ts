@@ -92,6 +92,7 @@ async function main(): Promise<void> {
       // A write round at 50 connections consumes one draft per submit; this leaves ample room.
       writeDrafts: chosen.has('write') ? numberFrom('BENCH_WRITE_DRAFTS', 15_000) : 0,
       forwardDrafts: chosen.has('forward') ? burst * forwardRounds + idleSamples : 0,
+      bareDrafts: chosen.has('forward') ? burst * forwardRounds + idleSamples : 0,
       refhubNodeOptions: (process.env.BENCH_REFHUB_NODE_OPTIONS ?? '').split(' ').filter(Boolean),
       log,
     });
