@@ -319,7 +319,7 @@ interface BareJob {
 }
 
 function startRelay(pool: pg.Pool, queue: Queue<BareJob>) {
-  let running = true;
+  const state = { running: true };
   let timer: NodeJS.Timeout | undefined;
   let wake: (() => void) | undefined;
   const drainOnce = () =>
@@ -340,14 +340,14 @@ function startRelay(pool: pg.Pool, queue: Queue<BareJob>) {
       return rows.length;
     });
   const loop = (async () => {
-    while (running) {
+    while (state.running) {
       let claimed = 0;
       try {
         claimed = await drainOnce();
       } catch (error) {
         process.stderr.write(`bare relay: ${(error as Error).message}\n`);
       }
-      if (claimed < RELAY_BATCH && running) {
+      if (claimed < RELAY_BATCH) {
         await new Promise<void>((resolve) => {
           wake = resolve;
           timer = setTimeout(resolve, RELAY_IDLE_MS);
@@ -357,7 +357,7 @@ function startRelay(pool: pg.Pool, queue: Queue<BareJob>) {
   })();
   return {
     async stop() {
-      running = false;
+      state.running = false;
       clearTimeout(timer);
       wake?.();
       await loop;
@@ -430,7 +430,11 @@ async function main(): Promise<void> {
   if (databaseUrl === undefined || ehrUrl === undefined) throw new Error('set BARE_DATABASE_URL and EHR_URL');
   const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   const prefix = process.env.BARE_QUEUE_PREFIX ?? '{bare}';
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: POOL_SIZE, application_name: 'bare-pipeline' });
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: POOL_SIZE,
+    application_name: 'bare-pipeline',
+  });
   pool.on('error', () => undefined);
   const producer = new Redis(redisUrl, { maxRetriesPerRequest: null });
   const workerConnection = new Redis(redisUrl, { maxRetriesPerRequest: null });

@@ -57,7 +57,11 @@ export interface StageRule {
 export const STAGE_RULES: readonly StageRule[] = [
   // Shared by the submit and the forward: the timeline and audit writers, the form's source, the
   // referral's repository.
-  { stage: null, url: /\/src\/services\/referral-mutation\.ts$/, fn: /^(appendTimeline|audit|auditBySystem|auditEventOf)$/ },
+  {
+    stage: null,
+    url: /\/src\/services\/referral-mutation\.ts$/,
+    fn: /^(appendTimeline|audit|auditBySystem|auditEventOf)$/,
+  },
   { stage: null, url: /\/src\/services\/referral-queries\.ts$/, fn: /^(ehrFormSourceFor|ehrFormSourceOf)$/ },
   // The forward's ledger service: its plan (the job's re-read of the referral) is the job's; keeping
   // the form and recording the attempt are the record.
@@ -89,8 +93,14 @@ export const STAGE_RULES: readonly StageRule[] = [
  * the stack: their work then ran for that stage's I/O. Searched from the innermost frame out.
  */
 export const LIBRARY_STAGES: readonly StageRule[] = [
-  { stage: 'database driver, async', url: /\/node_modules\/(pg|pg-protocol|pg-pool|pg-types|postgres-[a-z]+)\// },
-  { stage: 'job', url: /\/node_modules\/(bullmq|ioredis|msgpackr|cluster-key-slot|redis-errors|redis-parser)\// },
+  {
+    stage: 'database driver, async',
+    url: /\/node_modules\/(pg|pg-protocol|pg-pool|pg-types|postgres-[a-z]+)\//,
+  },
+  {
+    stage: 'job',
+    url: /\/node_modules\/(bullmq|ioredis|msgpackr|cluster-key-slot|redis-errors|redis-parser)\//,
+  },
   { stage: 'send', url: /\/node_modules\/undici\// },
   {
     stage: 'submit request',

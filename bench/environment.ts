@@ -65,6 +65,8 @@ export interface BenchEnv {
   extraDatabase(suffix: string): Promise<string>;
   /** The highest RSS `refhub all` reached since it started, in MiB, sampled every 250 ms. */
   peakRssMiB(): number;
+  /** The run's scratch directory, removed at tear-down. */
+  readonly dataDir: string;
   /** Node options the refhub process runs with (none: the settings `npm start` uses). */
   readonly refhubNodeOptions: readonly string[];
   readonly log: (message: string) => void;
@@ -123,6 +125,29 @@ async function seed(store: Store, options: BenchOptions) {
   // autovacuum leaves them, so that neither refhub nor the baseline runs on a cold, unanalysed table.
   await sql`vacuum analyze`.execute(store.db);
   return { parties, readerIds, writeIds, forwardIds };
+}
+
+/** A database of refhub's own beside the run's, for scenarios that run refhub processes of their own. */
+export interface RefhubDatabase {
+  readonly url: string;
+  readonly db: Kysely<Database>;
+  readonly parties: BenchParties;
+  readonly pool: DraftPool;
+  close(): Promise<void>;
+}
+
+/**
+ * Makes, migrates and seeds another database of the run (the catalog, the keys and `drafts` drafts of
+ * the writer's clinic); it is dropped at tear-down with the others.
+ */
+export async function refhubDatabase(env: BenchEnv, suffix: string, drafts: number): Promise<RefhubDatabase> {
+  const url = await env.extraDatabase(suffix);
+  const store = await openStore({ engine: 'postgres', url, poolSize: 2 });
+  await migrateToLatest(store.db);
+  const parties = await seedCatalogAndKeys(store.db);
+  const ids = await seedDrafts(store.db, { party: parties.writer, count: drafts });
+  await sql`vacuum analyze`.execute(store.db);
+  return { url, db: store.db, parties, pool: pool(ids), close: () => store.close() };
 }
 
 /** Deletes every key of the run's queue prefixes (`{prefix}…`, `{prefix-baseline}…`). */
@@ -249,6 +274,7 @@ export async function setUp(options: BenchOptions): Promise<BenchEnv> {
       db,
       bare,
       extraDatabase,
+      dataDir: dir,
       peakRssMiB: () => sampler.peak(),
       refhubNodeOptions: options.refhubNodeOptions,
       log: options.log,

@@ -11,7 +11,9 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Pool, request } from 'undici';
 import { performance } from 'node:perf_hooks';
-import type { BarePipeline, BenchEnv } from '../environment.ts';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../src/db/schema.ts';
+import type { BarePipeline, BenchEnv, DraftPool } from '../environment.ts';
 import {
   cpuSecondsOfPid,
   machineCpuSeconds,
@@ -19,7 +21,7 @@ import {
   startBaselineWorker,
   type Service,
 } from '../processes.ts';
-import { BENCH_REQUESTER } from '../seed.ts';
+import { BENCH_REQUESTER, type BenchParties } from '../seed.ts';
 import {
   median,
   medianOfRounds,
@@ -80,8 +82,8 @@ export interface SubmitTarget {
 }
 
 /** refhub's submit endpoint, as the writer's clinic calls it. */
-export function refhubSubmitTarget(address: string, env: BenchEnv): SubmitTarget {
-  const { writer } = env.parties;
+export function refhubSubmitTarget(address: string, parties: BenchParties): SubmitTarget {
+  const { writer } = parties;
   return {
     address,
     path: (id) => `/api/v1/referrals/${id}/submit`,
@@ -95,7 +97,10 @@ export function refhubSubmitTarget(address: string, env: BenchEnv): SubmitTarget
 }
 
 function bareSubmitTarget(env: BenchEnv, bare: BarePipeline): SubmitTarget {
-  return { ...refhubSubmitTarget(bare.service.address, env), path: (id) => `/referrals/${id}/submit` };
+  return {
+    ...refhubSubmitTarget(bare.service.address, env.parties),
+    path: (id) => `/referrals/${id}/submit`,
+  };
 }
 
 /**
@@ -134,8 +139,11 @@ export async function submitAll(target: SubmitTarget, ids: readonly string[], co
 }
 
 /** Waits until refhub's database shows every one of `ids` forwarded (PostgreSQL only). */
-async function recordedForwarded(env: BenchEnv, ids: readonly string[], timeoutMs: number): Promise<number> {
-  const db = env.db;
+async function recordedForwarded(
+  db: Kysely<Database> | undefined,
+  ids: readonly string[],
+  timeoutMs: number,
+): Promise<number> {
   if (db === undefined) return ids.length;
   const until = Date.now() + timeoutMs;
   for (;;) {
@@ -157,7 +165,7 @@ async function recordedForwarded(env: BenchEnv, ids: readonly string[], timeoutM
  * write scenario's submits and cancels) leave forwards behind that would otherwise count as this
  * scenario's deliveries, or slow it down.
  */
-export async function settle(env: BenchEnv, timeoutMs = 180_000): Promise<void> {
+export async function settle(env: BenchEnv, timeoutMs = 180_000, db = env.db): Promise<void> {
   const sandbox = sandboxControl(env.sandbox);
   const until = Date.now() + timeoutMs;
   let last = await sandbox.requests();
@@ -166,8 +174,8 @@ export async function settle(env: BenchEnv, timeoutMs = 180_000): Promise<void> 
     await sleep(1000);
     const now = await sandbox.requests();
     let pending = 0;
-    if (env.db !== undefined) {
-      const row = await env.db
+    if (db !== undefined) {
+      const row = await db
         .selectNoFrom((eb) => [
           eb
             .selectFrom('referrals')
@@ -232,7 +240,10 @@ export async function burst(env: BenchEnv, side: ForwardSide, plan: ForwardPlan)
   while ((await sandbox.delivered()) - before < ids.length - failed && Date.now() < until)
     await sleep(POLL_MS);
   const machineAfter = machineCpuSeconds();
-  const cpuSeconds = side.processes.reduce((sum, p, i) => sum + cpuSecondsOfPid(p.pid) - (cpuBefore[i] ?? 0), 0);
+  const cpuSeconds = side.processes.reduce(
+    (sum, p, i) => sum + cpuSecondsOfPid(p.pid) - (cpuBefore[i] ?? 0),
+    0,
+  );
   const peak = samplers.reduce((sum, s) => sum + s.stop(), 0);
   const wanted = new Set(ids);
   const receivedAt = new Map<string, number>();
@@ -265,13 +276,17 @@ export async function burst(env: BenchEnv, side: ForwardSide, plan: ForwardPlan)
   };
 }
 
-/** refhub's side: `refhub all` of the run (or other processes on the same database). */
-export function refhubSide(env: BenchEnv, address: string, processes: readonly Service[]): ForwardSide {
+/** A side of refhub processes: `address` takes submits; `db` is their database. */
+export function refhubSide(
+  address: string,
+  processes: readonly Service[],
+  data: { parties: BenchParties; pool: DraftPool; db: Kysely<Database> | undefined },
+): ForwardSide {
   return {
-    target: refhubSubmitTarget(address, env),
+    target: refhubSubmitTarget(address, data.parties),
     processes,
-    take: () => env.forwardPool.take(),
-    forwarded: (ids, timeoutMs) => recordedForwarded(env, ids, timeoutMs),
+    take: () => data.pool.take(),
+    forwarded: (ids, timeoutMs) => recordedForwarded(data.db, ids, timeoutMs),
   };
 }
 
@@ -307,7 +322,12 @@ function baselineQueue(env: BenchEnv) {
   };
 }
 
-async function noopBurst(queue: Queue, worker: Service, plan: ForwardPlan, round: number): Promise<Measurement> {
+async function noopBurst(
+  queue: Queue,
+  worker: Service,
+  plan: ForwardPlan,
+  round: number,
+): Promise<Measurement> {
   const before = await queue.getCompletedCount();
   const rss = sampleRss(worker);
   const started = Date.now();
@@ -385,7 +405,11 @@ export async function forwardScenario(env: BenchEnv, plan: ForwardPlan): Promise
     concurrency: WORKER_CONCURRENCY,
   });
   const { queue, close } = baselineQueue(env);
-  const refhub = refhubSide(env, env.refhub.address, [env.refhub]);
+  const refhub = refhubSide(env.refhub.address, [env.refhub], {
+    parties: env.parties,
+    pool: env.forwardPool,
+    db: env.db,
+  });
   const bare = env.bare === undefined ? undefined : bareSide(env, env.bare);
   try {
     await settle(env);

@@ -39,7 +39,11 @@ describe.each(ENGINES)('bulk copies of a referral on %s', (engine) => {
 
   const acting = { institutionIdType: 'hci', institutionId: 'S1234A' } as const;
   const rowsOf = async (id: string) => ({
-    referral: await t.ctx.db.selectFrom('referrals').selectAll().where('id', '=', id).executeTakeFirstOrThrow(),
+    referral: await t.ctx.db
+      .selectFrom('referrals')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow(),
     timeline: await t.ctx.db
       .selectFrom('timeline_events')
       .selectAll()
@@ -83,7 +87,13 @@ describe.each(ENGINES)('bulk copies of a referral on %s', (engine) => {
 
   it('copies a draft with its rows, and a copy reads and submits like an API-made draft', async () => {
     const template = await create(1);
-    await cloneReferral(t.ctx.db, { templateId: template, count: 3, firstNumber: 10, newest: new Date(), salt: 1 });
+    await cloneReferral(t.ctx.db, {
+      templateId: template,
+      count: 3,
+      firstNumber: 10,
+      newest: new Date(),
+      salt: 1,
+    });
     const copies = await copiesOf(template, 1);
     expect(copies).toHaveLength(3);
     const original = await rowsOf(template);
