@@ -1,12 +1,14 @@
-// The forward scenario: drafts submitted through the API in a burst, and the time until the sandbox EHR
-// has recorded every one of them as delivered. That covers the whole path: the submit's transaction
-// and outbox rows, the relay, BullMQ, the forward worker's read, render and POST, and the sandbox's
-// acceptance. The submit→EHR latency of a referral runs from the moment its submit was sent to the
-// moment the sandbox recorded it. The baseline is a bare BullMQ queue on the same Redis moving as many
-// no-op jobs through one worker process of the same concurrency.
+// The forward scenario: drafts submitted in a burst, and the time until the sandbox EHR has received
+// every one of them. On refhub that covers the whole path: the submit's transaction and outbox rows,
+// the relay, BullMQ, the forward worker's read, render, check and POST, and the record of the attempt.
+// The baseline is the bare pipeline (bare-pipeline.ts), which does the least work of the same path,
+// forwarding to the same sandbox EHR; the two run in interleaved rounds, each with drafts of its own.
+// A bare BullMQ queue moving as many no-op jobs is measured in the same rounds, as a row of its own.
 //
-// Then, with the system idle, referrals are submitted one at a time, each waited for, for the idle
-// submit→EHR latency (the baseline: one no-op job at a time).
+// Each side reports referrals reaching the EHR per second (from the first submit to the last receipt)
+// and the submit→EHR latency (submit sent → received by the sandbox), submits accepted per second and
+// their response times, the CPU its processes used per referral, and how busy the machine was. Then,
+// with the system idle, referrals go one at a time, each waited for, for the idle submit→EHR latency.
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Pool, request } from 'undici';

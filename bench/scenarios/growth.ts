@@ -148,19 +148,53 @@ async function measureReads(refhub: Service, reader: BenchParty, ids: readonly s
 }
 
 /**
- * Puts `count` submitted referrals in the forward queue while it is paused, then resumes it and
- * measures the delivery rate over the window.
+ * A referral submitted through the API while the forward queue is paused, and its submit relayed
+ * into the queue: queued, as the copies of it will be.
+ */
+async function submittedTemplate(
+  db: Kysely<Database>,
+  submitter: { refhub: Service; writer: BenchParty; offset: number },
+): Promise<string> {
+  const { refhub, writer, offset } = submitter;
+  const [draft] = await seedDrafts(db, { party: writer, count: 1, offset });
+  if (draft === undefined) throw new Error('no draft was seeded');
+  const submitted = await request(`${refhub.address}/api/v1/referrals/${draft}/submit`, {
+    method: 'POST',
+    headers: jsonHeaders(writer.key),
+    body: JSON.stringify({
+      institutionIdType: writer.institution.idType,
+      institutionId: writer.institution.id,
+      requesterIdentifier: BENCH_REQUESTER,
+    }),
+  });
+  await submitted.body.dump();
+  if (submitted.statusCode !== 200) throw new Error(`the template's submit answered ${submitted.statusCode}`);
+  while ((await pending(db)) > 0) await sleep(200);
+  const row = await db
+    .selectFrom('referrals')
+    .select('ehr_state')
+    .where('id', '=', draft)
+    .executeTakeFirstOrThrow();
+  if (row.ehr_state !== 'queued') throw new Error(`the template is ${row.ehr_state}, not queued`);
+  return draft;
+}
+
+/**
+ * Puts `count` submitted referrals in the forward queue while it is paused (copies of one submitted
+ * through the API), then resumes it and measures the delivery rate over the window.
  */
 async function forwardRun(
   env: BenchEnv,
   state: GrowthState,
   queue: Queue,
-  template: string,
+  submitter: { refhub: Service; writer: BenchParty; offset: number },
   count: number,
   firstNumber: number,
+  drain: boolean,
   log: (m: string) => void,
 ): Promise<Measurement> {
   await queue.pause();
+  const template = await submittedTemplate(state.db, submitter);
   for (let first = 0; first < count; first += 50_000) {
     await cloneReferral(state.db, {
       templateId: template,
@@ -187,6 +221,14 @@ async function forwardRun(
     await sleep(100);
   }
   const rate = windowRate(samples, WINDOW.from, WINDOW.to);
+  // The run that measures the empty queue leaves it empty for the next.
+  if (drain) {
+    while (
+      (await queue.getJobCountByTypes('wait', 'prioritized', 'active', 'delayed')) > 0 &&
+      Date.now() < end
+    )
+      await sleep(500);
+  }
   log(
     `  growth: ${Math.round(rate)} referrals/s with ${waiting} queued (${((Date.now() - began) / 1000).toFixed(0)} s)`,
   );
@@ -237,25 +279,18 @@ export async function growthScenario(env: BenchEnv, plan: GrowthPlan): Promise<R
     }
     if (refhub === undefined) throw new Error('no size was measured');
 
-    // A submitted referral, made through the API while the forward queue is paused.
-    await queue.pause();
-    const [draft] = await seedDrafts(store.db, { party: writer, count: 1, offset: 9_000_000 });
-    if (draft === undefined) throw new Error('no draft was seeded');
-    const submitted = await request(`${refhub.address}/api/v1/referrals/${draft}/submit`, {
-      method: 'POST',
-      headers: jsonHeaders(writer.key),
-      body: JSON.stringify({
-        institutionIdType: writer.institution.idType,
-        institutionId: writer.institution.id,
-        requesterIdentifier: BENCH_REQUESTER,
-      }),
-    });
-    await submitted.body.dump();
-    if (submitted.statusCode !== 200)
-      throw new Error(`the template's submit answered ${submitted.statusCode}`);
-    while ((await pending(store.db)) > 0) await sleep(200);
-    const empty = await forwardRun(env, state, queue, draft, EMPTY_QUEUE_RUN, 0, env.log);
-    const backlog = await forwardRun(env, state, queue, draft, plan.backlog, 1_000_000, env.log);
+    const submitter = { refhub, writer, offset: 9_000_000 };
+    const empty = await forwardRun(env, state, queue, submitter, EMPTY_QUEUE_RUN, 0, true, env.log);
+    const backlog = await forwardRun(
+      env,
+      state,
+      queue,
+      { ...submitter, offset: 9_000_001 },
+      plan.backlog,
+      1_000_000,
+      false,
+      env.log,
+    );
     await queue.pause();
 
     const sizes = [...plan.sizes];
