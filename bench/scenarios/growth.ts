@@ -205,10 +205,17 @@ async function forwardRun(
       withOutbox: true,
     });
   }
-  const until = Date.now() + 600_000;
+  // Autovacuum would analyze the tables after such an arrival; without it, statements planned for a
+  // small outbox (the relay's claim, the reconciler's scan) run for minutes against the copies.
+  await sql`analyze referrals, outbox, timeline_events, audit_events`.execute(state.db);
+  const relayed = Date.now();
+  const until = relayed + 600_000;
   while ((await pending(state.db)) > 0 && Date.now() < until) await sleep(500);
+  const relaySeconds = (Date.now() - relayed) / 1000;
   const waiting = await queue.getJobCountByTypes('wait', 'prioritized');
-  log(`  growth: ${waiting} forwards queued; resuming the queue`);
+  log(
+    `  growth: ${waiting} forwards queued (the relay took ${relaySeconds.toFixed(0)} s); resuming the queue`,
+  );
   const base = await delivered(env.sandbox);
   const samples: { at: number; count: number }[] = [];
   const began = Date.now();
