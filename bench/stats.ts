@@ -102,6 +102,8 @@ export interface ResultRow {
   readonly goal?: Goal;
   /** Anything the reader of the table should know (a fallback taken, a figure that is not a ratio). */
   readonly note?: string;
+  /** False when `refhub.rssMiB` is not that of one `refhub all` (the memory goal leaves it out). */
+  readonly refhubAll?: boolean;
 }
 
 export interface RowRatios {
@@ -139,7 +141,9 @@ export function memoryRow(
   limitMiB = RSS_LIMIT_MIB,
   wholeRun?: { readonly peakMiB: number; readonly settings: string },
 ): ResultRow | undefined {
-  const measured = rows.filter((row) => Number.isFinite(row.refhub.rssMiB) && row.refhub.rssMiB > 0);
+  const measured = rows.filter(
+    (row) => row.refhubAll !== false && Number.isFinite(row.refhub.rssMiB) && row.refhub.rssMiB > 0,
+  );
   if (measured.length === 0) return undefined;
   const worst = measured.reduce((a, b) => (b.refhub.rssMiB > a.refhub.rssMiB ? b : a));
   const peak = Math.max(worst.refhub.rssMiB, wholeRun?.peakMiB ?? 0);

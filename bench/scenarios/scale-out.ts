@@ -115,6 +115,8 @@ export async function scaleOutScenario(env: BenchEnv, plan: ScaleOutPlan): Promi
       baseline: medianOfRounds(one.map((f) => f.delivery)),
       baselineName: 'one process (refhub all), the same burst, its own database and queue',
       rounds: plan.rounds,
+      // RSS here is the sum of the installation's processes, not one refhub all's.
+      refhubAll: false,
     });
     const scaled = row('scale-out api+2 workers', w2);
     const ratio = scaled.refhub.rate / (scaled.baseline?.rate ?? Number.NaN);

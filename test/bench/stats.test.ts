@@ -180,6 +180,12 @@ describe('the memory goal', () => {
     expect(lower?.note?.startsWith('highest in get')).toBe(true);
   });
 
+  it('leaves out rows whose RSS is not that of one refhub all', () => {
+    const memory = memoryRow([at('get', 180), { ...at('scale-out', 900), refhubAll: false }]);
+    expect(memory?.refhub.rssMiB).toBe(180);
+    expect(memory?.note).toBe('highest in get; by scenario: get 180');
+  });
+
   it('is left out when no scenario measured the process', () => {
     expect(memoryRow([at('render', 0)])).toBeUndefined();
   });
