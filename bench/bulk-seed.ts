@@ -24,6 +24,11 @@ export interface CloneBatch {
   readonly salt: number;
   /** Copy the template's outbox rows as due, unprocessed rows (a submitted referral's forward). */
   readonly withOutbox?: boolean;
+  /**
+   * When set, the batch's copies are this many milliseconds apart, counted from `newest` by their place
+   * in the batch rather than by their number: a batch of recent arrivals (a backlog of submits).
+   */
+  readonly spacingMs?: number;
 }
 
 /** The columns of `table`, in order, without identity or serial ones (`seq`, the outbox's `id`). */
@@ -71,7 +76,10 @@ export async function cloneReferral(db: Kysely<Database>, batch: CloneBatch): Pr
   const newestMs = batch.newest.getTime();
   // Copy g: its time, its referral's ID; each of its rows of another table has the number g * 8 + k,
   // k the row's rank among the template's rows of that table (a referral has a handful).
-  const atMs = (g: RawBuilder<unknown>) => sql`(${sql.lit(newestMs)}::bigint - ${g} * 1000)`;
+  const atMs = (g: RawBuilder<unknown>) =>
+    batch.spacingMs === undefined
+      ? sql`(${sql.lit(newestMs)}::bigint - ${g} * 1000)`
+      : sql`(${sql.lit(newestMs)}::bigint - (${g} - ${sql.lit(from)}) * ${sql.lit(batch.spacingMs)})`;
   const at = (g: RawBuilder<unknown>) => sql`to_timestamp((${atMs(g)})::double precision / 1000)`;
   const g = sql`g`;
   const referralId = uuidv7Sql(atMs(g), batch.salt, 0, g);

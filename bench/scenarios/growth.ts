@@ -200,7 +200,9 @@ async function forwardRun(
       templateId: template,
       count: Math.min(50_000, count - first),
       firstNumber: firstNumber + first,
-      newest: new Date(),
+      // Submitted in the last minutes, as a backlog builds: no reminder is due yet.
+      newest: new Date(Date.now() - first),
+      spacingMs: 1,
       salt: 4000,
       withOutbox: true,
     });
@@ -209,7 +211,7 @@ async function forwardRun(
   // small outbox (the relay's claim, the reconciler's scan) run for minutes against the copies.
   await sql`analyze referrals, outbox, timeline_events, audit_events`.execute(state.db);
   const relayed = Date.now();
-  const until = relayed + 600_000;
+  const until = relayed + 1_800_000;
   while ((await pending(state.db)) > 0 && Date.now() < until) await sleep(500);
   const relaySeconds = (Date.now() - relayed) / 1000;
   const waiting = await queue.getJobCountByTypes('wait', 'prioritized');

@@ -151,9 +151,15 @@ describe.each(ENGINES)('bulk copies of a referral on %s', (engine) => {
       newest: new Date(),
       salt: 2,
       withOutbox: true,
+      spacingMs: 1,
     });
     const copies = await copiesOf(template, 2);
     expect(copies).toHaveLength(2);
+    // Recent arrivals, a millisecond apart.
+    const [a, b] = await Promise.all(
+      copies.map(async (id) => (await rowsOf(id)).referral.created_at.getTime()),
+    );
+    expect(b! - a!).toBe(1);
     for (const id of copies) {
       const copy = await rowsOf(id);
       expect(shape(copy.referral)).toEqual(shape(original.referral));
