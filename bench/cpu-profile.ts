@@ -231,6 +231,8 @@ export function formatStageTable(rows: readonly StageRow[], referrals: number, s
     line('total', total.toFixed(3), '100%'),
     '',
     `${referrals} referrals submitted and forwarded while the profile ran; start-up (${(startUpMicros / 1e6).toFixed(1)} s ` +
-      'of CPU) is left out; timers and polling while idle count under other',
+      'of CPU) is left out; timers and polling while idle count under other. A sampled profile counts ' +
+      'the time its thread was running or waiting for a core, so on a machine short of CPU read the ' +
+      'shares, and scale them by the process’s own CPU time per referral',
   ].join('\n');
 }
