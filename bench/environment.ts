@@ -12,7 +12,15 @@ import { sql, type Kysely } from 'kysely';
 import pg from 'pg';
 import { migrateToLatest, openStore, type Engine, type Store } from '../src/db/database.ts';
 import type { Database } from '../src/db/schema.ts';
-import { startBaselineServer, startRefhub, startSandboxEhr, type Service } from './processes.ts';
+import { createBareSchema, seedBareDrafts } from './bare-pipeline.ts';
+import {
+  sampleRss,
+  startBarePipeline,
+  startBaselineServer,
+  startRefhub,
+  startSandboxEhr,
+  type Service,
+} from './processes.ts';
 import { seedCatalogAndKeys, seedDrafts, type BenchParties } from './seed.ts';
 
 export interface BenchOptions {
@@ -23,6 +31,8 @@ export interface BenchOptions {
   /** How many drafts the write and forward scenarios will consume. */
   readonly writeDrafts: number;
   readonly forwardDrafts: number;
+  /** Drafts for the bare forwarding pipeline (PostgreSQL only; 0: no bare pipeline). */
+  readonly bareDrafts: number;
   /** Extra Node options for the refhub process (for example heap limits, or --cpu-prof). */
   readonly refhubNodeOptions: readonly string[];
   readonly log: (message: string) => void;
@@ -49,8 +59,25 @@ export interface BenchEnv {
   readonly queuePrefix: string;
   /** A connection of the benchmark's own to the run's database (PostgreSQL only: PGlite is refhub's). */
   readonly db: Kysely<Database> | undefined;
+  /** The bare forwarding pipeline, the forward scenario's baseline (PostgreSQL only). */
+  readonly bare: BarePipeline | undefined;
+  /** Makes another database of the run on the same server, dropped at tear-down (PostgreSQL only). */
+  extraDatabase(suffix: string): Promise<string>;
+  /** The highest RSS `refhub all` reached since it started, in MiB, sampled every 250 ms. */
+  peakRssMiB(): number;
+  /** The run's scratch directory, removed at tear-down. */
+  readonly dataDir: string;
+  /** Node options the refhub process runs with (none: the settings `npm start` uses). */
+  readonly refhubNodeOptions: readonly string[];
   readonly log: (message: string) => void;
   tearDown(): Promise<void>;
+}
+
+export interface BarePipeline {
+  readonly service: Service;
+  readonly pool: DraftPool;
+  /** A connection of the benchmark's own to the bare pipeline's database. */
+  readonly client: pg.Client;
 }
 
 /** The size of the institution that get and list read (the issue's 10,000). */
@@ -64,7 +91,14 @@ function pool(ids: readonly string[]): DraftPool {
   };
 }
 
-async function withAdmin<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+/** `url` with its database replaced by `name`. */
+export function databaseUrlOf(url: string, name: string): string {
+  const next = new URL(url);
+  next.pathname = `/${name}`;
+  return next.toString();
+}
+
+export async function withAdmin<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -93,6 +127,29 @@ async function seed(store: Store, options: BenchOptions) {
   return { parties, readerIds, writeIds, forwardIds };
 }
 
+/** A database of refhub's own beside the run's, for scenarios that run refhub processes of their own. */
+export interface RefhubDatabase {
+  readonly url: string;
+  readonly db: Kysely<Database>;
+  readonly parties: BenchParties;
+  readonly pool: DraftPool;
+  close(): Promise<void>;
+}
+
+/**
+ * Makes, migrates and seeds another database of the run (the catalog, the keys and `drafts` drafts of
+ * the writer's clinic); it is dropped at tear-down with the others.
+ */
+export async function refhubDatabase(env: BenchEnv, suffix: string, drafts: number): Promise<RefhubDatabase> {
+  const url = await env.extraDatabase(suffix);
+  const store = await openStore({ engine: 'postgres', url, poolSize: 2 });
+  await migrateToLatest(store.db);
+  const parties = await seedCatalogAndKeys(store.db);
+  const ids = await seedDrafts(store.db, { party: parties.writer, count: drafts });
+  await sql`vacuum analyze`.execute(store.db);
+  return { url, db: store.db, parties, pool: pool(ids), close: () => store.close() };
+}
+
 /** Deletes every key of the run's queue prefixes (`{prefix}…`, `{prefix-baseline}…`). */
 export async function deleteQueueKeys(redisUrl: string, prefix: string): Promise<number> {
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
@@ -115,9 +172,13 @@ export async function setUp(options: BenchOptions): Promise<BenchEnv> {
   const started: Service[] = [];
   const undo: (() => Promise<unknown>)[] = [() => fs.rm(dir, { recursive: true, force: true })];
   let db: Kysely<Database> | undefined;
+  let bareClient: pg.Client | undefined;
+  let rss: { stop(): number; peak(): number } | undefined;
   const tearDown = async () => {
+    rss?.stop();
     for (const service of started.reverse()) await service.stop().catch(() => undefined);
     await db?.destroy();
+    await bareClient?.end().catch(() => undefined);
     await deleteQueueKeys(options.redisUrl, queuePrefix).catch(() => undefined);
     for (const step of undo.reverse()) await step().catch(() => undefined);
   };
@@ -135,9 +196,7 @@ export async function setUp(options: BenchOptions): Promise<BenchEnv> {
       undo.push(() =>
         withAdmin(options.databaseUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)),
       );
-      const url = new URL(options.databaseUrl);
-      url.pathname = `/${name}`;
-      refhubDatabaseUrl = url.toString();
+      refhubDatabaseUrl = databaseUrlOf(options.databaseUrl, name);
       const store = await openStore({ engine: 'postgres', url: refhubDatabaseUrl, poolSize: 2 });
       await migrateToLatest(store.db);
       data = await seed(store, options);
@@ -171,8 +230,36 @@ export async function setUp(options: BenchOptions): Promise<BenchEnv> {
       nodeOptions: options.refhubNodeOptions,
     });
     started.push(refhub);
+    rss = sampleRss(refhub);
     const baseline = await startBaselineServer(baselineTarget);
     started.push(baseline);
+    const extraDatabase = async (suffix: string) => {
+      if (options.engine !== 'postgres') throw new Error('extra databases are made on PostgreSQL only');
+      const name = `refhub_bench_${id}_${suffix}`;
+      await withAdmin(options.databaseUrl, (c) => c.query(`CREATE DATABASE ${name}`));
+      undo.push(() =>
+        withAdmin(options.databaseUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)),
+      );
+      return databaseUrlOf(options.databaseUrl, name);
+    };
+    let bare: BarePipeline | undefined;
+    if (options.engine === 'postgres' && options.bareDrafts > 0) {
+      const url = await extraDatabase('bare');
+      bareClient = new pg.Client({ connectionString: url });
+      await bareClient.connect();
+      await createBareSchema(bareClient);
+      const ids = await seedBareDrafts(bareClient, options.bareDrafts);
+      await bareClient.query('VACUUM ANALYZE');
+      const service = await startBarePipeline({
+        databaseUrl: url,
+        redisUrl: options.redisUrl,
+        queuePrefix: `{${queuePrefix}-bare}`,
+        ehrUrl: sandbox.address,
+      });
+      started.push(service);
+      bare = { service, pool: pool(ids), client: bareClient };
+    }
+    const sampler = rss;
     return {
       engine: options.engine,
       refhub,
@@ -185,6 +272,11 @@ export async function setUp(options: BenchOptions): Promise<BenchEnv> {
       redisUrl: options.redisUrl,
       queuePrefix,
       db,
+      bare,
+      extraDatabase,
+      dataDir: dir,
+      peakRssMiB: () => sampler.peak(),
+      refhubNodeOptions: options.refhubNodeOptions,
       log: options.log,
       tearDown,
     };

@@ -13,6 +13,8 @@ const REFHUB = path.join(ROOT, 'bin', 'refhub.js');
 const BASELINES = path.join(ROOT, 'bench', 'baselines.ts');
 const TAIL_BYTES = 32 * 1024;
 const STOP_GRACE_MS = 15_000;
+/** What `refhub worker` prints once its background work runs; the address of its health checks. */
+const WORKER_READY = /worker is running on .*; health and metrics at (http:\/\/\S+)/;
 
 export interface Service {
   readonly name: string;
@@ -112,17 +114,48 @@ export async function startService(options: StartOptions): Promise<Service> {
 }
 
 /** Samples a service's RSS while a measurement runs; `stop` returns the peak in MiB. */
-export function sampleRss(service: Service, everyMs = 250): { stop(): number } {
+export function sampleRss(service: Service, everyMs = 250): { stop(): number; peak(): number } {
   let peak = service.rssMiB();
   const timer = setInterval(() => {
     peak = Math.max(peak, service.rssMiB());
   }, everyMs);
+  timer.unref();
   return {
+    peak: () => Math.max(peak, service.rssMiB()),
     stop() {
       clearInterval(timer);
       return Math.max(peak, service.rssMiB());
     },
   };
+}
+
+/** The CPU time `pid` has used so far (user + system), in seconds, from /proc; 0 when unreadable. */
+export function cpuSecondsOfPid(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The fields after the command name (which may hold spaces) start after its closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
+
+/** Linux's USER_HZ, the unit of /proc's CPU times: 100 on every architecture Node runs on. */
+const CLOCK_TICKS = 100;
+
+/** The machine's CPU time so far, busy and in all, in seconds, from /proc/stat. */
+export function machineCpuSeconds(): { busy: number; total: number } {
+  try {
+    const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
+    const ticks = line.trim().split(/\s+/).slice(1).map(Number);
+    const total = ticks.reduce((a, b) => a + b, 0);
+    // idle and iowait are the 4th and 5th fields.
+    const idle = (ticks[3] ?? 0) + (ticks[4] ?? 0);
+    return { busy: (total - idle) / CLOCK_TICKS, total: total / CLOCK_TICKS };
+  } catch {
+    return { busy: Number.NaN, total: Number.NaN };
+  }
 }
 
 export interface RefhubSettings {
@@ -203,6 +236,52 @@ export function startBaselineWorker(settings: {
       BASELINE_QUEUE_PREFIX: settings.queuePrefix,
       BASELINE_QUEUE: settings.queue,
       BASELINE_CONCURRENCY: String(settings.concurrency),
+    },
+  });
+}
+
+/** The bare forwarding pipeline (bare-pipeline.ts) on its own database and queue prefix. */
+export function startBarePipeline(settings: {
+  databaseUrl: string;
+  redisUrl: string;
+  queuePrefix: string;
+  ehrUrl: string;
+}): Promise<Service> {
+  return startService({
+    name: 'bare pipeline',
+    args: [path.join(ROOT, 'bench', 'bare-pipeline.ts')],
+    ready: /^bare pipeline listening on (http:\/\/\S+)$/m,
+    env: {
+      BARE_DATABASE_URL: settings.databaseUrl,
+      REDIS_URL: settings.redisUrl,
+      BARE_QUEUE_PREFIX: settings.queuePrefix,
+      EHR_URL: settings.ehrUrl,
+    },
+  });
+}
+
+/**
+ * `refhub api` or `refhub worker` on PostgreSQL, the processes of a scaled-out installation. A worker
+ * serves no HTTP; its "address" is the line it prints when its background work has started.
+ */
+export function startRefhubRole(role: 'api' | 'worker', settings: RefhubSettings): Promise<Service> {
+  if (settings.databaseUrl === undefined) throw new Error(`refhub ${role} runs on PostgreSQL only`);
+  return startService({
+    name: `refhub ${role}`,
+    args: [REFHUB, role],
+    ready: role === 'api' ? /is serving (http:\/\/\S+) on / : WORKER_READY,
+    nodeOptions: settings.nodeOptions ?? [],
+    env: {
+      HOST: '127.0.0.1',
+      PORT: '0',
+      DATA_DIR: settings.dataDir,
+      DATABASE_URL: settings.databaseUrl,
+      REDIS_URL: settings.redisUrl,
+      QUEUE_PREFIX: settings.queuePrefix,
+      EHR_URL: settings.ehrUrl,
+      LOG_LEVEL: 'info',
+      RATE_LIMIT_PER_MINUTE: '1000000',
+      ...settings.env,
     },
   });
 }

@@ -3,7 +3,10 @@
 //   npm run bench                     PostgreSQL (BENCH_DATABASE_URL, default the local test database)
 //   npm run bench -- --pglite         embedded PGlite
 //   npm run bench -- --soak           and then ten minutes of mixed load, for memory over time
-//   npm run bench -- --only get,list  some scenarios only (render, get, list, write, forward)
+//   npm run bench -- --only get,list  some scenarios only (render, get, list, forward, write, scale,
+//                                     growth)
+//   npm run bench -- --cpu-stages     the forward scenario alone, with refhub under --cpu-prof, and a
+//                                     table of CPU per referral by stage of the forward
 //
 // The machine is shared and noisy, so no figure stands alone: each scenario runs refhub and its
 // baseline in alternating rounds (A B A B …) and reports each side's median round and their ratio.
@@ -12,8 +15,9 @@
 //
 // Settings: BENCH_ROUNDS (3), BENCH_SECONDS per run (8), BENCH_FORWARD_BURST (5000),
 // BENCH_FORWARD_ROUNDS (2), BENCH_WRITE_DRAFTS (15000), BENCH_SOAK_SECONDS (600),
-// BENCH_REFHUB_NODE_OPTIONS (extra Node flags for the refhub process, such as heap limits or
-// --cpu-prof), REDIS_URL (redis://127.0.0.1:6379).
+// BENCH_SCALE_BURST (2000), BENCH_GROWTH_SIZES (10000,100000; add 1000000 for the full growth),
+// BENCH_BACKLOG (100000), BENCH_REFHUB_NODE_OPTIONS (extra Node flags for the refhub processes, such
+// as heap limits or --cpu-prof), REDIS_URL (redis://127.0.0.1:6379).
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,9 +28,20 @@ import { getScenario, listScenario, writeScenario, type RoundPlan } from './scen
 import { forwardScenario } from './scenarios/forward.ts';
 import { renderScenario } from './scenarios/render.ts';
 import { soakScenario, type SoakSample } from './scenarios/soak.ts';
+import { growthScenario } from './scenarios/growth.ts';
+import { scaleOutScenario } from './scenarios/scale-out.ts';
+import {
+  attributeProfile,
+  formatStageTable,
+  perReferral,
+  sumStageTimes,
+  type CpuProfile,
+} from './cpu-profile.ts';
 import { formatTable, memoryRow, resultsDocument, type ResultRow } from './stats.ts';
 
-const SCENARIOS = ['render', 'get', 'list', 'forward', 'write'] as const;
+const SCENARIOS = ['render', 'get', 'list', 'forward', 'write', 'scale', 'growth'] as const;
+/** Scenarios that need PostgreSQL; on PGlite they are left out. */
+const POSTGRES_ONLY: readonly Scenario[] = ['scale', 'growth'];
 type Scenario = (typeof SCENARIOS)[number];
 
 function numberFrom(name: string, fallback: number): number {
@@ -44,6 +59,7 @@ function parseOptions() {
       pglite: { type: 'boolean', default: false },
       soak: { type: 'boolean', default: false },
       only: { type: 'string', multiple: true },
+      'cpu-stages': { type: 'boolean', default: false },
     },
   });
   const only = (values.only ?? [])
@@ -55,8 +71,15 @@ function parseOptions() {
       throw new Error(`--only: unknown scenario "${name}"; choose from ${SCENARIOS.join(', ')}`);
     }
   }
-  const chosen = new Set<Scenario>(only.length === 0 ? SCENARIOS : (only as Scenario[]));
-  return { engine: values.pglite ? ('pglite' as const) : ('postgres' as const), soak: values.soak, chosen };
+  const cpuStages = values['cpu-stages'];
+  if (cpuStages && only.some((name) => name !== 'forward'))
+    throw new Error('--cpu-stages profiles the forward scenario alone; leave out --only');
+  const engine = values.pglite ? ('pglite' as const) : ('postgres' as const);
+  const chosen = new Set<Scenario>(
+    cpuStages ? ['forward'] : only.length === 0 ? SCENARIOS : (only as Scenario[]),
+  );
+  if (engine === 'pglite') for (const name of POSTGRES_ONLY) chosen.delete(name);
+  return { engine, soak: values.soak, chosen, cpuStages };
 }
 
 function log(message: string): void {
@@ -64,13 +87,27 @@ function log(message: string): void {
 }
 
 async function main(): Promise<void> {
-  const { engine, soak, chosen } = parseOptions();
+  const { engine, soak, chosen, cpuStages } = parseOptions();
   const rounds = numberFrom('BENCH_ROUNDS', 3);
   const seconds = numberFrom('BENCH_SECONDS', 8);
   const burst = numberFrom('BENCH_FORWARD_BURST', 5000);
   // A burst of 5,000 takes about a minute here; two rounds keep the whole run under ten minutes.
   const forwardRounds = numberFrom('BENCH_FORWARD_ROUNDS', 2);
   const soakSeconds = numberFrom('BENCH_SOAK_SECONDS', 600);
+  const scaleBurst = numberFrom('BENCH_SCALE_BURST', 2000);
+  const backlog = numberFrom('BENCH_BACKLOG', 100_000);
+  const growthSizes = (process.env.BENCH_GROWTH_SIZES ?? '10000,100000')
+    .split(',')
+    .map((v) => Number(v.trim()))
+    .sort((a, b) => a - b);
+  if (growthSizes.some((n) => !Number.isInteger(n) || n < 10_000))
+    throw new Error('BENCH_GROWTH_SIZES: whole numbers of at least 10000, comma-separated');
+  const nodeOptions = (process.env.BENCH_REFHUB_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
+  const profileDir = cpuStages ? await fs.mkdtemp(path.join(os.tmpdir(), 'refhub-cpu-')) : undefined;
+  const refhubNodeOptions =
+    profileDir === undefined ? nodeOptions : [...nodeOptions, '--cpu-prof', `--cpu-prof-dir=${profileDir}`];
+  let forwardedReferrals = 0;
+  let wholeRunPeak: number | undefined;
   const idleSamples = 30;
   const plan: RoundPlan = { rounds, seconds, warmupSeconds: 3, connections: 50 };
   const began = Date.now();
@@ -92,7 +129,8 @@ async function main(): Promise<void> {
       // A write round at 50 connections consumes one draft per submit; this leaves ample room.
       writeDrafts: chosen.has('write') ? numberFrom('BENCH_WRITE_DRAFTS', 15_000) : 0,
       forwardDrafts: chosen.has('forward') ? burst * forwardRounds + idleSamples : 0,
-      refhubNodeOptions: (process.env.BENCH_REFHUB_NODE_OPTIONS ?? '').split(' ').filter(Boolean),
+      bareDrafts: chosen.has('forward') ? burst * forwardRounds + idleSamples : 0,
+      refhubNodeOptions,
       log,
     });
     const stop = () => {
@@ -117,6 +155,22 @@ async function main(): Promise<void> {
               timeoutSeconds: 240,
             }),
         ],
+        [
+          'scale',
+          () =>
+            scaleOutScenario(env, {
+              rounds: forwardRounds,
+              burst: scaleBurst,
+              connections: plan.connections,
+              idleSamples: 0,
+              timeoutSeconds: 240,
+              nodeOptions,
+            }),
+        ],
+        [
+          'growth',
+          () => growthScenario(env, { ...plan, sizes: growthSizes, institutions: 10, backlog, nodeOptions }),
+        ],
         // Last: each submit and cancel queues a forward, and the backlog drains long after the run.
         ['write', () => writeScenario(env, plan)],
       ];
@@ -132,6 +186,15 @@ async function main(): Promise<void> {
         rows.push(row);
         extra.soakSamples = samples satisfies SoakSample[];
       }
+      if (cpuStages && env.db !== undefined) {
+        const row = await env.db
+          .selectFrom('referrals')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .where('ehr_state', '=', 'forwarded')
+          .executeTakeFirstOrThrow();
+        forwardedReferrals = Number(row.n);
+      }
+      wholeRunPeak = env.peakRssMiB();
     } finally {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
@@ -139,7 +202,39 @@ async function main(): Promise<void> {
     }
   }
 
-  const memory = memoryRow(rows);
+  if (profileDir !== undefined) {
+    // Written by refhub as it exits, at tear-down.
+    const files = (await fs.readdir(profileDir)).filter((f) => f.endsWith('.cpuprofile'));
+    const times = await Promise.all(
+      files.map(async (f) =>
+        attributeProfile(JSON.parse(await fs.readFile(path.join(profileDir, f), 'utf8')) as CpuProfile),
+      ),
+    );
+    if (times.length > 0 && forwardedReferrals > 0) {
+      const total = sumStageTimes(times);
+      const stages = perReferral(total, forwardedReferrals);
+      extra.cpuStages = { referrals: forwardedReferrals, stages, profiles: files.length };
+      console.log(`\nCPU of refhub all per referral, by stage of the forward (--cpu-prof):\n`);
+      console.log(formatStageTable(stages, forwardedReferrals, total.busyMicros['start-up']));
+    } else {
+      log(`--cpu-stages: no profile in ${profileDir}, or nothing was forwarded`);
+    }
+    await fs.rm(profileDir, { recursive: true, force: true });
+  }
+
+  const memory = memoryRow(
+    rows,
+    undefined,
+    wholeRunPeak === undefined
+      ? undefined
+      : {
+          peakMiB: wholeRunPeak,
+          settings:
+            refhubNodeOptions.length === 0
+              ? 'with the settings npm start uses'
+              : `with Node options ${refhubNodeOptions.join(' ')} (not those of npm start)`,
+        },
+  );
   if (memory !== undefined) rows.push(memory);
   const document = resultsDocument(rows, {
     date: new Date().toISOString(),

@@ -41,23 +41,45 @@ export interface BenchParties {
 /** The offering the drafts go to: a specialist clinic, the typical (and cancellable) case. */
 export const BENCH_OFFERING = 'cgh-gastro';
 
+async function partyIn(trx: Transaction<Database>, system: string, id: string): Promise<BenchParty> {
+  const institution = { idType: 'hci', id };
+  const { key, record } = await createApiKeyIn(trx, {
+    system,
+    role: 'sender',
+    institutions: [institution],
+    label: 'benchmark',
+    environment: 'test',
+  });
+  return { key, apiKeyId: record.id, system, institution };
+}
+
 /** Loads the demo catalog and creates the scenarios' keys, in one transaction. */
 export async function seedCatalogAndKeys(db: Kysely<Database>): Promise<BenchParties> {
   const document = await readCatalogFile(DEMO_CATALOG_FILE);
   return db.transaction().execute(async (trx) => {
     await loadCatalogIn(trx, document);
-    const party = async (system: string, id: string): Promise<BenchParty> => {
-      const institution = { idType: 'hci', id };
-      const { key, record } = await createApiKeyIn(trx, {
-        system,
-        role: 'sender',
-        institutions: [institution],
-        label: 'benchmark',
-        environment: 'test',
-      });
-      return { key, apiKeyId: record.id, system, institution };
-    };
-    return { reader: await party('HAS', 'S1234A'), writer: await party('Epic', 'S2345B') };
+    return { reader: await partyIn(trx, 'HAS', 'S1234A'), writer: await partyIn(trx, 'Epic', 'S2345B') };
+  });
+}
+
+/**
+ * The demo catalog with clinics added until `count` institutions send referrals (the demo's two
+ * clinics first), and a key for each sender; returns the senders in order, the reader and writer first.
+ */
+export async function seedSenders(db: Kysely<Database>, count: number): Promise<BenchParty[]> {
+  const document = (await readCatalogFile(DEMO_CATALOG_FILE)) as {
+    institutions: { idType: string; id: string; name: string }[];
+  };
+  const extra = Array.from({ length: Math.max(0, count - 2) }, (_, i) => ({
+    idType: 'hci',
+    id: `S${String(7001 + i)}${String.fromCharCode(65 + (i % 26))}`,
+    name: `Benchmark Family Clinic ${i + 1}`,
+  }));
+  return db.transaction().execute(async (trx) => {
+    await loadCatalogIn(trx, { ...document, institutions: [...document.institutions, ...extra] });
+    const parties = [await partyIn(trx, 'HAS', 'S1234A'), await partyIn(trx, 'Epic', 'S2345B')];
+    for (const institution of extra) parties.push(await partyIn(trx, 'HAS', institution.id));
+    return parties.slice(0, count);
   });
 }
 
