@@ -20,6 +20,7 @@ import { createReferralCommands, type ReferralCommands } from './services/referr
 import { createReferralQueries, type ReferralQueries } from './services/referral-queries.ts';
 import { createEhrForwarding, type EhrForwarding } from './forwarding/forwarding.service.ts';
 import { createReminders, type Reminders } from './services/reminder.service.ts';
+import { createEventFeed, type EventFeed } from './services/event-feed.service.ts';
 import { createQueueProducer, type QueueProducer } from './queue/producer.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
 import { QUEUE_NAMES } from './queue/registry.ts';
@@ -52,6 +53,8 @@ export interface AppContext {
   readonly housekeeping: Housekeeping;
   readonly ehrForwarding: EhrForwarding;
   readonly reminders: Reminders;
+  /** Each institution's referral events in one total order. */
+  readonly eventFeed: EventFeed;
   /** The queue producer, connected to Redis on first use (operator commands never touch Redis). */
   readonly queues: QueueProducer;
   /** This process's Prometheus metrics. */
@@ -135,7 +138,12 @@ export async function createContext(
     linkRedemption: createLinkRedemption({ db, clock }),
     apiKeys: createApiKeyService({ db, clock }),
     catalog: createCatalogService({ db }),
-    housekeeping: createHousekeeping({ db, clock, logger }),
+    housekeeping: createHousekeeping({
+      db,
+      clock,
+      logger,
+      eventRetentionDays: config.eventRetentionDays,
+    }),
     ehrForwarding,
     reminders: createReminders({
       db,
@@ -147,6 +155,7 @@ export async function createContext(
         max: config.reminderMax,
       },
     }),
+    eventFeed: createEventFeed({ db, clock }),
     get queues() {
       return queueProducer();
     },

@@ -20,6 +20,7 @@ import { healthRoutes } from './routes/health.routes.ts';
 import { metricsRoutes } from './routes/metrics.routes.ts';
 import { observeRequests } from './request-log.ts';
 import { ehrSubmissionRoutes } from './routes/ehr-submissions.routes.ts';
+import { eventRoutes } from './routes/events.routes.ts';
 import { fhirRoutes } from './routes/fhir.routes.ts';
 import { linkRoutes } from './routes/links.routes.ts';
 import { providerRoutes } from './routes/provider.routes.ts';
@@ -125,6 +126,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(webPlugin(ctx));
   await app.register(ehrSubmissionRoutes(ctx), { prefix: API_PREFIX });
   await app.register(fhirRoutes(ctx), { prefix: API_PREFIX });
+  await app.register(eventRoutes(ctx), { prefix: API_PREFIX });
   await app.register(adminPlugin(ctx));
   return app;
 }

@@ -213,19 +213,62 @@ export function timelineRepository(db: Executor) {
       return row?.produced_at;
     },
 
+    /**
+     * Writes the events on the timeline and, in the same statement, in the feed (`referral_events`):
+     * one round trip, however many events and whoever will be told of them. The feed row takes the
+     * referral's version and parties as they stand in this transaction, after the change: the
+     * provider sees the event only while the referral is not a draft (domain/access.ts).
+     */
     async append(events: readonly NewTimelineEvent[]): Promise<void> {
       if (events.length === 0) return;
       await db
-        .insertInto('timeline_events')
-        .values(
-          events.map((e) => ({
-            id: e.id,
-            referral_id: e.referralId,
-            type: e.type,
-            system: e.system,
-            description: e.description,
-            produced_at: e.producedAt,
-          })),
+        .with('written', (q) =>
+          q
+            .insertInto('timeline_events')
+            .values(
+              events.map((e) => ({
+                id: e.id,
+                referral_id: e.referralId,
+                type: e.type,
+                system: e.system,
+                description: e.description,
+                produced_at: e.producedAt,
+              })),
+            )
+            .returning(['seq', 'id', 'referral_id', 'type', 'system', 'description', 'produced_at']),
+        )
+        .insertInto('referral_events')
+        .columns([
+          'id',
+          'referral_id',
+          'referral_version',
+          'type',
+          'system',
+          'description',
+          'occurred_at',
+          'sender_id_type',
+          'sender_id',
+          'provider_id_type',
+          'provider_id',
+        ])
+        .expression((eb) =>
+          eb
+            .selectFrom('written as t')
+            .innerJoin('referrals as r', 'r.id', 't.referral_id')
+            .select([
+              't.id',
+              't.referral_id',
+              'r.version',
+              't.type',
+              't.system',
+              't.description',
+              't.produced_at',
+              'r.sender_id_type',
+              'r.sender_id',
+              sql<string | null>`case when r.status <> 'draft' then r.provider_id_type end`.as('pt'),
+              sql<string | null>`case when r.status <> 'draft' then r.provider_id end`.as('pi'),
+            ])
+            .orderBy('t.seq'),
         )
         .execute();
     },

@@ -10,7 +10,7 @@ const read = (file: string) => fs.readFileSync(path.join(ROOT, file), 'utf8');
 
 /** Every variable src/config.ts reads: each read goes through a helper called as `helper(env, 'NAME'…)`. */
 const READ_BY_CONFIG = new Set(
-  [...read('src/config.ts').matchAll(/\(env, '([A-Z][A-Z0-9_]*)'/g)].map((m) => m[1]),
+  [...read('src/config.ts').matchAll(/\(\s*env,\s*'([A-Z][A-Z0-9_]*)'/g)].map((m) => m[1]),
 );
 
 function example(): Map<string, string> {

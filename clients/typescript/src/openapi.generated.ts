@@ -329,6 +329,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/institutions/{institutionIdType}/{institutionId}/events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read an institution’s event feed
+     * @description Every event of the referrals the institution may see (those it sends; those it receives once submitted), oldest first, in one total order: each event appears exactly once across pages, also while referrals change meanwhile. Start without `after`, then pass `metadata.next`. With `wait`, an empty page is held open up to that many seconds for a new event. Events are kept for EVENT_RETENTION_DAYS (default 30).
+     */
+    get: operations['listEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -664,6 +684,46 @@ export interface components {
       })[];
     } & {
       [key: string]: unknown;
+    };
+    ReferralEvent: {
+      /**
+       * Format: uuid
+       * @description The event’s ID (the timeline event’s), also the `webhook-id` of its deliveries
+       */
+      id: string;
+      /** @description The timeline event type. The set grows: display `description`, do not branch on it. */
+      type: string;
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC, with milliseconds
+       */
+      occurredAt: string;
+      /** Format: uuid */
+      referralId: string;
+      /** @description The referral’s version once the change was made (compare it with the ETag you hold) */
+      referralVersion: number;
+      institution: components['schemas']['EventInstitution'];
+      /** @description The system that acted (`Manual` for the web form) */
+      system: string;
+      /** @description The timeline’s sentence, for display */
+      description: string;
+    };
+    /** @description The institution the event is for. */
+    EventInstitution: {
+      /** @description The kind of identifier, such as `hci` */
+      idType: string;
+      id: string;
+    };
+    EventPage: {
+      /** @description In feed order. */
+      data: components['schemas']['ReferralEvent'][];
+      metadata: components['schemas']['EventPageMetadata'];
+    };
+    EventPageMetadata: {
+      /** @description An opaque cursor: pass it as `after` to read on. When the page is empty it is the cursor you sent. */
+      next: string;
+      /** @description More events are ready now: read again at once. */
+      hasMore: boolean;
     };
   };
   responses: never;
@@ -3424,6 +3484,108 @@ export interface operations {
         };
         content: {
           'application/fhir+json': components['schemas']['FhirBundle'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  listEvents: {
+    parameters: {
+      query?: {
+        /** @description The cursor of the last page read (`metadata.next`); omit to start at the oldest */
+        after?: string;
+        /** @description Page size */
+        limit?: number;
+        /** @description Seconds to wait for an event when none is ready (long polling) */
+        wait?: number;
+        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        requesterIdentifier?: string;
+      };
+      header?: never;
+      path: {
+        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        institutionIdType: 'hci';
+        institutionId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The next events, in feed order. */
+      200: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['EventPage'];
         };
       };
       /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */

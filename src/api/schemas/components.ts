@@ -3,6 +3,7 @@
 // start (its reference cannot be resolved); one listed here but never referenced fails the lint test.
 import type { FastifyInstance } from 'fastify';
 import { EhrSentForm, EhrSubmission, EhrSubmissionList } from './ehr-submission.schema.ts';
+import { EventInstitution, EventPage, EventPageMetadata, ReferralEvent } from './event.schema.ts';
 import { FhirBundle } from './fhir.schema.ts';
 import { LinkUpsertResponse } from './link.schema.ts';
 import type { Named } from './named.ts';
@@ -44,6 +45,10 @@ export const COMPONENT_SCHEMAS: readonly Named[] = [
   EhrSubmissionList,
   EhrSentForm,
   FhirBundle,
+  ReferralEvent,
+  EventInstitution,
+  EventPage,
+  EventPageMetadata,
 ];
 
 export function registerComponentSchemas(app: FastifyInstance): void {
