@@ -2,6 +2,7 @@
 // missing value stops the process with a message that names the variable (contract §12).
 import path from 'node:path';
 import { DEFAULT_DISPLAY_TIME_ZONE, isDisplayTimeZone } from './domain/display-time.ts';
+import { nonPublicAddressReason, type HostLookup } from './domain/network-address.ts';
 
 export interface Config {
   readonly env: 'production' | 'development' | 'test';
@@ -25,6 +26,11 @@ export interface Config {
   /** Unset outside production: the built-in sandbox EHR serves in-process. */
   readonly ehrUrl: string | undefined;
   readonly ehrToken: string | undefined;
+  /**
+   * Hosts or IP addresses that EHR_URL may reach in production although they are not public (a
+   * national EHR on a private link). Anything else loopback, private or link-local is refused.
+   */
+  readonly ehrAllowedAddresses: ReadonlySet<string>;
   readonly ehrMaxAttempts: number;
   /** The first retry waits about this long; each later one doubles it (with jitter), up to 15 minutes. */
   readonly ehrBackoffBaseMs: number;
@@ -143,6 +149,17 @@ function secret(env: Env, name: string, minLength: number): string | undefined {
   return raw;
 }
 
+/** A comma-separated list, each entry trimmed and lower-cased (host names and IP addresses). */
+function list(env: Env, name: string): ReadonlySet<string> {
+  const entries = (read(env, name) ?? '').split(',').map((entry) =>
+    entry
+      .trim()
+      .toLowerCase()
+      .replace(/^\[(.*)\]$/, '$1'),
+  );
+  return new Set(entries.filter((entry) => entry !== ''));
+}
+
 /** An IANA time zone name this runtime knows (`Asia/Singapore`); offsets like `+08:00` are refused. */
 function timeZone(env: Env, name: string, fallback: string): string {
   const raw = read(env, name);
@@ -230,6 +247,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     queuePrefix: queuePrefix(env),
     ehrUrl: url(env, 'EHR_URL', mode === 'production' ? ['https:'] : ['http:', 'https:']),
     ehrToken: read(env, 'EHR_TOKEN'),
+    ehrAllowedAddresses: list(env, 'EHR_ALLOWED_ADDRESSES'),
     ehrMaxAttempts: integer(env, 'EHR_MAX_ATTEMPTS', 10, 1, 100),
     ehrBackoffBaseMs: integer(env, 'EHR_BACKOFF_BASE_MS', 2_000, 10, 600_000),
     ehrAttemptTimeoutSeconds: integer(env, 'EHR_ATTEMPT_TIMEOUT_SECONDS', 30, 1, 600),
@@ -277,6 +295,24 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     );
   }
   return Object.freeze(config);
+}
+
+/**
+ * In production, refuses an EHR_URL whose host is, or resolves to, a loopback, private, link-local or
+ * otherwise non-public address, unless EHR_ALLOWED_ADDRESSES names it: a typo or a hostile setting
+ * must not send patients' forms to refhub itself or into the network it runs in. Run where forms are
+ * sent, before the first one.
+ */
+export async function checkEhrAddress(config: Config, lookup?: HostLookup): Promise<void> {
+  if (config.env !== 'production' || config.ehrUrl === undefined) return;
+  const reason = await nonPublicAddressReason(new URL(config.ehrUrl), config.ehrAllowedAddresses, lookup);
+  if (reason !== null) {
+    throw new ConfigError(
+      'EHR_URL',
+      `must reach a public address in production: ${reason}. If the EHR really sits there, name ` +
+        'that host or address in EHR_ALLOWED_ADDRESSES',
+    );
+  }
 }
 
 /** `QUEUE_PREFIX` as given, wrapped in `{…}` so that Redis Cluster keeps each queue in one slot. */

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import { v7 as uuidv7 } from 'uuid';
-import { ConfigError, loadConfig, type Config } from './config.ts';
+import { checkEhrAddress, ConfigError, loadConfig, type Config } from './config.ts';
 import { createContext, openConfiguredStore, type AppContext } from './context.ts';
 import { DataDirLockedError } from './db/data-dir-lock.ts';
 import { ROLES, type Role } from './domain/statuses.ts';
@@ -83,9 +83,10 @@ async function serve(command: ServeCommand): Promise<void> {
       `\`refhub ${command}\` runs against PostgreSQL: set DATABASE_URL. For embedded PGlite, run \`refhub all\`.`,
     );
   }
-  const ctx = await createContext(config, `refhub ${command}`);
   const withApi = command !== 'worker';
   const withBackground = command !== 'api';
+  if (withBackground) await checkEhrAddress(config);
+  const ctx = await createContext(config, `refhub ${command}`);
   let demoKeys;
   if (config.catalogFile !== undefined) {
     const loaded = await ctx.catalog.loadFile(config.catalogFile);

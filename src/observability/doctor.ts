@@ -3,7 +3,7 @@
 // again, so it can run beside a live PostgreSQL installation at any time. With embedded PGlite it
 // does not touch a DATA_DIR that a running refhub holds: it names the holder instead.
 import { sql, type Kysely } from 'kysely';
-import type { Config } from '../config.ts';
+import { checkEhrAddress, ConfigError, type Config } from '../config.ts';
 import { DataDirLockedError } from '../db/data-dir-lock.ts';
 import { isMigrated, openStore, ping, type Store } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
@@ -105,7 +105,7 @@ async function redisCheck(config: Config, logger: Logger): Promise<DoctorCheck> 
   }
 }
 
-function ehrCheck(config: Config): DoctorCheck {
+async function ehrCheck(config: Config): Promise<DoctorCheck> {
   if (config.ehrUrl === undefined) {
     return {
       name: 'ehr url',
@@ -114,6 +114,12 @@ function ehrCheck(config: Config): DoctorCheck {
     };
   }
   const https = new URL(config.ehrUrl).protocol === 'https:';
+  try {
+    await checkEhrAddress(config);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    return { name: 'ehr url', ok: false, detail: error.message };
+  }
   return {
     name: 'ehr url',
     ok: https || config.env !== 'production',
@@ -123,5 +129,5 @@ function ehrCheck(config: Config): DoctorCheck {
 
 export async function runDoctor(config: Config, logger: Logger): Promise<DoctorCheck[]> {
   const [store, redis] = await Promise.all([storeChecks(config), redisCheck(config, logger)]);
-  return [...store, redis, ehrCheck(config)];
+  return [...store, redis, await ehrCheck(config)];
 }

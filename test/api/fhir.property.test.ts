@@ -18,6 +18,7 @@ import type {
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COUNTRY_CODES } from '../../src/domain/countries.ts';
+import { APPOINTMENT_WINDOW_YEARS } from '../../src/domain/appointment-window.ts';
 import {
   APPOINTMENT_STATUSES,
   STATUSES,
@@ -70,12 +71,19 @@ interface ReferralPlan {
   readonly ledger: readonly LedgerPlan[];
 }
 
+/** Text that says something (the API refuses whitespace alone), with stray whitespace around it. */
 const text = (maxLength: number) =>
-  fc.oneof(
-    fc.string({ minLength: 1, maxLength, unit: 'grapheme' }),
-    fc.constantFrom(' ', '\n\t ', 'Tan Ah Kow', 'Nur Aisyah binte Rahman', '陳大文', "O'Brien & <Sons>"),
-  );
-const nonBlank = (maxLength: number) => text(maxLength).filter((s) => s.trim() !== '');
+  fc
+    .oneof(
+      fc.string({ minLength: 1, maxLength, unit: 'grapheme' }),
+      fc.constantFrom(' Tan Ah Kow', 'Nur Aisyah\n\tbinte Rahman ', '陳大文', "O'Brien & <Sons>"),
+    )
+    .filter((s) => s.trim() !== '');
+const yearsFromNow = (years: number) => {
+  const date = new Date();
+  date.setUTCFullYear(date.getUTCFullYear() + years);
+  return date.toISOString();
+};
 const phone = fc.stringMatching(/^[3689][0-9]{7}$/);
 const isoDate = (min: string, max: string) =>
   fc.date({ min: new Date(min), max: new Date(max), noInvalidDate: true }).map((d) => d.toISOString());
@@ -86,7 +94,7 @@ const fieldsFor = (status: Status) =>
     .record(
       {
         offeringId: fc.constantFrom('cgh-gastro', 'cgh-gpfirst', 'cgh-ae'),
-        patientName: nonBlank(60),
+        patientName: text(60),
         patientUin: fc.stringMatching(/^[STFGM][0-9]{7}[A-Z]$/),
         dob: isoDate('1920-01-01', '2020-12-31').map((d) => d.slice(0, 10)),
         patientGender: fc.constantFrom('Male', 'Female'),
@@ -110,7 +118,11 @@ const fieldsFor = (status: Status) =>
 const appointment = (status: AppointmentStatus) =>
   fc.record({
     status: fc.constant(status),
-    startAt: isoDate('2025-01-01', '2035-12-31'),
+    // Within the window the API takes appointments in (APPOINTMENT_WINDOW_YEARS around now).
+    startAt: isoDate(
+      yearsFromNow(-(APPOINTMENT_WINDOW_YEARS - 1)),
+      yearsFromNow(APPOINTMENT_WINDOW_YEARS - 1),
+    ),
     location: fc.oneof(text(60), fc.constant('Clinic 3B, Level 3')),
   });
 
@@ -175,7 +187,7 @@ const planFor = (status: Status): fc.Arbitrary<ReferralPlan> =>
               by: fc.constantFrom<Party>(
                 ...(status === 'draft' ? ['sender' as const] : (['sender', 'provider'] as const)),
               ),
-              content: fc.oneof(text(200), fc.constant(' ')),
+              content: text(200),
               authorName: text(40),
             },
             { requiredKeys: ['by', 'content'] },

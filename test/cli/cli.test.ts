@@ -195,6 +195,12 @@ describe('refhub CLI', () => {
       const cases: [Record<string, string>, string[], string][] = [
         [{ PORT: 'abc' }, ['all'], 'PORT'],
         [{ DATABASE_URL: 'mysql://db/refhub' }, ['keys', 'list'], 'DATABASE_URL'],
+        [{ NODE_ENV: 'prod' }, ['all'], 'NODE_ENV'],
+        [
+          { NODE_ENV: 'production', EHR_URL: 'https://127.0.0.1:9/ehr', SESSION_SECRET: 's'.repeat(32) },
+          ['all'],
+          'EHR_URL: must reach a public address in production: 127.0.0.1 is a loopback address',
+        ],
       ];
       await Promise.all(
         cases.map(async ([env, args, variable]) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.ts';
+import { checkEhrAddress, ConfigError, loadConfig } from '../../src/config.ts';
 
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
@@ -131,6 +131,37 @@ describe('loadConfig', () => {
     expect(loadConfig({ EHR_URL: 'http://127.0.0.1:4010/ehr/referrals' }).ehrUrl).toBe(
       'http://127.0.0.1:4010/ehr/referrals',
     );
+  });
+
+  it('refuses in production an EHR_URL that reaches a non-public address, unless it is allowed', async () => {
+    const production = { NODE_ENV: 'production', SESSION_SECRET: 's'.repeat(32) };
+    const loopback = loadConfig({ ...production, EHR_URL: 'https://127.0.0.1:9/ehr' });
+    await expect(checkEhrAddress(loopback)).rejects.toThrow(
+      /^EHR_URL: must reach a public address in production: 127\.0\.0\.1 is a loopback address\. .*EHR_ALLOWED_ADDRESSES/,
+    );
+    const metadata = loadConfig({ ...production, EHR_URL: 'https://169.254.169.254/' });
+    await expect(checkEhrAddress(metadata)).rejects.toThrow(/169\.254\.169\.254 is a link-local address/);
+    const named = loadConfig({
+      ...production,
+      EHR_URL: 'https://ehr.link/',
+      EHR_ALLOWED_ADDRESSES: 'ehr.link',
+    });
+    await expect(checkEhrAddress(named, () => Promise.resolve(['10.9.8.7']))).resolves.toBeUndefined();
+    const other = loadConfig({
+      ...production,
+      EHR_URL: 'https://ehr.link/',
+      EHR_ALLOWED_ADDRESSES: ' [::1], 10.9.8.6 ',
+    });
+    expect([...other.ehrAllowedAddresses]).toEqual(['::1', '10.9.8.6']);
+    await expect(checkEhrAddress(other, () => Promise.resolve(['10.9.8.7']))).rejects.toThrow(
+      /resolves to 10\.9\.8\.7, a private address/,
+    );
+    const publicHost = loadConfig({ ...production, EHR_URL: 'https://ehr.example.org/' });
+    await expect(
+      checkEhrAddress(publicHost, () => Promise.resolve(['203.0.114.5'])),
+    ).resolves.toBeUndefined();
+    // Outside production a local EHR is the normal case.
+    await expect(checkEhrAddress(loadConfig({ EHR_URL: 'http://127.0.0.1:4010/' }))).resolves.toBeUndefined();
   });
 
   it.each([

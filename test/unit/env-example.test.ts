@@ -8,7 +8,10 @@ import { loadConfig } from '../../src/config.ts';
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const read = (file: string) => fs.readFileSync(path.join(ROOT, file), 'utf8');
 
-/** Every variable src/config.ts reads: each read goes through a helper called as `helper(env, 'NAME'…)`. */
+/**
+ * Every variable src/config.ts reads: each read goes through a helper called as `helper(env, 'NAME'…)`,
+ * which the formatter may break across lines.
+ */
 const READ_BY_CONFIG = new Set(
   [...read('src/config.ts').matchAll(/\(\s*env,\s*'([A-Z][A-Z0-9_]*)'/g)].map((m) => m[1]),
 );

@@ -34,7 +34,11 @@ describe.each(ENGINES)('a Redis FLUSHALL on %s', (engine) => {
   });
 
   it(`gets all ${PENDING} pending forwards delivered, and the reminder schedules back`, async () => {
-    const app = await createBridgeApp(engine, ehr, { env: { REDIS_URL: redis.url } });
+    // The EHR's circuit stays closed (0 turns it off): every forward meets the EHR once before the
+    // flush, rather than most waiting on the circuit without an attempt.
+    const app = await createBridgeApp(engine, ehr, {
+      env: { REDIS_URL: redis.url, EHR_CIRCUIT_FAILURES: '0' },
+    });
     t = app;
     const forwards = app.ctx.queues.queues['ehr-forward'];
     // Every first attempt meets a 503 with an hour's Retry-After, so each job sits delayed in Redis.
