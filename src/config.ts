@@ -189,24 +189,6 @@ function durations(env: Env, name: string, fallback: readonly number[]): readonl
   });
 }
 
-/** A comma-separated list of host names or IP addresses. */
-function hostList(env: Env, name: string): ReadonlySet<string> {
-  const raw = read(env, name);
-  if (raw === undefined) return new Set();
-  const hosts = raw.split(',').map((h) =>
-    h
-      .trim()
-      .toLowerCase()
-      .replace(/^\[(.*)\]$/, '$1'),
-  );
-  for (const host of hosts) {
-    if (!/^[a-z0-9.:_-]{1,253}$/.test(host)) {
-      throw new ConfigError(name, `must be host names or IP addresses separated by commas, got "${host}"`);
-    }
-  }
-  return new Set(hosts);
-}
-
 /** Svix's schedule after the first, immediate attempt: about a day and a half of retries in all. */
 export const DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS: readonly number[] = [
   5_000,
@@ -276,7 +258,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     webhookRetryScheduleMs: durations(env, 'WEBHOOK_RETRY_SCHEDULE', DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS),
     webhookAttemptTimeoutSeconds: integer(env, 'WEBHOOK_ATTEMPT_TIMEOUT_SECONDS', 15, 1, 120),
     webhookDisableAfterSeconds: integer(env, 'WEBHOOK_DISABLE_AFTER_SECONDS', 5 * 86_400, 1, 365 * 86_400),
-    webhookAllowedAddresses: hostList(env, 'WEBHOOK_ALLOWED_ADDRESSES'),
+    webhookAllowedAddresses: list(env, 'WEBHOOK_ALLOWED_ADDRESSES'),
   };
   // Node refuses a headers timeout longer than the whole request's: the headers are part of it.
   if (config.httpHeadersTimeoutSeconds > config.httpRequestTimeoutSeconds) {

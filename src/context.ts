@@ -21,6 +21,9 @@ import { createReferralQueries, type ReferralQueries } from './services/referral
 import { createEhrForwarding, type EhrForwarding } from './forwarding/forwarding.service.ts';
 import { createReminders, type Reminders } from './services/reminder.service.ts';
 import { createEventFeed, type EventFeed } from './services/event-feed.service.ts';
+import { createWebhookClient, type WebhookClient } from './webhooks/webhook-client.ts';
+import type { DeliveryDeps } from './webhooks/delivery.ts';
+import { createWebhookSubscriptions, type WebhookSubscriptions } from './webhooks/subscription.service.ts';
 import { createQueueProducer, type QueueProducer } from './queue/producer.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
 import { QUEUE_NAMES } from './queue/registry.ts';
@@ -55,6 +58,9 @@ export interface AppContext {
   readonly reminders: Reminders;
   /** Each institution's referral events in one total order. */
   readonly eventFeed: EventFeed;
+  readonly webhookSubscriptions: WebhookSubscriptions;
+  /** What a webhook delivery needs (the HTTP client is opened on first use). */
+  readonly webhookDelivery: () => DeliveryDeps;
   /** The queue producer, connected to Redis on first use (operator commands never touch Redis). */
   readonly queues: QueueProducer;
   /** This process's Prometheus metrics. */
@@ -120,6 +126,19 @@ export async function createContext(
     outboxBacklog: () => outboxRepository(db).backlog(clock.now()),
     ehrCircuitOpen: async () => (await ehrCircuitRepository(db).read()).state === 'open',
   });
+  let webhookClient: WebhookClient | undefined;
+  const production = config.env === 'production';
+  const webhookDelivery = (): DeliveryDeps => ({
+    db,
+    clock,
+    metrics,
+    disableAfterMs: config.webhookDisableAfterSeconds * 1000,
+    client: (webhookClient ??= createWebhookClient({
+      attemptTimeoutMs: config.webhookAttemptTimeoutSeconds * 1000,
+      publicOnly: production,
+      allowed: config.webhookAllowedAddresses,
+    })),
+  });
   const referralQueries = createReferralQueries({ ...deps, renderEhrForm: renderForm });
   const ehrForwarding = createEhrForwarding({ db, clock, metrics });
   return {
@@ -156,6 +175,13 @@ export async function createContext(
       },
     }),
     eventFeed: createEventFeed({ db, clock }),
+    webhookSubscriptions: createWebhookSubscriptions({
+      db,
+      clock,
+      endpoints: { production, allowed: config.webhookAllowedAddresses },
+      delivery: webhookDelivery,
+    }),
+    webhookDelivery,
     get queues() {
       return queueProducer();
     },
@@ -163,6 +189,7 @@ export async function createContext(
     lifecycle: { draining: false },
     close: async () => {
       await queues?.close();
+      await webhookClient?.close();
       await store.close();
     },
   };

@@ -21,6 +21,7 @@ import { metricsRoutes } from './routes/metrics.routes.ts';
 import { observeRequests } from './request-log.ts';
 import { ehrSubmissionRoutes } from './routes/ehr-submissions.routes.ts';
 import { eventRoutes } from './routes/events.routes.ts';
+import { webhookRoutes } from './routes/webhooks.routes.ts';
 import { fhirRoutes } from './routes/fhir.routes.ts';
 import { linkRoutes } from './routes/links.routes.ts';
 import { providerRoutes } from './routes/provider.routes.ts';
@@ -127,6 +128,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(ehrSubmissionRoutes(ctx), { prefix: API_PREFIX });
   await app.register(fhirRoutes(ctx), { prefix: API_PREFIX });
   await app.register(eventRoutes(ctx), { prefix: API_PREFIX });
+  await app.register(webhookRoutes(ctx), { prefix: API_PREFIX });
   await app.register(adminPlugin(ctx));
   return app;
 }

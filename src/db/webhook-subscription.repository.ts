@@ -138,7 +138,9 @@ export function webhookSubscriptionRepository(db: Executor) {
             ? {}
             : { event_types: patch.eventTypes === null ? null : [...patch.eventTypes] }),
           ...(patch.description === undefined ? {} : { description: patch.description }),
-          ...(patch.enabled === true ? { disabled_at: null, disabled_reason: null, failing_since: null } : {}),
+          ...(patch.enabled === true
+            ? { disabled_at: null, disabled_reason: null, failing_since: null }
+            : {}),
         })
         // Disabling keeps the first reason: a subscription refhub disabled stays marked as such.
         .$if(patch.enabled === false, (q) =>

@@ -12,7 +12,10 @@ export function newSigningSecret(): string {
 }
 
 function keyOf(secret: string): Buffer {
-  return Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, 'base64');
+  return Buffer.from(
+    secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret,
+    'base64',
+  );
 }
 
 /** One `v1,<signature>` of the message under `secret`. */

@@ -349,6 +349,118 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/institutions/{institutionIdType}/{institutionId}/webhook-subscriptions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the institution’s webhook subscriptions
+     * @description Oldest first, without their secrets.
+     */
+    get: operations['listWebhookSubscriptions'];
+    put?: never;
+    /**
+     * Subscribe to the institution’s events
+     * @description Events of the referrals the institution may see are POSTed to `url`, signed as Standard Webhooks specifies. The answer carries the signing secret, the only time it is shown. At most 20 subscriptions per institution.
+     */
+    post: operations['createWebhookSubscription'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/institutions/{institutionIdType}/{institutionId}/webhook-subscriptions/{subscriptionId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a webhook subscription
+     * @description Whether it is enabled, why not, and since when it fails; never its secret.
+     */
+    get: operations['getWebhookSubscription'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a webhook subscription
+     * @description Nothing more is delivered to it, and its attempts are forgotten.
+     */
+    delete: operations['deleteWebhookSubscription'];
+    options?: never;
+    head?: never;
+    /**
+     * Change a webhook subscription
+     * @description Changes what is sent: the URL, the event types (an empty list means every type), the description. `enabled: false` pauses deliveries; `enabled: true` resumes them, also after refhub disabled the subscription, and forgets its failures.
+     */
+    patch: operations['updateWebhookSubscription'];
+    trace?: never;
+  };
+  '/api/v1/institutions/{institutionIdType}/{institutionId}/webhook-subscriptions/{subscriptionId}/rotate-secret': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Give a webhook subscription a new signing secret
+     * @description The answer carries the new secret, the only time it is shown. For 24 hours deliveries are signed with both the new and the previous secret, so receivers can switch without losing any.
+     */
+    post: operations['rotateWebhookSecret'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/institutions/{institutionIdType}/{institutionId}/webhook-subscriptions/{subscriptionId}/test': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send a test event to a webhook subscription
+     * @description Sends a `webhook.test` event now, signed like every delivery, once and without retries, and answers with the attempt: the receiver’s status, or why it could not be reached.
+     */
+    post: operations['sendWebhookTest'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/institutions/{institutionIdType}/{institutionId}/webhook-subscriptions/{subscriptionId}/attempts': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List a webhook subscription’s delivery attempts
+     * @description Newest first: when, the receiver’s status, how long it took, and an error code when no answer came. Kept for EVENT_RETENTION_DAYS.
+     */
+    get: operations['listWebhookAttempts'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -724,6 +836,122 @@ export interface components {
       next: string;
       /** @description More events are ready now: read again at once. */
       hasMore: boolean;
+    };
+    WebhookSubscription: {
+      /** Format: uuid */
+      id: string;
+      url: string;
+      /** @description The event types delivered; absent means every type */
+      eventTypes?: string[];
+      description?: string;
+      /** @description Whether events are delivered */
+      enabled: boolean;
+      /**
+       * @description `by-institution`: you disabled it; `gone`: the receiver answered 410; `failing`: deliveries kept failing for WEBHOOK_DISABLE_AFTER_SECONDS. Enable it again with `enabled: true`.
+       * @enum {unknown}
+       */
+      disabledReason?: 'by-institution' | 'gone' | 'failing';
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC, with milliseconds
+       */
+      disabledAt?: string;
+      /**
+       * Format: date-time
+       * @description The first failure since the last success
+       */
+      failingSince?: string;
+      /**
+       * Format: date-time
+       * @description After a rotation, the previous secret signs beside the new one until then
+       */
+      previousSecretExpiresAt?: string;
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC, with milliseconds
+       */
+      createdAt: string;
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC, with milliseconds
+       */
+      updatedAt: string;
+    };
+    WebhookSubscriptionWithSecret: {
+      /** Format: uuid */
+      id: string;
+      url: string;
+      /** @description The event types delivered; absent means every type */
+      eventTypes?: string[];
+      description?: string;
+      /** @description Whether events are delivered */
+      enabled: boolean;
+      /**
+       * @description `by-institution`: you disabled it; `gone`: the receiver answered 410; `failing`: deliveries kept failing for WEBHOOK_DISABLE_AFTER_SECONDS. Enable it again with `enabled: true`.
+       * @enum {unknown}
+       */
+      disabledReason?: 'by-institution' | 'gone' | 'failing';
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC, with milliseconds
+       */
+      disabledAt?: string;
+      /**
+       * Format: date-time
+       * @description The first failure since the last success
+       */
+      failingSince?: string;
+      /**
+       * Format: date-time
+       * @description After a rotation, the previous secret signs beside the new one until then
+       */
+      previousSecretExpiresAt?: string;
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC, with milliseconds
+       */
+      createdAt: string;
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC, with milliseconds
+       */
+      updatedAt: string;
+      /** @description The signing secret (`whsec_…`), shown only now: verify deliveries with it (Standard Webhooks). */
+      secret: string;
+    };
+    WebhookSubscriptionList: {
+      /** @description Oldest first. */
+      data: components['schemas']['WebhookSubscription'][];
+    };
+    WebhookAttempt: {
+      /** Format: uuid */
+      id: string;
+      /**
+       * Format: uuid
+       * @description Also the delivery’s `webhook-id`
+       */
+      eventId: string;
+      eventType: string;
+      attempt: number;
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC, with milliseconds
+       */
+      attemptedAt: string;
+      /**
+       * @description `retrying`: it failed and another attempt is scheduled
+       * @enum {unknown}
+       */
+      outcome: 'delivered' | 'retrying' | 'failed';
+      /** @description The receiver’s answer, when it answered */
+      httpStatus?: number;
+      durationMs: number;
+      /** @description Why no answer came, such as WEBHOOK_ATTEMPT_TIMEOUT */
+      errorCode?: string;
+    };
+    WebhookAttemptList: {
+      /** @description Newest first. */
+      data: components['schemas']['WebhookAttempt'][];
     };
   };
   responses: never;
@@ -3586,6 +3814,833 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['EventPage'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  listWebhookSubscriptions: {
+    parameters: {
+      query?: {
+        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        requesterIdentifier?: string;
+      };
+      header?: never;
+      path: {
+        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        institutionIdType: 'hci';
+        institutionId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The subscriptions. */
+      200: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookSubscriptionList'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  createWebhookSubscription: {
+    parameters: {
+      query?: {
+        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        requesterIdentifier?: string;
+      };
+      header?: {
+        /** @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        institutionIdType: 'hci';
+        institutionId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Where deliveries are POSTed: `https` (plain `http` only outside production); in production its host must resolve to public addresses only, unless an operator allowed it (WEBHOOK_ALLOWED_ADDRESSES). */
+          url: string;
+          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.back-to-draft, referral.cancelled, referral.created, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.rejected, referral.sender-action-required, referral.updated. */
+          eventTypes?: string[];
+          /** @description A note for people */
+          description?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The subscription, with its secret. */
+      201: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookSubscriptionWithSecret'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  getWebhookSubscription: {
+    parameters: {
+      query?: {
+        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        requesterIdentifier?: string;
+      };
+      header?: never;
+      path: {
+        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        institutionIdType: 'hci';
+        institutionId: string;
+        subscriptionId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The subscription. */
+      200: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookSubscription'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  deleteWebhookSubscription: {
+    parameters: {
+      query?: {
+        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        requesterIdentifier?: string;
+      };
+      header?: never;
+      path: {
+        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        institutionIdType: 'hci';
+        institutionId: string;
+        subscriptionId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The subscription as it was. */
+      200: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookSubscription'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  updateWebhookSubscription: {
+    parameters: {
+      query?: {
+        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        requesterIdentifier?: string;
+      };
+      header?: never;
+      path: {
+        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        institutionIdType: 'hci';
+        institutionId: string;
+        subscriptionId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Where deliveries are POSTed: `https` (plain `http` only outside production); in production its host must resolve to public addresses only, unless an operator allowed it (WEBHOOK_ALLOWED_ADDRESSES). */
+          url?: string;
+          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.back-to-draft, referral.cancelled, referral.created, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.rejected, referral.sender-action-required, referral.updated. */
+          eventTypes?: string[];
+          /** @description A note for people */
+          description?: string;
+          enabled?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description The subscription, changed. */
+      200: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookSubscription'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  rotateWebhookSecret: {
+    parameters: {
+      query?: {
+        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        requesterIdentifier?: string;
+      };
+      header?: {
+        /** @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        institutionIdType: 'hci';
+        institutionId: string;
+        subscriptionId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The subscription, with its new secret. */
+      200: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookSubscriptionWithSecret'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  sendWebhookTest: {
+    parameters: {
+      query?: {
+        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        requesterIdentifier?: string;
+      };
+      header?: {
+        /** @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        institutionIdType: 'hci';
+        institutionId: string;
+        subscriptionId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The attempt. */
+      200: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookAttempt'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  listWebhookAttempts: {
+    parameters: {
+      query?: {
+        /** @description Only this event’s attempts */
+        eventId?: string;
+        limit?: number;
+        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        requesterIdentifier?: string;
+      };
+      header?: never;
+      path: {
+        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        institutionIdType: 'hci';
+        institutionId: string;
+        subscriptionId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The attempts. */
+      200: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookAttemptList'];
         };
       };
       /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
