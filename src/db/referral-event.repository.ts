@@ -2,9 +2,10 @@
 // pages of it in its one total order, for an institution's feed and for the webhook relay.
 //
 // The order is (xid, position), and a reader takes only rows whose transaction is older than every
-// transaction still running (`xid < pg_snapshot_xmin(pg_current_snapshot())`). A transaction that is
-// still running (or not yet begun) has an xid at least that horizon, so every row that may still
-// appear sorts after every row already handed out: a cursor never steps over a row that commits later.
+// transaction of this database still running (see `settled`). A transaction that is still running
+// has an xid at least that horizon, and one that has not yet written gets a larger xid when it does,
+// so every row that may still appear sorts after every row already handed out: a cursor never steps
+// over a row that commits later.
 import { sql, type Selectable } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
 import type { Executor } from './executor.ts';
@@ -71,7 +72,19 @@ function toEvent(r: Row): ReferralEvent {
 }
 
 const after = (p: FeedPosition) => sql<boolean>`(xid, position) > (${p.xid}::xid8, ${p.position}::bigint)`;
-const settled = sql<boolean>`xid < pg_snapshot_xmin(pg_current_snapshot())`;
+/**
+ * Rows of transactions that have all ended: older than the oldest transaction this statement's
+ * snapshot still sees running. The snapshot's running list spans the whole cluster, so a long
+ * transaction in another database (a report, a dump) would hold the feed back; those are left out
+ * when pg_stat_activity shows them in another database (it does for a superuser or a role with
+ * pg_read_all_stats). A transaction that has ended by the time pg_stat_activity is read, or that it
+ * does not show, still counts: the horizon can only err towards waiting, never towards skipping.
+ */
+const settled = sql<boolean>`xid < coalesce(
+  (select min(x) from pg_snapshot_xip(pg_current_snapshot()) x
+    where not exists (select 1 from pg_stat_activity a
+                      where a.backend_xid = x::xid and a.datname <> current_database())),
+  pg_snapshot_xmax(pg_current_snapshot()))`;
 
 export function referralEventRepository(db: Executor) {
   return {
