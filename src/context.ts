@@ -23,11 +23,13 @@ import { createReminders, type Reminders } from './services/reminder.service.ts'
 import { createEventFeed, type EventFeed } from './services/event-feed.service.ts';
 import { createWebhookClient, type WebhookClient } from './webhooks/webhook-client.ts';
 import type { DeliveryDeps } from './webhooks/delivery.ts';
+import { createWebhookReplay, type WebhookReplay } from './webhooks/replay.ts';
 import { createWebhookSubscriptions, type WebhookSubscriptions } from './webhooks/subscription.service.ts';
 import { createQueueProducer, type QueueProducer } from './queue/producer.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
 import { QUEUE_NAMES } from './queue/registry.ts';
 import { outboxRepository } from './db/outbox.repository.ts';
+import { webhookSubscriptionRepository } from './db/webhook-subscription.repository.ts';
 import { ehrCircuitRepository } from './db/ehr-circuit.repository.ts';
 import { createReferralFhir, type ReferralFhir } from './fhir/referral-fhir.service.ts';
 
@@ -61,6 +63,8 @@ export interface AppContext {
   readonly webhookSubscriptions: WebhookSubscriptions;
   /** What a webhook delivery needs (the HTTP client is opened on first use). */
   readonly webhookDelivery: () => DeliveryDeps;
+  /** An operator's replay of webhook deliveries (enqueues at once: Redis must be up). */
+  readonly webhookReplay: WebhookReplay;
   /** The queue producer, connected to Redis on first use (operator commands never touch Redis). */
   readonly queues: QueueProducer;
   /** This process's Prometheus metrics. */
@@ -123,7 +127,8 @@ export async function createContext(
           QUEUE_NAMES.map(async (name) => [name, await queueProducer().queues[name].getJobCounts()] as const),
         ),
       ),
-    outboxBacklog: () => outboxRepository(db).backlog(clock.now()),
+    outboxBacklog: () => outboxRepository(db).backlogWithEvents(clock.now()),
+    disabledWebhookSubscriptions: () => webhookSubscriptionRepository(db).disabledCounts(),
     ehrCircuitOpen: async () => (await ehrCircuitRepository(db).read()).state === 'open',
   });
   let webhookClient: WebhookClient | undefined;
@@ -182,6 +187,10 @@ export async function createContext(
       delivery: webhookDelivery,
     }),
     webhookDelivery,
+    webhookReplay: createWebhookReplay({
+      db,
+      queues: { enqueueWebhooks: (jobs, replay) => queueProducer().enqueueWebhooks(jobs, replay) },
+    }),
     get queues() {
       return queueProducer();
     },

@@ -15,6 +15,7 @@ import { registerAuth } from './plugins/auth.ts';
 import { opsOnlyDocs } from './docs-access.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
 import { registerProblemHandlers } from './plugins/problem.ts';
+import { registerWebhookWarning } from './webhook-warning.ts';
 import { createValidatorCompiler } from './validation.ts';
 import { healthRoutes } from './routes/health.routes.ts';
 import { metricsRoutes } from './routes/metrics.routes.ts';
@@ -84,6 +85,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   registerProblemHandlers(app, ctx);
   registerAuth(app, ctx);
+  registerWebhookWarning(app, ctx);
 
   await app.register(rateLimit, {
     global: true,

@@ -238,6 +238,17 @@ export function webhookSubscriptionRepository(db: Executor) {
       ).map(toSubscription);
     },
 
+    /** How many subscriptions are disabled now, by why. */
+    async disabledCounts(): Promise<Record<string, number>> {
+      const rows = await db
+        .selectFrom('webhook_subscriptions')
+        .select(['disabled_reason', sql<number>`count(*)::int`.as('n')])
+        .where('disabled_at', 'is not', null)
+        .groupBy('disabled_reason')
+        .execute();
+      return Object.fromEntries(rows.map((r) => [r.disabled_reason ?? 'by-institution', r.n]));
+    },
+
     /** A delivery succeeded: the subscription is no longer failing. */
     async succeeded(id: string): Promise<void> {
       await db

@@ -13,6 +13,7 @@ import { CANARY, CANARY_MARKERS } from '../support/fixtures/patients.ts';
 import type { SandboxEhrProcess } from '../support/sandbox-ehr-process.ts';
 import { call, createDraft } from '../support/scenarios.ts';
 import type { TestParty } from '../support/test-app.ts';
+import { opsRequest } from '../admin/ops-client.ts';
 import {
   startWebhookReceiver,
   type ReceivedDelivery,
@@ -241,6 +242,15 @@ describe.each(ENGINES)('webhook delivery on %s', (engine) => {
       [2, 'retrying', 'WEBHOOK_ATTEMPT_TIMEOUT'],
       [1, 'retrying', 500],
     ]);
+    const metrics = await t.ctx.metrics.registry.metrics();
+    expect(metrics).toMatch(
+      /refhub_webhook_delivery_attempts_total\{outcome="retrying",status_class="5xx"\} [1-9]/,
+    );
+    expect(metrics).toMatch(
+      /refhub_webhook_delivery_attempts_total\{outcome="retrying",status_class="error"\} [1-9]/,
+    );
+    expect(metrics).toMatch(/refhub_webhook_delivery_duration_seconds_count\{outcome="delivered"\} [1-9]/);
+    expect(metrics).toMatch(/refhub_queue_jobs\{queue="webhooks",state="failed"\} \d+/);
     const current = await t.request(t.sender, { method: 'GET', url: `${base(t.sender)}/${sub.id}` });
     expect(current.json()).toMatchObject({ enabled: true });
     expect(current.json()).not.toHaveProperty('failingSince');
@@ -286,6 +296,64 @@ describe.each(ENGINES)('webhook delivery on %s', (engine) => {
       return body.enabled ? undefined : body;
     });
     expect(disabled).toMatchObject({ disabledReason: 'failing' });
+    const metrics = await t.ctx.metrics.registry.metrics();
+    expect(metrics).toMatch(/refhub_webhook_subscriptions_disabled_total\{reason="failing"\} [1-9]/);
+    expect(metrics).toMatch(/refhub_webhook_subscriptions_disabled\{reason="failing"\} [1-9]/);
     expect(hook.deliveries().length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('replays one event, and everything since a time, under the events’ own webhook-ids', async () => {
+    const hook = await receiver();
+    const sub = await subscribe(t.provider, hook.url);
+    const { id } = await createDraft(t);
+    await call(t, t.sender, 'POST', `/api/v1/referrals/${id}/submit`, {});
+    await until('the submit event', hook, id, ['referral.pending-acceptance']);
+    const [first] = of(id, hook);
+    const eventId = first?.headers['webhook-id'] ?? '';
+
+    expect(await t.ctx.webhookReplay.replayEvent(eventId, sub.id)).toEqual({ events: 1, deliveries: 1 });
+    await eventually('the replayed delivery', () =>
+      Promise.resolve(of(id, hook).length >= 2 ? true : undefined),
+    );
+    expect(of(id, hook).map((d) => d.headers['webhook-id'])).toEqual([eventId, eventId]);
+    verified(of(id, hook), sub.secret);
+
+    // Since the submit: this referral's events and any later ones, to this subscription only.
+    const since = new Date((JSON.parse(first?.body ?? '{}') as Delivered).timestamp);
+    const replayed = await t.ctx.webhookReplay.replaySince(since, sub.id);
+    expect(replayed.deliveries).toBeGreaterThanOrEqual(1);
+    const copies = () => of(id, hook).filter((d) => d.headers['webhook-id'] === eventId);
+    await eventually('the second replay', () => Promise.resolve(copies().length >= 3 ? true : undefined));
+    verified(copies(), sub.secret);
+  });
+
+  it('warns the institution on every response while refhub keeps its subscription disabled', async () => {
+    const hook = await receiver();
+    hook.answer({ status: 410 });
+    const sub = await subscribe(t.otherSender, hook.url, { eventTypes: ['referral.created'] });
+    await call(t, t.otherSender, 'POST', '/api/v1/referrals', { offeringId: 'cgh-gastro' }, 201);
+    const warned = await eventually('the warning header', async () => {
+      const res = await t.request(t.otherSender, { method: 'GET', url: base(t.otherSender) });
+      const header = res.headers['webhook-subscriptions-disabled'];
+      return typeof header === 'string' && header.includes(sub.id) ? header : undefined;
+    });
+    expect(warned).toContain(sub.id);
+    // Other institutions' answers carry none.
+    const other = await t.request(t.provider, { method: 'GET', url: base(t.provider) });
+    expect(other.headers['webhook-subscriptions-disabled']).toBeUndefined();
+    // /admin lists it.
+    const admin = await opsRequest(t, t.ops, { method: 'GET', url: '/admin' });
+    expect(admin.body).toContain(`data-disabled-webhook="${sub.id}"`);
+    // Enabled again, the warning goes (within the few seconds each process keeps it).
+    await t.request(t.otherSender, {
+      method: 'PATCH',
+      url: `${base(t.otherSender)}/${sub.id}`,
+      payload: { enabled: true },
+    });
+    await eventually('the warning to go', async () => {
+      const res = await t.request(t.otherSender, { method: 'GET', url: base(t.otherSender) });
+      const header = res.headers['webhook-subscriptions-disabled'];
+      return typeof header === 'string' && header.includes(sub.id) ? undefined : true;
+    });
   });
 });

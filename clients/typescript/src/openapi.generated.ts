@@ -999,6 +999,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -1018,6 +1020,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -1039,6 +1043,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -1058,6 +1064,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -1123,6 +1131,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
           'Idempotent-Replayed'?: 'true';
           [name: string]: unknown;
@@ -1144,6 +1154,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -1165,6 +1177,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -1188,6 +1202,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -1230,6 +1246,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -1249,6 +1267,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -1270,6 +1290,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -1289,6 +1311,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -1330,6 +1354,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -1349,6 +1375,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -1370,6 +1398,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -1389,6 +1419,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -1706,6 +1738,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -1725,6 +1759,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -1746,6 +1782,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -1765,6 +1803,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -2082,6 +2122,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
           'Idempotent-Replayed'?: 'true';
           [name: string]: unknown;
@@ -2103,6 +2145,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -2124,6 +2168,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -2147,6 +2193,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -2199,6 +2247,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
           'Idempotent-Replayed'?: 'true';
           [name: string]: unknown;
@@ -2220,6 +2270,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -2241,6 +2293,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -2264,6 +2318,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -2318,6 +2374,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
           'Idempotent-Replayed'?: 'true';
           [name: string]: unknown;
@@ -2339,6 +2397,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -2360,6 +2420,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -2383,6 +2445,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -2435,6 +2499,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
           'Idempotent-Replayed'?: 'true';
           [name: string]: unknown;
@@ -2456,6 +2522,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -2477,6 +2545,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -2500,6 +2570,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -2552,6 +2624,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
           'Idempotent-Replayed'?: 'true';
           [name: string]: unknown;
@@ -2573,6 +2647,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -2594,6 +2670,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -2617,6 +2695,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -2670,6 +2750,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
           'Idempotent-Replayed'?: 'true';
           [name: string]: unknown;
@@ -2691,6 +2773,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -2712,6 +2796,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -2735,6 +2821,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -2789,6 +2877,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
           'Idempotent-Replayed'?: 'true';
           [name: string]: unknown;
@@ -2810,6 +2900,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -2831,6 +2923,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -2854,6 +2948,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -2908,6 +3004,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
           'Idempotent-Replayed'?: 'true';
           [name: string]: unknown;
@@ -2929,6 +3027,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -2950,6 +3050,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -2973,6 +3075,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3032,6 +3136,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3051,6 +3157,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -3072,6 +3180,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3091,6 +3201,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3408,6 +3520,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
           'Idempotent-Replayed'?: 'true';
           [name: string]: unknown;
@@ -3429,6 +3543,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -3450,6 +3566,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -3473,6 +3591,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3511,6 +3631,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3530,6 +3652,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -3551,6 +3675,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3570,6 +3696,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3609,6 +3737,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3628,6 +3758,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -3649,6 +3781,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3668,6 +3802,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3708,6 +3844,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3727,6 +3865,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -3748,6 +3888,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3767,6 +3909,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3810,6 +3954,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3829,6 +3975,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -3850,6 +3998,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3869,6 +4019,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3906,6 +4058,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3925,6 +4079,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -3946,6 +4102,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3965,6 +4123,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -4016,6 +4176,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
           'Idempotent-Replayed'?: 'true';
           [name: string]: unknown;
@@ -4037,6 +4199,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -4058,6 +4222,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -4081,6 +4247,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -4119,6 +4287,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -4138,6 +4308,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -4159,6 +4331,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -4178,6 +4352,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -4216,6 +4392,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -4235,6 +4413,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -4256,6 +4436,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -4275,6 +4457,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -4325,6 +4509,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -4344,6 +4530,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -4365,6 +4553,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -4384,6 +4574,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -4425,6 +4617,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
           'Idempotent-Replayed'?: 'true';
           [name: string]: unknown;
@@ -4446,6 +4640,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -4467,6 +4663,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -4490,6 +4688,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -4531,6 +4731,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
           'Idempotent-Replayed'?: 'true';
           [name: string]: unknown;
@@ -4552,6 +4754,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -4573,6 +4777,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -4596,6 +4802,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -4637,6 +4845,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -4656,6 +4866,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
           'Retry-After'?: number;
           [name: string]: unknown;
@@ -4677,6 +4889,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -4696,6 +4910,8 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description Seconds until the current minute ends. */
           'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
