@@ -72,6 +72,22 @@ export interface Config {
   readonly httpRequestTimeoutSeconds: number;
   readonly httpHeadersTimeoutSeconds: number;
   readonly httpKeepAliveTimeoutSeconds: number;
+  /** How long referral events stay in the feed (and webhook attempts in their log), in days. */
+  readonly eventRetentionDays: number;
+  /**
+   * The waits before each retry of a webhook delivery, in milliseconds (the first attempt is
+   * immediate); its length is the number of retries.
+   */
+  readonly webhookRetryScheduleMs: readonly number[];
+  /** The deadline of one webhook delivery, from connecting to the answer's last byte. */
+  readonly webhookAttemptTimeoutSeconds: number;
+  /** A subscription whose deliveries have failed without a success for this long is disabled. */
+  readonly webhookDisableAfterSeconds: number;
+  /**
+   * Hosts and IP addresses a webhook URL may point to even though they are not public (production
+   * refuses loopback, private and link-local addresses otherwise).
+   */
+  readonly webhookAllowedAddresses: ReadonlySet<string>;
 }
 
 export class ConfigError extends Error {
@@ -154,6 +170,36 @@ function timeZone(env: Env, name: string, fallback: string): string {
   return raw;
 }
 
+/** A comma-separated list of durations such as `5s,5m,30m,2h`: milliseconds each. */
+function durations(env: Env, name: string, fallback: readonly number[]): readonly number[] {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  const units: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  const parts = raw.split(',').map((p) => p.trim());
+  if (parts.length > 30) throw new ConfigError(name, `may list at most 30 durations, got ${parts.length}`);
+  return parts.map((part) => {
+    const match = /^(\d{1,9})(ms|s|m|h)$/.exec(part);
+    const unit = match?.[2] === undefined ? undefined : units[match[2]];
+    if (match?.[1] === undefined || unit === undefined) {
+      throw new ConfigError(name, `must be durations such as 5s,5m,30m,2h (ms, s, m or h), got "${part}"`);
+    }
+    const ms = Number(match[1]) * unit;
+    if (ms > 7 * 24 * 3_600_000) throw new ConfigError(name, `a wait may be at most 7 days, got "${part}"`);
+    return ms;
+  });
+}
+
+/** Svix's schedule after the first, immediate attempt: about a day and a half of retries in all. */
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS: readonly number[] = [
+  5_000,
+  5 * 60_000,
+  30 * 60_000,
+  2 * 3_600_000,
+  5 * 3_600_000,
+  10 * 3_600_000,
+  10 * 3_600_000,
+];
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
@@ -208,6 +254,11 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     httpRequestTimeoutSeconds: integer(env, 'HTTP_REQUEST_TIMEOUT_SECONDS', 30, 1, 600),
     httpHeadersTimeoutSeconds: integer(env, 'HTTP_HEADERS_TIMEOUT_SECONDS', 10, 1, 600),
     httpKeepAliveTimeoutSeconds: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', 72, 1, 3600),
+    eventRetentionDays: integer(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
+    webhookRetryScheduleMs: durations(env, 'WEBHOOK_RETRY_SCHEDULE', DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS),
+    webhookAttemptTimeoutSeconds: integer(env, 'WEBHOOK_ATTEMPT_TIMEOUT_SECONDS', 15, 1, 120),
+    webhookDisableAfterSeconds: integer(env, 'WEBHOOK_DISABLE_AFTER_SECONDS', 5 * 86_400, 1, 365 * 86_400),
+    webhookAllowedAddresses: list(env, 'WEBHOOK_ALLOWED_ADDRESSES'),
   };
   // Node refuses a headers timeout longer than the whole request's: the headers are part of it.
   if (config.httpHeadersTimeoutSeconds > config.httpRequestTimeoutSeconds) {

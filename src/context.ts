@@ -20,10 +20,16 @@ import { createReferralCommands, type ReferralCommands } from './services/referr
 import { createReferralQueries, type ReferralQueries } from './services/referral-queries.ts';
 import { createEhrForwarding, type EhrForwarding } from './forwarding/forwarding.service.ts';
 import { createReminders, type Reminders } from './services/reminder.service.ts';
+import { createEventFeed, type EventFeed } from './services/event-feed.service.ts';
+import { createWebhookClient, type WebhookClient } from './webhooks/webhook-client.ts';
+import type { DeliveryDeps } from './webhooks/delivery.ts';
+import { createWebhookReplay, type WebhookReplay } from './webhooks/replay.ts';
+import { createWebhookSubscriptions, type WebhookSubscriptions } from './webhooks/subscription.service.ts';
 import { createQueueProducer, type QueueProducer } from './queue/producer.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
 import { QUEUE_NAMES } from './queue/registry.ts';
 import { outboxRepository } from './db/outbox.repository.ts';
+import { webhookSubscriptionRepository } from './db/webhook-subscription.repository.ts';
 import { ehrCircuitRepository } from './db/ehr-circuit.repository.ts';
 import { createReferralFhir, type ReferralFhir } from './fhir/referral-fhir.service.ts';
 
@@ -52,6 +58,13 @@ export interface AppContext {
   readonly housekeeping: Housekeeping;
   readonly ehrForwarding: EhrForwarding;
   readonly reminders: Reminders;
+  /** Each institution's referral events in one total order. */
+  readonly eventFeed: EventFeed;
+  readonly webhookSubscriptions: WebhookSubscriptions;
+  /** What a webhook delivery needs (the HTTP client is opened on first use). */
+  readonly webhookDelivery: () => DeliveryDeps;
+  /** An operator's replay of webhook deliveries (enqueues at once: Redis must be up). */
+  readonly webhookReplay: WebhookReplay;
   /** The queue producer, connected to Redis on first use (operator commands never touch Redis). */
   readonly queues: QueueProducer;
   /** This process's Prometheus metrics. */
@@ -114,8 +127,22 @@ export async function createContext(
           QUEUE_NAMES.map(async (name) => [name, await queueProducer().queues[name].getJobCounts()] as const),
         ),
       ),
-    outboxBacklog: () => outboxRepository(db).backlog(clock.now()),
+    outboxBacklog: () => outboxRepository(db).backlogWithEvents(clock.now()),
+    disabledWebhookSubscriptions: () => webhookSubscriptionRepository(db).disabledCounts(),
     ehrCircuitOpen: async () => (await ehrCircuitRepository(db).read()).state === 'open',
+  });
+  let webhookClient: WebhookClient | undefined;
+  const production = config.env === 'production';
+  const webhookDelivery = (): DeliveryDeps => ({
+    db,
+    clock,
+    metrics,
+    disableAfterMs: config.webhookDisableAfterSeconds * 1000,
+    client: (webhookClient ??= createWebhookClient({
+      attemptTimeoutMs: config.webhookAttemptTimeoutSeconds * 1000,
+      publicOnly: production,
+      allowed: config.webhookAllowedAddresses,
+    })),
   });
   const referralQueries = createReferralQueries({ ...deps, renderEhrForm: renderForm });
   const ehrForwarding = createEhrForwarding({ db, clock, metrics });
@@ -135,7 +162,12 @@ export async function createContext(
     linkRedemption: createLinkRedemption({ db, clock }),
     apiKeys: createApiKeyService({ db, clock }),
     catalog: createCatalogService({ db }),
-    housekeeping: createHousekeeping({ db, clock, logger }),
+    housekeeping: createHousekeeping({
+      db,
+      clock,
+      logger,
+      eventRetentionDays: config.eventRetentionDays,
+    }),
     ehrForwarding,
     reminders: createReminders({
       db,
@@ -147,6 +179,18 @@ export async function createContext(
         max: config.reminderMax,
       },
     }),
+    eventFeed: createEventFeed({ db, clock }),
+    webhookSubscriptions: createWebhookSubscriptions({
+      db,
+      clock,
+      endpoints: { production, allowed: config.webhookAllowedAddresses },
+      delivery: webhookDelivery,
+    }),
+    webhookDelivery,
+    webhookReplay: createWebhookReplay({
+      db,
+      queues: { enqueueWebhooks: (jobs, replay) => queueProducer().enqueueWebhooks(jobs, replay) },
+    }),
     get queues() {
       return queueProducer();
     },
@@ -154,6 +198,7 @@ export async function createContext(
     lifecycle: { draining: false },
     close: async () => {
       await queues?.close();
+      await webhookClient?.close();
       await store.close();
     },
   };

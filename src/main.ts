@@ -209,6 +209,69 @@ program
     }),
   );
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function uuidArg(what: string) {
+  return (value: string): string => {
+    if (!UUID.test(value)) throw new InvalidArgumentError(`expected ${what} (a UUID)`);
+    return value.toLowerCase();
+  };
+}
+
+function instantArg(value: string): Date {
+  const at = new Date(value);
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(at.getTime())) {
+    throw new InvalidArgumentError('expected an ISO 8601 time, for example 2026-06-04T03:00:00Z');
+  }
+  return at;
+}
+
+const webhooks = program.command('webhooks').description('watch and replay webhook deliveries');
+
+webhooks
+  .command('list')
+  .description('list webhook subscriptions: ID, institution, state and since when they fail (no secrets)')
+  .action(() =>
+    withContext('refhub webhooks list', async (ctx) => {
+      const { webhookSubscriptionRepository } = await import('./db/webhook-subscription.repository.ts');
+      for (const s of await webhookSubscriptionRepository(ctx.db).all()) {
+        const state =
+          s.disabledAt === null
+            ? 'enabled'
+            : `disabled (${s.disabledReason ?? 'by-institution'}) ${s.disabledAt.toISOString()}`;
+        const failing = s.failingSince === null ? '' : `failing since ${s.failingSince.toISOString()}`;
+        process.stdout.write(
+          [s.id, `${s.institution.idType}:${s.institution.id}`, state, failing, new URL(s.url).host].join(
+            '\t',
+          ) + '\n',
+        );
+      }
+    }),
+  );
+
+webhooks
+  .command('replay')
+  .description(
+    'deliver one event again (--event), or every event since a time (--since), to its subscriptions',
+  )
+  .option('--event <eventId>', 'the event to deliver again', uuidArg('an event ID'))
+  .option('--since <time>', 'every event that occurred at or after this time', instantArg)
+  .option('--subscription <subscriptionId>', 'only to this subscription', uuidArg('a subscription ID'))
+  .action((options: { event?: string; since?: Date; subscription?: string }) =>
+    withContext('refhub webhooks replay', async (ctx) => {
+      if ((options.event === undefined) === (options.since === undefined)) {
+        throw new InvalidArgumentError('name an event with --event, or a time with --since (not both)');
+      }
+      const result =
+        options.event === undefined
+          ? await ctx.webhookReplay.replaySince(options.since ?? new Date(), options.subscription)
+          : await ctx.webhookReplay.replayEvent(options.event, options.subscription);
+      process.stdout.write(
+        `Queued ${result.deliveries} deliveries of ${result.events} events again; receivers see each event's own webhook-id.\n`,
+      );
+    }),
+  );
+
 program
   .command('doctor')
   .description(

@@ -7,6 +7,7 @@
 // the developers instead of as data.
 import type { SettledForward } from '../forwarding/forward-referral.ts';
 import type { FireResult } from '../services/reminder.service.ts';
+import type { SettledWebhook } from '../webhooks/deliver-event.ts';
 
 /** What replaces a value that is not known to be safe. */
 export const NOT_SHOWN = '[not shown]';
@@ -25,7 +26,11 @@ const RESULT_WORDS: ReadonlySet<string> = new Set(
     sent: true,
     'already-sent': true,
     done: true,
-  } satisfies Record<SettledForward | FireResult['kind'], true>),
+    'subscription-deleted': true,
+    'subscription-disabled': true,
+    'event-expired': true,
+    'not-subscribed': true,
+  } satisfies Record<SettledForward | FireResult['kind'] | SettledWebhook, true>),
 );
 
 // Error codes as the workers throw them: `HTTP_503`, `UND_ERR_SOCKET`, `ECONNRESET`, `not_self_contained`.
@@ -93,6 +98,8 @@ export function redactData(data: Json): Json {
     switch (key) {
       case 'referralId':
       case 'requestId':
+      case 'eventId':
+      case 'subscriptionId':
         // A client may choose its own X-Request-Id; only a UUID is certain to be nothing else.
         out[key] = typeof value === 'string' && UUID.test(value) ? value : NOT_SHOWN;
         break;

@@ -6,6 +6,10 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { ehrSubmissionRepository, type FailedForward } from '../db/ehr-submission.repository.ts';
 import { outboxRepository } from '../db/outbox.repository.ts';
+import {
+  webhookSubscriptionRepository,
+  type WebhookSubscription,
+} from '../db/webhook-subscription.repository.ts';
 import { ehrCircuitRepository, type CircuitRow } from '../db/ehr-circuit.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { QueueProducer } from '../queue/producer.ts';
@@ -35,6 +39,8 @@ export interface OpsOverview {
   };
   /** The EHR's circuit: open while forwarding pauses and probes the EHR. */
   readonly ehrCircuit: CircuitRow;
+  /** Webhook subscriptions refhub disabled (the receiver answered 410, or kept failing). */
+  readonly disabledWebhooks: readonly WebhookSubscription[];
 }
 
 export interface OpsOverviewDeps {
@@ -102,13 +108,14 @@ export function createOpsOverview(deps: OpsOverviewDeps) {
           queues: unknownCounts,
         }),
       );
-      const [outbox, failed, ehrCircuit, redis] = await Promise.all([
-        outboxRepository(deps.db).backlog(at),
+      const [outbox, failed, ehrCircuit, disabledWebhooks, redis] = await Promise.all([
+        outboxRepository(deps.db).backlogWithEvents(at),
         ehrSubmissionRepository(deps.db).failedForwards(limit),
         ehrCircuitRepository(deps.db).read(),
+        webhookSubscriptionRepository(deps.db).disabledByRefhub(),
         redisPart,
       ]);
-      return { at, outbox, ...redis, failedForwards: { ...failed, limit }, ehrCircuit };
+      return { at, outbox, ...redis, failedForwards: { ...failed, limit }, ehrCircuit, disabledWebhooks };
     },
   };
 }

@@ -182,6 +182,52 @@ function queueTable(o: OpsOverview): SafeHtml {
   </section>`;
 }
 
+function disabledWebhooksTable(o: OpsOverview): SafeHtml {
+  const rows = o.disabledWebhooks;
+  const list =
+    rows.length === 0
+      ? html`<p data-disabled-webhooks-none>No webhook subscription was disabled by refhub.</p>`
+      : html`<div class="table-wrap">
+          <table class="table">
+            <thead>
+              <tr>
+                <th scope="col">Subscription</th>
+                <th scope="col">Institution</th>
+                <th scope="col">Why</th>
+                <th scope="col">Disabled</th>
+                <th scope="col">Failing since</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${rows.map(
+                (s) =>
+                  html`<tr data-disabled-webhook="${s.id}">
+                    <td class="mono">${s.id}</td>
+                    <td class="mono">${s.institution.idType}:${s.institution.id}</td>
+                    <td>
+                      ${s.disabledReason === 'gone' ? 'the receiver answered 410 Gone' : 'kept failing'}
+                    </td>
+                    <td class="nowrap">${s.disabledAt === null ? '–' : formatInstant(s.disabledAt)}</td>
+                    <td class="nowrap">${s.failingSince === null ? '–' : formatInstant(s.failingSince)}</td>
+                  </tr>`,
+              )}
+            </tbody>
+          </table>
+        </div>`;
+  return html`<section class="card" aria-labelledby="webhooks-title">
+    <h2 class="card__title" id="webhooks-title">Disabled webhook subscriptions</h2>
+    <p class="card__intro">
+      Subscriptions that get no more deliveries until their institution enables them again (<code
+        >PATCH …/webhook-subscriptions/{id}</code
+      >
+      with <code>enabled: true</code>). Their institution's API responses carry
+      <code>Webhook-Subscriptions-Disabled</code> meanwhile. Replay what they missed with
+      <code>refhub webhooks replay --subscription ID --since TIME</code>.
+    </p>
+    ${list}
+  </section>`;
+}
+
 function failedTable(o: OpsOverview, writable: boolean): SafeHtml {
   const { total, rows, limit } = o.failedForwards;
   const shown =
@@ -285,7 +331,7 @@ export function renderOverviewPage(options: OverviewPageOptions): string {
             <a class="button button--secondary" href="/admin">Refresh</a>
           </div>
           ${circuitBanner(o)} ${redisBanner(o)} ${stats(o)} ${queueTable(o)}
-          ${failedTable(o, options.writable)}
+          ${failedTable(o, options.writable)} ${disabledWebhooksTable(o)}
         </main>
         <footer class="site-footer">Request ID <span class="mono">${options.requestId}</span></footer>
       </body>

@@ -36,6 +36,11 @@ const DESCRIPTIONS: Readonly<Record<QueueName, { displayName: string; descriptio
     displayName: 'Provider reminders',
     description: 'Reminds providers of referrals waiting for acceptance. Job: referral ID.',
   },
+  webhooks: {
+    displayName: 'Webhook deliveries',
+    description:
+      'Delivers referral events to institutions’ webhook subscriptions. Job: event ID, subscription ID.',
+  },
 };
 
 export function createQueueBoard(deps: QueueBoardDeps): QueueBoard {

@@ -15,11 +15,14 @@ import { registerAuth } from './plugins/auth.ts';
 import { opsOnlyDocs } from './docs-access.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
 import { registerProblemHandlers } from './plugins/problem.ts';
+import { registerWebhookWarning } from './webhook-warning.ts';
 import { createValidatorCompiler } from './validation.ts';
 import { healthRoutes } from './routes/health.routes.ts';
 import { metricsRoutes } from './routes/metrics.routes.ts';
 import { observeRequests } from './request-log.ts';
 import { ehrSubmissionRoutes } from './routes/ehr-submissions.routes.ts';
+import { eventRoutes } from './routes/events.routes.ts';
+import { webhookRoutes } from './routes/webhooks.routes.ts';
 import { fhirRoutes } from './routes/fhir.routes.ts';
 import { linkRoutes } from './routes/links.routes.ts';
 import { providerRoutes } from './routes/provider.routes.ts';
@@ -82,6 +85,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   registerProblemHandlers(app, ctx);
   registerAuth(app, ctx);
+  registerWebhookWarning(app, ctx);
 
   await app.register(rateLimit, {
     global: true,
@@ -125,6 +129,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(webPlugin(ctx));
   await app.register(ehrSubmissionRoutes(ctx), { prefix: API_PREFIX });
   await app.register(fhirRoutes(ctx), { prefix: API_PREFIX });
+  await app.register(eventRoutes(ctx), { prefix: API_PREFIX });
+  await app.register(webhookRoutes(ctx), { prefix: API_PREFIX });
   await app.register(adminPlugin(ctx));
   return app;
 }

@@ -44,6 +44,15 @@ export const TAGS = [
     name: 'EHR forwarding',
     description: 'The ledger of the attempts to forward a referral’s form to the national EHR.',
   },
+  {
+    name: 'Events',
+    description: 'An institution’s referral events in one total order, for systems that catch up or poll.',
+  },
+  {
+    name: 'Webhooks',
+    description:
+      'Subscriptions that push signed events (Standard Webhooks) to an institution’s system, and their attempts.',
+  },
 ] as const satisfies readonly { name: string; description: string }[];
 
 export type TagName = (typeof TAGS)[number]['name'];

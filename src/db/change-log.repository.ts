@@ -1,7 +1,9 @@
-// What every change leaves behind besides itself: its timeline events, the background work it makes
-// due (outbox rows) and its audit row. They are written in one statement (data-modifying common
-// table expressions), so a change costs one round trip for all three rather than one for each; inside
-// the change's transaction they commit or roll back with it.
+// What every change leaves behind besides itself: its timeline events (each also in the event feed,
+// `referral_events`), the background work it makes due (outbox rows) and its audit row. They are
+// written in one statement (data-modifying common table expressions), so a change costs one round
+// trip for all of them rather than one for each; inside the change's transaction they commit or roll
+// back with it.
+import { sql } from 'kysely';
 import type { AuditEvent } from './audit.repository.ts';
 import { auditRow } from './audit.repository.ts';
 import type { Executor } from './executor.ts';
@@ -21,7 +23,54 @@ export function changeLogRepository(db: Executor) {
       const withTimeline =
         change.timeline.length === 0
           ? db
-          : db.with('timeline', (q) => q.insertInto('timeline_events').values(timelineRows(change.timeline)));
+          : db
+              .with('timeline', (q) =>
+                q
+                  .insertInto('timeline_events')
+                  .values(timelineRows(change.timeline))
+                  .returning(['seq', 'id', 'referral_id', 'type', 'system', 'description', 'produced_at']),
+              )
+              // The feed row takes the referral's version and parties as they stand in this
+              // transaction, after the change (written by an earlier statement): the provider sees
+              // the event only while the referral is not a draft (domain/access.ts).
+              .with('feed', (q) =>
+                q
+                  .insertInto('referral_events')
+                  .columns([
+                    'id',
+                    'referral_id',
+                    'referral_version',
+                    'type',
+                    'system',
+                    'description',
+                    'occurred_at',
+                    'sender_id_type',
+                    'sender_id',
+                    'provider_id_type',
+                    'provider_id',
+                  ])
+                  .expression((eb) =>
+                    eb
+                      .selectFrom('timeline as t')
+                      .innerJoin('referrals as r', 'r.id', 't.referral_id')
+                      .select([
+                        't.id',
+                        't.referral_id',
+                        'r.version',
+                        't.type',
+                        't.system',
+                        't.description',
+                        't.produced_at',
+                        'r.sender_id_type',
+                        'r.sender_id',
+                        sql<string | null>`case when r.status <> 'draft' then r.provider_id_type end`.as(
+                          'pt',
+                        ),
+                        sql<string | null>`case when r.status <> 'draft' then r.provider_id end`.as('pi'),
+                      ])
+                      .orderBy('t.seq'),
+                  ),
+              );
       const withOutbox =
         change.outbox.length === 0
           ? withTimeline

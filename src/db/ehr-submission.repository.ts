@@ -73,7 +73,8 @@ export function ehrSubmissionRepository(db: Executor) {
   return {
     /**
      * Records an attempt in one statement, under the referral's row lock: the ledger row, the
-     * referral's forwarding columns, the timeline event and the audit row. One round trip and one
+     * referral's forwarding columns, the timeline event (and its row in the event feed) and the
+     * audit row. One round trip and one
      * commit per attempt, with no transaction held open in between. The referral's version and
      * updated_at stay: an attempt is the bridge's bookkeeping, not a change to the referral. Returns
      * false, having written nothing, when the referral does not exist.
@@ -84,7 +85,8 @@ export function ehrSubmissionRepository(db: Executor) {
       const a = r.audit;
       const { rows } = await sql<{ found: number }>`
         with ref as (
-          select id, status, deleted_at, sender_system, ehr_due_version
+          select id, version, status, deleted_at, sender_system, ehr_due_version,
+            sender_id_type, sender_id, provider_id_type, provider_id
           from referrals where id = ${s.referralId}::uuid for update
         ), ledger as (
           insert into ehr_submissions (id, referral_id, message_id, version, attempt, attempted_at, outcome,
@@ -113,6 +115,16 @@ export function ehrSubmissionRepository(db: Executor) {
           from ref
           where ${e !== undefined}::boolean and ref.deleted_at is null
             and ref.status = any(${[...(e?.fromStatuses ?? [])]}::text[])
+          returning id, referral_id, type, system, description, produced_at
+        ), feed as (
+          -- The event in the feed too; an attempt changes neither the version nor the parties.
+          insert into referral_events (id, referral_id, referral_version, type, system, description,
+            occurred_at, sender_id_type, sender_id, provider_id_type, provider_id)
+          select t.id, t.referral_id, ref.version, t.type, t.system, t.description, t.produced_at,
+            ref.sender_id_type, ref.sender_id,
+            case when ref.status <> 'draft' then ref.provider_id_type end,
+            case when ref.status <> 'draft' then ref.provider_id end
+          from timeline t cross join ref
         ), audit as (
           insert into audit_events (id, occurred_at, request_id, api_key_id, system, institution_id_type,
             institution_id, requester_identifier, action, outcome, referral_ids)

@@ -41,7 +41,20 @@ export function housekeepingRepository(db: Executor) {
       return Number(result.numDeletedRows);
     },
 
-    async count(table: 'idempotency_keys' | 'link_tokens'): Promise<number> {
+    /** Deletes up to `limit` webhook attempts made before `cutoff`; returns how many. */
+    async purgeWebhookAttempts(cutoff: Date, limit: number): Promise<number> {
+      const result = await db
+        .deleteFrom('webhook_attempts')
+        .where(
+          'id',
+          'in',
+          db.selectFrom('webhook_attempts').select('id').where('attempted_at', '<', cutoff).limit(limit),
+        )
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+
+    async count(table: 'idempotency_keys' | 'link_tokens' | 'referral_events'): Promise<number> {
       const row = await db
         .selectFrom(table)
         .select(sql<number>`count(*)::int`.as('n'))

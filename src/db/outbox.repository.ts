@@ -4,7 +4,9 @@
 import type { OutboxTopic } from '../domain/lifecycle.ts';
 import { sql, type Insertable } from 'kysely';
 import type { Executor } from './executor.ts';
+import { referralEventRepository } from './referral-event.repository.ts';
 import type { OutboxTable } from './schema.ts';
+import { webhookRelayRepository } from './webhook-relay.repository.ts';
 
 export interface NewOutboxMessage {
   readonly topic: OutboxTopic;
@@ -112,6 +114,24 @@ export function outboxRepository(db: Executor) {
         count: row.count,
         oldestAgeSeconds:
           row.oldest === null ? null : Math.max(0, (now.getTime() - new Date(row.oldest).getTime()) / 1000),
+      };
+    },
+
+    /**
+     * The backlog with the events the webhook relay has not yet turned into jobs: the event feed is
+     * the webhooks' outbox, so its lag is the outbox's too.
+     */
+    async backlogWithEvents(now: Date): Promise<{ count: number; oldestAgeSeconds: number | null }> {
+      const [rows, events] = await Promise.all([
+        this.backlog(now),
+        webhookRelayRepository(db)
+          .read()
+          .then((place) => referralEventRepository(db).backlogAfter(place, now)),
+      ]);
+      const ages = [rows.oldestAgeSeconds, events.oldestAgeSeconds].filter((a) => a !== null);
+      return {
+        count: rows.count + events.count,
+        oldestAgeSeconds: ages.length === 0 ? null : Math.max(...ages),
       };
     },
 

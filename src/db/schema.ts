@@ -227,6 +227,59 @@ export interface InstallationSecretsTable {
   created_at: Generated<Date>;
 }
 
+export interface ReferralEventsTable {
+  position: Generated<string>;
+  xid: Generated<string>;
+  id: string;
+  referral_id: string;
+  referral_version: number;
+  type: string;
+  system: string;
+  description: string;
+  occurred_at: Timestamp;
+  sender_id_type: string;
+  sender_id: string;
+  provider_id_type: string | null;
+  provider_id: string | null;
+}
+
+export interface WebhookSubscriptionsTable {
+  id: string;
+  institution_id_type: string;
+  institution_id: string;
+  url: string;
+  event_types: string[] | null;
+  description: string | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | null;
+  disabled_at: Date | null;
+  disabled_reason: 'by-institution' | 'gone' | 'failing' | null;
+  failing_since: Date | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface WebhookAttemptsTable {
+  id: string;
+  subscription_id: string;
+  event_id: string;
+  event_type: string;
+  attempt: number;
+  attempted_at: Timestamp;
+  outcome: 'delivered' | 'retrying' | 'failed';
+  http_status: number | null;
+  duration_ms: number;
+  error_code: string | null;
+}
+
+export interface WebhookRelayTable {
+  name: string;
+  xid: string;
+  position: string;
+  updated_at: Timestamp;
+}
+
 export interface Database {
   systems: SystemsTable;
   institutions: InstitutionsTable;
@@ -246,4 +299,8 @@ export interface Database {
   reminder_notifications: ReminderNotificationsTable;
   ehr_forms: EhrFormsTable;
   ehr_circuit: EhrCircuitTable;
+  referral_events: ReferralEventsTable;
+  webhook_subscriptions: WebhookSubscriptionsTable;
+  webhook_attempts: WebhookAttemptsTable;
+  webhook_relay: WebhookRelayTable;
 }

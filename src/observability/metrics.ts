@@ -16,6 +16,8 @@ export interface MetricSources {
   outboxBacklog(): Promise<{ count: number; oldestAgeSeconds: number | null }>;
   /** Whether the EHR's circuit is open. */
   ehrCircuitOpen(): Promise<boolean>;
+  /** Webhook subscriptions disabled now, by why (`by-institution`, `gone`, `failing`). */
+  disabledWebhookSubscriptions?(): Promise<Readonly<Record<string, number>>>;
 }
 
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
@@ -76,6 +78,37 @@ export function createMetrics() {
     labelNames: ['outcome'] as const,
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
+  });
+  const webhookAttempts = new Counter({
+    name: 'refhub_webhook_delivery_attempts_total',
+    help: 'Attempts to deliver an event to a webhook subscription, by outcome and the answer’s status class',
+    labelNames: ['outcome', 'status_class'] as const,
+    registers: [registry],
+  });
+  const webhookLatency = new Histogram({
+    name: 'refhub_webhook_delivery_duration_seconds',
+    help: 'Duration of one webhook delivery attempt, from connecting to the answer',
+    labelNames: ['outcome'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15],
+    registers: [registry],
+  });
+  const webhookDisabled = new Counter({
+    name: 'refhub_webhook_subscriptions_disabled_total',
+    help: 'Webhook subscriptions refhub disabled, by why (`gone`: the receiver answered 410; `failing`)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'refhub_webhook_subscriptions_disabled',
+    help: 'Webhook subscriptions disabled now, by why, read from the database at scrape time',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+    async collect() {
+      const counts = await sources?.disabledWebhookSubscriptions?.().catch(() => undefined);
+      if (counts === undefined) return;
+      this.reset();
+      for (const reason of ['by-institution', 'gone', 'failing']) this.set({ reason }, counts[reason] ?? 0);
+    },
   });
   const remindersSent = new Counter({
     name: 'refhub_reminders_sent_total',
@@ -151,6 +184,13 @@ export function createMetrics() {
     observeEhrAttempt(outcome: string, status: number | null, seconds: number): void {
       ehrAttempts.inc({ outcome, status_class: statusClass(status) });
       ehrLatency.observe({ outcome }, seconds);
+    },
+    observeWebhookAttempt(outcome: string, status: number | null, seconds: number): void {
+      webhookAttempts.inc({ outcome, status_class: statusClass(status) });
+      webhookLatency.observe({ outcome }, seconds);
+    },
+    webhookSubscriptionDisabled(reason: 'gone' | 'failing'): void {
+      webhookDisabled.inc({ reason });
     },
     reminderSent(): void {
       remindersSent.inc();

@@ -11,6 +11,8 @@ import {
   RETENTION,
   forwardJobId,
   reminderSchedulerId,
+  WEBHOOK_BACKOFF,
+  webhookJobId,
   type QueueName,
   type QueuePayloads,
 } from './registry.ts';
@@ -19,6 +21,8 @@ export interface QueueSettings {
   readonly redisUrl: string;
   readonly queuePrefix: string;
   readonly ehrMaxAttempts: number;
+  /** The waits before each webhook retry; attempts are one more than its length. */
+  readonly webhookRetryScheduleMs: readonly number[];
 }
 
 export interface ReminderSchedule {
@@ -54,6 +58,11 @@ export interface QueueProducer {
   /** Creates or replaces the referral's reminder schedule. */
   scheduleReminders(referralId: string, schedule: ReminderSchedule): Promise<void>;
   removeReminders(referralId: string): Promise<void>;
+  /**
+   * Adds one delivery job per (event, subscription), in one round trip. `replay` names an operator's
+   * replay: the jobs are added again even when the first ones still exist.
+   */
+  enqueueWebhooks(payloads: readonly QueuePayloads['webhooks'][], replay?: string): Promise<void>;
   health(): Promise<RedisHealth>;
   close(): Promise<void>;
 }
@@ -77,7 +86,11 @@ export function createQueueProducer(settings: QueueSettings, logger: Logger): Qu
     });
     return queue;
   };
-  const queues: Queues = { 'ehr-forward': make('ehr-forward'), reminders: make('reminders') };
+  const queues: Queues = {
+    'ehr-forward': make('ehr-forward'),
+    reminders: make('reminders'),
+    webhooks: make('webhooks'),
+  };
 
   const forwardOptions = (payload: QueuePayloads['ehr-forward']): JobsOptions => ({
     jobId: forwardJobId(payload.referralId, payload.version),
@@ -147,6 +160,24 @@ export function createQueueProducer(settings: QueueSettings, logger: Logger): Qu
     async removeReminders(referralId) {
       await connected(redis);
       await queues.reminders.removeJobScheduler(reminderSchedulerId(referralId));
+    },
+
+    async enqueueWebhooks(payloads, replay) {
+      if (payloads.length === 0) return;
+      await connected(redis);
+      await queues.webhooks.addBulk(
+        payloads.map((payload) => ({
+          name: 'deliver',
+          data: payload,
+          opts: {
+            jobId: webhookJobId(payload, replay),
+            attempts: settings.webhookRetryScheduleMs.length + 1,
+            backoff: { type: WEBHOOK_BACKOFF },
+            removeOnComplete: RETENTION.completed,
+            removeOnFail: RETENTION.failed,
+          },
+        })),
+      );
     },
 
     health: () => checkRedis(redis, `${settings.queuePrefix}:readiness-probe`),

@@ -7,11 +7,24 @@ export interface QueuePayloads {
   'ehr-forward': { readonly referralId: string; readonly version: number; readonly requestId: string };
   /** One firing of a referral's provider reminder schedule. */
   reminders: { readonly referralId: string };
+  /** Deliver one event to one webhook subscription. */
+  webhooks: { readonly eventId: string; readonly subscriptionId: string };
 }
 
 export type QueueName = keyof QueuePayloads;
 
-export const QUEUE_NAMES = ['ehr-forward', 'reminders'] as const satisfies readonly QueueName[];
+export const QUEUE_NAMES = ['ehr-forward', 'reminders', 'webhooks'] as const satisfies readonly QueueName[];
+
+/**
+ * Deterministic: one event to one subscription, so a batch the relay enqueues twice adds it once.
+ * A replay adds it again under its own suffix, and the receiver sees the same `webhook-id`.
+ */
+export function webhookJobId(payload: QueuePayloads['webhooks'], replay?: string): string {
+  return `${payload.eventId}.${payload.subscriptionId}${replay === undefined ? '' : `.replay-${replay}`}`;
+}
+
+/** The backoff type of webhook jobs; the worker computes each wait from WEBHOOK_RETRY_SCHEDULE. */
+export const WEBHOOK_BACKOFF = 'webhook';
 
 /** Deterministic: the forward due at `version`. BullMQ forbids ':' in custom job IDs. */
 export function forwardJobId(referralId: string, version: number): string {

@@ -3,6 +3,7 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { housekeepingRepository } from '../db/housekeeping.repository.ts';
+import { referralEventRepository } from '../db/referral-event.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Logger } from '../logger.ts';
 
@@ -12,10 +13,23 @@ const MAX_BATCHES_PER_RUN = 50;
 export interface PurgeResult {
   readonly idempotencyKeys: number;
   readonly linkTokens: number;
+  /** Referral events past EVENT_RETENTION_DAYS: gone from the feed. */
+  readonly events: number;
+  readonly webhookAttempts: number;
 }
 
-export function createHousekeeping(deps: { db: Kysely<Database>; clock: Clock; logger: Logger }) {
+const DAY_MS = 86_400_000;
+
+export function createHousekeeping(deps: {
+  db: Kysely<Database>;
+  clock: Clock;
+  logger: Logger;
+  /** How long events and webhook attempts are kept (EVENT_RETENTION_DAYS); 30 days by default. */
+  eventRetentionDays?: number;
+}) {
   const repo = housekeepingRepository(deps.db);
+  const eventRetentionMs = (deps.eventRetentionDays ?? 30) * DAY_MS;
+  const cutoff = (now: Date) => new Date(now.getTime() - eventRetentionMs);
 
   async function drain(purge: (now: Date, limit: number) => Promise<number>): Promise<number> {
     let total = 0;
@@ -32,6 +46,8 @@ export function createHousekeeping(deps: { db: Kysely<Database>; clock: Clock; l
       return {
         idempotencyKeys: await drain((now, limit) => repo.purgeIdempotencyKeys(now, limit)),
         linkTokens: await drain((now, limit) => repo.purgeLinkTokens(now, limit)),
+        events: await drain((now, limit) => referralEventRepository(deps.db).purgeBefore(cutoff(now), limit)),
+        webhookAttempts: await drain((now, limit) => repo.purgeWebhookAttempts(cutoff(now), limit)),
       };
     },
 
@@ -43,8 +59,7 @@ export function createHousekeeping(deps: { db: Kysely<Database>; clock: Clock; l
         running = true;
         this.purgeExpired()
           .then((purged) => {
-            if (purged.idempotencyKeys + purged.linkTokens > 0)
-              deps.logger.info(purged, 'expired rows purged');
+            if (Object.values(purged).some((n) => n > 0)) deps.logger.info(purged, 'expired rows purged');
           })
           .catch((error: unknown) => {
             deps.logger.warn({ err: { type: (error as Error).name } }, 'housekeeping failed; it will retry');

@@ -13,8 +13,10 @@ import {
   type OutboxRelay,
 } from '../queue/outbox-relay.ts';
 import { createReconciler, type Reconciler } from '../queue/reconciler.ts';
+import { createWebhookRelay, type WebhookRelay } from '../queue/webhook-relay.ts';
 import { startEhrForwardWorker } from './ehr-forward.worker.ts';
 import { startReminderWorker } from './reminders.worker.ts';
+import { startWebhookWorker } from './webhooks.worker.ts';
 
 export interface BackgroundOptions {
   /** Where forms go: EHR_URL, or the in-process sandbox's address. */
@@ -25,6 +27,8 @@ export interface BackgroundOptions {
 
 export interface Background {
   readonly relay: OutboxRelay;
+  /** Turns referral events into webhook delivery jobs. */
+  readonly webhookRelay: WebhookRelay;
   readonly reconciler: Reconciler;
   readonly ehr: EhrClient;
   readonly workers: readonly Worker[];
@@ -123,6 +127,10 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
       },
       { connection, queuePrefix: config.queuePrefix },
     ),
+    startWebhookWorker(
+      { ...ctx.webhookDelivery(), logger: logger.child({ worker: 'webhooks' }) },
+      { connection, queuePrefix: config.queuePrefix, retryScheduleMs: config.webhookRetryScheduleMs },
+    ),
   ];
   for (const worker of workers) {
     worker.on('stalled', () => {
@@ -136,18 +144,27 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
     handlers: outboxHandlers(ctx),
     batchHandlers: outboxBatchHandlers(ctx),
   });
+  const webhookRelay = createWebhookRelay({
+    db: ctx.db,
+    clock: ctx.clock,
+    logger: logger.child({ component: 'webhook-relay' }),
+    enqueue: (jobs) => ctx.queues.enqueueWebhooks(jobs),
+  });
   const reconciler = createReconcilerFor(ctx);
   relay.start();
+  webhookRelay.start();
   reconciler.start(options.reconcileEveryMs ?? config.reconcileIntervalSeconds * 1000);
 
   return {
     relay,
+    webhookRelay,
     reconciler,
     ehr,
     workers,
     async stop() {
       await Promise.all(workers.map((w) => w.close()));
       await relay.stop();
+      await webhookRelay.stop();
       await reconciler.stop();
       await ehr.close();
       connection.disconnect();

@@ -25,6 +25,7 @@ function overview(fields: Partial<OpsOverview> = {}): OpsOverview {
     ],
     failedForwards: { total: 0, rows: [], limit: 50 },
     ehrCircuit: CLOSED,
+    disabledWebhooks: [],
     ...fields,
   };
 }
@@ -228,5 +229,37 @@ describe('the EHR circuit', () => {
     expect(banner).toContain(formatInstant(new Date('2026-06-04T03:10:00.000Z')));
     expect(banner).toContain(formatInstant(new Date('2026-06-04T03:16:00.000Z')));
     expect(banner).toContain('none is lost or counted as failed');
+  });
+});
+
+describe('disabled webhook subscriptions', () => {
+  it('lists the subscriptions refhub disabled, with the institution and why, and says when there are none', () => {
+    const none = render(overview());
+    expect(none.$('[data-disabled-webhooks-none]').length).toBe(1);
+    const id = '01970a4e-1c2b-7d3e-8f40-0000000000aa';
+    const { $ } = render(
+      overview({
+        disabledWebhooks: [
+          {
+            id,
+            institution: { idType: 'hci', id: 'S9001Z' },
+            url: 'https://hooks.example.org/refhub',
+            eventTypes: null,
+            description: null,
+            disabledAt: new Date('2026-06-04T03:00:00.000Z'),
+            disabledReason: 'failing',
+            failingSince: new Date('2026-05-30T03:00:00.000Z'),
+            previousSecretExpiresAt: null,
+            createdAt: new Date('2026-05-01T00:00:00.000Z'),
+            updatedAt: new Date('2026-05-01T00:00:00.000Z'),
+          },
+        ],
+      }),
+    );
+    const row = $(`[data-disabled-webhook="${id}"]`);
+    expect(row.text()).toContain('hci:S9001Z');
+    expect(row.text()).toContain('kept failing');
+    // The URL is the institution's: it is not shown.
+    expect($.html()).not.toContain('hooks.example.org');
   });
 });

@@ -293,6 +293,42 @@ describe('refhub CLI', () => {
   );
 
   it.concurrent(
+    'webhooks replay takes an event or a time, not both and not neither, and lists subscriptions',
+    { timeout: 120_000 },
+    async ({ expect }) => {
+      const env = { DATABASE_URL: pgUrl, DATA_DIR: tempDir() };
+      for (const args of [
+        ['webhooks', 'replay'],
+        [
+          'webhooks',
+          'replay',
+          '--event',
+          '01900000-0000-7000-8000-000000000000',
+          '--since',
+          '2026-01-01T00:00:00Z',
+        ],
+        ['webhooks', 'replay', '--event', 'not-an-id'],
+        ['webhooks', 'replay', '--since', 'yesterday'],
+        ['webhooks', 'replay', '--event', '01900000-0000-7000-8000-000000000000'],
+      ]) {
+        const r = await run(args, env);
+        expect(r.code, describeResult(args, r)).toBe(1);
+        expect(r.stderr).not.toMatch(/\n\s+at /);
+      }
+      const missing = await run(
+        ['webhooks', 'replay', '--event', '01900000-0000-7000-8000-000000000000'],
+        env,
+      );
+      expect(missing.stderr).toMatch(/No event 01900000-0000-7000-8000-000000000000/);
+      const since = await run(['webhooks', 'replay', '--since', '2999-01-01T00:00:00Z'], env);
+      expect(since.code, describeResult(['webhooks', 'replay', '--since'], since)).toBe(0);
+      expect(since.stdout).toMatch(/^Queued 0 deliveries of 0 events again/m);
+      const list = await run(['webhooks', 'list'], env);
+      expect(list.code, describeResult(['webhooks', 'list'], list)).toBe(0);
+    },
+  );
+
+  it.concurrent(
     'reconciles once on PostgreSQL and says what it repaired',
     { timeout: 120_000 },
     async ({ expect }) => {

@@ -15,7 +15,7 @@ describe.each(ENGINES)('housekeeping on %s', (engine) => {
     await t.close();
   });
 
-  it('purges expired idempotency records and link tokens past their retention, and nothing else', async () => {
+  it('purges expired idempotency records, link tokens and events past their retention, and nothing else', async () => {
     const repo = housekeepingRepository(t.ctx.db);
     // Two idempotent requests and a link upsert at "now".
     for (const key of ['k-1', 'k-2']) {
@@ -38,18 +38,37 @@ describe.each(ENGINES)('housekeeping on %s', (engine) => {
     expect(tokensBefore).toBeGreaterThan(0);
     expect(await repo.count('idempotency_keys')).toBe(2);
 
-    const housekeeping = createHousekeeping({ db: t.ctx.db, clock: t.ctx.clock, logger: t.ctx.logger });
-    expect(await housekeeping.purgeExpired()).toEqual({ idempotencyKeys: 0, linkTokens: 0 });
+    const housekeeping = createHousekeeping({
+      db: t.ctx.db,
+      clock: t.ctx.clock,
+      logger: t.ctx.logger,
+      eventRetentionDays: 10,
+    });
+    const purged = (counts: Record<string, number>) => ({
+      idempotencyKeys: 0,
+      linkTokens: 0,
+      events: 0,
+      webhookAttempts: 0,
+      ...counts,
+    });
+    const events = await repo.count('referral_events');
+    expect(events).toBeGreaterThan(0);
+    expect(await housekeeping.purgeExpired()).toEqual(purged({}));
 
     // A day later the idempotency records have expired; the link tokens are still within retention.
     now = new Date(now.getTime() + 24 * 3600_000 + 1000);
-    expect(await housekeeping.purgeExpired()).toEqual({ idempotencyKeys: 2, linkTokens: 0 });
+    expect(await housekeeping.purgeExpired()).toEqual(purged({ idempotencyKeys: 2 }));
     expect(await repo.count('link_tokens')).toBe(tokensBefore);
 
     // Past the retention window the tokens go too.
     now = new Date(now.getTime() + LINK_TOKEN_RETENTION_MS);
-    expect(await housekeeping.purgeExpired()).toEqual({ idempotencyKeys: 0, linkTokens: tokensBefore });
+    expect(await housekeeping.purgeExpired()).toEqual(purged({ linkTokens: tokensBefore }));
     expect(await repo.count('link_tokens')).toBe(0);
+    expect(await repo.count('referral_events')).toBe(events);
+    // Past EVENT_RETENTION_DAYS the events leave the feed; the timeline keeps them.
+    now = new Date(now.getTime() + 10 * 24 * 3600_000);
+    expect(await housekeeping.purgeExpired()).toEqual(purged({ events }));
+    expect(await repo.count('referral_events')).toBe(0);
     // The referral itself is untouched.
     const get = await t.request(t.sender, {
       method: 'GET',

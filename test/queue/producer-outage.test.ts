@@ -25,7 +25,7 @@ describe('the producer during a Redis outage', () => {
       }),
     );
     producer = createQueueProducer(
-      { redisUrl: redis.url, queuePrefix: '{outage-log}', ehrMaxAttempts: 3 },
+      { redisUrl: redis.url, queuePrefix: '{outage-log}', ehrMaxAttempts: 3, webhookRetryScheduleMs: [] },
       logger,
     );
     await producer.enqueueForward({

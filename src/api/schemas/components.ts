@@ -3,7 +3,15 @@
 // start (its reference cannot be resolved); one listed here but never referenced fails the lint test.
 import type { FastifyInstance } from 'fastify';
 import { EhrSentForm, EhrSubmission, EhrSubmissionList } from './ehr-submission.schema.ts';
+import { EventInstitution, EventPage, EventPageMetadata, ReferralEvent } from './event.schema.ts';
 import { FhirBundle } from './fhir.schema.ts';
+import {
+  WebhookAttempt,
+  WebhookAttemptList,
+  WebhookSubscription,
+  WebhookSubscriptionList,
+  WebhookSubscriptionWithSecret,
+} from './webhook.schema.ts';
 import { LinkUpsertResponse } from './link.schema.ts';
 import type { Named } from './named.ts';
 import { FieldError, Problem } from './problem.schema.ts';
@@ -48,6 +56,15 @@ export const COMPONENT_SCHEMAS: readonly Named[] = [
   EhrSubmissionList,
   EhrSentForm,
   FhirBundle,
+  ReferralEvent,
+  EventInstitution,
+  EventPage,
+  EventPageMetadata,
+  WebhookSubscription,
+  WebhookSubscriptionWithSecret,
+  WebhookSubscriptionList,
+  WebhookAttempt,
+  WebhookAttemptList,
 ];
 
 export function registerComponentSchemas(app: FastifyInstance): void {

@@ -54,6 +54,12 @@ export const ResponseHeader = {
   'RateLimit-Remaining': Type.Integer({ description: 'Requests left in the current minute.' }),
   'RateLimit-Reset': Type.Integer({ description: 'Seconds until the current minute ends.' }),
   'Retry-After': Type.Integer({ description: 'Seconds to wait before retrying.' }),
+  'Webhook-Subscriptions-Disabled': Type.String({
+    description:
+      'Present while a webhook subscription of an institution this key acts for is disabled by refhub (its ' +
+      'receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it ' +
+      'again (`enabled: true`) or delete it.',
+  }),
   'Idempotent-Replayed': Type.Literal('true', {
     description:
       'Present when this is the stored response to an earlier request with the same Idempotency-Key.',

@@ -24,6 +24,7 @@ const EVERY_RESPONSE = {
   'RateLimit-Limit': ResponseHeader['RateLimit-Limit'],
   'RateLimit-Remaining': ResponseHeader['RateLimit-Remaining'],
   'RateLimit-Reset': ResponseHeader['RateLimit-Reset'],
+  'Webhook-Subscriptions-Disabled': ResponseHeader['Webhook-Subscriptions-Disabled'],
 };
 
 function headersFor(options: ResponseOptions) {

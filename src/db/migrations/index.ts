@@ -6,6 +6,7 @@ import * as m0003 from './0003-installation-secrets.ts';
 import * as m0004 from './0004-list-counts.ts';
 import * as m0005 from './0005-keyed-writes-in-one-transaction.ts';
 import * as m0006 from './0006-forwarding-forms-and-circuit.ts';
+import * as m0007 from './0007-events-and-webhooks.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '0004-list-counts': m0004,
   '0005-keyed-writes-in-one-transaction': m0005,
   '0006-forwarding-forms-and-circuit': m0006,
+  '0007-events-and-webhooks': m0007,
 };

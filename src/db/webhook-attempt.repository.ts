@@ -1,0 +1,65 @@
+// The log of webhook delivery attempts: when, the receiver's status, how long, and an error code when
+// no answer came. The subscription's institution reads it; it holds IDs and codes only.
+import type { Executor } from './executor.ts';
+
+export type AttemptOutcome = 'delivered' | 'retrying' | 'failed';
+
+export interface WebhookAttempt {
+  readonly id: string;
+  readonly subscriptionId: string;
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly attempt: number;
+  readonly attemptedAt: Date;
+  readonly outcome: AttemptOutcome;
+  readonly httpStatus: number | null;
+  readonly durationMs: number;
+  readonly errorCode: string | null;
+}
+
+export function webhookAttemptRepository(db: Executor) {
+  return {
+    async insert(a: WebhookAttempt): Promise<void> {
+      await db
+        .insertInto('webhook_attempts')
+        .values({
+          id: a.id,
+          subscription_id: a.subscriptionId,
+          event_id: a.eventId,
+          event_type: a.eventType,
+          attempt: a.attempt,
+          attempted_at: a.attemptedAt,
+          outcome: a.outcome,
+          http_status: a.httpStatus,
+          duration_ms: a.durationMs,
+          error_code: a.errorCode,
+        })
+        .execute();
+    },
+
+    /** The subscription's latest attempts, newest first, of one event when `eventId` is given. */
+    async latest(subscriptionId: string, limit: number, eventId?: string): Promise<WebhookAttempt[]> {
+      const rows = await db
+        .selectFrom('webhook_attempts')
+        .selectAll()
+        .where('subscription_id', '=', subscriptionId)
+        .$if(eventId !== undefined, (q) => q.where('event_id', '=', eventId ?? ''))
+        .orderBy('attempted_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(limit)
+        .execute();
+      return rows.map((r) => ({
+        id: r.id,
+        subscriptionId: r.subscription_id,
+        eventId: r.event_id,
+        eventType: r.event_type,
+        attempt: r.attempt,
+        attemptedAt: r.attempted_at,
+        outcome: r.outcome,
+        httpStatus: r.http_status,
+        durationMs: r.duration_ms,
+        errorCode: r.error_code,
+      }));
+    },
+  };
+}
