@@ -3,7 +3,7 @@
 //   npm run bench                     PostgreSQL (BENCH_DATABASE_URL, default the local test database)
 //   npm run bench -- --pglite         embedded PGlite
 //   npm run bench -- --soak           and then ten minutes of mixed load, for memory over time
-//   npm run bench -- --only get,list  some scenarios only (render, get, list, write, forward)
+//   npm run bench -- --only get,list  some scenarios only (render, get, list, write, forward, webhooks)
 //
 // The machine is shared and noisy, so no figure stands alone: each scenario runs refhub and its
 // baseline in alternating rounds (A B A B …) and reports each side's median round and their ratio.
@@ -11,7 +11,7 @@
 // scenarios and records the latest figures. It asserts nothing: goals are marked met or not.
 //
 // Settings: BENCH_ROUNDS (3), BENCH_SECONDS per run (8), BENCH_FORWARD_BURST (5000),
-// BENCH_FORWARD_ROUNDS (2), BENCH_WRITE_DRAFTS (15000), BENCH_SOAK_SECONDS (600),
+// BENCH_FORWARD_ROUNDS (2), BENCH_WRITE_DRAFTS (15000), BENCH_WEBHOOK_BURST (1000), BENCH_SOAK_SECONDS (600),
 // BENCH_REFHUB_NODE_OPTIONS (extra Node flags for the refhub process, such as heap limits or
 // --cpu-prof), REDIS_URL (redis://127.0.0.1:6379).
 import fs from 'node:fs/promises';
@@ -24,9 +24,10 @@ import { getScenario, listScenario, writeScenario, type RoundPlan } from './scen
 import { forwardScenario } from './scenarios/forward.ts';
 import { renderScenario } from './scenarios/render.ts';
 import { soakScenario, type SoakSample } from './scenarios/soak.ts';
+import { webhookScenario } from './scenarios/webhooks.ts';
 import { formatTable, memoryRow, resultsDocument, type ResultRow } from './stats.ts';
 
-const SCENARIOS = ['render', 'get', 'list', 'forward', 'write'] as const;
+const SCENARIOS = ['render', 'get', 'list', 'forward', 'write', 'webhooks'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 function numberFrom(name: string, fallback: number): number {
@@ -119,6 +120,17 @@ async function main(): Promise<void> {
         ],
         // Last: each submit and cancel queues a forward, and the backlog drains long after the run.
         ['write', () => writeScenario(env, plan)],
+        [
+          'webhooks',
+          () =>
+            webhookScenario(env, {
+              rounds,
+              burst: numberFrom('BENCH_WEBHOOK_BURST', 1000),
+              submitsPerRound: 500,
+              connections: plan.connections,
+              timeoutSeconds: 240,
+            }),
+        ],
       ];
       for (const [name, step] of steps) {
         if (!chosen.has(name)) continue;
