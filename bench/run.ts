@@ -4,7 +4,7 @@
 //   npm run bench -- --pglite         embedded PGlite
 //   npm run bench -- --soak           and then ten minutes of mixed load, for memory over time
 //   npm run bench -- --only get,list  some scenarios only (render, get, list, forward, write, scale,
-//                                     growth)
+//                                     growth, webhooks)
 //   npm run bench -- --cpu-stages     the forward scenario alone, with refhub under --cpu-prof, and a
 //                                     table of CPU per referral by stage of the forward
 //
@@ -16,8 +16,8 @@
 // Settings: BENCH_ROUNDS (3), BENCH_SECONDS per run (8), BENCH_FORWARD_BURST (5000),
 // BENCH_FORWARD_ROUNDS (2), BENCH_WRITE_DRAFTS (15000), BENCH_SOAK_SECONDS (600),
 // BENCH_SCALE_BURST (2000), BENCH_GROWTH_SIZES (10000,100000; add 1000000 for the full growth),
-// BENCH_BACKLOG (100000), BENCH_REFHUB_NODE_OPTIONS (extra Node flags for the refhub processes, such
-// as heap limits or --cpu-prof), REDIS_URL (redis://127.0.0.1:6379).
+// BENCH_BACKLOG (100000), BENCH_WEBHOOK_BURST (1000), BENCH_REFHUB_NODE_OPTIONS (extra Node flags for
+// the refhub processes, such as heap limits or --cpu-prof), REDIS_URL (redis://127.0.0.1:6379).
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -30,6 +30,7 @@ import { renderScenario } from './scenarios/render.ts';
 import { soakScenario, type SoakSample } from './scenarios/soak.ts';
 import { growthScenario } from './scenarios/growth.ts';
 import { scaleOutScenario } from './scenarios/scale-out.ts';
+import { webhookScenario } from './scenarios/webhooks.ts';
 import {
   attributeProfile,
   formatStageTable,
@@ -39,7 +40,7 @@ import {
 } from './cpu-profile.ts';
 import { formatTable, memoryRow, resultsDocument, type ResultRow } from './stats.ts';
 
-const SCENARIOS = ['render', 'get', 'list', 'forward', 'write', 'scale', 'growth'] as const;
+const SCENARIOS = ['render', 'get', 'list', 'forward', 'write', 'scale', 'growth', 'webhooks'] as const;
 /** Scenarios that need PostgreSQL; on PGlite they are left out. */
 const POSTGRES_ONLY: readonly Scenario[] = ['scale', 'growth'];
 type Scenario = (typeof SCENARIOS)[number];
@@ -173,6 +174,17 @@ async function main(): Promise<void> {
         ],
         // Last: each submit and cancel queues a forward, and the backlog drains long after the run.
         ['write', () => writeScenario(env, plan)],
+        [
+          'webhooks',
+          () =>
+            webhookScenario(env, {
+              rounds,
+              burst: numberFrom('BENCH_WEBHOOK_BURST', 1000),
+              submitsPerRound: 500,
+              connections: plan.connections,
+              timeoutSeconds: 240,
+            }),
+        ],
       ];
       for (const [name, step] of steps) {
         if (!chosen.has(name)) continue;

@@ -1,6 +1,8 @@
 // The log of webhook delivery attempts: when, the receiver's status, how long, and an error code when
 // no answer came. The subscription's institution reads it; it holds IDs and codes only.
+import type { Insertable } from 'kysely';
 import type { Executor } from './executor.ts';
+import type { WebhookAttemptsTable } from './schema.ts';
 
 export type AttemptOutcome = 'delivered' | 'retrying' | 'failed';
 
@@ -17,24 +19,26 @@ export interface WebhookAttempt {
   readonly errorCode: string | null;
 }
 
+/** The row of an attempt, for an insert here or in another statement's CTE. */
+export function attemptRow(a: WebhookAttempt): Insertable<WebhookAttemptsTable> {
+  return {
+    id: a.id,
+    subscription_id: a.subscriptionId,
+    event_id: a.eventId,
+    event_type: a.eventType,
+    attempt: a.attempt,
+    attempted_at: a.attemptedAt,
+    outcome: a.outcome,
+    http_status: a.httpStatus,
+    duration_ms: a.durationMs,
+    error_code: a.errorCode,
+  };
+}
+
 export function webhookAttemptRepository(db: Executor) {
   return {
     async insert(a: WebhookAttempt): Promise<void> {
-      await db
-        .insertInto('webhook_attempts')
-        .values({
-          id: a.id,
-          subscription_id: a.subscriptionId,
-          event_id: a.eventId,
-          event_type: a.eventType,
-          attempt: a.attempt,
-          attempted_at: a.attemptedAt,
-          outcome: a.outcome,
-          http_status: a.httpStatus,
-          duration_ms: a.durationMs,
-          error_code: a.errorCode,
-        })
-        .execute();
+      await db.insertInto('webhook_attempts').values(attemptRow(a)).execute();
     },
 
     /** The subscription's latest attempts, newest first, of one event when `eventId` is given. */

@@ -5,6 +5,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
 import type { Executor } from './executor.ts';
+import { attemptRow, type WebhookAttempt } from './webhook-attempt.repository.ts';
 import type { WebhookSubscriptionsTable } from './schema.ts';
 
 export type DisabledReason = 'by-institution' | 'gone' | 'failing';
@@ -249,42 +250,45 @@ export function webhookSubscriptionRepository(db: Executor) {
       return Object.fromEntries(rows.map((r) => [r.disabled_reason ?? 'by-institution', r.n]));
     },
 
-    /** A delivery succeeded: the subscription is no longer failing. */
-    async succeeded(id: string): Promise<void> {
-      await db
-        .updateTable('webhook_subscriptions')
-        .set({ failing_since: null })
-        .where('id', '=', id)
-        .where('failing_since', 'is not', null)
-        .execute();
-    },
-
     /**
-     * A delivery failed at `now`. Marks the subscription failing since now unless it already was;
-     * disables it when it has been failing for `disableAfterMs` or more. Returns whether it did.
+     * Records an attempt and what it means for the subscription, in one statement: a delivery ends a
+     * failing streak; `gone` (410) disables it; a failure marks it failing since `now` unless it
+     * already was, and disables it once it has failed for `disableAfterMs`. Returns whether this
+     * failure disabled it.
      */
-    async failed(id: string, now: Date, disableAfterMs: number): Promise<boolean> {
-      const row = await db
+    async recordAttempt(
+      attempt: WebhookAttempt,
+      result: 'delivered' | 'gone' | 'failed',
+      now: Date,
+      disableAfterMs: number,
+    ): Promise<boolean> {
+      const update = db
+        .with('recorded', (q) => q.insertInto('webhook_attempts').values(attemptRow(attempt)))
         .updateTable('webhook_subscriptions')
+        .where('id', '=', attempt.subscriptionId);
+      if (result === 'delivered') {
+        await update.set({ failing_since: null }).where('failing_since', 'is not', null).execute();
+        return false;
+      }
+      if (result === 'gone') {
+        await update
+          .set({
+            disabled_at: sql`coalesce(disabled_at, ${now})`,
+            disabled_reason: sql`coalesce(disabled_reason, 'gone')`,
+          })
+          .execute();
+        return false;
+      }
+      const overdue = sql<boolean>`disabled_at is null and coalesce(failing_since, ${now}) <= ${new Date(now.getTime() - disableAfterMs)}`;
+      const row = await update
         .set({
           failing_since: sql`coalesce(failing_since, ${now})`,
-          disabled_at: sql`case when disabled_at is null and coalesce(failing_since, ${now}) <= ${new Date(now.getTime() - disableAfterMs)} then ${now} else disabled_at end`,
-          disabled_reason: sql`case when disabled_at is null and coalesce(failing_since, ${now}) <= ${new Date(now.getTime() - disableAfterMs)} then 'failing' else disabled_reason end`,
+          disabled_at: sql`case when ${overdue} then ${now} else disabled_at end`,
+          disabled_reason: sql`case when ${overdue} then 'failing' else disabled_reason end`,
         })
-        .where('id', '=', id)
         .returning(['disabled_reason', 'disabled_at'])
         .executeTakeFirst();
       return row?.disabled_reason === 'failing' && row.disabled_at?.getTime() === now.getTime();
-    },
-
-    /** The receiver answered 410 Gone: it asks for no more deliveries. */
-    async gone(id: string, now: Date): Promise<void> {
-      await db
-        .updateTable('webhook_subscriptions')
-        .set({ disabled_at: now, disabled_reason: 'gone' })
-        .where('id', '=', id)
-        .where('disabled_at', 'is', null)
-        .execute();
     },
   };
 }

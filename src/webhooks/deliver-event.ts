@@ -32,13 +32,12 @@ export async function deliverEvent(
   maxAttempts: number,
 ): Promise<WebhookJobResult> {
   const settled = (result: SettledWebhook) => ({ kind: 'settled', result }) as const;
-  const subscription = await webhookSubscriptionRepository(deps.db).forSigning(
-    payload.subscriptionId,
-    deps.clock.now(),
-  );
+  const [subscription, event] = await Promise.all([
+    webhookSubscriptionRepository(deps.db).forSigning(payload.subscriptionId, deps.clock.now()),
+    referralEventRepository(deps.db).byId(payload.eventId),
+  ]);
   if (subscription === undefined) return settled('subscription-deleted');
   if (subscription.disabledAt !== null) return settled('subscription-disabled');
-  const event = await referralEventRepository(deps.db).byId(payload.eventId);
   if (event === undefined) return settled('event-expired');
   const mine = (i: { idType: string; id: string }) =>
     i.idType === subscription.institution.idType && i.id === subscription.institution.id;

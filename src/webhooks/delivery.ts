@@ -5,7 +5,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
-import { webhookAttemptRepository, type AttemptOutcome } from '../db/webhook-attempt.repository.ts';
+import type { AttemptOutcome } from '../db/webhook-attempt.repository.ts';
 import {
   webhookSubscriptionRepository,
   type SigningSubscription,
@@ -83,19 +83,12 @@ export async function deliverOnce(deps: DeliveryDeps, input: DeliveryInput): Pro
     durationMs,
     errorCode: answer.kind === 'network-error' ? answer.code : null,
   };
-  const disabledForFailing = await deps.db.transaction().execute(async (trx) => {
-    await webhookAttemptRepository(trx).insert({ ...record, subscriptionId: subscription.id });
-    const subscriptions = webhookSubscriptionRepository(trx);
-    if (delivered) {
-      await subscriptions.succeeded(subscription.id);
-      return false;
-    }
-    if (gone) {
-      await subscriptions.gone(subscription.id, deps.clock.now());
-      return false;
-    }
-    return subscriptions.failed(subscription.id, deps.clock.now(), deps.disableAfterMs);
-  });
+  const disabledForFailing = await webhookSubscriptionRepository(deps.db).recordAttempt(
+    { ...record, subscriptionId: subscription.id },
+    delivered ? 'delivered' : gone ? 'gone' : 'failed',
+    deps.clock.now(),
+    deps.disableAfterMs,
+  );
   deps.metrics.observeWebhookAttempt(
     outcome,
     answer.kind === 'response' ? answer.status : null,
