@@ -50,7 +50,9 @@ export class FinalForwardError extends UnrecoverableError {
   override readonly name = 'FinalForwardError';
   readonly code: string;
   constructor(code: string) {
-    super(`EHR forward failed for good (${code})`);
+    // The message is the code alone: it is the job's failedReason, which the dashboard shows only
+    // when it is a code (admin/job-redaction.ts).
+    super(code);
     this.code = code;
   }
 }
