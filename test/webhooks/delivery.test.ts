@@ -312,19 +312,22 @@ describe.each(ENGINES)('webhook delivery on %s', (engine) => {
     const eventId = first?.headers['webhook-id'] ?? '';
 
     expect(await t.ctx.webhookReplay.replayEvent(eventId, sub.id)).toEqual({ events: 1, deliveries: 1 });
+    // Other events of the referral (its EHR delivery) may arrive meanwhile: count this event's copies.
+    const copiesOfEvent = () => of(id, hook).filter((d) => d.headers['webhook-id'] === eventId);
     await eventually('the replayed delivery', () =>
-      Promise.resolve(of(id, hook).length >= 2 ? true : undefined),
+      Promise.resolve(copiesOfEvent().length >= 2 ? true : undefined),
     );
-    expect(of(id, hook).map((d) => d.headers['webhook-id'])).toEqual([eventId, eventId]);
+    expect(copiesOfEvent()).toHaveLength(2);
     verified(of(id, hook), sub.secret);
 
     // Since the submit: this referral's events and any later ones, to this subscription only.
     const since = new Date((JSON.parse(first?.body ?? '{}') as Delivered).timestamp);
     const replayed = await t.ctx.webhookReplay.replaySince(since, sub.id);
     expect(replayed.deliveries).toBeGreaterThanOrEqual(1);
-    const copies = () => of(id, hook).filter((d) => d.headers['webhook-id'] === eventId);
-    await eventually('the second replay', () => Promise.resolve(copies().length >= 3 ? true : undefined));
-    verified(copies(), sub.secret);
+    await eventually('the second replay', () =>
+      Promise.resolve(copiesOfEvent().length >= 3 ? true : undefined),
+    );
+    verified(copiesOfEvent(), sub.secret);
   });
 
   it('warns the institution on every response while refhub keeps its subscription disabled', async () => {
