@@ -8,6 +8,7 @@ import type { AuditEvent } from './audit.repository.ts';
 import { auditRow } from './audit.repository.ts';
 import type { Executor } from './executor.ts';
 import { outboxRows, type NewOutboxMessage } from './outbox.repository.ts';
+import { EVENT_COLUMNS } from './referral-event.repository.ts';
 import { timelineRows, type NewTimelineEvent } from './referral-children.repository.ts';
 
 export interface ChangeRecord {
@@ -36,19 +37,7 @@ export function changeLogRepository(db: Executor) {
               .with('feed', (q) =>
                 q
                   .insertInto('referral_events')
-                  .columns([
-                    'id',
-                    'referral_id',
-                    'referral_version',
-                    'type',
-                    'system',
-                    'description',
-                    'occurred_at',
-                    'sender_id_type',
-                    'sender_id',
-                    'provider_id_type',
-                    'provider_id',
-                  ])
+                  .columns([...EVENT_COLUMNS])
                   .expression((eb) =>
                     eb
                       .selectFrom('timeline as t')

@@ -35,9 +35,8 @@ export interface ReferralEvent {
   readonly provider: InstitutionRef | null;
 }
 
-const COLUMNS = [
-  sql<string>`xid::text`.as('xid'),
-  sql<string>`position::text`.as('position'),
+/** The columns a writer gives an event; `xid` and `position` come from the table's defaults. */
+export const EVENT_COLUMNS = [
   'id',
   'referral_id',
   'referral_version',
@@ -50,6 +49,12 @@ const COLUMNS = [
   'provider_id_type',
   'provider_id',
 ] as const;
+
+const COLUMNS = [
+  sql<string>`xid::text`.as('xid'),
+  sql<string>`position::text`.as('position'),
+  ...EVENT_COLUMNS,
+];
 
 type Row = Omit<Selectable<ReferralEventsTable>, 'xid' | 'position'> & { xid: string; position: string };
 
