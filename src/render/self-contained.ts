@@ -219,6 +219,7 @@ const DIFFERENT_CONTENT = new Set([
   'plaintext',
 ]);
 const HEAD_CONTENT = new Set(['meta', 'title']);
+const WHITESPACE = /^[\t\n\f\r ]*$/;
 
 /** An attribute's value as a browser reads it, or undefined when it holds an entity we do not read. */
 function attributeText(raw: string): string | undefined {
@@ -263,15 +264,27 @@ export function isPlainlySelfContained(html: string): boolean {
   let at = doctype[0].length;
   let place: Place = 'before-head';
   let cspInHead = false;
+  let inTitle = false;
   while (at < html.length) {
     TEXT.lastIndex = at;
-    at += TEXT.exec(html)?.[0].length ?? 0;
+    const between = TEXT.exec(html)?.[0] ?? '';
+    at += between.length;
+    // Before </head>, text other than whitespace (outside <title>) ends the head in a browser, and a
+    // CSP after it would not count.
+    if (place !== 'after-head' && !inTitle && !WHITESPACE.test(between)) return false;
     if (at >= html.length) break;
     TAG.lastIndex = at;
     const tag = TAG.exec(html);
     if (tag === null) return false;
     at = TAG.lastIndex;
     const [text, closing, name = '', rawAttributes = ''] = tag;
+    // A browser reads everything up to </title> as the title's text, tags included.
+    if (inTitle) {
+      if (closing !== '/' || name !== 'title') return false;
+      inTitle = false;
+      continue;
+    }
+    if (name === 'title' && closing !== '/') inTitle = true;
     if (FORBIDDEN_ELEMENTS.has(name) || DIFFERENT_CONTENT.has(name)) return false;
     let attributes: Map<string, string> | undefined;
     if (!FINE_TAGS.has(text)) {

@@ -187,6 +187,9 @@ describe('the one-pass scan', () => {
     ['a second <head>', plain(`<head>${CSP}</head>`)],
     ['no CSP', plain('', '')],
     ['a stray <', plain('<p>a < b</p>')],
+    ['text in <head> before the CSP', plain('', `text${CSP}`)],
+    ['text before <head>', `<!doctype html>\n<html>text<head>${CSP}</head><body></body></html>`],
+    ['the CSP inside <title>', plain('', `<title>${CSP}</title>`)],
   ])('leaves %s to the full check', (_label, doc) => {
     expect(isPlainlySelfContained(doc)).toBe(false);
   });
@@ -259,6 +262,9 @@ describe('the one-pass scan', () => {
       '</svg>',
       '<head>',
       '</head>',
+      '<title>',
+      '</title>',
+      ' ',
       '<',
       '>',
       '&',
