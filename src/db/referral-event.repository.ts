@@ -50,6 +50,9 @@ export const EVENT_COLUMNS = [
   'provider_id',
 ] as const;
 
+// Read as text (JavaScript numbers cannot hold every xid8). Queries therefore order by the table's
+// own columns, `referral_events.xid`: a bare `xid` in ORDER BY names this text, in which transaction
+// 10 sorts before transaction 9.
 const COLUMNS = [
   sql<string>`xid::text`.as('xid'),
   sql<string>`position::text`.as('position'),
@@ -106,8 +109,8 @@ export function referralEventRepository(db: Executor) {
           .where(id, '=', institution.id)
           .where(after(from))
           .where(settled)
-          .orderBy('xid')
-          .orderBy('position')
+          .orderBy('referral_events.xid')
+          .orderBy('referral_events.position')
           .limit(limit);
       const { rows } = await sql<Row>`
         select * from ((${side('sender_id_type', 'sender_id')})
@@ -124,8 +127,8 @@ export function referralEventRepository(db: Executor) {
         .select(COLUMNS)
         .where(after(from))
         .where(settled)
-        .orderBy('xid')
-        .orderBy('position')
+        .orderBy('referral_events.xid')
+        .orderBy('referral_events.position')
         .limit(limit)
         .execute();
       return rows.map(toEvent);
@@ -148,8 +151,8 @@ export function referralEventRepository(db: Executor) {
         .where('occurred_at', '>=', since)
         .where(after(from))
         .where(settled)
-        .orderBy('xid')
-        .orderBy('position')
+        .orderBy('referral_events.xid')
+        .orderBy('referral_events.position')
         .limit(limit)
         .execute();
       return rows.map(toEvent);

@@ -1,7 +1,13 @@
 // The event feed over HTTP: what each institution sees (its own referrals; a provider's only once they
 // leave draft), paging with the opaque cursor, long polling, and the refusals.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
+import {
+  FEED_START,
+  referralEventRepository,
+  type FeedPosition,
+} from '../../src/db/referral-event.repository.ts';
 import { ENGINES } from '../support/engines.ts';
 import { feedUrl, readFeedPage, readFeedToEnd } from '../support/event-feed.ts';
 import { call, createDraft, referralIn } from '../support/scenarios.ts';
@@ -117,6 +123,53 @@ describe.each(ENGINES)('event feed on %s', (engine) => {
     const res = await t.request(t.sender, { method: 'GET', url: feedUrl(t.sender, query) });
     expect(res.statusCode, res.body).toBe(400);
     expect(JSON.stringify(res.json())).toContain(name);
+  });
+
+  it('orders events by transaction number, also where the number gains a digit', async () => {
+    // Three events of transactions 100, 10 and 9, written in that order (so their positions run the
+    // other way): in the feed, and to every page size, they come as 9, 10, 100.
+    const { id } = await createDraft(t);
+    const institution = { idType: 'hci', id: 'S0000X' };
+    const xids = ['100', '10', '9'];
+    for (const xid of xids) {
+      await t.ctx.db
+        .insertInto('referral_events')
+        .values({
+          xid,
+          id: randomUUID(),
+          referral_id: id,
+          referral_version: 1,
+          type: 'referral.updated',
+          system: 'refhub',
+          description: `transaction ${xid}`,
+          occurred_at: new Date('2001-01-01T00:00:00.000Z'),
+          sender_id_type: institution.idType,
+          sender_id: institution.id,
+          provider_id_type: null,
+          provider_id: null,
+        })
+        .execute();
+    }
+    const events = referralEventRepository(t.ctx.db);
+    const since = new Date('2000-01-01T00:00:00.000Z');
+    const pagers = {
+      pageAll: (from: FeedPosition, limit: number) => events.pageAll(from, limit),
+      pageFor: (from: FeedPosition, limit: number) => events.pageFor(institution, from, limit),
+      occurredSince: (from: FeedPosition, limit: number) => events.occurredSince(since, from, limit),
+    };
+    for (const [name, page] of Object.entries(pagers)) {
+      for (const limit of [1, 2, 3]) {
+        const read: string[] = [];
+        let from = FEED_START;
+        while (read.length < 3) {
+          const batch = await page(from, limit);
+          expect(batch.length, `${name}, limit ${limit}`).toBeGreaterThan(0);
+          read.push(...batch.map((e) => e.at.xid));
+          from = batch.at(-1)?.at ?? from;
+        }
+        expect(read.slice(0, 3), `${name}, limit ${limit}`).toEqual(['9', '10', '100']);
+      }
+    }
   });
 
   it('refuses another institution’s feed (403) and ops keys (403)', async () => {
