@@ -1,13 +1,13 @@
 // Opens the store: PostgreSQL through a pg pool when DATABASE_URL is set, embedded PGlite in DATA_DIR
 // otherwise. Both speak the same SQL and run the same migrations.
 import { PGlite } from '@electric-sql/pglite';
+import { createPgConfig } from '@electric-sql/pglite/node-postgres';
 import { createHash } from 'node:crypto';
 import { Kysely, PostgresDialect, sql, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import { Migrator, type MigrationResultSet } from 'kysely/migration';
 import pg from 'pg';
 import { lockDataDir } from './data-dir-lock.ts';
 import { migrations } from './migrations/index.ts';
-import { PGliteDialect } from './pglite-dialect.ts';
 import type { Database } from './schema.ts';
 
 export type Engine = 'postgres' | 'pglite';
@@ -124,13 +124,21 @@ export async function openStore(target: StoreTarget): Promise<Store> {
     const client = target.dataDir === undefined ? new PGlite() : new PGlite(`${target.dataDir}/pgdata`);
     // Opening fails here, not at the first query, when the data directory is unusable.
     await client.waitReady;
-    const db = new Kysely<Database>({ dialect: new PGliteDialect(client) });
+    // PGlite speaks PostgreSQL's wire protocol to node-postgres, so both engines run the same
+    // driver: the same types, the same errors and the same prepared statements (which keep PGlite
+    // from planning the full read on every request). PGlite is one backend, so the pool holds one
+    // connection: a transaction has it from BEGIN to COMMIT, and other statements wait their turn
+    // instead of running inside it. It never closes for being idle: PGlite lives as long as the store.
+    const pool = new pg.Pool(Object.assign(createPgConfig(client), { max: 1, idleTimeoutMillis: 0 }));
+    pool.on('error', () => undefined);
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparing(pool) }) });
     return {
       db,
       engine: 'pglite',
       close: async () => {
         try {
           await db.destroy();
+          await client.close();
         } finally {
           release();
         }

@@ -11,6 +11,7 @@ import { outboxRepository, type OutboxMessage } from '../db/outbox.repository.ts
 import type { Database } from '../db/schema.ts';
 import type { Logger } from '../logger.ts';
 import { QUEUE_UNAVAILABLE } from './connections.ts';
+import { createPollLoop, errorCode } from './poll-loop.ts';
 
 export type OutboxHandlers = Readonly<Record<OutboxTopic, (message: OutboxMessage) => Promise<void>>>;
 
@@ -70,9 +71,6 @@ export function createOutboxRelay(deps: RelayDeps): OutboxRelay {
     });
   }
   const dispatch = (message: OutboxMessage) => withinTimeout(deps.handlers[message.topic](message));
-  const state = { running: false };
-  let loop: Promise<void> | undefined;
-  let wake: (() => void) | undefined;
 
   async function drainOnce() {
     const now = deps.clock.now();
@@ -154,46 +152,15 @@ export function createOutboxRelay(deps: RelayDeps): OutboxRelay {
     return { dispatched: done.length, failed };
   }
 
-  async function run() {
-    while (state.running) {
-      let full = false;
-      try {
-        const { dispatched, failed } = await drainOnce();
-        full = dispatched + failed >= batchSize && failed === 0;
-      } catch (error) {
-        deps.logger.warn({ err: { code: errorCode(error) } }, 'outbox relay could not read the outbox');
-      }
-      if (!full) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, idleMs);
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        wake = undefined;
-      }
-    }
-  }
-
-  return {
-    drainOnce,
-    start() {
-      if (state.running) return;
-      state.running = true;
-      loop = run();
+  const loop = createPollLoop(
+    async () => {
+      const { dispatched, failed } = await drainOnce();
+      return dispatched + failed >= batchSize && failed === 0;
     },
-    async stop() {
-      state.running = false;
-      wake?.();
-      await loop;
+    idleMs,
+    (error) => {
+      deps.logger.warn({ err: { code: errorCode(error) } }, 'outbox relay could not read the outbox');
     },
-  };
-}
-
-/** A short code for the row's last_error: never a message, which could quote a value. */
-function errorCode(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(code)) return code;
-  return error instanceof Error ? error.name.slice(0, 64) : 'Error';
+  );
+  return { drainOnce, start: loop.start, stop: loop.stop };
 }

@@ -15,6 +15,7 @@ import {
 } from '../db/webhook-subscription.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Logger } from '../logger.ts';
+import { createPollLoop, errorCode } from './poll-loop.ts';
 import type { QueuePayloads } from './registry.ts';
 
 export interface WebhookRelayDeps {
@@ -58,9 +59,6 @@ export function subscribersOf(
 export function createWebhookRelay(deps: WebhookRelayDeps): WebhookRelay {
   const batchSize = deps.batchSize ?? 200;
   const idleMs = deps.idleMs ?? 200;
-  const state = { running: false };
-  let loop: Promise<void> | undefined;
-  let wake: (() => void) | undefined;
 
   async function drainOnce() {
     const place = webhookRelayRepository(deps.db);
@@ -78,47 +76,15 @@ export function createWebhookRelay(deps: WebhookRelayDeps): WebhookRelay {
     return { events: events.length, jobs: jobs.length };
   }
 
-  async function run() {
-    while (state.running) {
-      let full = false;
-      try {
-        full = (await drainOnce()).events >= batchSize;
-      } catch (error) {
-        deps.logger.warn(
-          { err: { code: errorCode(error) } },
-          'webhook relay could not relay events; it will retry',
-        );
-      }
-      if (!full) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, idleMs);
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        wake = undefined;
-      }
-    }
-  }
-
-  return {
-    drainOnce,
-    start() {
-      if (state.running) return;
-      state.running = true;
-      loop = run();
+  const loop = createPollLoop(
+    async () => (await drainOnce()).events >= batchSize,
+    idleMs,
+    (error) => {
+      deps.logger.warn(
+        { err: { code: errorCode(error) } },
+        'webhook relay could not relay events; it will retry',
+      );
     },
-    async stop() {
-      state.running = false;
-      wake?.();
-      await loop;
-    },
-  };
-}
-
-function errorCode(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(code)) return code;
-  return error instanceof Error ? error.name.slice(0, 64) : 'Error';
+  );
+  return { drainOnce, start: loop.start, stop: loop.stop };
 }

@@ -1,0 +1,66 @@
+// The loop the relays run: a pass, then at once another if the pass found a full batch (more is
+// waiting), or a pause of `idleMs` if it did not or failed. Stopping wakes a pause and waits for the
+// pass in progress, so nothing is left half done.
+
+export interface PollLoop {
+  /** Starts polling; a second call does nothing. */
+  readonly start: () => void;
+  /** Resolves when the pass in progress has finished. */
+  readonly stop: () => Promise<void>;
+}
+
+/**
+ * Polls with `pass`, which returns whether it found a full batch. A pass that throws is reported to
+ * `onError` and followed by the pause, as an empty one is.
+ */
+export function createPollLoop(
+  pass: () => Promise<boolean>,
+  idleMs: number,
+  onError: (error: unknown) => void,
+): PollLoop {
+  let running = false;
+  let loop: Promise<void> | undefined;
+  let wake: (() => void) | undefined;
+
+  async function run() {
+    while (running) {
+      let full = false;
+      try {
+        full = await pass();
+      } catch (error) {
+        onError(error);
+      }
+      // A stop during the pass found no pause to wake: do not begin one.
+      if (!full && running) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, idleMs);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = undefined;
+      }
+    }
+  }
+
+  return {
+    start: () => {
+      if (running) return;
+      running = true;
+      loop = run();
+    },
+    stop: async () => {
+      running = false;
+      wake?.();
+      await loop;
+    },
+  };
+}
+
+/** A short code for a log line or a row's last error: never a message, which could quote a value. */
+export function errorCode(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(code)) return code;
+  return error instanceof Error ? error.name.slice(0, 64) : 'Error';
+}
