@@ -30,9 +30,13 @@ export function createPollLoop(
       } catch (error) {
         onError(error);
       }
-      // A stop during the pass found no pause to wake: do not begin one.
-      if (!full && running) {
+      if (!full) {
         await new Promise<void>((resolve) => {
+          // A stop during the pass found no pause to wake: do not begin one.
+          if (!running) {
+            resolve();
+            return;
+          }
           const timer = setTimeout(resolve, idleMs);
           wake = () => {
             clearTimeout(timer);
