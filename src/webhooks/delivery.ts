@@ -5,7 +5,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
-import type { AttemptOutcome } from '../db/webhook-attempt.repository.ts';
+import type { AttemptOutcome, WebhookAttempt } from '../db/webhook-attempt.repository.ts';
 import {
   webhookSubscriptionRepository,
   type SigningSubscription,
@@ -30,16 +30,8 @@ export function deliveryBody(view: EventView): string {
   return JSON.stringify({ type: view.type, timestamp: view.occurredAt, data: view });
 }
 
-export interface AttemptRecord {
-  readonly id: string;
-  readonly eventId: string;
-  readonly eventType: string;
-  readonly attempt: number;
-  readonly attemptedAt: Date;
-  readonly outcome: AttemptOutcome;
-  readonly httpStatus: number | null;
-  readonly durationMs: number;
-  readonly errorCode: string | null;
+/** The attempt as recorded, and what it meant for the subscription. */
+export interface AttemptRecord extends Omit<WebhookAttempt, 'subscriptionId'> {
   /** The receiver answered 410 Gone: the subscription is now disabled. */
   readonly gone: boolean;
   /** This failure disabled the subscription (failing too long). */
