@@ -224,7 +224,7 @@ export function renderBareForm(r: BareReferral): string {
   );
 }
 
-/** The EHR request body (refhub's wire format, src/forwarding/forward-request.ts) of one referral. */
+/** The EHR request body (refhub's wire format, src/domain/forwarding/forward-request.ts) of one referral. */
 export function bareForwardBody(r: BareReferral, html: string): Buffer {
   return Buffer.from(
     JSON.stringify({

@@ -65,25 +65,25 @@ export const STAGE_RULES: readonly StageRule[] = [
   { stage: null, url: /\/src\/services\/referral-queries\.ts$/, fn: /^(ehrFormSourceFor|ehrFormSourceOf)$/ },
   // The forward's ledger service: its plan (the job's re-read of the referral) is the job's; keeping
   // the form and recording the attempt are the record.
-  { stage: 'job', url: /\/src\/forwarding\/forwarding\.service\.ts$/, fn: /^(plan|withdraw)$/ },
-  { stage: 'record', url: /\/src\/forwarding\/forwarding\.service\.ts$/ },
-  { stage: 'record', url: /\/src\/db\/(ehr-submission|ehr-form)\.repository\.ts$/ },
+  { stage: 'job', url: /\/src\/services\/forwarding\.service\.ts$/, fn: /^(plan|withdraw)$/ },
+  { stage: 'record', url: /\/src\/services\/forwarding\.service\.ts$/ },
+  { stage: 'record', url: /\/src\/db\/forwarding-(ledger|form)\.repository\.ts$/ },
   { stage: 'check', url: /\/src\/render\/self-contained\.ts$/ },
   { stage: 'render', url: /\/src\/render\// },
-  { stage: 'send', url: /\/src\/forwarding\/(ehr-client|content-digest)\.ts$/ },
+  { stage: 'send', url: /\/src\/(workers\/forwarding\/ehr-client|domain\/forwarding\/content-digest)\.ts$/ },
   // Building the request body (JSON of the form) is sending's preparation.
-  { stage: 'send', url: /\/src\/forwarding\/forward-referral\.ts$/, fn: /^forwardRequest$/ },
-  { stage: 'job', url: /\/src\/forwarding\/(forward-referral|forward-policy|ehr-circuit)\.ts$/ },
-  { stage: 'job', url: /\/src\/db\/ehr-circuit\.repository\.ts$/ },
+  { stage: 'send', url: /\/src\/workers\/forwarding\/forward-referral\.ts$/, fn: /^forwardRequest$/ },
+  { stage: 'job', url: /\/src\/workers\/forwarding\/(forward-referral|forward-policy|ehr-circuit)\.ts$/ },
+  { stage: 'job', url: /\/src\/db\/forwarding-circuit\.repository\.ts$/ },
   { stage: 'job', url: /\/src\/workers\// },
   { stage: 'relay', url: /\/src\/queue\/(outbox-relay|producer)\.ts$/ },
   { stage: 'relay', url: /\/src\/db\/outbox\.repository\.ts$/ },
   // A submit's reminder schedule is made when the relay dispatches its row.
-  { stage: 'relay', url: /\/src\/(services\/reminder\.service|db\/reminder\.repository)\.ts$/ },
+  { stage: 'relay', url: /\/src\/(services\/reminders\.service|db\/reminders\.repository)\.ts$/ },
   { stage: 'submit request', url: /\/src\/api\// },
   {
     stage: 'submit request',
-    url: /\/src\/services\/(referral-commands|referral-mutation|write-transaction|referral-queries|referral-presenter|link-minter|caller|input-rules|referral-fields|referral-input|api-key\.service)\.ts$/,
+    url: /\/src\/services\/(referral-commands|referral-mutation|write-transaction|referral-queries|referral-presenter|links-minter|caller|input-rules|referral-fields|referral-input|api-key\.service)\.ts$/,
   },
   { stage: 'submit request', url: /\/src\/db\/(idempotency|api-key)\.repository\.ts$/ },
 ];

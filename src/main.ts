@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import { v7 as uuidv7 } from 'uuid';
 import { checkEhrAddress, ConfigError, loadConfig, type Config } from './config.ts';
-import { createContext, openConfiguredStore, type AppContext } from './context.ts';
+import { createContext, openConfiguredStore, type AppContext } from './composition/context.ts';
 import { DataDirLockedError } from './db/data-dir-lock.ts';
 import { ROLES, type Role } from './domain/statuses.ts';
 import {
@@ -99,7 +99,7 @@ async function serve(command: ServeCommand): Promise<void> {
     ctx.logger.error({ check: 'redis' }, `${redis.problem}; /readyz fails until it is fixed`);
 
   const ehr = withBackground ? await ehrTarget(ctx) : undefined;
-  const { startBackground } = await import('./workers/background.ts');
+  const { startBackground } = await import('./composition/background.ts');
   const background = ehr === undefined ? undefined : startBackground(ctx, { ehrUrl: ehr.url });
   // Loaded here, so that operator commands do not pay for the HTTP stack. A worker serves only its
   // health checks and metrics.
@@ -296,7 +296,7 @@ program
   .description('re-enqueue due forwards that have no live job and rebuild missing reminder schedules, once')
   .action(() =>
     withContext('refhub reconcile', async (ctx) => {
-      const { createReconcilerFor } = await import('./workers/background.ts');
+      const { createReconcilerFor } = await import('./composition/background.ts');
       const repairs = await createReconcilerFor(ctx).reconcileOnce();
       process.stdout.write(
         `Re-enqueued ${repairs.forwardsRequeued} forwards and rebuilt ${repairs.schedulersRebuilt} reminder schedules.\n`,

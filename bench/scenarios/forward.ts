@@ -44,7 +44,7 @@ export interface ForwardPlan {
   readonly timeoutSeconds: number;
 }
 
-/** The concurrency of refhub's forward worker (src/workers/ehr-forward.worker.ts). */
+/** The concurrency of refhub's forward worker (src/workers/forwarding/forwarding.worker.ts). */
 const WORKER_CONCURRENCY = 16;
 const POLL_MS = 50;
 

@@ -6,7 +6,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiKeyRecord } from '../db/api-key.repository.ts';
 import { ForbiddenRoleError, UnauthorizedError } from '../errors.ts';
-import { BASIC_CHALLENGE, parseBasic } from '../admin/ops-auth.ts';
+import { BASIC_CHALLENGE, parseBasic } from './admin/ops-auth.ts';
 import { sendProblem } from './plugins/problem.ts';
 
 const API_KEY = /^ApiKey\s+(\S+)\s*$/i;

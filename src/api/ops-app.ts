@@ -1,7 +1,7 @@
 // The HTTP surface of a worker process (`refhub worker`): liveness, readiness and metrics, nothing
 // else. Orchestrators probe it and Prometheus scrapes it like an API process.
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../composition/context.ts';
 import { httpEdgeOptions } from './http-edge.ts';
 import { registerProblemHandlers } from './plugins/problem.ts';
 import { healthRoutes } from './routes/health.routes.ts';

@@ -3,7 +3,7 @@
 // from wherever it was sent: the path, the query or the body.
 import type { FastifyRequest } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../composition/context.ts';
 import { auditRepository } from '../db/audit.repository.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

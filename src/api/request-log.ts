@@ -1,7 +1,7 @@
 // One log line and one metric observation per request: the route pattern, never the URL (its query
 // may carry identifiers, and a one-time link's path carries its token).
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../composition/context.ts';
 
 export function observeRequests(app: FastifyInstance, ctx: AppContext): void {
   app.addHook('onResponse', async (request, reply) => {

@@ -3,7 +3,7 @@
 // those subscriptions' IDs, until the institution enables or deletes them. Which institutions have
 // one is read from the database at most every few seconds per process, not per request.
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../composition/context.ts';
 import { webhookSubscriptionRepository } from '../db/webhook-subscription.repository.ts';
 import { isApiRoute } from './http.ts';
 

@@ -3,7 +3,7 @@
 // institution, requester, action and referral IDs, and never holds patient data.
 import type { Insertable } from 'kysely';
 import type { Executor } from './executor.ts';
-import { linkTokenRows, type NewLinkToken } from './link-token.repository.ts';
+import { linkTokenRows, type NewLinkToken } from './links.repository.ts';
 import type { AuditEventsTable } from './schema.ts';
 
 export interface AuditEvent {

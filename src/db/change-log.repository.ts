@@ -8,7 +8,7 @@ import type { AuditEvent } from './audit.repository.ts';
 import { auditRow } from './audit.repository.ts';
 import type { Executor } from './executor.ts';
 import { outboxRows, type NewOutboxMessage } from './outbox.repository.ts';
-import { EVENT_COLUMNS } from './referral-event.repository.ts';
+import { EVENT_COLUMNS } from './events.repository.ts';
 import { timelineRows, type NewTimelineEvent } from './referral-children.repository.ts';
 
 export interface ChangeRecord {

@@ -4,7 +4,7 @@
 import type { OutboxTopic } from '../domain/lifecycle.ts';
 import { sql, type Insertable } from 'kysely';
 import type { Executor } from './executor.ts';
-import { referralEventRepository } from './referral-event.repository.ts';
+import { referralEventRepository } from './events.repository.ts';
 import type { OutboxTable } from './schema.ts';
 import { webhookRelayRepository } from './webhook-relay.repository.ts';
 

@@ -3,7 +3,7 @@
 // that read the same batch both enqueue it, under the same job IDs.
 import { sql } from 'kysely';
 import type { Executor } from './executor.ts';
-import type { FeedPosition } from './referral-event.repository.ts';
+import type { FeedPosition } from './events.repository.ts';
 
 const NAME = 'events';
 

@@ -3,7 +3,7 @@
 // connection fails fast, so a Redis outage surfaces as an error the relay can retry later.
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { forwardJobOptions } from '../forwarding/forward-policy.ts';
+import { forwardJobOptions } from '../workers/forwarding/forward-policy.ts';
 import { createOutageLog, type Logger } from '../logger.ts';
 import { checkRedis, connectRedis, connected, type RedisHealth } from './connections.ts';
 import {

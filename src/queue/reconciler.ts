@@ -4,8 +4,8 @@
 // database. Everything it calls is idempotent, so several reconcilers may run at once.
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
-import { ehrSubmissionRepository, type DueForward } from '../db/ehr-submission.repository.ts';
-import { reminderRepository } from '../db/reminder.repository.ts';
+import { ehrSubmissionRepository, type DueForward } from '../db/forwarding-ledger.repository.ts';
+import { reminderRepository } from '../db/reminders.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../observability/metrics.ts';

@@ -5,7 +5,11 @@
 import type { IncomingMessage } from 'node:http';
 import { Ajv } from 'ajv';
 import { Type, type Static } from 'typebox';
-import { fieldProblemsOf, MAX_MESSAGE_ID_LENGTH, type FieldProblem } from '../forwarding/forward-request.ts';
+import {
+  fieldProblemsOf,
+  MAX_MESSAGE_ID_LENGTH,
+  type FieldProblem,
+} from '../domain/forwarding/forward-request.ts';
 import type { SandboxEhrState } from './sandbox-ehr-state.ts';
 import {
   isJsonMediaType,

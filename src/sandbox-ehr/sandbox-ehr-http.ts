@@ -4,7 +4,7 @@
 // connection mid-request) in ways a framework works hard to prevent.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { FieldProblem } from '../forwarding/forward-request.ts';
+import type { FieldProblem } from '../domain/forwarding/forward-request.ts';
 
 /** One answer, decided before anything is written, so every path logs and counts it the same way. */
 export interface Answer {

@@ -6,8 +6,8 @@
 // The body digest is kept to tell a replay (same bytes) from a conflicting reuse of a message ID;
 // it is not exposed.
 import type { Clock } from '../domain/clock.ts';
-import { sha256Hex } from '../forwarding/content-digest.ts';
-import type { EhrForwardRequest } from '../forwarding/forward-request.ts';
+import { sha256Hex } from '../domain/forwarding/content-digest.ts';
+import type { EhrForwardRequest } from '../domain/forwarding/forward-request.ts';
 
 export interface SandboxDelivery {
   readonly messageId: string;

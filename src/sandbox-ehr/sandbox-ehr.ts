@@ -14,12 +14,12 @@ import pino from 'pino';
 import type { Clock } from '../domain/clock.ts';
 import { systemClock } from '../domain/clock.ts';
 import type { Logger } from '../logger.ts';
-import { sha256Hex, verifyContentDigest } from '../forwarding/content-digest.ts';
+import { sha256Hex, verifyContentDigest } from '../domain/forwarding/content-digest.ts';
 import {
   createForwardRequestChecker,
   MAX_FORWARD_BODY_BYTES,
   MAX_MESSAGE_ID_LENGTH,
-} from '../forwarding/forward-request.ts';
+} from '../domain/forwarding/forward-request.ts';
 import { CONTROL_PREFIX, createControlRoutes } from './sandbox-ehr-control.ts';
 import {
   bearerMatches,

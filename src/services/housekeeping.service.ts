@@ -3,7 +3,7 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { housekeepingRepository } from '../db/housekeeping.repository.ts';
-import { referralEventRepository } from '../db/referral-event.repository.ts';
+import { referralEventRepository } from '../db/events.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Logger } from '../logger.ts';
 

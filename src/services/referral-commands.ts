@@ -22,7 +22,7 @@ import { appointmentRepository, noteRepository } from '../db/referral-children.r
 import { referralRepository, type ReferralRecord } from '../db/referral.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';
-import type { LinkMinter } from './link-minter.ts';
+import type { LinkMinter } from './links-minter.ts';
 import { writeTransaction } from './write-transaction.ts';
 import {
   auditEventOf,

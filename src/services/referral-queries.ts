@@ -9,8 +9,8 @@ import type { EhrFormSource, LinkView, ReferralSummaryView, ReferralView } from 
 import type { CoreStatus } from '../domain/statuses.ts';
 import { toAppointmentView, type ReferralParts } from '../db/referral-children.repository.ts';
 import { auditRepository } from '../db/audit.repository.ts';
-import { ehrFormRepository } from '../db/ehr-form.repository.ts';
-import { linkTokenRepository } from '../db/link-token.repository.ts';
+import { ehrFormRepository } from '../db/forwarding-form.repository.ts';
+import { linkTokenRepository } from '../db/links.repository.ts';
 import {
   referralRepository,
   type ListSort,
@@ -21,7 +21,7 @@ import { ReferralNotFoundError } from '../errors.ts';
 import type { Executor } from '../db/executor.ts';
 import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';
-import type { LinkMinter } from './link-minter.ts';
+import type { LinkMinter } from './links-minter.ts';
 import { auditEventOf } from './referral-mutation.ts';
 import { toEhrForwarding, toStoredSummary, toSummary } from './referral-presenter.ts';
 

@@ -7,7 +7,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
 import { logWorkerErrors } from './worker-errors.ts';
 import type { QueuePayloads } from '../queue/registry.ts';
-import type { FireResult, Reminders } from '../services/reminder.service.ts';
+import type { FireResult, Reminders } from '../services/reminders.service.ts';
 
 export type ReminderPayload = QueuePayloads['reminders'];
 

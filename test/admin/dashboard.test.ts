@@ -8,7 +8,7 @@ import { Worker } from 'bullmq';
 import * as cheerio from 'cheerio';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { NOT_SHOWN, REASON_NOT_SHOWN } from '../../src/admin/job-redaction.ts';
+import { NOT_SHOWN, REASON_NOT_SHOWN } from '../../src/api/admin/job-redaction.ts';
 import { ENGINES } from '../support/engines.ts';
 import { createBridgeApp, eventually, startEhr, testRedisUrl, type BridgeApp } from '../support/bridge.ts';
 import { CANARY, CANARY_MARKERS } from '../support/fixtures/patients.ts';

@@ -3,7 +3,7 @@
 // latest attempt, capped, with the full count beside.
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ehrSubmissionRepository } from '../../src/db/ehr-submission.repository.ts';
+import { ehrSubmissionRepository } from '../../src/db/forwarding-ledger.repository.ts';
 import { ENGINES } from '../support/engines.ts';
 import { createDraft } from '../support/scenarios.ts';
 import { createTestApp, type TestApp } from '../support/test-app.ts';

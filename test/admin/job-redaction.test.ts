@@ -14,8 +14,8 @@ import {
   redactOpts,
   redactReason,
   redactResult,
-} from '../../src/admin/job-redaction.ts';
-import { RetryableForwardError } from '../../src/forwarding/forward-policy.ts';
+} from '../../src/api/admin/job-redaction.ts';
+import { RetryableForwardError } from '../../src/workers/forwarding/forward-policy.ts';
 import { CANARY, CANARY_MARKERS } from '../support/fixtures/patients.ts';
 
 const REFERRAL = '01970a4e-1c2b-7d3e-8f40-123456789abc';

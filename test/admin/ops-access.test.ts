@@ -1,10 +1,10 @@
 // The pure parts of signing in to the ops pages: reading Basic credentials, telling reads from
 // writes by route pattern, naming the referrals a job ID carries, and counting failed sign-ins.
 import { describe, expect, it } from 'vitest';
-import { accessOf, referralIdsOf } from '../../src/admin/admin-access.ts';
-import { userNameForAudit } from '../../src/admin/admin-audit.ts';
-import { createFailureLimiter } from '../../src/domain/failure-limiter.ts';
-import { parseBasic } from '../../src/admin/ops-auth.ts';
+import { accessOf, referralIdsOf } from '../../src/api/admin/admin-access.ts';
+import { userNameForAudit } from '../../src/api/admin/admin-audit.ts';
+import { createFailureLimiter } from '../../src/api/failure-limiter.ts';
+import { parseBasic } from '../../src/api/admin/ops-auth.ts';
 
 const basic = (text: string) => `Basic ${Buffer.from(text, 'utf8').toString('base64')}`;
 const REFERRAL = '01970a4e-1c2b-7d3e-8f40-123456789abc';

@@ -2,14 +2,14 @@
 // no script and loads nothing, and that everything it prints is escaped.
 import * as cheerio from 'cheerio';
 import { describe, expect, it } from 'vitest';
-import type { OpsOverview } from '../../src/admin/ops-overview.ts';
+import type { OpsOverview } from '../../src/services/admin-overview.service.ts';
 import {
   answerOf,
   formatAge,
   formatInstant,
   overviewPageCsp,
   renderOverviewPage,
-} from '../../src/admin/overview.page.ts';
+} from '../../src/render/pages/admin-overview.page.ts';
 
 const REFERRAL = '01970a4e-1c2b-7d3e-8f40-123456789abc';
 const counts = { waiting: 1, active: 2, delayed: 3, failed: 4, completed: 5 };

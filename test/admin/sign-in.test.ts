@@ -5,8 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import * as cheerio from 'cheerio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_HEADERS, BOARD_CSP } from '../../src/admin/admin.plugin.ts';
-import { BASIC_CHALLENGE } from '../../src/admin/ops-auth.ts';
+import { ADMIN_HEADERS, BOARD_CSP } from '../../src/api/admin/admin.plugin.ts';
+import { BASIC_CHALLENGE } from '../../src/api/admin/ops-auth.ts';
 import { testRedisUrl } from '../support/bridge.ts';
 import { ENGINES } from '../support/engines.ts';
 import { apiKeyIdOf } from '../support/store-inspection.ts';

@@ -25,7 +25,7 @@ import {
   type AppointmentStatus,
   type Status,
 } from '../../src/domain/statuses.ts';
-import { CORE_STATUS_DISPLAY } from '../../src/fhir/status-mapping.ts';
+import { CORE_STATUS_DISPLAY } from '../../src/render/fhir/status-mapping.ts';
 import { ENGINES } from '../support/engines.ts';
 import { loadFhirR4 } from '../support/fhir-validation.ts';
 import {

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
-import { hashLinkToken } from '../../src/services/link-minter.ts';
+import { hashLinkToken } from '../../src/services/links-minter.ts';
 import { ENGINES } from '../support/engines.ts';
 import { PATIENT } from '../support/fixtures/patients.ts';
 import { REQUESTER } from '../support/referral-routes.ts';

@@ -46,18 +46,18 @@ describe('CPU profile attribution', () => {
       // The driver's work for a ledger write counts for the record.
       {
         stack: [
-          ['recordAttempt', `${SRC}/forwarding/forwarding.service.ts`],
+          ['recordAttempt', `${SRC}/services/forwarding.service.ts`],
           ['executeQuery', `${NM}/kysely/dist/x.js`],
           ['query', `${NM}/pg/lib/client.js`],
         ],
         micros: 300,
       },
       // The plan, in the same file, is the job's re-read.
-      { stack: [['plan', `${SRC}/forwarding/forwarding.service.ts`]], micros: 100 },
+      { stack: [['plan', `${SRC}/services/forwarding.service.ts`]], micros: 100 },
       // The self-contained check inside the forward is the check, not the job.
       {
         stack: [
-          ['forwardReferral', `${SRC}/forwarding/forward-referral.ts`],
+          ['forwardReferral', `${SRC}/workers/forwarding/forward-referral.ts`],
           ['assertSelfContained', `${SRC}/render/self-contained.ts`],
         ],
         micros: 50,
@@ -65,7 +65,7 @@ describe('CPU profile attribution', () => {
       // The audit writer is shared: under the record it is the record's; under a route, the submit's.
       {
         stack: [
-          ['recordAttempt', `${SRC}/forwarding/forwarding.service.ts`],
+          ['recordAttempt', `${SRC}/services/forwarding.service.ts`],
           ['auditBySystem', `${SRC}/services/referral-mutation.ts`],
         ],
         micros: 20,
@@ -108,7 +108,7 @@ describe('CPU profile attribution', () => {
     const one = attributeProfile(
       profileOf([
         { stack: [['render', `${SRC}/render/ehr-form.ts`]], micros: 4000 },
-        { stack: [['send', `${SRC}/forwarding/ehr-client.ts`]], micros: 2000 },
+        { stack: [['send', `${SRC}/workers/forwarding/ehr-client.ts`]], micros: 2000 },
         { stack: [['boot', 'node:internal/modules/run_main']], micros: 9000 },
       ]),
     );

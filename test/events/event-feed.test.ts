@@ -3,11 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import {
-  FEED_START,
-  referralEventRepository,
-  type FeedPosition,
-} from '../../src/db/referral-event.repository.ts';
+import { FEED_START, referralEventRepository, type FeedPosition } from '../../src/db/events.repository.ts';
 import { ENGINES } from '../support/engines.ts';
 import { feedUrl, readFeedPage, readFeedToEnd } from '../support/event-feed.ts';
 import { call, createDraft, referralIn } from '../support/scenarios.ts';

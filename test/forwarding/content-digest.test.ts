@@ -2,8 +2,8 @@
 // example, round trips over arbitrary bytes, tampering, several algorithms, and malformed fields.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { contentDigest, sha256Hex, verifyContentDigest } from '../../src/forwarding/content-digest.ts';
-import { parseDictionary } from '../../src/forwarding/structured-fields.ts';
+import { contentDigest, sha256Hex, verifyContentDigest } from '../../src/domain/forwarding/content-digest.ts';
+import { parseDictionary } from '../../src/domain/forwarding/structured-fields.ts';
 
 // RFC 9530 §2 and Appendix D: the content `{"hello": "world"}` and its digests.
 const RFC_BODY = '{"hello": "world"}';

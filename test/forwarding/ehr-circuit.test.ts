@@ -6,10 +6,10 @@
 // audited.
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ehrCircuitRepository } from '../../src/db/ehr-circuit.repository.ts';
+import { ehrCircuitRepository } from '../../src/db/forwarding-circuit.repository.ts';
 import type { Store } from '../../src/db/database.ts';
-import type { EhrAnswer } from '../../src/forwarding/ehr-client.ts';
-import { createEhrCircuit, type CircuitSettings } from '../../src/forwarding/ehr-circuit.ts';
+import type { EhrAnswer } from '../../src/workers/forwarding/ehr-client.ts';
+import { createEhrCircuit, type CircuitSettings } from '../../src/workers/forwarding/ehr-circuit.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { createBridgeApp, eventually, startEhr, type BridgeApp } from '../support/bridge.ts';

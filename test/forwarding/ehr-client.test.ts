@@ -4,7 +4,7 @@
 // the message ID), however steadily the bytes keep coming. A peer that answers at once is unaffected.
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEhrClient, type EhrAnswer } from '../../src/forwarding/ehr-client.ts';
+import { createEhrClient, type EhrAnswer } from '../../src/workers/forwarding/ehr-client.ts';
 
 const DEADLINE_MS = 400;
 /** Far beyond the deadline, well inside the test's time: a bound, not a measurement. */

@@ -2,13 +2,13 @@
 // (bounded fields, no unknown properties, messageId consistent with referralId and version).
 import type { Static } from 'typebox';
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import type { EhrForwardRequestSchema } from '../../src/forwarding/forward-request.ts';
+import type { EhrForwardRequestSchema } from '../../src/domain/forwarding/forward-request.ts';
 import {
   createForwardRequestChecker,
   MAX_EHR_FORM_LENGTH,
   messageIdOf,
   type EhrForwardRequest,
-} from '../../src/forwarding/forward-request.ts';
+} from '../../src/domain/forwarding/forward-request.ts';
 import { forwardRequestFor } from '../support/sandbox-ehr-process.ts';
 
 const REFERRAL_ID = '0190a0b2-1c2d-7e3f-8a9b-0c1d2e3f4a5b';

@@ -5,12 +5,12 @@
 import { randomUUID } from 'node:crypto';
 import { UnrecoverableError } from 'bullmq';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ehrSubmissionRepository } from '../../src/db/ehr-submission.repository.ts';
+import { ehrSubmissionRepository } from '../../src/db/forwarding-ledger.repository.ts';
 import { systemClock } from '../../src/domain/clock.ts';
 import { createOutboxRelay } from '../../src/queue/outbox-relay.ts';
 import { createReconciler } from '../../src/queue/reconciler.ts';
 import { forwardJobId, QUEUE_NAMES } from '../../src/queue/registry.ts';
-import { outboxHandlers } from '../../src/workers/background.ts';
+import { outboxHandlers } from '../../src/composition/background.ts';
 import { createQueueApp, manualForwardWorker, type QueueApp } from '../support/bridge.ts';
 import { ENGINES } from '../support/engines.ts';
 import { call, createDraft, type ReferralJson } from '../support/scenarios.ts';

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { request as undiciRequest } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { sha256Hex } from '../../src/forwarding/content-digest.ts';
+import { sha256Hex } from '../../src/domain/forwarding/content-digest.ts';
 import {
   forwardRequestFor,
   postForward,

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config.ts';
 import { loadConfig } from '../../src/config.ts';
-import { sha256Hex } from '../../src/forwarding/content-digest.ts';
+import { sha256Hex } from '../../src/domain/forwarding/content-digest.ts';
 import { serveSandboxEhr } from '../../src/sandbox-ehr/sandbox-ehr-command.ts';
 import { createSandboxEhr, EHR_PATH } from '../../src/sandbox-ehr/sandbox-ehr.ts';
 import {

@@ -4,8 +4,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { contentDigest, sha256Hex } from '../../src/forwarding/content-digest.ts';
-import { MAX_FORWARD_BODY_BYTES, messageIdOf } from '../../src/forwarding/forward-request.ts';
+import { contentDigest, sha256Hex } from '../../src/domain/forwarding/content-digest.ts';
+import { MAX_FORWARD_BODY_BYTES, messageIdOf } from '../../src/domain/forwarding/forward-request.ts';
 import {
   forwardRequestFor,
   postForward,

@@ -9,7 +9,7 @@ import { expect } from 'vitest';
 import type { Engine } from '../../src/db/database.ts';
 import { testDatabaseUrl } from './engines.ts';
 import { QUEUE_NAMES, type QueuePayloads } from '../../src/queue/registry.ts';
-import { startBackground, type Background } from '../../src/workers/background.ts';
+import { startBackground, type Background } from '../../src/composition/background.ts';
 import { startSandboxEhrProcess, type SandboxEhrProcess } from './sandbox-ehr-process.ts';
 import { call, createDraft } from './scenarios.ts';
 import { createTestApp, type TestApp, type TestAppOptions } from './test-app.ts';

@@ -7,7 +7,10 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type net from 'node:net';
-import { createForwardRequestChecker, MAX_FORWARD_BODY_BYTES } from '../../src/forwarding/forward-request.ts';
+import {
+  createForwardRequestChecker,
+  MAX_FORWARD_BODY_BYTES,
+} from '../../src/domain/forwarding/forward-request.ts';
 import { LOOPBACK } from './free-port.ts';
 
 export interface EhrDelivery {

@@ -4,8 +4,8 @@
 // exits, and it stops by itself when the IPC channel to its parent closes (even on a SIGKILL).
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { contentDigest } from '../../src/forwarding/content-digest.ts';
-import { messageIdOf, type EhrForwardRequest } from '../../src/forwarding/forward-request.ts';
+import { contentDigest } from '../../src/domain/forwarding/content-digest.ts';
+import { messageIdOf, type EhrForwardRequest } from '../../src/domain/forwarding/forward-request.ts';
 import { childEnv } from './child-env.ts';
 import type {
   DeliveryFilter,

@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/api/app.ts';
 import { loadConfig } from '../../src/config.ts';
-import { createContext, type AppContext } from '../../src/context.ts';
+import { createContext, type AppContext } from '../../src/composition/context.ts';
 import type { Engine } from '../../src/db/database.ts';
 import type { Clock } from '../../src/domain/clock.ts';
 import { createLogger } from '../../src/logger.ts';

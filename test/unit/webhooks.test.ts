@@ -3,9 +3,9 @@
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS, loadConfig } from '../../src/config.ts';
-import { decodeCursor, encodeCursor } from '../../src/services/event-feed.service.ts';
-import { newSigningSecret, signMessage } from '../../src/webhooks/signature.ts';
-import { webhookBackoff } from '../../src/workers/webhooks.worker.ts';
+import { decodeCursor, encodeCursor } from '../../src/services/events.service.ts';
+import { newSigningSecret, signMessage } from '../../src/domain/webhooks-signature.ts';
+import { webhookBackoff } from '../../src/workers/webhooks/webhooks.worker.ts';
 
 describe('WEBHOOK_RETRY_SCHEDULE', () => {
   it('defaults to the schedule after an immediate first attempt: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h', () => {

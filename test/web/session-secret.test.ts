@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import type { Store } from '../../src/db/database.ts';
-import { resolveSessionSecret } from '../../src/web/session-secret.ts';
+import { resolveSessionSecret } from '../../src/api/web/session-secret.ts';
 import { ENGINES, openTestStore } from '../support/engines.ts';
 
 const PRODUCTION = { NODE_ENV: 'production', EHR_URL: 'https://ehr.example/forms' };

@@ -3,7 +3,7 @@
 // written to disk. The settings are fixed, so the document does not depend on the shell it runs in.
 import { buildApp } from '../../../src/api/app.ts';
 import { loadConfig } from '../../../src/config.ts';
-import { createContext } from '../../../src/context.ts';
+import { createContext } from '../../../src/composition/context.ts';
 import { migrateToLatest, openStore } from '../../../src/db/database.ts';
 
 /** The document as JSON data; openapi-typescript checks its shape. */

@@ -8,9 +8,9 @@ import {
   InstitutionNotPermittedError,
   UnauthorizedError,
 } from '../../errors.ts';
-import { createFailureLimiter, FAILED_AUTHENTICATION } from '../../domain/failure-limiter.ts';
+import { createFailureLimiter, FAILED_AUTHENTICATION } from '../failure-limiter.ts';
 import type { ApiKeyRecord } from '../../db/api-key.repository.ts';
-import type { AppContext } from '../../context.ts';
+import type { AppContext } from '../../composition/context.ts';
 import { isApiRoute } from '../http.ts';
 import type { Caller } from '../../services/caller.ts';
 

@@ -24,11 +24,11 @@ import {
   type KeyClaim,
   type StoredResponse,
 } from '../../db/idempotency.repository.ts';
-import { linkTokenRepository } from '../../db/link-token.repository.ts';
+import { linkTokenRepository } from '../../db/links.repository.ts';
 import type { Database } from '../../db/schema.ts';
-import type { AppContext } from '../../context.ts';
+import type { AppContext } from '../../composition/context.ts';
 import { actionOf, auditRequest } from '../request-audit.ts';
-import { hashLinkToken } from '../../services/link-minter.ts';
+import { hashLinkToken } from '../../services/links-minter.ts';
 import type { IdempotentWrite } from '../../services/write-transaction.ts';
 import { responseHeadersOf } from '../http.ts';
 

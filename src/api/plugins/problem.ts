@@ -7,7 +7,7 @@ import { isDatabaseUnavailable } from '../../db/database.ts';
 import { QUEUE_UNAVAILABLE } from '../../queue/connections.ts';
 import { createOutageLog } from '../../logger.ts';
 import { isApiRoute } from '../http.ts';
-import type { AppContext } from '../../context.ts';
+import type { AppContext } from '../../composition/context.ts';
 import { actionOf, auditRequest } from '../request-audit.ts';
 import { IdempotencyKeyTaken } from './idempotency.ts';
 

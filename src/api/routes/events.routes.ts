@@ -3,12 +3,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { AppContext } from '../../context.ts';
-import { MAX_FEED_LIMIT, MAX_FEED_WAIT_SECONDS } from '../../services/event-feed.service.ts';
+import type { AppContext } from '../../composition/context.ts';
+import { MAX_FEED_LIMIT, MAX_FEED_WAIT_SECONDS } from '../../services/events.service.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { institutionOf } from '../http.ts';
 import { RequesterIdentifier } from '../schemas/primitives.ts';
-import { EventPage } from '../schemas/event.schema.ts';
+import { EventPage } from '../schemas/events.schema.ts';
 import { InstitutionParams } from '../schemas/referral.schema.ts';
 import { ref } from '../schemas/named.ts';
 import { operation } from '../schemas/operation.ts';

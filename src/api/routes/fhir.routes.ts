@@ -3,8 +3,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { AppContext } from '../../context.ts';
-import { FHIR_READ_ACTION } from '../../fhir/referral-fhir.service.ts';
+import type { AppContext } from '../../composition/context.ts';
+import { FHIR_READ_ACTION } from '../../services/fhir.service.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { institutionOf, referralHeaders } from '../http.ts';
 import { FhirBundle } from '../schemas/fhir.schema.ts';

@@ -4,7 +4,7 @@
 // probe every few seconds would otherwise repeat the same line forever, or say nothing).
 import type { FastifyInstance } from 'fastify';
 import { isMigrated, ping } from '../../db/database.ts';
-import type { AppContext } from '../../context.ts';
+import type { AppContext } from '../../composition/context.ts';
 
 type Check = { readonly state: 'ok' } | { readonly state: 'failing'; readonly problem: string };
 const OK: Check = { state: 'ok' };

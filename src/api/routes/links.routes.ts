@@ -2,12 +2,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { AppContext } from '../../context.ts';
+import type { AppContext } from '../../composition/context.ts';
 import { ifMatchOf } from '../http.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { InstitutionId, InstitutionIdType, ReferralId, RequesterIdentifier } from '../schemas/primitives.ts';
 import { GuardedPostHeaders } from '../schemas/headers.ts';
-import { LinkUpsertResponse } from '../schemas/link.schema.ts';
+import { LinkUpsertResponse } from '../schemas/links.schema.ts';
 import { ref } from '../schemas/named.ts';
 import { operation } from '../schemas/operation.ts';
 import { ReferralFields } from '../schemas/referral.schema.ts';

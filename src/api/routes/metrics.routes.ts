@@ -2,7 +2,7 @@
 // so a scrape needs `Authorization: Bearer <METRICS_TOKEN>` or an ops API key (`ApiKey <key>`).
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { AppContext } from '../../context.ts';
+import type { AppContext } from '../../composition/context.ts';
 import { ForbiddenRoleError, UnauthorizedError } from '../../errors.ts';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;

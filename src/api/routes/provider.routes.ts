@@ -3,7 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { AppContext } from '../../context.ts';
+import type { AppContext } from '../../composition/context.ts';
 import { APPOINTMENT_STATUSES } from '../../domain/statuses.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { ifMatchOf, institutionOf, referralHeaders } from '../http.ts';

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ValidationError } from '../../errors.ts';
-import type { AppContext } from '../../context.ts';
+import type { AppContext } from '../../composition/context.ts';
 import type { CoreStatus } from '../../domain/statuses.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { ifMatchOf, institutionOf, createdReferralHeaders, referralHeaders } from '../http.ts';

@@ -4,7 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { AppContext } from '../../context.ts';
+import type { AppContext } from '../../composition/context.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { institutionOf } from '../http.ts';
 import { PostHeaders } from '../schemas/headers.ts';

@@ -2,8 +2,8 @@
 // OpenAPI document lists them under components.schemas. A named schema missing here stops the app at
 // start (its reference cannot be resolved); one listed here but never referenced fails the lint test.
 import type { FastifyInstance } from 'fastify';
-import { EhrSentForm, EhrSubmission, EhrSubmissionList } from './ehr-submission.schema.ts';
-import { EventInstitution, EventPage, EventPageMetadata, ReferralEvent } from './event.schema.ts';
+import { EhrSentForm, EhrSubmission, EhrSubmissionList } from './forwarding.schema.ts';
+import { EventInstitution, EventPage, EventPageMetadata, ReferralEvent } from './events.schema.ts';
 import { FhirBundle } from './fhir.schema.ts';
 import {
   WebhookAttempt,
@@ -12,7 +12,7 @@ import {
   WebhookSubscriptionList,
   WebhookSubscriptionWithSecret,
 } from './webhook.schema.ts';
-import { LinkUpsertResponse } from './link.schema.ts';
+import { LinkUpsertResponse } from './links.schema.ts';
 import type { Named } from './named.ts';
 import { FieldError, Problem } from './problem.schema.ts';
 import {

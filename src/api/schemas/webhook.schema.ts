@@ -1,7 +1,7 @@
 // Webhook subscriptions and their delivery attempts. The signing secret appears only in the answers
 // that create or rotate it.
 import { Type } from 'typebox';
-import { EVENT_TYPES } from '../../domain/event-types.ts';
+import { EVENT_TYPES } from '../../domain/events.ts';
 import { Timestamp } from './primitives.ts';
 import { named, ref } from './named.ts';
 

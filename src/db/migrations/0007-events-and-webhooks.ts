@@ -14,7 +14,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     -- skips a row whose transaction commits after a later one was read. Each row therefore keeps the
     -- ID of the transaction that wrote it, and readers take only rows of transactions older than every
     -- transaction still running, in (xid, position) order: a row that can still appear always sorts
-    -- after everything already handed out (db/referral-event.repository.ts).
+    -- after everything already handed out (db/events.repository.ts).
     CREATE TABLE referral_events (
       position          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
       xid               xid8 NOT NULL DEFAULT pg_current_xact_id(),

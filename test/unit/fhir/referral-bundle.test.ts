@@ -18,8 +18,8 @@ import type {
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { NoteView } from '../../../src/domain/referral-view.ts';
 import { APPOINTMENT_STATUSES, CORE_STATUS_OF, STATUSES, type Status } from '../../../src/domain/statuses.ts';
-import type { EhrDeliveryAttempt, ReferralSource } from '../../../src/fhir/fhir-view-source.ts';
-import { referralBundleOf, type ReferralBundle } from '../../../src/fhir/referral-bundle.mapping.ts';
+import type { EhrDeliveryAttempt, ReferralSource } from '../../../src/render/fhir/fhir-view-source.ts';
+import { referralBundleOf, type ReferralBundle } from '../../../src/render/fhir/referral-bundle.mapping.ts';
 import { bundleIssues, loadFhirR4 } from '../../support/fhir-validation.ts';
 import { sampleEhrFormSource, sampleOffering } from '../../support/fixtures/ehr-form-source.ts';
 

@@ -7,8 +7,8 @@ import {
   formErrors,
   readForm,
   type FormValues,
-} from '../../../src/web/form-input.ts';
-import { WebPageError } from '../../../src/web/web-pages.ts';
+} from '../../../src/api/web/form-input.ts';
+import { WebPageError } from '../../../src/api/web/web-pages.ts';
 import { createReferralFieldsCheck } from '../../../src/services/referral-fields.ts';
 
 const STORED: FormValues = {

@@ -2,7 +2,7 @@
 // before it expires; CSRF tokens are per session and never equal the cookie's MAC.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { createSessionCodec, sessionCookieName, type WebSession } from '../../../src/web/session.ts';
+import { createSessionCodec, sessionCookieName, type WebSession } from '../../../src/api/web/session.ts';
 
 const SECRET = 'a-test-secret-that-is-long-enough-0123456789';
 const NOW = new Date('2026-06-04T03:15:00.000Z');

@@ -14,8 +14,8 @@ import {
   ValidationError,
   VersionMismatchError,
 } from '../../../src/errors.ts';
-import { pageForError } from '../../../src/web/web-errors.ts';
-import { WebPageError } from '../../../src/web/web-pages.ts';
+import { pageForError } from '../../../src/api/web/web-errors.ts';
+import { WebPageError } from '../../../src/api/web/web-pages.ts';
 
 function fastifyError(code: string, statusCode: number): Error {
   return Object.assign(new Error(`${code} with details`), { code, statusCode });

@@ -1,0 +1,173 @@
+// Everything that runs behind the API: the outbox relay, the forward and reminder workers, and the
+// reconciler. `refhub all` and `refhub worker` start it; stopping it lets active jobs finish
+// (worker.close()), then stops the relay and the reconciler and closes the connections it opened.
+import type { Worker } from 'bullmq';
+import type { AppContext } from './context.ts';
+import { createEhrClient, type EhrClient } from '../workers/forwarding/ehr-client.ts';
+import { createEhrCircuit, type CircuitSettings } from '../workers/forwarding/ehr-circuit.ts';
+import { connectRedis } from '../queue/connections.ts';
+import {
+  createOutboxRelay,
+  type OutboxBatchHandlers,
+  type OutboxHandlers,
+  type OutboxRelay,
+} from '../queue/outbox-relay.ts';
+import { createReconciler, type Reconciler } from '../queue/reconciler.ts';
+import { createWebhookRelay, type WebhookRelay } from '../queue/webhooks-relay.ts';
+import { startEhrForwardWorker } from '../workers/forwarding/forwarding.worker.ts';
+import { startReminderWorker } from '../workers/reminders.worker.ts';
+import { startWebhookWorker } from '../workers/webhooks/webhooks.worker.ts';
+
+export interface BackgroundOptions {
+  /** Where forms go: EHR_URL, or the in-process sandbox's address. */
+  readonly ehrUrl: string;
+  /** Defaults to RECONCILE_INTERVAL_SECONDS. */
+  readonly reconcileEveryMs?: number;
+}
+
+export interface Background {
+  readonly relay: OutboxRelay;
+  /** Turns referral events into webhook delivery jobs. */
+  readonly webhookRelay: WebhookRelay;
+  readonly reconciler: Reconciler;
+  readonly ehr: EhrClient;
+  readonly workers: readonly Worker[];
+  stop(): Promise<void>;
+}
+
+/** Outbox topics whose rows go to the queues a batch at a time. */
+export function outboxBatchHandlers(ctx: AppContext): OutboxBatchHandlers {
+  return {
+    'ehr-forward': (messages) =>
+      ctx.queues.enqueueForwards(
+        messages.map((m) => ({ referralId: m.referralId, version: m.version, requestId: m.requestId })),
+      ),
+  };
+}
+
+/** The handlers that turn outbox rows into queue work. */
+export function outboxHandlers(ctx: AppContext): OutboxHandlers {
+  return {
+    'ehr-forward': (m) =>
+      ctx.queues.enqueueForward({ referralId: m.referralId, version: m.version, requestId: m.requestId }),
+    'ehr-forward-again': async (m) => {
+      await ctx.queues.ensureForward({
+        referralId: m.referralId,
+        version: m.version,
+        requestId: m.requestId,
+      });
+    },
+    reminders: async (m) => {
+      const schedule = await ctx.reminders.scheduleFor(m.referralId);
+      if (schedule === null) await ctx.queues.removeReminders(m.referralId);
+      else await ctx.queues.scheduleReminders(m.referralId, schedule);
+    },
+  };
+}
+
+export function createReconcilerFor(ctx: AppContext): Reconciler {
+  return createReconciler({
+    db: ctx.db,
+    clock: ctx.clock,
+    logger: ctx.logger,
+    producer: ctx.queues,
+    metrics: ctx.metrics,
+    reminderScheduleFor: (id) => ctx.reminders.scheduleFor(id),
+  });
+}
+
+/** The EHR circuit's settings from the configuration; a probe may take one attempt and a margin. */
+export function circuitSettings(config: AppContext['config']): CircuitSettings {
+  return {
+    failures: config.ehrCircuitFailures,
+    windowMs: config.ehrCircuitWindowSeconds * 1000,
+    probeBaseMs: config.ehrCircuitProbeSeconds * 1000,
+    probeMaxMs: 10 * 60_000,
+    probeLeaseMs: (config.ehrAttemptTimeoutSeconds + 5) * 1000,
+  };
+}
+
+export function startBackground(ctx: AppContext, options: BackgroundOptions): Background {
+  const { config, logger } = ctx;
+  const connection = connectRedis(config.redisUrl, 'worker', logger);
+  const ehr = createEhrClient({
+    url: options.ehrUrl,
+    token: config.ehrToken,
+    attemptTimeoutMs: config.ehrAttemptTimeoutSeconds * 1000,
+  });
+  const circuit = createEhrCircuit({
+    db: ctx.db,
+    clock: ctx.clock,
+    logger: logger.child({ component: 'ehr-circuit' }),
+    metrics: ctx.metrics,
+    settings: circuitSettings(config),
+    // The forwards that waited for the circuit go at once, rather than at their next probe time.
+    onClosed: async () => {
+      await ctx.queues.queues['ehr-forward'].promoteJobs();
+    },
+  });
+  const workers: Worker[] = [
+    startEhrForwardWorker(
+      {
+        forwarding: ctx.ehrForwarding,
+        ehr,
+        circuit,
+        renderEhrForm: ctx.renderEhrForm,
+        clock: ctx.clock,
+        logger: logger.child({ worker: 'ehr-forward' }),
+        maxAttempts: config.ehrMaxAttempts,
+      },
+      { connection, queuePrefix: config.queuePrefix, backoffBaseMs: config.ehrBackoffBaseMs },
+    ),
+    startReminderWorker(
+      {
+        reminders: ctx.reminders,
+        removeSchedule: (id) => ctx.queues.removeReminders(id),
+        logger: logger.child({ worker: 'reminders' }),
+      },
+      { connection, queuePrefix: config.queuePrefix },
+    ),
+    startWebhookWorker(
+      { ...ctx.webhookDelivery(), logger: logger.child({ worker: 'webhooks' }) },
+      { connection, queuePrefix: config.queuePrefix, retryScheduleMs: config.webhookRetryScheduleMs },
+    ),
+  ];
+  for (const worker of workers) {
+    worker.on('stalled', () => {
+      ctx.metrics.jobStalled(worker.name);
+    });
+  }
+  const relay = createOutboxRelay({
+    db: ctx.db,
+    clock: ctx.clock,
+    logger: logger.child({ component: 'outbox-relay' }),
+    handlers: outboxHandlers(ctx),
+    batchHandlers: outboxBatchHandlers(ctx),
+  });
+  const webhookRelay = createWebhookRelay({
+    db: ctx.db,
+    clock: ctx.clock,
+    logger: logger.child({ component: 'webhook-relay' }),
+    enqueue: (jobs) => ctx.queues.enqueueWebhooks(jobs),
+  });
+  const reconciler = createReconcilerFor(ctx);
+  relay.start();
+  webhookRelay.start();
+  reconciler.start(options.reconcileEveryMs ?? config.reconcileIntervalSeconds * 1000);
+
+  return {
+    relay,
+    webhookRelay,
+    reconciler,
+    ehr,
+    workers,
+    async stop() {
+      await Promise.all(workers.map((w) => w.close()));
+      await relay.stop();
+      await webhookRelay.stop();
+      await reconciler.stop();
+      await ehr.close();
+      connection.disconnect();
+    },
+  };
+}

@@ -1,0 +1,205 @@
+// The composition root: the one place that builds the logger, the store, the clock and the services
+// and wires them together. Tests swap real seams (a clock, a store on a test database, a log stream)
+// through `overrides`; nothing else holds module-level state.
+import type { Kysely } from 'kysely';
+import type { Config } from '../config.ts';
+import { systemClock, type Clock } from '../domain/clock.ts';
+import { displayTimeIn, type DisplayTime } from '../domain/display-time.ts';
+import { migrateToLatest, openStore, type Store } from '../db/database.ts';
+import type { Database } from '../db/schema.ts';
+import type { EhrFormSource } from '../domain/referral-view.ts';
+import { createLogger, type Logger } from '../logger.ts';
+import { renderEhrForm, type RenderedEhrForm } from '../render/ehr-form.ts';
+import { createApiKeyService, type ApiKeyService } from '../services/api-key.service.ts';
+import { createCatalogService, type CatalogService } from '../services/catalog.service.ts';
+import { createHousekeeping, type Housekeeping } from '../services/housekeeping.service.ts';
+import { createLinkMinter, type LinkMinter } from '../services/links-minter.ts';
+import { createLinkService, type LinkService } from '../services/links.service.ts';
+import { createLinkRedemption, type LinkRedemption } from '../services/links-redemption.service.ts';
+import { createReferralCommands, type ReferralCommands } from '../services/referral-commands.ts';
+import { createReferralQueries, type ReferralQueries } from '../services/referral-queries.ts';
+import { createEhrForwarding, type EhrForwarding } from '../services/forwarding.service.ts';
+import { createReminders, type Reminders } from '../services/reminders.service.ts';
+import { createEventFeed, type EventFeed } from '../services/events.service.ts';
+import { createWebhookClient, type WebhookClient } from '../workers/webhooks/webhook-client.ts';
+import type { DeliveryDeps } from '../workers/webhooks/delivery.ts';
+import { createWebhookReplay, type WebhookReplay } from '../services/webhooks-replay.service.ts';
+import { createWebhookSubscriptions, type WebhookSubscriptions } from '../services/webhooks.service.ts';
+import { createQueueProducer, type QueueProducer } from '../queue/producer.ts';
+import { createMetrics, type Metrics } from '../observability/metrics.ts';
+import { QUEUE_NAMES } from '../queue/registry.ts';
+import { outboxRepository } from '../db/outbox.repository.ts';
+import { webhookSubscriptionRepository } from '../db/webhook-subscription.repository.ts';
+import { ehrCircuitRepository } from '../db/forwarding-circuit.repository.ts';
+import { createReferralFhir, type ReferralFhir } from '../services/fhir.service.ts';
+
+export interface AppContext {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly store: Store;
+  readonly db: Kysely<Database>;
+  readonly clock: Clock;
+  /** Times people read (the EHR form, the web pages, timeline sentences), in DISPLAY_TIME_ZONE. */
+  readonly displayTime: DisplayTime;
+  /**
+   * The EHR form in the installation's display zone. Whatever renders the form (a GET, the
+   * forwarder) must use this one, so that one referral version always gives the same bytes.
+   */
+  readonly renderEhrForm: (source: EhrFormSource) => RenderedEhrForm;
+  readonly linkMinter: LinkMinter;
+  readonly referralQueries: ReferralQueries;
+  readonly referralCommands: ReferralCommands;
+  /** The FHIR R4 view of a referral. */
+  readonly referralFhir: ReferralFhir;
+  readonly links: LinkService;
+  readonly linkRedemption: LinkRedemption;
+  readonly apiKeys: ApiKeyService;
+  readonly catalog: CatalogService;
+  readonly housekeeping: Housekeeping;
+  readonly ehrForwarding: EhrForwarding;
+  readonly reminders: Reminders;
+  /** Each institution's referral events in one total order. */
+  readonly eventFeed: EventFeed;
+  readonly webhookSubscriptions: WebhookSubscriptions;
+  /** What a webhook delivery needs (the HTTP client is opened on first use). */
+  readonly webhookDelivery: () => DeliveryDeps;
+  /** An operator's replay of webhook deliveries (enqueues at once: Redis must be up). */
+  readonly webhookReplay: WebhookReplay;
+  /** The queue producer, connected to Redis on first use (operator commands never touch Redis). */
+  readonly queues: QueueProducer;
+  /** This process's Prometheus metrics. */
+  readonly metrics: Metrics;
+  /** Set when the process begins to stop: readiness fails, so load balancers stop sending requests. */
+  readonly lifecycle: { draining: boolean };
+  close(): Promise<void>;
+}
+
+export interface ContextOverrides {
+  readonly store?: Store;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+}
+
+/** Opens the store for `command` (PGlite holds DATA_DIR for this process), and migrates it. */
+export async function openConfiguredStore(config: Config, command: string): Promise<Store> {
+  const store = await openStore(
+    config.databaseUrl === undefined
+      ? { engine: 'pglite', dataDir: config.dataDir, command }
+      : {
+          engine: 'postgres',
+          url: config.databaseUrl,
+          preparedStatements: config.databasePreparedStatements,
+        },
+  );
+  try {
+    await migrateToLatest(store.db);
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  return store;
+}
+
+export async function createContext(
+  config: Config,
+  command: string,
+  overrides: ContextOverrides = {},
+): Promise<AppContext> {
+  const logger = overrides.logger ?? createLogger(config);
+  const clock = overrides.clock ?? systemClock;
+  const store = overrides.store ?? (await openConfiguredStore(config, command));
+  const db = store.db;
+  const linkMinter = createLinkMinter({
+    publicUrl: config.publicUrl,
+    ttlSeconds: config.linkTtlSeconds,
+    clock,
+  });
+  const displayTime = displayTimeIn(config.displayTimeZone);
+  const renderForm = (source: EhrFormSource) => renderEhrForm(source, displayTime);
+  const deps = { db, clock, links: linkMinter };
+  let queues: QueueProducer | undefined;
+  const queueProducer = () => (queues ??= createQueueProducer(config, logger));
+  const metrics = createMetrics();
+  metrics.setSources({
+    queueCounts: async () =>
+      Object.fromEntries(
+        await Promise.all(
+          QUEUE_NAMES.map(async (name) => [name, await queueProducer().queues[name].getJobCounts()] as const),
+        ),
+      ),
+    outboxBacklog: () => outboxRepository(db).backlogWithEvents(clock.now()),
+    disabledWebhookSubscriptions: () => webhookSubscriptionRepository(db).disabledCounts(),
+    ehrCircuitOpen: async () => (await ehrCircuitRepository(db).read()).state === 'open',
+  });
+  let webhookClient: WebhookClient | undefined;
+  const production = config.env === 'production';
+  const webhookDelivery = (): DeliveryDeps => ({
+    db,
+    clock,
+    metrics,
+    disableAfterMs: config.webhookDisableAfterSeconds * 1000,
+    client: (webhookClient ??= createWebhookClient({
+      attemptTimeoutMs: config.webhookAttemptTimeoutSeconds * 1000,
+      publicOnly: production,
+      allowed: config.webhookAllowedAddresses,
+    })),
+  });
+  const referralQueries = createReferralQueries({ ...deps, renderEhrForm: renderForm });
+  const ehrForwarding = createEhrForwarding({ db, clock, metrics });
+  return {
+    config,
+    logger,
+    store,
+    db,
+    clock,
+    displayTime,
+    renderEhrForm: renderForm,
+    linkMinter,
+    referralQueries,
+    referralCommands: createReferralCommands({ ...deps, displayTime }),
+    referralFhir: createReferralFhir({ referralQueries, ehrForwarding, clock }),
+    links: createLinkService(deps),
+    linkRedemption: createLinkRedemption({ db, clock }),
+    apiKeys: createApiKeyService({ db, clock }),
+    catalog: createCatalogService({ db }),
+    housekeeping: createHousekeeping({
+      db,
+      clock,
+      logger,
+      eventRetentionDays: config.eventRetentionDays,
+    }),
+    ehrForwarding,
+    reminders: createReminders({
+      db,
+      clock,
+      metrics,
+      policy: {
+        afterSeconds: config.reminderAfterSeconds,
+        intervalSeconds: config.reminderIntervalSeconds,
+        max: config.reminderMax,
+      },
+    }),
+    eventFeed: createEventFeed({ db, clock }),
+    webhookSubscriptions: createWebhookSubscriptions({
+      db,
+      clock,
+      endpoints: { production, allowed: config.webhookAllowedAddresses },
+      delivery: webhookDelivery,
+    }),
+    webhookDelivery,
+    webhookReplay: createWebhookReplay({
+      db,
+      queues: { enqueueWebhooks: (jobs, replay) => queueProducer().enqueueWebhooks(jobs, replay) },
+    }),
+    get queues() {
+      return queueProducer();
+    },
+    metrics,
+    lifecycle: { draining: false },
+    close: async () => {
+      await queues?.close();
+      await webhookClient?.close();
+      await store.close();
+    },
+  };
+}

@@ -1,0 +1,339 @@
+// The /admin page: a calm summary of the background work for the people on call, with a link to the
+// queue dashboard. Pure rendering: IDs, counts, ages and codes in, HTML out, escaped by construction.
+// No script runs; the one stylesheet carries the response's CSP nonce.
+import { html, trustedHtml, type SafeHtml } from '../html.ts';
+import { PAGE_CSS } from './page-style.ts';
+import type { FailedForward } from '../../db/forwarding-ledger.repository.ts';
+import { BOARD_PATH } from '../../api/admin/admin-access.ts';
+import { COUNTED_STATES, type OpsOverview } from '../../services/admin-overview.service.ts';
+
+export interface OverviewPageOptions {
+  readonly nonce: string;
+  readonly overview: OpsOverview;
+  /** OPS_DASHBOARD_WRITE */
+  readonly writable: boolean;
+  /** The display prefix of the ops key in use. */
+  readonly keyPrefix: string;
+  readonly requestId: string;
+}
+
+/** The page's policy: its own nonce'd stylesheet, nothing else; no frames, no forms, no base. */
+export function overviewPageCsp(nonce: string): string {
+  return [
+    "default-src 'none'",
+    `style-src 'nonce-${nonce}'`,
+    "img-src 'self' data:",
+    "form-action 'none'",
+    "base-uri 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+const ADMIN_CSS = `
+.stats { display: grid; grid-template-columns: repeat(auto-fit, minmax(200px, 1fr)); gap: 16px; margin: 0 0 24px; }
+.stat { background: var(--card); border: 1px solid var(--line); border-left: 6px solid var(--go); border-radius: 8px; padding: 14px 18px; }
+.stat--attention { border-left-color: #c26a00; }
+.stat--alert { border-left-color: var(--error); }
+.stat__label { display: block; color: var(--muted); font-size: 0.9375rem; }
+.stat__value { display: block; font-size: 1.75rem; font-weight: 700; line-height: 1.25; font-variant-numeric: tabular-nums; }
+.stat__note { display: block; color: var(--muted); font-size: 0.875rem; }
+.table-wrap { overflow-x: auto; margin: 0 0 16px; }
+.table { width: 100%; border-collapse: collapse; }
+.table th, .table td { text-align: left; padding: 10px 14px 10px 0; border-bottom: 1px solid var(--line); vertical-align: top; }
+.table th { font-size: 0.9375rem; }
+.table .num { text-align: right; font-variant-numeric: tabular-nums; }
+.steps { margin: 0 0 16px; padding-left: 1.25em; }
+.steps li { margin: 0 0 8px; }
+`;
+
+/** `2026-06-04 03:15:07 UTC` */
+export function formatInstant(at: Date): string {
+  return `${at.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+}
+
+/** A duration as a person reads it on a status page: `45 s`, `3 min 12 s`, `2 h 5 min`, `3 d 4 h`. */
+export function formatAge(seconds: number): string {
+  const s = Math.max(0, Math.floor(seconds));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  if (s < 86_400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+  return `${Math.floor(s / 86_400)} d ${Math.floor((s % 86_400) / 3600)} h`;
+}
+
+/** The EHR's last answer to a failed forward, as the ledger recorded it. */
+export function answerOf(row: FailedForward): string {
+  if (row.httpStatus !== null) return `HTTP ${row.httpStatus}`;
+  return row.errorCode ?? 'not recorded';
+}
+
+// The relay moves outbox rows within seconds; a row older than this means it is stuck.
+const OUTBOX_STUCK_SECONDS = 60;
+
+type Tone = 'ok' | 'attention' | 'alert';
+
+function stat(id: string, label: string, value: string | number, note: string, tone: Tone): SafeHtml {
+  const toneClass = tone === 'ok' ? '' : ` stat--${tone}`;
+  return html`<div class="stat${toneClass}" data-stat="${id}" data-tone="${tone}">
+    <span class="stat__label">${label}</span>
+    <span class="stat__value">${value}</span>
+    <span class="stat__note">${note}</span>
+  </div>`;
+}
+
+function stats(o: OpsOverview): SafeHtml {
+  const age = o.outbox.oldestAgeSeconds;
+  const redisTone: Tone = !o.redis.reachable ? 'alert' : o.redis.problem !== undefined ? 'attention' : 'ok';
+  return html`<div class="stats">
+    ${stat(
+      'outbox-backlog',
+      'Outbox backlog',
+      o.outbox.count,
+      o.outbox.count === 1 ? 'row not yet on a queue' : 'rows not yet on a queue',
+      o.outbox.count === 0 ? 'ok' : 'attention',
+    )}
+    ${stat(
+      'outbox-oldest',
+      'Oldest undispatched row',
+      age === null ? 'None' : formatAge(age),
+      age === null ? 'nothing is waiting' : 'waiting since it was written',
+      age === null || age < OUTBOX_STUCK_SECONDS ? 'ok' : 'alert',
+    )}
+    ${stat(
+      'ehr-circuit',
+      'EHR circuit',
+      o.ehrCircuit.state === 'open' ? 'Open' : 'Closed',
+      o.ehrCircuit.state === 'open' ? 'forwarding paused, probing the EHR' : 'forwarding runs',
+      o.ehrCircuit.state === 'open' ? 'alert' : 'ok',
+    )}
+    ${stat(
+      'failed-forwards',
+      'Failed forwards',
+      o.failedForwards.total,
+      'referrals the EHR did not accept',
+      o.failedForwards.total === 0 ? 'ok' : 'alert',
+    )}
+    ${stat(
+      'redis',
+      'Redis',
+      !o.redis.reachable ? 'Unreachable' : o.redis.problem !== undefined ? 'Needs attention' : 'Healthy',
+      o.redis.evictionPolicy === undefined
+        ? 'eviction policy unknown'
+        : `maxmemory-policy ${o.redis.evictionPolicy}`,
+      redisTone,
+    )}
+  </div>`;
+}
+
+function circuitBanner(o: OpsOverview): SafeHtml | null {
+  const c = o.ehrCircuit;
+  if (c.state !== 'open') return null;
+  return html`<div class="banner banner--warn" role="status" data-ehr-circuit="open">
+    <span class="banner__title">Forwarding to the EHR is paused</span>
+    <p>
+      The EHR kept failing, so the circuit
+      opened${c.openedAt === null ? '' : html` at ${formatInstant(c.openedAt)}`}. One forward probes the
+      EHR${c.probeAt === null ? '' : html`, next at ${formatInstant(c.probeAt)}`}; forwarding resumes by
+      itself once it answers. Forwards wait meanwhile: none is lost or counted as failed.
+    </p>
+  </div>`;
+}
+
+function redisBanner(o: OpsOverview): SafeHtml | null {
+  if (o.redis.problem === undefined) return null;
+  return html`<div class="banner banner--warn" role="status" data-redis-problem>
+    <span class="banner__title">${o.redis.reachable ? 'Redis needs attention' : 'Redis is unreachable'}</span>
+    <p>${o.redis.problem}</p>
+    <p>
+      Requests still succeed: their background work waits in the outbox and is queued once Redis is back.
+      Queue counts and the dashboard need Redis.
+    </p>
+  </div>`;
+}
+
+function queueTable(o: OpsOverview): SafeHtml {
+  const header = COUNTED_STATES.map((s) => html`<th scope="col" class="num">${s}</th>`);
+  const rows = o.queues.map(
+    (q) =>
+      html`<tr data-queue="${q.name}">
+        <th scope="row"><a href="${`${BOARD_PATH}/queue/${q.name}`}">${q.name}</a></th>
+        ${COUNTED_STATES.map(
+          (s) => html`<td class="num" data-count="${s}">${q.counts === undefined ? '–' : q.counts[s]}</td>`,
+        )}
+      </tr>`,
+  );
+  return html`<section class="card" aria-labelledby="queues-title">
+    <h2 class="card__title" id="queues-title">Queues</h2>
+    <p class="card__intro">
+      Jobs in Redis by state. Completed and failed jobs are kept for a while, for this view.
+    </p>
+    <div class="table-wrap">
+      <table class="table">
+        <thead>
+          <tr>
+            <th scope="col">Queue</th>
+            ${header}
+          </tr>
+        </thead>
+        <tbody>
+          ${rows}
+        </tbody>
+      </table>
+    </div>
+  </section>`;
+}
+
+function disabledWebhooksTable(o: OpsOverview): SafeHtml {
+  const rows = o.disabledWebhooks;
+  const list =
+    rows.length === 0
+      ? html`<p data-disabled-webhooks-none>No webhook subscription was disabled by refhub.</p>`
+      : html`<div class="table-wrap">
+          <table class="table">
+            <thead>
+              <tr>
+                <th scope="col">Subscription</th>
+                <th scope="col">Institution</th>
+                <th scope="col">Why</th>
+                <th scope="col">Disabled</th>
+                <th scope="col">Failing since</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${rows.map(
+                (s) =>
+                  html`<tr data-disabled-webhook="${s.id}">
+                    <td class="mono">${s.id}</td>
+                    <td class="mono">${s.institution.idType}:${s.institution.id}</td>
+                    <td>
+                      ${s.disabledReason === 'gone' ? 'the receiver answered 410 Gone' : 'kept failing'}
+                    </td>
+                    <td class="nowrap">${s.disabledAt === null ? '–' : formatInstant(s.disabledAt)}</td>
+                    <td class="nowrap">${s.failingSince === null ? '–' : formatInstant(s.failingSince)}</td>
+                  </tr>`,
+              )}
+            </tbody>
+          </table>
+        </div>`;
+  return html`<section class="card" aria-labelledby="webhooks-title">
+    <h2 class="card__title" id="webhooks-title">Disabled webhook subscriptions</h2>
+    <p class="card__intro">
+      Subscriptions that get no more deliveries until their institution enables them again (<code
+        >PATCH …/webhook-subscriptions/{id}</code
+      >
+      with <code>enabled: true</code>). Their institution's API responses carry
+      <code>Webhook-Subscriptions-Disabled</code> meanwhile. Replay what they missed with
+      <code>refhub webhooks replay --subscription ID --since TIME</code>.
+    </p>
+    ${list}
+  </section>`;
+}
+
+function failedTable(o: OpsOverview, writable: boolean): SafeHtml {
+  const { total, rows, limit } = o.failedForwards;
+  const shown =
+    total > rows.length ? html`<p class="muted">The ${limit} most recent of ${total} are shown.</p>` : null;
+  const list =
+    rows.length === 0
+      ? html`<p data-failed-none>No referral is waiting on a failed forward.</p>`
+      : html`<div class="table-wrap">
+            <table class="table">
+              <thead>
+                <tr>
+                  <th scope="col">Referral</th>
+                  <th scope="col">Last attempt</th>
+                  <th scope="col">Last answer</th>
+                  <th scope="col" class="num">Attempts</th>
+                </tr>
+              </thead>
+              <tbody>
+                ${rows.map(
+                  (r) =>
+                    html`<tr data-failed-forward="${r.referralId}">
+                      <td class="mono">${r.referralId}</td>
+                      <td class="nowrap">
+                        ${r.lastAttemptAt === null ? '–' : formatInstant(r.lastAttemptAt)}
+                      </td>
+                      <td class="mono" data-answer>${answerOf(r)}</td>
+                      <td class="num">${r.attempts}</td>
+                    </tr>`,
+                )}
+              </tbody>
+            </table>
+          </div>
+          ${shown}`;
+  return html`<section class="card" aria-labelledby="failed-title">
+    <h2 class="card__title" id="failed-title">Failed forwards</h2>
+    <p class="card__intro">
+      Referrals whose form the EHR did not accept, after the last allowed attempt or with a final answer (a
+      4xx other than 408 and 429). Latest attempt first.
+    </p>
+    ${list}
+    <h3>What to do</h3>
+    <ol class="steps">
+      <li>
+        Find the cause from the last answer: a 5xx or a network code means the EHR was down or unreachable; a
+        4xx means it refused the request, which a retry alone will not change.
+      </li>
+      <li>
+        Once it is fixed, retry the failed job from the
+        <a href="${`${BOARD_PATH}/queue/ehr-forward?status=failed`}">failed forwards on the dashboard</a>.
+        ${
+          writable
+            ? 'This dashboard may retry jobs.'
+            : 'Retrying needs OPS_DASHBOARD_WRITE=true; this dashboard is read-only.'
+        }
+        The worker re-reads the referral and sends its current form.
+      </li>
+      <li>A referral leaves this list when a later forward is delivered.</li>
+    </ol>
+  </section>`;
+}
+
+export function renderOverviewPage(options: OverviewPageOptions): string {
+  const o = options.overview;
+  return html`<!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="referrer" content="no-referrer" />
+        <meta name="robots" content="noindex" />
+        <title>Operations – refhub</title>
+        <link rel="icon" href="data:," />
+        <style nonce="${options.nonce}">
+          ${trustedHtml(PAGE_CSS)}
+          ${trustedHtml(ADMIN_CSS)}
+        </style>
+      </head>
+      <body>
+        <a class="skip-link" href="#main">Skip to main content</a>
+        <header class="site-header">
+          <div class="site-header__inner">
+            <div class="brand">refhub <span class="brand__product">Operations</span></div>
+            <div class="site-header__who">
+              <span class="site-header__institution">Ops key</span>
+              <span class="mono">${options.keyPrefix}</span>
+            </div>
+          </div>
+        </header>
+        <main class="page" id="main" tabindex="-1">
+          <h1 class="page-title">Queues and forwarding</h1>
+          <p class="page-lede">
+            <span>As of ${formatInstant(o.at)}</span>
+            <span class="tag" data-mode
+              >${options.writable ? 'Dashboard may change jobs' : 'Dashboard is read-only'}</span
+            >
+          </p>
+          <div class="actions">
+            <a class="button button--primary" href="${BOARD_PATH}" data-dashboard-link
+              >Open the queue dashboard</a
+            >
+            <a class="button button--secondary" href="/admin">Refresh</a>
+          </div>
+          ${circuitBanner(o)} ${redisBanner(o)} ${stats(o)} ${queueTable(o)}
+          ${failedTable(o, options.writable)} ${disabledWebhooksTable(o)}
+        </main>
+        <footer class="site-footer">Request ID <span class="mono">${options.requestId}</span></footer>
+      </body>
+    </html>`.toString();
+}

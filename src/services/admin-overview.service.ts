@@ -1,0 +1,123 @@
+// What the /admin page shows: the outbox backlog and the age of its oldest row, Redis health, the job
+// counts of each queue, the EHR's circuit, and the referrals whose forward failed for good. The database is the truth and
+// is read as usual; Redis is asked under a time limit, so an outage makes the page say "unreachable"
+// within seconds instead of hanging it.
+import type { Kysely } from 'kysely';
+import type { Clock } from '../domain/clock.ts';
+import { ehrSubmissionRepository, type FailedForward } from '../db/forwarding-ledger.repository.ts';
+import { outboxRepository } from '../db/outbox.repository.ts';
+import {
+  webhookSubscriptionRepository,
+  type WebhookSubscription,
+} from '../db/webhook-subscription.repository.ts';
+import { ehrCircuitRepository, type CircuitRow } from '../db/forwarding-circuit.repository.ts';
+import type { Database } from '../db/schema.ts';
+import type { QueueProducer } from '../queue/producer.ts';
+import { QUEUE_NAMES, type QueueName } from '../queue/registry.ts';
+
+export const COUNTED_STATES = ['waiting', 'active', 'delayed', 'failed', 'completed'] as const;
+export type CountedState = (typeof COUNTED_STATES)[number];
+export type QueueCounts = Readonly<Record<CountedState, number>>;
+
+export interface RedisStatus {
+  readonly reachable: boolean;
+  readonly evictionPolicy: string | undefined;
+  /** Why Redis is not fit for the queues; undefined when it is. */
+  readonly problem: string | undefined;
+}
+
+export interface OpsOverview {
+  readonly at: Date;
+  readonly outbox: { readonly count: number; readonly oldestAgeSeconds: number | null };
+  readonly redis: RedisStatus;
+  /** `counts` is undefined when Redis could not be asked. */
+  readonly queues: readonly { readonly name: QueueName; readonly counts: QueueCounts | undefined }[];
+  readonly failedForwards: {
+    readonly total: number;
+    readonly rows: readonly FailedForward[];
+    readonly limit: number;
+  };
+  /** The EHR's circuit: open while forwarding pauses and probes the EHR. */
+  readonly ehrCircuit: CircuitRow;
+  /** Webhook subscriptions refhub disabled (the receiver answered 410, or kept failing). */
+  readonly disabledWebhooks: readonly WebhookSubscription[];
+}
+
+export interface OpsOverviewDeps {
+  readonly db: Kysely<Database>;
+  readonly clock: Clock;
+  /** The producer, asked for only when the page is loaded. */
+  readonly producer: () => QueueProducer;
+  /** How long Redis may take for the whole page; the producer's own connect wait is 3 s. */
+  readonly redisTimeoutMs?: number;
+  readonly failedLimit?: number;
+}
+
+class RedisTimeoutError extends Error {
+  override readonly name = 'RedisTimeoutError';
+}
+
+async function within<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      reject(new RedisTimeoutError(`Redis did not answer within ${ms / 1000} seconds`));
+    }, ms);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export function createOpsOverview(deps: OpsOverviewDeps) {
+  const timeoutMs = deps.redisTimeoutMs ?? 4_000;
+  const limit = deps.failedLimit ?? 50;
+  const unknownCounts = QUEUE_NAMES.map((name) => ({ name, counts: undefined }));
+
+  async function askRedis(): Promise<Pick<OpsOverview, 'redis' | 'queues'>> {
+    const producer = deps.producer();
+    const health = await producer.health();
+    if (!health.reachable) return { redis: health, queues: unknownCounts };
+    const queues = await Promise.all(
+      QUEUE_NAMES.map(async (name) => {
+        const raw = await producer.queues[name].getJobCounts(...COUNTED_STATES);
+        const counts = Object.fromEntries(COUNTED_STATES.map((s) => [s, raw[s] ?? 0])) as QueueCounts;
+        return { name, counts };
+      }),
+    );
+    return { redis: health, queues };
+  }
+
+  return {
+    async load(): Promise<OpsOverview> {
+      const at = deps.clock.now();
+      const redisPart = within(askRedis(), timeoutMs).catch(
+        (error: unknown): Pick<OpsOverview, 'redis' | 'queues'> => ({
+          redis: {
+            reachable: false,
+            evictionPolicy: undefined,
+            // Our own timeout's message, or only the kind of a client error: the queue names are
+            // all that was sent, but nothing else of a driver's message is needed here.
+            problem:
+              error instanceof RedisTimeoutError
+                ? error.message
+                : `Redis could not be read (${(error as Error).name})`,
+          },
+          queues: unknownCounts,
+        }),
+      );
+      const [outbox, failed, ehrCircuit, disabledWebhooks, redis] = await Promise.all([
+        outboxRepository(deps.db).backlogWithEvents(at),
+        ehrSubmissionRepository(deps.db).failedForwards(limit),
+        ehrCircuitRepository(deps.db).read(),
+        webhookSubscriptionRepository(deps.db).disabledByRefhub(),
+        redisPart,
+      ]);
+      return { at, outbox, ...redis, failedForwards: { ...failed, limit }, ehrCircuit, disabledWebhooks };
+    },
+  };
+}
+
+export type OpsOverviewService = ReturnType<typeof createOpsOverview>;

@@ -1,0 +1,292 @@
+// The database side of forwarding a referral's form to the EHR: what is due, and the record of each
+// attempt. The forward worker asks `plan` what to send, makes the HTTP call outside any transaction,
+// then hands the outcome to `recordAttempt`, which writes the ledger row, the referral's forwarding
+// state, the timeline event and the audit row in one transaction, under a lock on the referral row
+// (so a submit or cancel that lands meanwhile is never overwritten).
+import { v7 as uuidv7 } from 'uuid';
+import type { Kysely } from 'kysely';
+import type { Clock } from '../domain/clock.ts';
+import { LIFECYCLE } from '../domain/lifecycle.ts';
+import type { EhrFormSource } from '../domain/referral-view.ts';
+import type { Caller } from './caller.ts';
+import { timeline, type TimelineEntry } from '../domain/timeline.ts';
+import { NotFoundError, ReferralNotFoundError } from '../errors.ts';
+import { ehrFormRepository } from '../db/forwarding-form.repository.ts';
+import type { RenderedEhrForm } from '../render/ehr-form.ts';
+import { sha256Hex } from '../domain/forwarding/content-digest.ts';
+import { auditRepository } from '../db/audit.repository.ts';
+import {
+  ehrSubmissionRepository,
+  type EhrSubmission,
+  type SubmissionOutcome,
+} from '../db/forwarding-ledger.repository.ts';
+import { referralRepository, type ReferralRecord } from '../db/referral.repository.ts';
+import type { Database } from '../db/schema.ts';
+import { audit, systemAuditEventOf } from './referral-mutation.ts';
+import { changeLogRepository } from '../db/change-log.repository.ts';
+import { ehrFormSourceFor } from './referral-queries.ts';
+import type { Metrics } from '../observability/metrics.ts';
+
+export interface ForwardingDeps {
+  readonly db: Kysely<Database>;
+  readonly clock: Clock;
+  readonly metrics: Pick<Metrics, 'observeEhrAttempt'>;
+}
+
+const LEDGER_READ = 'ehr.submissions.read';
+const FORM_READ = 'ehr.submissions.form.read';
+
+/** A form as it was sent: the bytes, the template names and the hex SHA-256 of the bytes. */
+export interface KeptForm extends RenderedEhrForm {
+  readonly sha256: string;
+}
+
+/** What `GET …/ehr-submissions/{attemptId}/form` answers. */
+export interface SentFormView {
+  readonly attemptId: string;
+  readonly messageId: string;
+  readonly version: number;
+  readonly sha256: string;
+  readonly ehrFormType: string;
+  readonly ehrForm: string;
+}
+
+export type ForwardPlan =
+  | { readonly kind: 'nothing-to-send' }
+  /** Due, but the referral went back to draft (or was deleted) before anything was sent. */
+  | { readonly kind: 'withdrawn' }
+  | { readonly kind: 'send'; readonly record: ReferralRecord; readonly source: EhrFormSource };
+
+export interface AttemptOutcome {
+  readonly referralId: string;
+  readonly messageId: string;
+  /** The version that was rendered and sent. */
+  readonly version: number;
+  readonly attempt: number;
+  readonly startedAt: Date;
+  readonly durationMs: number;
+  readonly sha256: string | null;
+  readonly outcome: SubmissionOutcome;
+  readonly httpStatus: number | null;
+  readonly errorCode: string | null;
+  readonly reference: string | null;
+  /** For a failure: why, in words for the timeline ("the EHR refused it (HTTP 422)"). */
+  readonly reason?: string;
+  readonly requestId: string;
+}
+
+export interface SubmissionView {
+  readonly id: string;
+  readonly messageId: string;
+  readonly version: number;
+  readonly attempt: number;
+  readonly attemptedAt: string;
+  readonly outcome: SubmissionOutcome;
+  readonly httpStatus?: number;
+  readonly errorCode?: string;
+  readonly sha256?: string;
+  readonly ehrReference?: string;
+  readonly durationMs: number;
+}
+
+/**
+ * Who asks for a referral's ledger: a caller acting for an institution that can see the referral, or
+ * an ops key, which sees any referral's ledger (it holds IDs, hashes and outcomes, no patient data).
+ */
+export type LedgerReader = Caller | OpsReader;
+
+export interface OpsReader {
+  readonly role: 'ops';
+  readonly apiKeyId: string;
+  readonly system: string;
+  readonly requestId: string;
+}
+
+export function createEhrForwarding(deps: ForwardingDeps) {
+  return {
+    /** What to do for a forward job, read fresh (the job may be late, repeated or coalesced). */
+    async plan(referralId: string): Promise<ForwardPlan> {
+      // The parts come in the same statement: most referrals a job reads are due to be sent.
+      const found = await referralRepository(deps.db).findForSystemWithParts(referralId);
+      // Deleted (only a draft can be) or never known: nothing goes to the EHR.
+      if (found === undefined) return { kind: 'withdrawn' };
+      const { record } = found;
+      if (record.ehr.state !== 'queued' && record.ehr.state !== 'failed') {
+        return { kind: 'nothing-to-send' };
+      }
+      if (record.status === 'draft') return { kind: 'withdrawn' };
+      return { kind: 'send', record, source: ehrFormSourceFor(found) };
+    },
+
+    /**
+     * An operator's decision, after fixing what made the EHR refuse: forwards that failed are due
+     * again, each at its referral's current version, through the outbox like any other trigger.
+     * `referralIds` undefined retries every failed forward. Returns the referrals queued again.
+     */
+    async retryFailed(referralIds: readonly string[] | undefined, requestId: string): Promise<string[]> {
+      return deps.db.transaction().execute(async (trx) => {
+        const requeued = await ehrSubmissionRepository(trx).requeueFailed(referralIds);
+        const now = deps.clock.now();
+        if (requeued.length > 0) {
+          await changeLogRepository(trx).record({
+            timeline: [],
+            outbox: requeued.map((r) => ({
+              topic: 'ehr-forward-again',
+              referralId: r.id,
+              version: r.version,
+              requestId,
+              at: now,
+            })),
+            audit: systemAuditEventOf(
+              requestId,
+              'ehr.forward.retry-failed',
+              requeued.map((r) => r.id),
+              now,
+            ),
+          });
+        }
+        return requeued.map((r) => r.id);
+      });
+    },
+
+    async withdraw(referralId: string): Promise<void> {
+      await ehrSubmissionRepository(deps.db).withdrawForward(referralId);
+    },
+
+    async recordAttempt(a: AttemptOutcome): Promise<void> {
+      const now = deps.clock.now();
+      const event = eventOf(a);
+      const operation = a.outcome === 'delivered' ? 'ehr-forwarded' : 'ehr-forward-failed';
+      const found = await ehrSubmissionRepository(deps.db).recordAttempt({
+        submission: {
+          id: uuidv7(),
+          referralId: a.referralId,
+          messageId: a.messageId,
+          version: a.version,
+          attempt: a.attempt,
+          attemptedAt: a.startedAt,
+          outcome: a.outcome,
+          httpStatus: a.httpStatus,
+          errorCode: a.errorCode,
+          sha256: a.sha256,
+          ehrReference: a.reference,
+          durationMs: a.durationMs,
+          requestId: a.requestId,
+        },
+        // This attempt settles the due forward only if it carried the due version or a later one; a
+        // submit or cancel that landed while it was in flight keeps the referral queued for its own.
+        settlesAs: a.outcome === 'retrying' ? undefined : a.outcome === 'delivered' ? 'forwarded' : 'failed',
+        delivered: a.outcome === 'delivered',
+        // The lifecycle table says from which statuses the system writes the event.
+        event: event && {
+          id: uuidv7(),
+          referralId: a.referralId,
+          type: event.type,
+          description: event.description,
+          producedAt: now,
+          fromStatuses: LIFECYCLE[operation].from.system,
+        },
+        audit: systemAuditEventOf(a.requestId, `ehr.forward.${a.outcome}`, [a.referralId], now),
+      });
+      if (!found) throw new ReferralNotFoundError(a.referralId);
+      deps.metrics.observeEhrAttempt(a.outcome, a.httpStatus, a.durationMs / 1000);
+    },
+
+    /**
+     * Keeps the bytes of a message the first time they are sent, and returns the bytes to send: the
+     * kept ones. `changed` says the version now renders to other bytes than were first sent.
+     */
+    async keepForm(
+      messageId: string,
+      referralId: string,
+      version: number,
+      rendered: RenderedEhrForm,
+    ): Promise<{ readonly form: KeptForm; readonly changed: boolean }> {
+      const fresh = { messageId, referralId, version, ...rendered, sha256: sha256Hex(rendered.html) };
+      const kept = await ehrFormRepository(deps.db).keep(fresh, deps.clock.now());
+      return {
+        form: { html: kept.html, formType: kept.formType, sha256: kept.sha256 },
+        changed: kept.sha256 !== fresh.sha256,
+      };
+    },
+
+    /**
+     * The exact form one attempt sent, with its hash, for an institution that can see the referral
+     * (the form is patient data: ops keys do not read it). Audited as a read of the form.
+     */
+    async formOfAttempt(caller: Caller, referralId: string, attemptId: string): Promise<SentFormView> {
+      return deps.db.transaction().execute(async (trx) => {
+        const record = await referralRepository(trx).findVisible(referralId, caller.institution);
+        if (record === undefined) throw new ReferralNotFoundError(referralId);
+        const attempt = (await ehrSubmissionRepository(trx).list(referralId)).find((s) => s.id === attemptId);
+        const form =
+          attempt === undefined ? undefined : await ehrFormRepository(trx).byMessageId(attempt.messageId);
+        if (attempt === undefined || form === undefined) {
+          throw new NotFoundError(`Referral ${referralId} has no EHR attempt ${attemptId} that sent a form.`);
+        }
+        await audit(trx, caller, FORM_READ, [referralId], deps.clock.now());
+        return {
+          attemptId,
+          messageId: form.messageId,
+          version: form.version,
+          sha256: form.sha256,
+          ehrFormType: form.formType,
+          ehrForm: form.html,
+        };
+      });
+    },
+
+    /** The ledger of a referral, oldest attempt first; 404 for an institution that cannot see it. */
+    async submissions(reader: LedgerReader, referralId: string): Promise<SubmissionView[]> {
+      return deps.db.transaction().execute(async (trx) => {
+        const repo = referralRepository(trx);
+        const record =
+          reader.role === 'ops'
+            ? await repo.findForSystem(referralId)
+            : await repo.findVisible(referralId, reader.institution);
+        if (record === undefined) throw new ReferralNotFoundError(referralId);
+        const now = deps.clock.now();
+        if (reader.role !== 'ops') await audit(trx, reader, LEDGER_READ, [referralId], now);
+        else {
+          await auditRepository(trx).record({
+            id: uuidv7(),
+            occurredAt: now,
+            requestId: reader.requestId,
+            apiKeyId: reader.apiKeyId,
+            system: reader.system,
+            institution: null,
+            requesterIdentifier: null,
+            action: LEDGER_READ,
+            outcome: 'success',
+            referralIds: [referralId],
+          });
+        }
+        return (await ehrSubmissionRepository(trx).list(referralId)).map(toSubmissionView);
+      });
+    },
+  };
+}
+
+function eventOf(a: AttemptOutcome): TimelineEntry | undefined {
+  if (a.outcome === 'delivered') return timeline.ehrForwarded(a.reference);
+  if (a.outcome === 'failed') return timeline.ehrForwardFailed(a.reason ?? 'the EHR did not accept it');
+  return undefined;
+}
+
+function toSubmissionView(s: EhrSubmission): SubmissionView {
+  return {
+    id: s.id,
+    messageId: s.messageId,
+    version: s.version,
+    attempt: s.attempt,
+    attemptedAt: s.attemptedAt.toISOString(),
+    outcome: s.outcome,
+    ...(s.httpStatus === null ? {} : { httpStatus: s.httpStatus }),
+    ...(s.errorCode === null ? {} : { errorCode: s.errorCode }),
+    ...(s.sha256 === null ? {} : { sha256: s.sha256 }),
+    ...(s.ehrReference === null ? {} : { ehrReference: s.ehrReference }),
+    durationMs: s.durationMs,
+  };
+}
+
+export type EhrForwarding = ReturnType<typeof createEhrForwarding>;

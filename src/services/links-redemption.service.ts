@@ -1,0 +1,124 @@
+// Opening a one-time link (contract §8): the token is consumed once, atomically, and what it grants
+// becomes a web-form session for one referral, one action, one institution and one requester.
+//
+// Single use holds under concurrent clicks because consuming is one conditional UPDATE (`used_at IS
+// NULL AND expires_at > now`): of any number of racing requests, exactly one changes the row. Every
+// attempt on a known token is audited in the same transaction, the refused ones as `denied`, so that
+// a link opened twice (forwarded, or replayed by a scanner) shows up in the audit trail.
+//
+// A link acts with the key that minted it: the session's writes are audited with that key, so a
+// link whose key has since been revoked (or that names none) opens nothing.
+import { v7 as uuidv7 } from 'uuid';
+import type { Kysely } from 'kysely';
+import type { InstitutionRef } from '../domain/access.ts';
+import type { Clock } from '../domain/clock.ts';
+import type { LinkAction } from '../domain/referral-view.ts';
+import type { Role } from '../domain/statuses.ts';
+import { apiKeyRepository } from '../db/api-key.repository.ts';
+import { auditRepository } from '../db/audit.repository.ts';
+import type { Executor } from '../db/executor.ts';
+import { linkTokenRepository, type LinkTokenRecord } from '../db/links.repository.ts';
+import type { Database } from '../db/schema.ts';
+import { hashLinkToken } from './links-minter.ts';
+
+export const LINK_REDEEM_ACTION = 'link.redeem';
+export const WEB_FORM_SYSTEM = 'Manual';
+
+/** What an opened link grants: the scope of the session it starts. */
+export interface LinkGrant {
+  readonly linkId: string;
+  readonly referralId: string;
+  readonly action: LinkAction;
+  readonly institution: InstitutionRef;
+  readonly requesterIdentifier: string;
+  readonly apiKeyId: string;
+  readonly role: Exclude<Role, 'ops'>;
+}
+
+export type Redemption =
+  | { readonly outcome: 'redeemed'; readonly grant: LinkGrant }
+  | { readonly outcome: 'unknown' }
+  /** Known, but opens nothing: opened before, past its expiry, or its key is no longer active. */
+  | { readonly outcome: 'used' | 'expired' | 'key-inactive' };
+
+/** The role of `apiKeyId` if it is active and may still act for `institution`; else undefined. */
+async function activeRole(
+  db: Executor,
+  apiKeyId: string | null,
+  institution: InstitutionRef,
+): Promise<Exclude<Role, 'ops'> | undefined> {
+  if (apiKeyId === null) return undefined;
+  const [key] = (await apiKeyRepository(db).findActiveByIdOrPrefix(apiKeyId)).filter(
+    (k) => k.id === apiKeyId,
+  );
+  if (key === undefined || key.role === 'ops') return undefined;
+  const mayAct = key.institutions.some((i) => i.idType === institution.idType && i.id === institution.id);
+  return mayAct ? key.role : undefined;
+}
+
+export function createLinkRedemption(deps: { readonly db: Kysely<Database>; readonly clock: Clock }) {
+  async function auditAttempt(
+    db: Executor,
+    link: LinkTokenRecord,
+    outcome: 'success' | 'denied',
+    requestId: string,
+    now: Date,
+  ): Promise<void> {
+    await auditRepository(db).record({
+      id: uuidv7(),
+      occurredAt: now,
+      requestId,
+      apiKeyId: link.apiKeyId,
+      system: WEB_FORM_SYSTEM,
+      institution: link.institution,
+      requesterIdentifier: link.requesterIdentifier,
+      action: LINK_REDEEM_ACTION,
+      outcome,
+      referralIds: [link.referralId],
+    });
+  }
+
+  return {
+    /** Consumes `token` if it may still be used; the outcome says what the person should be told. */
+    redeem(token: string, requestId: string): Promise<Redemption> {
+      return deps.db.transaction().execute(async (trx): Promise<Redemption> => {
+        const tokens = linkTokenRepository(trx);
+        const link = await tokens.findByHash(hashLinkToken(token));
+        if (link === undefined) return { outcome: 'unknown' };
+        const now = deps.clock.now();
+        if (!(await tokens.consume(link.id, now))) {
+          await auditAttempt(trx, link, 'denied', requestId, now);
+          // Read again: a racing request may have consumed it after the first read.
+          const current = (await tokens.findById(link.id)) ?? link;
+          return { outcome: current.usedAt === null ? 'expired' : 'used' };
+        }
+        const role = await activeRole(trx, link.apiKeyId, link.institution);
+        if (role === undefined || link.apiKeyId === null) {
+          await auditAttempt(trx, link, 'denied', requestId, now);
+          return { outcome: 'key-inactive' };
+        }
+        await auditAttempt(trx, link, 'success', requestId, now);
+        return {
+          outcome: 'redeemed',
+          grant: {
+            linkId: link.id,
+            referralId: link.referralId,
+            action: link.action,
+            institution: link.institution,
+            requesterIdentifier: link.requesterIdentifier,
+            apiKeyId: link.apiKeyId,
+            role,
+          },
+        };
+      });
+    },
+
+    /**
+     * The role a session may still act with: its key must be active and still hold the institution.
+     * Checked on every request, so revoking a key ends the sessions its links opened.
+     */
+    activeRole: (apiKeyId: string, institution: InstitutionRef) => activeRole(deps.db, apiKeyId, institution),
+  };
+}
+
+export type LinkRedemption = ReturnType<typeof createLinkRedemption>;

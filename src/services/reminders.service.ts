@@ -1,0 +1,109 @@
+// Provider reminders (contract §4, "reminder fired"). While a referral waits in pending-acceptance,
+// its provider is reminded `REMINDER_AFTER_SECONDS` after it entered that status and then every
+// `REMINDER_INTERVAL_SECONDS`, at most `REMINDER_MAX` times. The database decides: `scheduleFor`
+// derives the schedule from the referral's timeline and the reminders already sent, so a schedule lost
+// with Redis is rebuilt the same; `fire` re-reads the referral under a lock and sends only while the
+// referral still waits and reminders remain.
+import { v7 as uuidv7 } from 'uuid';
+import type { Kysely } from 'kysely';
+import type { Clock } from '../domain/clock.ts';
+import { decide } from '../domain/lifecycle.ts';
+import { timeline } from '../domain/timeline.ts';
+import { timelineRepository } from '../db/referral-children.repository.ts';
+import { referralRepository } from '../db/referral.repository.ts';
+import { reminderRepository } from '../db/reminders.repository.ts';
+import type { Database } from '../db/schema.ts';
+import type { Executor } from '../db/executor.ts';
+import type { ReminderSchedule } from '../queue/producer.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import { systemAuditEventOf, timelineEventsOf } from './referral-mutation.ts';
+import { changeLogRepository } from '../db/change-log.repository.ts';
+
+export interface ReminderPolicy {
+  readonly afterSeconds: number;
+  readonly intervalSeconds: number;
+  readonly max: number;
+}
+
+export interface ReminderDeps {
+  readonly db: Kysely<Database>;
+  readonly clock: Clock;
+  readonly policy: ReminderPolicy;
+  readonly metrics: Pick<Metrics, 'reminderSent'>;
+}
+
+export type FireResult =
+  | { readonly kind: 'sent'; readonly sequence: number; readonly remaining: number }
+  /** This firing was recorded before (a retry); nothing new was sent. */
+  | { readonly kind: 'already-sent'; readonly remaining: number }
+  /** The referral left pending-acceptance, was deleted, or has had every reminder. */
+  | { readonly kind: 'done' };
+
+const KIND = 'provider-patient-create';
+const PENDING_EVENT = 'referral.pending-acceptance';
+
+export function createReminders(deps: ReminderDeps) {
+  const { policy } = deps;
+
+  /** When the current wait began and how many reminders it has had. */
+  async function progress(db: Executor, referralId: string) {
+    const since = await timelineRepository(db).latestOf(referralId, PENDING_EVENT);
+    if (since === undefined) return undefined;
+    return { since, sent: await reminderRepository(db).countSince(referralId, since) };
+  }
+
+  return {
+    /** The schedule the referral should have now, or null when it should have none. */
+    async scheduleFor(referralId: string): Promise<ReminderSchedule | null> {
+      const record = await referralRepository(deps.db).findForSystem(referralId);
+      if (record?.status !== 'pending-acceptance' || policy.max === 0) return null;
+      const p = await progress(deps.db, referralId);
+      if (p === undefined || p.sent >= policy.max) return null;
+      const everyMs = policy.intervalSeconds * 1000;
+      return {
+        startAt: new Date(p.since.getTime() + policy.afterSeconds * 1000 + p.sent * everyMs),
+        everyMs,
+        limit: policy.max - p.sent,
+      };
+    },
+
+    /** One firing; `firingKey` identifies it (the queue job), so running it twice sends once. */
+    async fire(referralId: string, firingKey: string, requestId: string): Promise<FireResult> {
+      const result = await deps.db.transaction().execute(async (trx): Promise<FireResult> => {
+        const record = await referralRepository(trx).lockForSystem(referralId);
+        if (record?.status !== 'pending-acceptance' || record.offering === null) return { kind: 'done' };
+        const p = await progress(trx, referralId);
+        if (p === undefined || p.sent >= policy.max) return { kind: 'done' };
+        const now = deps.clock.now();
+        const sequence = p.sent + 1;
+        const inserted = await reminderRepository(trx).insert({
+          id: uuidv7(),
+          referralId,
+          kind: KIND,
+          recipient: record.offering.institution,
+          pendingSince: p.since,
+          sequence,
+          firingKey,
+          sentAt: now,
+        });
+        if (!inserted) return { kind: 'already-sent', remaining: policy.max - p.sent };
+        decide('reminder-sent', 'system', { status: record.status, offeringCancellable: true });
+        await changeLogRepository(trx).record({
+          timeline: timelineEventsOf(
+            referralId,
+            record.offering.system,
+            [timeline.reminderSent(record.offering.institution.name)],
+            now,
+          ),
+          outbox: [],
+          audit: systemAuditEventOf(requestId, 'referral.reminder-sent', [referralId], now),
+        });
+        return { kind: 'sent', sequence, remaining: policy.max - sequence };
+      });
+      if (result.kind === 'sent') deps.metrics.reminderSent();
+      return result;
+    },
+  };
+}
+
+export type Reminders = ReturnType<typeof createReminders>;

@@ -1,0 +1,75 @@
+// An operator's replay: delivers one event again, or every event since a time, to the enabled
+// subscriptions that may see it (or to one named subscription). Replayed deliveries are new jobs with
+// the event's own `webhook-id`, so a receiver that already has the event recognises the duplicate.
+import { v7 as uuidv7 } from 'uuid';
+import type { Kysely } from 'kysely';
+import { NotFoundError } from '../errors.ts';
+import { FEED_START, referralEventRepository, type ReferralEvent } from '../db/events.repository.ts';
+import {
+  webhookSubscriptionRepository,
+  type WebhookSubscription,
+} from '../db/webhook-subscription.repository.ts';
+import type { Database } from '../db/schema.ts';
+import type { QueueProducer } from '../queue/producer.ts';
+import { audienceOf, subscribersOf } from '../queue/webhooks-relay.ts';
+
+export interface ReplayDeps {
+  readonly db: Kysely<Database>;
+  readonly queues: Pick<QueueProducer, 'enqueueWebhooks'>;
+}
+
+export interface ReplayResult {
+  readonly events: number;
+  readonly deliveries: number;
+}
+
+const BATCH = 500;
+
+export function createWebhookReplay(deps: ReplayDeps) {
+  const subscriptions = webhookSubscriptionRepository(deps.db);
+  const events = referralEventRepository(deps.db);
+
+  async function targets(batch: readonly ReferralEvent[], only: WebhookSubscription | undefined) {
+    const candidates =
+      only === undefined ? await subscriptions.enabledFor(batch.flatMap(audienceOf)) : [only];
+    return batch.flatMap((event) =>
+      subscribersOf(event, candidates).map((s) => ({ eventId: event.id, subscriptionId: s.id })),
+    );
+  }
+
+  async function named(subscriptionId: string | undefined) {
+    if (subscriptionId === undefined) return undefined;
+    const found = (await subscriptions.all()).find((s) => s.id === subscriptionId);
+    if (found === undefined) throw new NotFoundError(`No webhook subscription ${subscriptionId}.`);
+    return found;
+  }
+
+  return {
+    async replayEvent(eventId: string, subscriptionId?: string): Promise<ReplayResult> {
+      const only = await named(subscriptionId);
+      const event = await events.byId(eventId);
+      if (event === undefined) throw new NotFoundError(`No event ${eventId} (it may be past retention).`);
+      const jobs = await targets([event], only);
+      await deps.queues.enqueueWebhooks(jobs, uuidv7());
+      return { events: 1, deliveries: jobs.length };
+    },
+
+    async replaySince(since: Date, subscriptionId?: string): Promise<ReplayResult> {
+      const only = await named(subscriptionId);
+      const replay = uuidv7();
+      let from = FEED_START;
+      let total = { events: 0, deliveries: 0 };
+      for (;;) {
+        const batch = await events.occurredSince(since, from, BATCH);
+        const last = batch.at(-1);
+        if (last === undefined) return total;
+        const jobs = await targets(batch, only);
+        await deps.queues.enqueueWebhooks(jobs, replay);
+        total = { events: total.events + batch.length, deliveries: total.deliveries + jobs.length };
+        from = last.at;
+      }
+    },
+  };
+}
+
+export type WebhookReplay = ReturnType<typeof createWebhookReplay>;

@@ -1,0 +1,181 @@
+// One attempt at forwarding a submitted referral's form to the national EHR (contract §7): the
+// worker's processing function, callable from a test without a queue.
+//
+// It re-reads the referral first and stops early when nothing is due, so a job that is late, repeated
+// or coalesced with others sends the latest state once. While the EHR's circuit is open it defers the
+// job without an attempt. The form is rendered now, never from a cache, and checked to be
+// self-contained; the bytes of a version are kept the first time they are sent, so every retry of one
+// message ID carries one body. Every attempt becomes a ledger row; the one that delivers, or the one
+// that gives up, also writes its timeline event, in the same transaction. The EHR deduplicates on the
+// message ID (`<referralId>.v<version>`), so a retry after a crash between the send and the record is
+// harmless.
+import { performance } from 'node:perf_hooks';
+import { UnrecoverableError } from 'bullmq';
+import type { Clock } from '../../domain/clock.ts';
+import type { EhrFormSource } from '../../domain/referral-view.ts';
+import type { Logger } from '../../logger.ts';
+import type { QueuePayloads } from '../../queue/registry.ts';
+import type { RenderedEhrForm } from '../../render/ehr-form.ts';
+import { assertSelfContained, NotSelfContainedError } from '../../render/self-contained.ts';
+import type { EhrCircuit } from './ehr-circuit.ts';
+import type { EhrClient } from './ehr-client.ts';
+import { messageIdOf, type EhrForwardRequest } from '../../domain/forwarding/forward-request.ts';
+import { judge, RetryableForwardError } from './forward-policy.ts';
+import type { AttemptOutcome, EhrForwarding } from '../../services/forwarding.service.ts';
+
+export type EhrForwardPayload = QueuePayloads['ehr-forward'];
+
+export interface EhrForwardDeps {
+  readonly forwarding: EhrForwarding;
+  readonly ehr: EhrClient;
+  readonly circuit: EhrCircuit;
+  readonly renderEhrForm: (source: EhrFormSource) => RenderedEhrForm;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly maxAttempts: number;
+}
+
+export type ForwardResult =
+  | 'delivered'
+  | 'nothing-to-send'
+  | 'withdrawn'
+  /** The EHR's circuit is open: try again then, without counting this as an attempt. */
+  | { readonly deferredUntil: Date };
+
+/** What a finished forward job returns (a deferred one goes back to the queue instead). */
+export type SettledForward = Exclude<ForwardResult, { readonly deferredUntil: Date }>;
+
+/** Thrown for an answer that will not get better by retrying; the job fails for good. */
+export class FinalForwardError extends UnrecoverableError {
+  override readonly name = 'FinalForwardError';
+  readonly code: string;
+  constructor(code: string) {
+    // The message is the code alone: it is the job's failedReason, which the dashboard shows only
+    // when it is a code (api/admin/job-redaction.ts).
+    super(code);
+    this.code = code;
+  }
+}
+
+/** One attempt at forwarding `payload.referralId`; `attempt` counts from 1. */
+export async function forwardReferral(
+  deps: EhrForwardDeps,
+  payload: EhrForwardPayload,
+  attempt: number,
+): Promise<ForwardResult> {
+  const plan = await deps.forwarding.plan(payload.referralId);
+  if (plan.kind === 'nothing-to-send') return 'nothing-to-send';
+  if (plan.kind === 'withdrawn') {
+    await deps.forwarding.withdraw(payload.referralId);
+    return 'withdrawn';
+  }
+  const admission = await deps.circuit.admit();
+  if (admission.kind === 'wait') return { deferredUntil: admission.until };
+
+  const { record, source } = plan;
+  const messageId = messageIdOf(record.id, record.version);
+  const startedAt = deps.clock.now();
+  const started = performance.now();
+  const base = {
+    referralId: record.id,
+    messageId,
+    version: record.version,
+    attempt,
+    startedAt,
+    requestId: payload.requestId,
+  };
+
+  let form: RenderedEhrForm & { readonly sha256: string };
+  try {
+    const rendered = deps.renderEhrForm(source);
+    assertSelfContained(rendered.html);
+    const kept = await deps.forwarding.keepForm(messageId, record.id, record.version, rendered);
+    if (kept.changed) {
+      // The same version rendered to other bytes (the catalog's names changed, or the templates did
+      // in an upgrade): the EHR may hold the first bytes under this message ID, so they go again.
+      deps.logger.warn({ referralId: record.id, messageId }, 'ehr form changed within one version');
+    }
+    form = kept.form;
+  } catch (error) {
+    // A form that cannot be rendered or is not self-contained is a defect, not a passing outage:
+    // retrying would send nothing better. It is recorded and the job fails for good.
+    const code = error instanceof NotSelfContainedError ? 'not_self_contained' : 'render_failed';
+    await deps.forwarding.recordAttempt({
+      ...base,
+      durationMs: elapsed(started),
+      sha256: null,
+      outcome: 'failed',
+      httpStatus: null,
+      errorCode: code,
+      reference: null,
+      reason: 'the form could not be prepared',
+    });
+    throw new FinalForwardError(code);
+  }
+
+  const body = Buffer.from(
+    JSON.stringify(forwardRequest(messageId, record.id, record.version, source, form)),
+  );
+  const answer = await deps.ehr.send(body, messageId);
+  const judgement = judge(answer, attempt, deps.maxAttempts);
+  const recorded: AttemptOutcome = {
+    ...base,
+    durationMs: elapsed(started),
+    sha256: form.sha256,
+    outcome: judgement.outcome,
+    httpStatus: answer.kind === 'response' ? answer.status : null,
+    errorCode: answer.kind === 'network-error' ? answer.code : null,
+    reference: answer.kind === 'response' && judgement.outcome === 'delivered' ? answer.reference : null,
+    ...(judgement.reason === undefined ? {} : { reason: judgement.reason }),
+  };
+  await deps.forwarding.recordAttempt(recorded);
+  await deps.circuit.observe(answer, admission.kind === 'probe');
+  deps.logger.info(
+    {
+      referralId: record.id,
+      messageId,
+      attempt,
+      outcome: recorded.outcome,
+      httpStatus: recorded.httpStatus,
+      errorCode: recorded.errorCode,
+      ms: recorded.durationMs,
+    },
+    'ehr forward attempt',
+  );
+  switch (judgement.outcome) {
+    case 'delivered':
+      return 'delivered';
+    case 'retrying':
+      throw new RetryableForwardError(
+        recorded.errorCode ?? `HTTP_${recorded.httpStatus}`,
+        answer.kind === 'response' ? answer.retryAfterMs : undefined,
+      );
+    case 'failed':
+      throw new FinalForwardError(recorded.errorCode ?? `HTTP_${recorded.httpStatus}`);
+  }
+}
+
+function elapsed(started: number): number {
+  return Math.round(performance.now() - started);
+}
+
+/** The request of contract §7, built from the source the form was rendered from. */
+export function forwardRequest(
+  messageId: string,
+  referralId: string,
+  version: number,
+  source: EhrFormSource,
+  form: RenderedEhrForm,
+): EhrForwardRequest {
+  return {
+    messageId,
+    referralId,
+    version,
+    patient: { uin: source.patient.uin ?? '', name: source.patient.name ?? '', dob: source.patient.dob },
+    referralRequest: {
+      specialty: { code: source.offering?.ehrCode ?? '', textDescription: source.offering?.specialty ?? '' },
+      type: { textDescription: form.formType },
+    },
+    notesItem: { text: form.html },
+  };
+}

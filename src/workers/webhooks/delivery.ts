@@ -1,0 +1,99 @@
+// One delivery of an event to one subscription: the body, the Standard Webhooks signature, the POST,
+// and the attempt's record with what it means for the subscription (a success ends a failing
+// streak; 410 Gone disables it; failing for WEBHOOK_DISABLE_AFTER_SECONDS disables it). The webhook
+// worker and a subscription's test event both deliver through here.
+import { v7 as uuidv7 } from 'uuid';
+import type { Kysely } from 'kysely';
+import type { Clock } from '../../domain/clock.ts';
+import type { AttemptOutcome, WebhookAttempt } from '../../db/webhook-attempt.repository.ts';
+import {
+  webhookSubscriptionRepository,
+  type SigningSubscription,
+} from '../../db/webhook-subscription.repository.ts';
+import type { Database } from '../../db/schema.ts';
+import type { Metrics } from '../../observability/metrics.ts';
+import type { EventView } from '../../services/events.service.ts';
+import { signedHeaders } from '../../domain/webhooks-signature.ts';
+import type { WebhookAnswer, WebhookClient } from './webhook-client.ts';
+
+export interface DeliveryDeps {
+  readonly db: Kysely<Database>;
+  readonly clock: Clock;
+  readonly client: WebhookClient;
+  readonly metrics: Pick<Metrics, 'observeWebhookAttempt' | 'webhookSubscriptionDisabled'>;
+  /** A subscription failing for this long without a success is disabled. */
+  readonly disableAfterMs: number;
+}
+
+/** The body of a delivery, as Standard Webhooks lays it out: type, timestamp and the event as data. */
+export function deliveryBody(view: EventView): string {
+  return JSON.stringify({ type: view.type, timestamp: view.occurredAt, data: view });
+}
+
+/** The attempt as recorded, and what it meant for the subscription. */
+export interface AttemptRecord extends Omit<WebhookAttempt, 'subscriptionId'> {
+  /** The receiver answered 410 Gone: the subscription is now disabled. */
+  readonly gone: boolean;
+  /** This failure disabled the subscription (failing too long). */
+  readonly disabledForFailing: boolean;
+}
+
+export interface DeliveryInput {
+  readonly subscription: SigningSubscription;
+  readonly view: EventView;
+  /** 1 for the first attempt. */
+  readonly attempt: number;
+  /** No retry follows a failure of this attempt. */
+  readonly final: boolean;
+}
+
+/** Sends one signed delivery and records it. Never throws for what the receiver answered. */
+export async function deliverOnce(deps: DeliveryDeps, input: DeliveryInput): Promise<AttemptRecord> {
+  const { subscription, view } = input;
+  const body = deliveryBody(view);
+  const attemptedAt = deps.clock.now();
+  const headers = signedHeaders(
+    subscription.secrets,
+    view.id,
+    Math.floor(attemptedAt.getTime() / 1000),
+    body,
+  );
+  const started = performance.now();
+  const answer = await deps.client.post({ url: subscription.url, body, headers });
+  const durationMs = Math.max(0, Math.round(performance.now() - started));
+  const delivered = answer.kind === 'response' && answer.status >= 200 && answer.status < 300;
+  const gone = answer.kind === 'response' && answer.status === 410;
+  const outcome: AttemptOutcome = delivered ? 'delivered' : gone || input.final ? 'failed' : 'retrying';
+  const record = {
+    id: uuidv7(),
+    eventId: view.id,
+    eventType: view.type,
+    attempt: input.attempt,
+    attemptedAt,
+    outcome,
+    httpStatus: answer.kind === 'response' ? answer.status : null,
+    durationMs,
+    errorCode: answer.kind === 'network-error' ? answer.code : null,
+  };
+  const disabledForFailing = await webhookSubscriptionRepository(deps.db).recordAttempt(
+    { ...record, subscriptionId: subscription.id },
+    delivered ? 'delivered' : gone ? 'gone' : 'failed',
+    deps.clock.now(),
+    deps.disableAfterMs,
+  );
+  deps.metrics.observeWebhookAttempt(
+    outcome,
+    answer.kind === 'response' ? answer.status : null,
+    durationMs / 1000,
+  );
+  if (gone) deps.metrics.webhookSubscriptionDisabled('gone');
+  if (disabledForFailing) deps.metrics.webhookSubscriptionDisabled('failing');
+  return { ...record, gone, disabledForFailing };
+}
+
+/** `HTTP_503`, or the network error's code: what a failed attempt leaves in Redis and logs. */
+export function failureCode(answer: Pick<AttemptRecord, 'httpStatus' | 'errorCode'>): string {
+  return answer.httpStatus !== null ? `HTTP_${answer.httpStatus}` : (answer.errorCode ?? 'NETWORK_ERROR');
+}
+
+export type { WebhookAnswer };

@@ -1,0 +1,127 @@
+// The one way refhub sends webhook deliveries: a dedicated undici Agent with explicit connect, header
+// and body timeouts, one overall deadline per attempt, no redirects (undici follows none unless told
+// to), and a cap on what it reads of the answer (only the status matters; the rest is drained up to
+// the cap and dropped, so sockets are reused). It never throws for an answer a receiver gave.
+//
+// In production every address a receiver's host resolves to is checked again as the socket connects,
+// so a host that passed the check when the subscription was made cannot later be pointed at a private
+// address (DNS rebinding). An address named in WEBHOOK_ALLOWED_ADDRESSES passes.
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import { isIP } from 'node:net';
+import { Agent, request } from 'undici';
+import { addressScope } from '../../domain/network-address.ts';
+
+export interface WebhookClientOptions {
+  /** The whole attempt, from connecting to the last byte read of the answer. */
+  readonly attemptTimeoutMs: number;
+  /** Only public addresses (production), except those in `allowed`. */
+  readonly publicOnly: boolean;
+  readonly allowed: ReadonlySet<string>;
+  readonly maxResponseBytes?: number;
+}
+
+export interface WebhookPost {
+  readonly url: string;
+  readonly body: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+export type WebhookAnswer =
+  | { readonly kind: 'response'; readonly status: number }
+  | { readonly kind: 'network-error'; readonly code: string };
+
+export interface WebhookClient {
+  post(message: WebhookPost): Promise<WebhookAnswer>;
+  close(): Promise<void>;
+}
+
+/** The error code of an attempt that reached its overall deadline. */
+export const WEBHOOK_TIMEOUT = 'WEBHOOK_ATTEMPT_TIMEOUT';
+/** The error code of a connection refused because the receiver's address is not public. */
+export const NON_PUBLIC_ADDRESS = 'WEBHOOK_ADDRESS_NOT_PUBLIC';
+
+const notPublic = () =>
+  Object.assign(new Error('the receiver’s address is not public'), { code: NON_PUBLIC_ADDRESS });
+
+type LookupCallback = (
+  error: NodeJS.ErrnoException | null,
+  address: string | LookupAddress[],
+  family?: number,
+) => void;
+
+/** dns.lookup, refusing any address that is not public (unless allowed). */
+function guardedLookup(allowed: ReadonlySet<string>) {
+  return (hostname: string, options: LookupOptions, callback: LookupCallback) => {
+    dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) {
+        callback(error, []);
+        return;
+      }
+      const hostAllowed = allowed.has(hostname.toLowerCase());
+      const refused = addresses.some(
+        (a) => !hostAllowed && addressScope(a.address) !== 'public' && !allowed.has(a.address.toLowerCase()),
+      );
+      const first = addresses[0];
+      if (refused || first === undefined) {
+        callback(notPublic(), []);
+        return;
+      }
+      if (options.all === true) callback(null, addresses);
+      else callback(null, first.address, first.family);
+    });
+  };
+}
+
+export function createWebhookClient(options: WebhookClientOptions): WebhookClient {
+  const timeoutMs = options.attemptTimeoutMs;
+  const maxResponseBytes = options.maxResponseBytes ?? 64 * 1024;
+  const agent = new Agent({
+    connect: {
+      timeout: Math.min(timeoutMs, 10_000),
+      ...(options.publicOnly ? { lookup: guardedLookup(options.allowed) } : {}),
+    },
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    keepAliveTimeout: 10_000,
+  });
+
+  return {
+    async post(message) {
+      if (options.publicOnly) {
+        // An IP literal is connected to without a lookup: check it here.
+        const host = new URL(message.url).hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+        if (isIP(host) !== 0 && addressScope(host) !== 'public' && !options.allowed.has(host)) {
+          return { kind: 'network-error', code: NON_PUBLIC_ADDRESS };
+        }
+      }
+      const deadline = AbortSignal.timeout(timeoutMs);
+      try {
+        const response = await request(message.url, {
+          method: 'POST',
+          dispatcher: agent,
+          signal: deadline,
+          body: message.body,
+          headers: { 'content-type': 'application/json', ...message.headers },
+        });
+        try {
+          await response.body.dump({ limit: maxResponseBytes });
+        } catch {
+          // The status is the answer; a body cut off or too long does not change it.
+        }
+        return { kind: 'response', status: response.statusCode };
+      } catch (error) {
+        return { kind: 'network-error', code: deadline.aborted ? WEBHOOK_TIMEOUT : errorCode(error) };
+      }
+    },
+    close: () => agent.close(),
+  };
+}
+
+/** A stable code: undici's (UND_ERR_…), the system's (ECONNREFUSED, …), or ours. */
+function errorCode(error: unknown): string {
+  for (let e: unknown = error; typeof e === 'object' && e !== null; e = (e as { cause?: unknown }).cause) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[A-Z0-9_]{2,64}$/.test(code)) return code;
+  }
+  return 'NETWORK_ERROR';
+}

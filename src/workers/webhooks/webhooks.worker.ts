@@ -1,0 +1,72 @@
+// The BullMQ shell of webhook delivery: it runs `deliverEvent` (src/webhooks) for each job. A failed
+// delivery is retried on WEBHOOK_RETRY_SCHEDULE (with ±10% jitter, so retries of a burst spread out);
+// 410 Gone stops the job for good. What it throws is a code (`HTTP_503`, `WEBHOOK_ATTEMPT_TIMEOUT`),
+// never a message, because BullMQ keeps it in Redis and the dashboard shows it.
+import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { WEBHOOK_BACKOFF, type QueuePayloads } from '../../queue/registry.ts';
+import { deliverEvent, type DeliverEventDeps, type SettledWebhook } from './deliver-event.ts';
+import { logWorkerErrors } from '../worker-errors.ts';
+
+export interface WebhookWorkerSettings {
+  readonly connection: Redis;
+  readonly queuePrefix: string;
+  readonly retryScheduleMs: readonly number[];
+  readonly concurrency?: number;
+}
+
+/** A delivery that failed and may be retried; its message is the code alone. */
+export class WebhookDeliveryError extends Error {
+  override readonly name = 'WebhookDeliveryError';
+}
+
+/** The wait before retry `attemptsMade` (1 after the first failure), with ±10% jitter. */
+export function webhookBackoff(
+  scheduleMs: readonly number[],
+  attemptsMade: number,
+  random = Math.random,
+): number {
+  const base = scheduleMs[Math.min(attemptsMade, scheduleMs.length) - 1] ?? 0;
+  return Math.round(base * (0.9 + 0.2 * random()));
+}
+
+export function startWebhookWorker(
+  deps: DeliverEventDeps,
+  settings: WebhookWorkerSettings,
+): Worker<QueuePayloads['webhooks'], SettledWebhook> {
+  const maxAttempts = settings.retryScheduleMs.length + 1;
+  const worker = new Worker<QueuePayloads['webhooks'], SettledWebhook>(
+    'webhooks',
+    async (job: Job<QueuePayloads['webhooks']>) => {
+      const result = await deliverEvent(
+        { ...deps, logger: deps.logger.child({ jobId: job.id }) },
+        job.data,
+        job.attemptsMade + 1,
+        maxAttempts,
+      );
+      switch (result.kind) {
+        case 'settled':
+          return result.result;
+        case 'gone':
+          throw new UnrecoverableError('HTTP_410');
+        case 'retry':
+          throw new WebhookDeliveryError(result.code);
+      }
+    },
+    {
+      connection: settings.connection,
+      prefix: settings.queuePrefix,
+      // Deliveries wait on receivers, not on this process: many at once.
+      concurrency: settings.concurrency ?? 32,
+      lockDuration: 30_000,
+      stalledInterval: 10_000,
+      maxStalledCount: 1,
+      settings: {
+        backoffStrategy: (attemptsMade, type) =>
+          type === WEBHOOK_BACKOFF ? webhookBackoff(settings.retryScheduleMs, attemptsMade) : 1_000,
+      },
+    },
+  );
+  logWorkerErrors(worker, settings.connection, deps.logger);
+  return worker;
+}
