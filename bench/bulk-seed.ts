@@ -7,8 +7,8 @@
 // times (the copy's own, one second apart going back from `newest`). The columns are read from the
 // database's catalog, so a column that a migration adds is copied too. The template's timeline events,
 // audit rows and unprocessed outbox rows are copied with it, pointing at the copy. Link tokens are not:
-// they are what a read hands out, not part of the referral. test/bench/bulk-seed.test.ts checks that a
-// copy reads and behaves like an API-made referral.
+// they are what a read hands out, not part of the referral. test/system/bench/bulk-seed.int.test.ts
+// checks that a copy reads and behaves like an API-made referral.
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../src/db/schema.ts';
 

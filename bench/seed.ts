@@ -3,7 +3,8 @@
 // requesterIdentifier): the referral row, its `referral.created` timeline event and its
 // `referral.create` audit row. The content goes through the API's own resolution (`resolveContent`)
 // and the timeline sentence through the domain's own `timeline.created`, so the text and the columns
-// cannot drift from what the API writes; test/bench/seed.test.ts compares the rows with API-made ones.
+// cannot drift from what the API writes; test/system/bench/seed.int.test.ts compares the rows with
+// API-made ones.
 //
 // Rows go in as multi-row INSERTs of a few hundred rows each, inside one transaction per batch, so
 // 10,000 drafts take a second or two instead of the minutes 10,000 API calls would.
@@ -16,7 +17,7 @@ import { catalogRepository } from '../src/db/catalog.repository.ts';
 import type { AuditEventsTable, Database, ReferralsTable, TimelineEventsTable } from '../src/db/schema.ts';
 import { createApiKeyIn } from '../src/services/api-key.service.ts';
 import { loadCatalogIn, readCatalogFile } from '../src/services/catalog.service.ts';
-import { DEMO_CATALOG_FILE } from '../src/services/demo-setup.ts';
+import { DEMO_CATALOG_FILE } from '../src/composition/demo-setup.ts';
 import { EMPTY_CONTENT, resolveContent, type ReferralFieldsInput } from '../src/services/referral-input.ts';
 import { newReferralRow } from '../src/db/referral.repository.ts';
 

@@ -2,7 +2,6 @@
 // missing value stops the process with a message that names the variable (contract §12).
 import path from 'node:path';
 import { DEFAULT_DISPLAY_TIME_ZONE, isDisplayTimeZone } from './domain/display-time.ts';
-import { nonPublicAddressReason, type HostLookup } from './domain/network-address.ts';
 
 export interface Config {
   readonly env: 'production' | 'development' | 'test';
@@ -277,24 +276,6 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     );
   }
   return Object.freeze(config);
-}
-
-/**
- * In production, refuses an EHR_URL whose host is, or resolves to, a loopback, private, link-local or
- * otherwise non-public address, unless EHR_ALLOWED_ADDRESSES names it: a typo or a hostile setting
- * must not send patients' forms to refhub itself or into the network it runs in. Run where forms are
- * sent, before the first one.
- */
-export async function checkEhrAddress(config: Config, lookup?: HostLookup): Promise<void> {
-  if (config.env !== 'production' || config.ehrUrl === undefined) return;
-  const reason = await nonPublicAddressReason(new URL(config.ehrUrl), config.ehrAllowedAddresses, lookup);
-  if (reason !== null) {
-    throw new ConfigError(
-      'EHR_URL',
-      `must reach a public address in production: ${reason}. If the EHR really sits there, name ` +
-        'that host or address in EHR_ALLOWED_ADDRESSES',
-    );
-  }
 }
 
 /** `QUEUE_PREFIX` as given, wrapped in `{…}` so that Redis Cluster keeps each queue in one slot. */

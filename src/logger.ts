@@ -71,6 +71,25 @@ export function createLogger(
   return pino(options, pino.destination(1));
 }
 
+/** What a log line says of an error nobody expected: see `errorKind`. */
+export interface ErrorKind {
+  readonly type: string;
+  readonly code: string | undefined;
+  readonly stack?: string | undefined;
+}
+
+/**
+ * An unexpected error as a log line may carry it: its kind (the class name, and the code a driver or
+ * Node gave it) and, with `withStack`, the frames it was thrown from; never its message, because
+ * database drivers quote stored values (patient data among them) in their messages.
+ */
+export function errorKind(error: Error, options: { readonly withStack?: boolean } = {}): ErrorKind {
+  const code = (error as { code?: unknown }).code;
+  const kind = { type: error.name, code: typeof code === 'string' ? code : undefined };
+  if (options.withStack !== true) return kind;
+  return { ...kind, stack: error.stack?.split('\n').slice(1, 8).join('\n') };
+}
+
 // One log line when a dependency goes away, one when it is back, and a count of what failed in
 // between: an outage of Redis or PostgreSQL otherwise writes the same warning once per request or job
 // (dozens of identical lines a second), which buries everything else and tells an operator nothing

@@ -1,4 +1,6 @@
-// buildApp(ctx) assembles the HTTP API from one plugin per concern; main.ts alone calls listen().
+// buildApp(deps, parts) assembles the HTTP API from one plugin per concern. It constructs nothing of
+// ours: the composition root passes the services (`deps`) and each app's own stateful parts, and
+// alone calls listen().
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
@@ -6,7 +8,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import { Type } from 'typebox';
 import { v7 as uuidv7 } from 'uuid';
 import { AppError } from '../errors.ts';
-import type { AppContext } from '../composition/context.ts';
+import type { ApiDeps, ApiParts } from './api-deps.ts';
 import { API_VERSION, swaggerOptions } from './openapi.ts';
 import { registerComponentSchemas } from './schemas/components.ts';
 import { API_PREFIX, isApiRoute, responseHeadersOf } from './http.ts';
@@ -33,9 +35,11 @@ import { adminPlugin } from './admin/admin.plugin.ts';
 export const BODY_LIMIT = 256 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
+export type { ApiDeps, ApiParts } from './api-deps.ts';
+
+export async function buildApp(deps: ApiDeps, parts: ApiParts): Promise<FastifyInstance> {
   // Typed as Fastify's base logger so the instance keeps Fastify's default generics.
-  const logger: FastifyBaseLogger = ctx.logger;
+  const logger: FastifyBaseLogger = deps.logger;
   const app = Fastify({
     loggerInstance: logger,
     // Fastify's own request lines would carry the URL; onResponse below logs the route pattern instead.
@@ -48,7 +52,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     },
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // Timeouts for slow clients, and problem+json for what Node and the router answer themselves.
-    ...httpEdgeOptions(ctx.config, logger),
+    ...httpEdgeOptions(deps.config, logger),
     // On SIGTERM the listener closes and requests already accepted are served to the end, not
     // answered 503: a client should not see an error because a process stopped under it.
     return503OnClosing: false,
@@ -81,22 +85,22 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     if (reply.statusCode < 300) void reply.headers(responseHeadersOf(request, payload));
     return payload;
   });
-  observeRequests(app, ctx);
+  observeRequests(app, deps);
 
-  registerProblemHandlers(app, ctx);
-  registerAuth(app, ctx);
-  registerWebhookWarning(app, ctx);
+  registerProblemHandlers(app, deps);
+  registerAuth(app, deps, parts.apiKeyFailures);
+  registerWebhookWarning(app, deps);
 
   await app.register(rateLimit, {
     global: true,
     hook: 'preValidation',
-    max: ctx.config.rateLimitPerMinute,
+    max: deps.config.rateLimitPerMinute,
     timeWindow: 60_000,
     enableDraftSpec: true,
     keyGenerator: (request) => request.apiKey?.id ?? request.ip,
     allowList: (request) => !isApiRoute(request),
     errorResponseBuilder: (_request, context) => {
-      ctx.metrics.rateLimited();
+      deps.metrics.rateLimited();
       return new AppError(
         'rate_limited',
         429,
@@ -106,31 +110,31 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     },
   });
 
-  registerIdempotency(app, ctx);
+  registerIdempotency(app, deps);
 
   registerComponentSchemas(app);
-  await app.register(swagger, swaggerOptions(ctx.config.publicUrl));
-  if (ctx.config.apiDocs !== 'off') {
-    if (ctx.config.apiDocs === 'ops') {
+  await app.register(swagger, swaggerOptions(deps.config.publicUrl));
+  if (deps.config.apiDocs !== 'off') {
+    if (deps.config.apiDocs === 'ops') {
       app.addHook(
         'onRequest',
-        opsOnlyDocs((key) => ctx.apiKeys.authenticate(key)),
+        opsOnlyDocs((key) => deps.apiKeys.authenticate(key)),
       );
     }
     await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
     app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
   }
 
-  await app.register(healthRoutes(ctx));
-  await app.register(metricsRoutes(ctx));
-  await app.register(referralRoutes(ctx), { prefix: API_PREFIX });
-  await app.register(providerRoutes(ctx), { prefix: API_PREFIX });
-  await app.register(linkRoutes(ctx), { prefix: API_PREFIX });
-  await app.register(webPlugin(ctx));
-  await app.register(ehrSubmissionRoutes(ctx), { prefix: API_PREFIX });
-  await app.register(fhirRoutes(ctx), { prefix: API_PREFIX });
-  await app.register(eventRoutes(ctx), { prefix: API_PREFIX });
-  await app.register(webhookRoutes(ctx), { prefix: API_PREFIX });
-  await app.register(adminPlugin(ctx));
+  await app.register(healthRoutes(deps));
+  await app.register(metricsRoutes(deps));
+  await app.register(referralRoutes(deps), { prefix: API_PREFIX });
+  await app.register(providerRoutes(deps), { prefix: API_PREFIX });
+  await app.register(linkRoutes(deps), { prefix: API_PREFIX });
+  await app.register(webPlugin(deps, parts.web));
+  await app.register(ehrSubmissionRoutes(deps), { prefix: API_PREFIX });
+  await app.register(fhirRoutes(deps), { prefix: API_PREFIX });
+  await app.register(eventRoutes(deps), { prefix: API_PREFIX });
+  await app.register(webhookRoutes(deps), { prefix: API_PREFIX });
+  await app.register(adminPlugin(deps, parts.admin));
   return app;
 }

@@ -2,20 +2,20 @@
 // transaction rolled back), and idempotent replays (no service runs). What the request named is taken
 // from wherever it was sent: the path, the query or the body.
 import type { FastifyRequest } from 'fastify';
-import { v7 as uuidv7 } from 'uuid';
-import type { AppContext } from '../composition/context.ts';
-import { auditRepository } from '../db/audit.repository.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import type { ApiDeps } from './api-deps.ts';
+import { auditEventOf, auditRepository, type AuditOutcome } from '../db/audit.repository.ts';
+import { isUuid } from '../domain/ids.ts';
 
 function fieldsOf(value: unknown): Record<string, unknown> {
   return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
 }
 
+export type RequestAuditDeps = Pick<ApiDeps, 'db' | 'clock'>;
+
 export async function auditRequest(
-  ctx: AppContext,
+  deps: RequestAuditDeps,
   request: FastifyRequest,
-  outcome: 'success' | 'denied',
+  outcome: AuditOutcome,
   action: string,
   moreReferralIds: readonly string[] = [],
 ): Promise<void> {
@@ -26,18 +26,15 @@ export async function auditRequest(
   const idType = text('institutionIdType');
   const id = text('institutionId');
   const named = text('referralId');
-  await auditRepository(ctx.db).record({
-    id: uuidv7(),
-    occurredAt: ctx.clock.now(),
+  const actor = {
     requestId: request.id,
     apiKeyId: key.id,
     system: key.system,
     institution: idType !== null && id !== null ? { idType, id } : null,
     requesterIdentifier: text('requesterIdentifier'),
-    action,
-    outcome,
-    referralIds: [...new Set([...(named !== null && UUID.test(named) ? [named] : []), ...moreReferralIds])],
-  });
+  };
+  const referralIds = [...new Set([...(named !== null && isUuid(named) ? [named] : []), ...moreReferralIds])];
+  await auditRepository(deps.db).record(auditEventOf(actor, action, referralIds, deps.clock.now(), outcome));
 }
 
 /** The audit action of the request's route. */

@@ -1,12 +1,14 @@
 // One log line and one metric observation per request: the route pattern, never the URL (its query
 // may carry identifiers, and a one-time link's path carries its token).
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../composition/context.ts';
+import type { ApiDeps } from './api-deps.ts';
 
-export function observeRequests(app: FastifyInstance, ctx: AppContext): void {
+export type RequestLogDeps = Pick<ApiDeps, 'metrics'>;
+
+export function observeRequests(app: FastifyInstance, deps: RequestLogDeps): void {
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';
-    ctx.metrics.observeRequest(route, request.method, reply.statusCode, reply.elapsedTime / 1000);
+    deps.metrics.observeRequest(route, request.method, reply.statusCode, reply.elapsedTime / 1000);
     request.log.info(
       {
         method: request.method,

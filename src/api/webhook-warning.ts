@@ -3,20 +3,22 @@
 // those subscriptions' IDs, until the institution enables or deletes them. Which institutions have
 // one is read from the database at most every few seconds per process, not per request.
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../composition/context.ts';
+import type { ApiDeps } from './api-deps.ts';
 import { webhookSubscriptionRepository } from '../db/webhook-subscription.repository.ts';
 import { isApiRoute } from './http.ts';
 
 export const WEBHOOK_WARNING_HEADER = 'Webhook-Subscriptions-Disabled';
 const REFRESH_MS = 5_000;
 
-export function registerWebhookWarning(app: FastifyInstance, ctx: AppContext): void {
+export type WebhookWarningDeps = Pick<ApiDeps, 'db'>;
+
+export function registerWebhookWarning(app: FastifyInstance, deps: WebhookWarningDeps): void {
   let known: { at: number; byInstitution: ReadonlyMap<string, readonly string[]> } | undefined;
   let loading: Promise<ReadonlyMap<string, readonly string[]>> | undefined;
 
   const load = async () => {
     const byInstitution = new Map<string, string[]>();
-    for (const s of await webhookSubscriptionRepository(ctx.db).disabledByRefhub()) {
+    for (const s of await webhookSubscriptionRepository(deps.db).disabledByRefhub()) {
       const key = `${s.institution.idType}:${s.institution.id}`;
       byInstitution.set(key, [...(byInstitution.get(key) ?? []), s.id]);
     }

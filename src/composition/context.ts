@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import { systemClock, type Clock } from '../domain/clock.ts';
 import { displayTimeIn, type DisplayTime } from '../domain/display-time.ts';
-import { migrateToLatest, openStore, type Store } from '../db/database.ts';
+import { configuredStoreTarget, migrateToLatest, openStore, type Store } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import type { EhrFormSource } from '../domain/referral-view.ts';
 import { createLogger, type Logger } from '../logger.ts';
@@ -22,7 +22,7 @@ import { createEhrForwarding, type EhrForwarding } from '../services/forwarding.
 import { createReminders, type Reminders } from '../services/reminders.service.ts';
 import { createEventFeed, type EventFeed } from '../services/events.service.ts';
 import { createWebhookClient, type WebhookClient } from '../workers/webhooks/webhook-client.ts';
-import type { DeliveryDeps } from '../workers/webhooks/delivery.ts';
+import { deliverOnce, type DeliveryDeps } from '../workers/webhooks/delivery.ts';
 import { createWebhookReplay, type WebhookReplay } from '../services/webhooks-replay.service.ts';
 import { createWebhookSubscriptions, type WebhookSubscriptions } from '../services/webhooks.service.ts';
 import { createQueueProducer, type QueueProducer } from '../queue/producer.ts';
@@ -83,13 +83,7 @@ export interface ContextOverrides {
 /** Opens the store for `command` (PGlite holds DATA_DIR for this process), and migrates it. */
 export async function openConfiguredStore(config: Config, command: string): Promise<Store> {
   const store = await openStore(
-    config.databaseUrl === undefined
-      ? { engine: 'pglite', dataDir: config.dataDir, command }
-      : {
-          engine: 'postgres',
-          url: config.databaseUrl,
-          preparedStatements: config.databasePreparedStatements,
-        },
+    configuredStoreTarget(config, command, { preparedStatements: config.databasePreparedStatements }),
   );
   try {
     await migrateToLatest(store.db);
@@ -184,7 +178,7 @@ export async function createContext(
       db,
       clock,
       endpoints: { production, allowed: config.webhookAllowedAddresses },
-      delivery: webhookDelivery,
+      deliver: (input) => deliverOnce(webhookDelivery(), input),
     }),
     webhookDelivery,
     webhookReplay: createWebhookReplay({

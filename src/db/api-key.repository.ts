@@ -1,6 +1,7 @@
 // API keys. Only the SHA-256 of a key and an 8-character display prefix are stored (contract §2).
 import { sql } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
+import { isUuid } from '../domain/ids.ts';
 import type { Role } from '../domain/statuses.ts';
 import type { Executor } from './executor.ts';
 
@@ -136,11 +137,11 @@ export function apiKeyRepository(db: Executor) {
 
     /** Active keys whose ID or display prefix is `idOrPrefix` (several only for an ambiguous prefix). */
     async findActiveByIdOrPrefix(idOrPrefix: string): Promise<ApiKeyRecord[]> {
-      const isUuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(idOrPrefix);
+      const byId = isUuid(idOrPrefix);
       const rows = await db
         .selectFrom('api_keys')
         .select(columns)
-        .where(isUuid ? 'id' : 'prefix', '=', idOrPrefix)
+        .where(byId ? 'id' : 'prefix', '=', idOrPrefix)
         .where('revoked_at', 'is', null)
         .execute();
       return withInstitutions(rows);

@@ -1,7 +1,13 @@
 // The audit trail: one row for every read and write of referral data, written in the same
 // transaction as the work it records (and on its own for denied attempts). It names the key,
 // institution, requester, action and referral IDs, and never holds patient data.
-import type { Insertable } from 'kysely';
+//
+// Every writer makes its row with `auditEventOf` and turns it into columns with `auditRow`, so what a
+// column holds is decided here alone. A statement written in SQL (one that must write the row only
+// when another part of it found its referral) takes the same row through `auditInsert`.
+import { sql, type Insertable, type RawBuilder } from 'kysely';
+import { v7 as uuidv7 } from 'uuid';
+import type { InstitutionRef } from '../domain/access.ts';
 import type { Executor } from './executor.ts';
 import { linkTokenRows, type NewLinkToken } from './links.repository.ts';
 import type { AuditEventsTable } from './schema.ts';
@@ -15,8 +21,56 @@ export interface AuditEvent {
   readonly institution: { readonly idType: string; readonly id: string } | null;
   readonly requesterIdentifier: string | null;
   readonly action: string;
-  readonly outcome: 'success' | 'denied';
+  readonly outcome: AuditOutcome;
   readonly referralIds: readonly string[];
+}
+
+export type AuditOutcome = 'success' | 'denied';
+
+/**
+ * Who an audit row says acted: the request, the key and its system, the institution it acted for
+ * and the person behind it. A service's `Caller` is one; work refhub does on its own is `systemActor`.
+ */
+export interface AuditActor {
+  readonly requestId: string;
+  readonly apiKeyId: string | null;
+  readonly system: string | null;
+  readonly institution: InstitutionRef | null;
+  readonly requesterIdentifier: string | null;
+}
+
+/** The system acting on its own behalf: audit rows that name no key, institution or requester. */
+export const SYSTEM_ACTOR = 'refhub';
+
+/** refhub itself, doing work (a forward, a reminder, a circuit change) under the request that caused it. */
+export function systemActor(requestId: string): AuditActor {
+  return { requestId, apiKeyId: null, system: SYSTEM_ACTOR, institution: null, requesterIdentifier: null };
+}
+
+/**
+ * The audit row of `action` by `actor` at `occurredAt`: the one place a row is made. Only the actor's
+ * audit fields are copied, so a caller object with more on it cannot put more in the row. The ID is a
+ * UUIDv7, so rows sort by when they were made.
+ */
+export function auditEventOf(
+  actor: AuditActor,
+  action: string,
+  referralIds: readonly string[],
+  occurredAt: Date,
+  outcome: AuditOutcome = 'success',
+): AuditEvent {
+  return {
+    id: uuidv7(),
+    occurredAt,
+    requestId: actor.requestId,
+    apiKeyId: actor.apiKeyId,
+    system: actor.system,
+    institution: actor.institution,
+    requesterIdentifier: actor.requesterIdentifier,
+    action,
+    outcome,
+    referralIds,
+  };
 }
 
 export function auditRow(event: AuditEvent): Insertable<AuditEventsTable> {
@@ -33,6 +87,37 @@ export function auditRow(event: AuditEvent): Insertable<AuditEventsTable> {
     outcome: event.outcome,
     referral_ids: [...event.referralIds],
   };
+}
+
+/**
+ * The SQL type each column of `auditRow` is sent as. A parameter in a SELECT list has no type of its
+ * own, so a statement written in SQL must name it (a null `api_key_id` would otherwise be text).
+ */
+const AUDIT_COLUMN_TYPES = {
+  id: 'uuid',
+  occurred_at: 'timestamptz',
+  request_id: 'text',
+  api_key_id: 'uuid',
+  system: 'text',
+  institution_id_type: 'text',
+  institution_id: 'text',
+  requester_identifier: 'text',
+  action: 'text',
+  outcome: 'text',
+  referral_ids: 'uuid[]',
+} as const satisfies Record<Exclude<keyof AuditEventsTable, 'seq'>, string>;
+
+/**
+ * `auditRow(event)` as an INSERT for a statement written in SQL, to be used as one of its common table
+ * expressions. With `onlyWith`, the name of another of them, the row is written only when that one has
+ * a row (one per row it has): a statement that finds nothing to record then writes no audit row either.
+ */
+export function auditInsert(event: AuditEvent, onlyWith?: string): RawBuilder<unknown> {
+  const row = auditRow(event);
+  const columns = Object.keys(AUDIT_COLUMN_TYPES) as (keyof typeof AUDIT_COLUMN_TYPES)[];
+  const values = columns.map((c) => sql`${row[c]}::${sql.raw(AUDIT_COLUMN_TYPES[c])}`);
+  const from = onlyWith === undefined ? sql`` : sql` from ${sql.table(onlyWith)}`;
+  return sql`insert into audit_events (${sql.join(columns.map((c) => sql.ref(c)))}) select ${sql.join(values)}${from}`;
 }
 
 export function auditRepository(db: Executor) {

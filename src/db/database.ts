@@ -28,6 +28,32 @@ export type StoreTarget =
     }
   | { readonly engine: 'pglite'; readonly dataDir: string | undefined; readonly command: string };
 
+/** The settings that choose the store: DATABASE_URL and DATA_DIR, as the configuration holds them. */
+export interface StoreSettings {
+  readonly databaseUrl: string | undefined;
+  readonly dataDir: string;
+}
+
+/** How a PostgreSQL store's pool is set up; PGlite always has its one connection. */
+export type PostgresOptions = Pick<
+  Extract<StoreTarget, { engine: 'postgres' }>,
+  'poolSize' | 'preparedStatements'
+>;
+
+/**
+ * The store an installation is configured for, chosen here alone: PostgreSQL when DATABASE_URL is
+ * set, embedded PGlite in DATA_DIR otherwise, held for `command` while it is open.
+ */
+export function configuredStoreTarget(
+  settings: StoreSettings,
+  command: string,
+  postgres: PostgresOptions = {},
+): StoreTarget {
+  return settings.databaseUrl === undefined
+    ? { engine: 'pglite', dataDir: settings.dataDir, command }
+    : { engine: 'postgres', url: settings.databaseUrl, ...postgres };
+}
+
 /** Statements one connection keeps prepared; past this, new statements run unnamed. */
 const MAX_PREPARED_PER_CONNECTION = 250;
 

@@ -2,6 +2,7 @@
 // Rows hold IDs, hashes and outcomes only: never the form, never patient data.
 import { sql } from 'kysely';
 import type { AuditEvent } from './audit.repository.ts';
+import { changeLogCtes, TIMELINE_RETURNING } from './change-log.repository.ts';
 import type { Executor } from './executor.ts';
 import type { NewTimelineEvent } from './referral-children.repository.ts';
 import type { EhrSubmissionsTable } from './schema.ts';
@@ -73,8 +74,8 @@ export function ehrSubmissionRepository(db: Executor) {
   return {
     /**
      * Records an attempt in one statement, under the referral's row lock: the ledger row, the
-     * referral's forwarding columns, the timeline event (and its row in the event feed) and the
-     * audit row. One round trip and one
+     * referral's forwarding columns, the timeline event, and what the change log adds to it (the
+     * event's row in the feed and the audit row, change-log.repository.ts). One round trip and one
      * commit per attempt, with no transaction held open in between. The referral's version and
      * updated_at stay: an attempt is the bridge's bookkeeping, not a change to the referral. Returns
      * false, having written nothing, when the referral does not exist.
@@ -82,7 +83,14 @@ export function ehrSubmissionRepository(db: Executor) {
     async recordAttempt(r: AttemptRecord): Promise<boolean> {
       const s = r.submission;
       const e = r.event;
-      const a = r.audit;
+      // The feed reads the locked row: an attempt changes neither the version nor the parties. The
+      // audit row too is written only when the referral was found.
+      const leftBehind = changeLogCtes(db, {
+        feedFrom: 'ref',
+        outbox: [],
+        audit: r.audit,
+        auditOnlyWith: 'ref',
+      });
       const { rows } = await sql<{ found: number }>`
         with ref as (
           select id, version, status, deleted_at, sender_system, ehr_due_version,
@@ -115,24 +123,8 @@ export function ehrSubmissionRepository(db: Executor) {
           from ref
           where ${e !== undefined}::boolean and ref.deleted_at is null
             and ref.status = any(${[...(e?.fromStatuses ?? [])]}::text[])
-          returning id, referral_id, type, system, description, produced_at
-        ), feed as (
-          -- The event in the feed too; an attempt changes neither the version nor the parties.
-          insert into referral_events (id, referral_id, referral_version, type, system, description,
-            occurred_at, sender_id_type, sender_id, provider_id_type, provider_id)
-          select t.id, t.referral_id, ref.version, t.type, t.system, t.description, t.produced_at,
-            ref.sender_id_type, ref.sender_id,
-            case when ref.status <> 'draft' then ref.provider_id_type end,
-            case when ref.status <> 'draft' then ref.provider_id end
-          from timeline t cross join ref
-        ), audit as (
-          insert into audit_events (id, occurred_at, request_id, api_key_id, system, institution_id_type,
-            institution_id, requester_identifier, action, outcome, referral_ids)
-          select ${a.id}::uuid, ${a.occurredAt}::timestamptz, ${a.requestId}, ${a.apiKeyId}::uuid, ${a.system}::text,
-            ${a.institution?.idType ?? null}::text, ${a.institution?.id ?? null}::text,
-            ${a.requesterIdentifier}::text, ${a.action}, ${a.outcome}, ${[...a.referralIds]}::uuid[]
-          from ref
-        )
+          returning ${sql.join(TIMELINE_RETURNING.map((column) => sql.ref(column)))}
+        ), ${sql.join(leftBehind)}
         select 1 as found from ref
       `.execute(db);
       return rows.length > 0;

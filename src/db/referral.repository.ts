@@ -11,6 +11,7 @@ import type { OfferingRecord } from './catalog.repository.ts';
 import { referralPartsColumns, toReferralParts, type ReferralParts } from './referral-children.repository.ts';
 import { compiledOnce, type CompiledOnce } from './compiled-once.ts';
 import type { Executor } from './executor.ts';
+import { providerSees } from './provider-visibility.ts';
 import type { Database, ReferralsTable } from './schema.ts';
 
 export interface ReferralRecord {
@@ -234,9 +235,7 @@ function sideOf(
     : eb.and([
         eb('r.provider_id_type', '=', inst.idType),
         eb('r.provider_id', '=', inst.id),
-        // A literal, not a parameter: the provider indexes hold only non-drafts, and a prepared
-        // statement's generic plan can use them only if it can see that this condition matches theirs.
-        eb('r.status', '<>', sql.lit('draft')),
+        providerSees('r'),
       ]);
 }
 

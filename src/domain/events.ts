@@ -1,5 +1,7 @@
-// The types of referral events a webhook subscription can ask for: every timeline event type the
-// lifecycle table and the appointment table name. The set grows with them.
+// Referral events as institutions read them, in the feed and in webhook deliveries alike: the types a
+// subscription can ask for (every timeline event type the lifecycle table and the appointment table
+// name; the set grows with them), the view of one event, and the feed's bounds.
+import type { InstitutionRef } from './access.ts';
 import { APPOINTMENT_EVENTS, LIFECYCLE } from './lifecycle.ts';
 
 export const EVENT_TYPES: readonly string[] = [
@@ -13,3 +15,44 @@ export const EVENT_TYPES: readonly string[] = [
 
 /** The type of the event a subscription's test sends: never in the feed, never on a timeline. */
 export const TEST_EVENT_TYPE = 'webhook.test';
+
+/** The most events one feed page returns, and the longest an empty page may be held open. */
+export const MAX_FEED_LIMIT = 500;
+export const MAX_FEED_WAIT_SECONDS = 30;
+
+/** An event as the store keeps it: what its view is made of. */
+export interface StoredEvent {
+  readonly id: string;
+  readonly type: string;
+  readonly occurredAt: Date;
+  readonly referralId: string;
+  readonly referralVersion: number;
+  readonly system: string;
+  readonly description: string;
+}
+
+/** An event as an institution reads it (feed and webhook alike): IDs and a sentence, no patient data. */
+export interface EventView {
+  readonly id: string;
+  readonly type: string;
+  readonly occurredAt: string;
+  readonly referralId: string;
+  readonly referralVersion: number;
+  /** The institution the event is for: the one reading the feed, or the subscription's. */
+  readonly institution: { readonly idType: string; readonly id: string };
+  readonly system: string;
+  readonly description: string;
+}
+
+export function toEventView(event: StoredEvent, institution: InstitutionRef): EventView {
+  return {
+    id: event.id,
+    type: event.type,
+    occurredAt: event.occurredAt.toISOString(),
+    referralId: event.referralId,
+    referralVersion: event.referralVersion,
+    institution: { idType: institution.idType, id: institution.id },
+    system: event.system,
+    description: event.description,
+  };
+}

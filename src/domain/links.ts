@@ -4,6 +4,9 @@ import { DRAFT, senderChangeMode } from './lifecycle.ts';
 import type { LinkAction } from './referral-view.ts';
 import type { Party, Status } from './statuses.ts';
 
+/** The system a clinician acts as in the web form a one-time link opened. */
+export const WEB_FORM_SYSTEM = 'Manual';
+
 export const LINK_LABELS: Readonly<Record<LinkAction, string>> = {
   edit: 'Continue editing',
   respond: 'Respond to request',

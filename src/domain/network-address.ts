@@ -3,7 +3,10 @@
 // hostile URL cannot point refhub's requests at itself, the cloud metadata service or the private
 // network it runs in. A national EHR may sit on a private link, so an operator can allow one address
 // (or host name) by naming it.
-import { lookup as dnsLookup } from 'node:dns/promises';
+//
+// Only the classification of an address is here, as pure code: node:net's `BlockList` and `isIP`
+// parse addresses and open no socket. Resolving a host to its addresses is I/O and lives with the code
+// that sends (services/outbound-address.ts).
 import { BlockList, isIP } from 'node:net';
 
 export type AddressScope =
@@ -85,44 +88,7 @@ export function addressScope(ip: string): AddressScope {
   return 'public';
 }
 
-export type HostLookup = (host: string) => Promise<readonly string[]>;
-
-const systemLookup: HostLookup = async (host) =>
-  (await dnsLookup(host, { all: true, order: 'verbatim' })).map((entry) => entry.address);
-
-/** A URL's host without the brackets of an IPv6 literal. */
-function hostOf(url: URL): string {
-  return url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-}
-
-/**
- * Why a URL must not be sent to from production, or null when it may: every address its host
- * resolves to is public, or the host (or that address) is named in `allowed`. The reason names the
- * address and its scope, never anything else of the URL.
- */
-export async function nonPublicAddressReason(
-  url: URL,
-  allowed: ReadonlySet<string>,
-  lookup: HostLookup = systemLookup,
-): Promise<string | null> {
-  const host = hostOf(url).toLowerCase();
-  if (allowed.has(host)) return null;
-  let addresses: readonly string[];
-  if (isIP(host) !== 0) addresses = [host];
-  else {
-    try {
-      addresses = await lookup(host);
-    } catch {
-      return `its host ${host} does not resolve`;
-    }
-  }
-  for (const address of addresses) {
-    const scope = addressScope(address);
-    if (scope !== 'public' && !allowed.has(address.toLowerCase())) {
-      return address === host
-        ? `${address} is a ${scope} address`
-        : `its host ${host} resolves to ${address}, a ${scope} address`;
-    }
-  }
-  return null;
+/** 4 for an IPv4 address, 6 for an IPv6 one, 0 for anything else. */
+export function ipFamily(text: string): 0 | 4 | 6 {
+  return isIP(text) as 0 | 4 | 6;
 }

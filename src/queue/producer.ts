@@ -3,16 +3,17 @@
 // connection fails fast, so a Redis outage surfaces as an error the relay can retry later.
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { forwardJobOptions } from '../workers/forwarding/forward-policy.ts';
 import { createOutageLog, type Logger } from '../logger.ts';
 import { checkRedis, connectRedis, connected, type RedisHealth } from './connections.ts';
 import {
   QUEUE_NAMES,
   RETENTION,
   forwardJobId,
+  forwardJobOptions,
   reminderSchedulerId,
   WEBHOOK_BACKOFF,
   webhookJobId,
+  webhookMaxAttempts,
   type QueueName,
   type QueuePayloads,
 } from './registry.ts';
@@ -21,7 +22,7 @@ export interface QueueSettings {
   readonly redisUrl: string;
   readonly queuePrefix: string;
   readonly ehrMaxAttempts: number;
-  /** The waits before each webhook retry; attempts are one more than its length. */
+  /** The waits before each webhook retry; the attempts they give are `webhookMaxAttempts`. */
   readonly webhookRetryScheduleMs: readonly number[];
 }
 
@@ -171,7 +172,7 @@ export function createQueueProducer(settings: QueueSettings, logger: Logger): Qu
           data: payload,
           opts: {
             jobId: webhookJobId(payload, replay),
-            attempts: settings.webhookRetryScheduleMs.length + 1,
+            attempts: webhookMaxAttempts(settings.webhookRetryScheduleMs),
             backoff: { type: WEBHOOK_BACKOFF },
             removeOnComplete: RETENTION.completed,
             removeOnFail: RETENTION.failed,

@@ -4,6 +4,7 @@
 // database. Everything it calls is idempotent, so several reconcilers may run at once.
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
+import { messageIdOf } from '../domain/ids.ts';
 import { ehrSubmissionRepository, type DueForward } from '../db/forwarding-ledger.repository.ts';
 import { reminderRepository } from '../db/reminders.repository.ts';
 import type { Database } from '../db/schema.ts';
@@ -49,7 +50,7 @@ export function createReconciler(deps: ReconcilerDeps) {
         const added = await deps.producer.ensureForward({
           referralId: id,
           version: dueVersion,
-          requestId: `reconcile.${id}.v${dueVersion}`,
+          requestId: `reconcile.${messageIdOf(id, dueVersion)}`,
         });
         if (added) requeued++;
       }

@@ -1,6 +1,8 @@
-// The typed queue registry: each queue's name and the payload its jobs carry. Producers and workers
-// both read these types, so they cannot disagree. Payloads carry IDs only, never patient data:
-// BullMQ keeps job data in Redis in clear text.
+// The typed queue registry: each queue's name, the payload its jobs carry and the result a finished
+// job returns. Producers, workers and the dashboard read these types, so they cannot disagree.
+// Payloads carry IDs only, never patient data: BullMQ keeps job data in Redis in clear text.
+import type { JobsOptions, WorkerOptions } from 'bullmq';
+import { messageIdOf } from '../domain/ids.ts';
 
 export interface QueuePayloads {
   /** Forward the referral's current form to the EHR. `version` is the trigger's, for tracing. */
@@ -13,6 +15,31 @@ export interface QueuePayloads {
 
 export type QueueName = keyof QueuePayloads;
 
+/** How a forward job ended without going back to the queue (a deferred one waits for the circuit). */
+export type SettledForward = 'delivered' | 'nothing-to-send' | 'withdrawn';
+
+/** What one firing of a reminder schedule did. */
+export type FireResult =
+  | { readonly kind: 'sent'; readonly sequence: number; readonly remaining: number }
+  /** This firing was recorded before (a retry); nothing new was sent. */
+  | { readonly kind: 'already-sent'; readonly remaining: number }
+  /** The referral left pending-acceptance, was deleted, or has had every reminder. */
+  | { readonly kind: 'done' };
+
+/** How a webhook job ended without a retry, in words the dashboard may show. */
+export type SettledWebhook =
+  'delivered' | 'subscription-deleted' | 'subscription-disabled' | 'event-expired' | 'not-subscribed';
+
+/**
+ * What each queue's finished job returns. BullMQ keeps it on the job, and the dashboard shows it
+ * (api/admin/job-redaction.ts), so results are words and counts, never patient data.
+ */
+export interface QueueResults {
+  'ehr-forward': SettledForward;
+  reminders: FireResult;
+  webhooks: SettledWebhook;
+}
+
 export const QUEUE_NAMES = ['ehr-forward', 'reminders', 'webhooks'] as const satisfies readonly QueueName[];
 
 /**
@@ -23,12 +50,56 @@ export function webhookJobId(payload: QueuePayloads['webhooks'], replay?: string
   return `${payload.eventId}.${payload.subscriptionId}${replay === undefined ? '' : `.replay-${replay}`}`;
 }
 
+/** The custom backoff type the forward worker computes (Retry-After, exponential with jitter). */
+export const FORWARD_BACKOFF = 'ehr';
+
+/** What a forward job is told when it is added: its attempts (EHR_MAX_ATTEMPTS) and its backoff type. */
+export function forwardJobOptions(policy: { readonly maxAttempts: number }): JobsOptions {
+  return { attempts: policy.maxAttempts, backoff: { type: FORWARD_BACKOFF } };
+}
+
 /** The backoff type of webhook jobs; the worker computes each wait from WEBHOOK_RETRY_SCHEDULE. */
 export const WEBHOOK_BACKOFF = 'webhook';
 
-/** Deterministic: the forward due at `version`. BullMQ forbids ':' in custom job IDs. */
+/**
+ * How many times a webhook job runs: once, then once after each wait of WEBHOOK_RETRY_SCHEDULE. The
+ * producer gives the job that many attempts and the worker tells a delivery which one is its last.
+ */
+export function webhookMaxAttempts(retryScheduleMs: readonly number[]): number {
+  return retryScheduleMs.length + 1;
+}
+
+type WorkerDefaults = Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount'> & {
+  /** Jobs one worker process runs at once, unless its settings say otherwise. */
+  readonly concurrency: number;
+};
+
+// A worker that dies (a crash, a SIGKILL, a lost machine) leaves its active jobs behind. BullMQ gives
+// them back through its stalled check: a job still active whose lock has expired (lockDuration,
+// renewed every half of it while the job runs) returns to wait. The check needs two passes and runs
+// at most once per stalledInterval across all workers, so with BullMQ's default of 30 s a job waited
+// up to about 90 s after its worker died; at 10 s it waits about lockDuration + 20 s. Checking more
+// often costs one short script run; a job counts as stalled only once its lock is gone, so no job is
+// taken from a worker that is alive. A job that stalls a second time fails ("job stalled more than
+// allowable limit"); a forward's referral is still queued in the database, so the reconciler enqueues
+// it afresh.
+const PROMPT_RECOVERY = { lockDuration: 30_000, stalledInterval: 10_000, maxStalledCount: 1 } as const;
+
+/** Each queue's worker settings, beside its queue: the workers read them from here. */
+export const WORKER_DEFAULTS = {
+  'ehr-forward': { concurrency: 16, ...PROMPT_RECOVERY },
+  // Reminders keep BullMQ's own lock and stall settings.
+  reminders: { concurrency: 8 },
+  // Deliveries wait on receivers, not on this process: many at once.
+  webhooks: { concurrency: 32, ...PROMPT_RECOVERY },
+} as const satisfies Record<QueueName, WorkerDefaults>;
+
+/**
+ * Deterministic: the forward due at `version`, named by its message ID, so the job, the request and
+ * the ledger row of one version share one name. BullMQ forbids ':' in custom job IDs; it has none.
+ */
 export function forwardJobId(referralId: string, version: number): string {
-  return `${referralId}.v${version}`;
+  return messageIdOf(referralId, version);
 }
 
 /** One reminder schedule per referral. */

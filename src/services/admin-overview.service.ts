@@ -13,11 +13,8 @@ import {
 import { ehrCircuitRepository, type CircuitRow } from '../db/forwarding-circuit.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { QueueProducer } from '../queue/producer.ts';
+import { COUNTED_STATES, type QueueCounts } from '../render/pages/admin-overview.page.ts';
 import { QUEUE_NAMES, type QueueName } from '../queue/registry.ts';
-
-export const COUNTED_STATES = ['waiting', 'active', 'delayed', 'failed', 'completed'] as const;
-export type CountedState = (typeof COUNTED_STATES)[number];
-export type QueueCounts = Readonly<Record<CountedState, number>>;
 
 export interface RedisStatus {
   readonly reachable: boolean;

@@ -2,33 +2,14 @@
 // a time after an opaque cursor (see db/events.repository.ts for why nothing is skipped under
 // concurrent writes). A system that missed webhook deliveries, or never subscribed, reads exactly what
 // it missed. With `wait`, an empty page is held open until an event arrives or the wait ends.
-import { v7 as uuidv7 } from 'uuid';
 import type { Kysely } from 'kysely';
-import type { InstitutionRef } from '../domain/access.ts';
 import type { Clock } from '../domain/clock.ts';
+import { toEventView, type EventView } from '../domain/events.ts';
 import { ForbiddenRoleError, ValidationError } from '../errors.ts';
-import { auditRepository } from '../db/audit.repository.ts';
-import {
-  FEED_START,
-  referralEventRepository,
-  type FeedPosition,
-  type ReferralEvent,
-} from '../db/events.repository.ts';
+import { auditEventOf, auditRepository } from '../db/audit.repository.ts';
+import { FEED_START, referralEventRepository, type FeedPosition } from '../db/events.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';
-
-/** An event as an institution reads it (feed and webhook alike): IDs and a sentence, no patient data. */
-export interface EventView {
-  readonly id: string;
-  readonly type: string;
-  readonly occurredAt: string;
-  readonly referralId: string;
-  readonly referralVersion: number;
-  /** The institution the event is for: the one reading the feed, or the subscription's. */
-  readonly institution: { readonly idType: string; readonly id: string };
-  readonly system: string;
-  readonly description: string;
-}
 
 export interface FeedPage {
   readonly data: EventView[];
@@ -49,22 +30,7 @@ export interface FeedRequest {
   readonly signal?: AbortSignal | undefined;
 }
 
-export const MAX_FEED_LIMIT = 500;
-export const MAX_FEED_WAIT_SECONDS = 30;
 const POLL_MS = 250;
-
-export function toEventView(event: ReferralEvent, institution: InstitutionRef): EventView {
-  return {
-    id: event.id,
-    type: event.type,
-    occurredAt: event.occurredAt.toISOString(),
-    referralId: event.referralId,
-    referralVersion: event.referralVersion,
-    institution: { idType: institution.idType, id: institution.id },
-    system: event.system,
-    description: event.description,
-  };
-}
 
 /** The opaque cursor of a feed position: base64url of `<xid>.<position>`. */
 export function encodeCursor(at: FeedPosition): string {
@@ -107,18 +73,10 @@ export function createEventFeed(deps: { readonly db: Kysely<Database>; readonly 
       }
       const shown = page.slice(0, request.limit);
       const last = shown.at(-1);
-      await auditRepository(deps.db).record({
-        id: uuidv7(),
-        occurredAt: deps.clock.now(),
-        requestId: caller.requestId,
-        apiKeyId: caller.apiKeyId,
-        system: caller.system,
-        institution: caller.institution,
-        requesterIdentifier: caller.requesterIdentifier,
-        action: 'events.read',
-        outcome: 'success',
-        referralIds: [...new Set(shown.map((e) => e.referralId))],
-      });
+      const referralIds = [...new Set(shown.map((e) => e.referralId))];
+      await auditRepository(deps.db).record(
+        auditEventOf(caller, 'events.read', referralIds, deps.clock.now()),
+      );
       return {
         data: shown.map((e) => toEventView(e, caller.institution)),
         metadata: {

@@ -9,7 +9,7 @@ import type { ReferralQueries } from './referral-queries.ts';
 import { referralBundleOf, type ReferralBundle } from '../render/fhir/referral-bundle.mapping.ts';
 
 /** The audit action of a FHIR read, beside `referral.read` and `referral.read-ehr-form`. */
-export const FHIR_READ_ACTION = 'referral.read-fhir';
+const FHIR_READ_ACTION = 'referral.read-fhir';
 
 export interface ReferralFhirDeps {
   readonly referralQueries: Pick<ReferralQueries, 'getContent'>;

@@ -14,7 +14,7 @@ import { NotFoundError, ReferralNotFoundError } from '../errors.ts';
 import { ehrFormRepository } from '../db/forwarding-form.repository.ts';
 import type { RenderedEhrForm } from '../render/ehr-form.ts';
 import { sha256Hex } from '../domain/forwarding/content-digest.ts';
-import { auditRepository } from '../db/audit.repository.ts';
+import { auditEventOf, auditRepository, systemActor } from '../db/audit.repository.ts';
 import {
   ehrSubmissionRepository,
   type EhrSubmission,
@@ -22,7 +22,7 @@ import {
 } from '../db/forwarding-ledger.repository.ts';
 import { referralRepository, type ReferralRecord } from '../db/referral.repository.ts';
 import type { Database } from '../db/schema.ts';
-import { audit, systemAuditEventOf } from './referral-mutation.ts';
+import { audit } from './referral-mutation.ts';
 import { changeLogRepository } from '../db/change-log.repository.ts';
 import { ehrFormSourceFor } from './referral-queries.ts';
 import type { Metrics } from '../observability/metrics.ts';
@@ -137,8 +137,8 @@ export function createEhrForwarding(deps: ForwardingDeps) {
               requestId,
               at: now,
             })),
-            audit: systemAuditEventOf(
-              requestId,
+            audit: auditEventOf(
+              systemActor(requestId),
               'ehr.forward.retry-failed',
               requeued.map((r) => r.id),
               now,
@@ -186,7 +186,7 @@ export function createEhrForwarding(deps: ForwardingDeps) {
           producedAt: now,
           fromStatuses: LIFECYCLE[operation].from.system,
         },
-        audit: systemAuditEventOf(a.requestId, `ehr.forward.${a.outcome}`, [a.referralId], now),
+        audit: auditEventOf(systemActor(a.requestId), `ehr.forward.${a.outcome}`, [a.referralId], now),
       });
       if (!found) throw new ReferralNotFoundError(a.referralId);
       deps.metrics.observeEhrAttempt(a.outcome, a.httpStatus, a.durationMs / 1000);
@@ -248,18 +248,9 @@ export function createEhrForwarding(deps: ForwardingDeps) {
         const now = deps.clock.now();
         if (reader.role !== 'ops') await audit(trx, reader, LEDGER_READ, [referralId], now);
         else {
-          await auditRepository(trx).record({
-            id: uuidv7(),
-            occurredAt: now,
-            requestId: reader.requestId,
-            apiKeyId: reader.apiKeyId,
-            system: reader.system,
-            institution: null,
-            requesterIdentifier: null,
-            action: LEDGER_READ,
-            outcome: 'success',
-            referralIds: [referralId],
-          });
+          // An ops key reads for no institution, and no person is named with it.
+          const actor = { ...reader, institution: null, requesterIdentifier: null };
+          await auditRepository(trx).record(auditEventOf(actor, LEDGER_READ, [referralId], now));
         }
         return (await ehrSubmissionRepository(trx).list(referralId)).map(toSubmissionView);
       });

@@ -8,21 +8,20 @@
 //
 // A link acts with the key that minted it: the session's writes are audited with that key, so a
 // link whose key has since been revoked (or that names none) opens nothing.
-import { v7 as uuidv7 } from 'uuid';
 import type { Kysely } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
 import type { Clock } from '../domain/clock.ts';
+import { WEB_FORM_SYSTEM } from '../domain/links.ts';
 import type { LinkAction } from '../domain/referral-view.ts';
 import type { Role } from '../domain/statuses.ts';
 import { apiKeyRepository } from '../db/api-key.repository.ts';
-import { auditRepository } from '../db/audit.repository.ts';
+import { auditEventOf, auditRepository } from '../db/audit.repository.ts';
 import type { Executor } from '../db/executor.ts';
 import { linkTokenRepository, type LinkTokenRecord } from '../db/links.repository.ts';
 import type { Database } from '../db/schema.ts';
 import { hashLinkToken } from './links-minter.ts';
 
 export const LINK_REDEEM_ACTION = 'link.redeem';
-export const WEB_FORM_SYSTEM = 'Manual';
 
 /** What an opened link grants: the scope of the session it starts. */
 export interface LinkGrant {
@@ -64,18 +63,17 @@ export function createLinkRedemption(deps: { readonly db: Kysely<Database>; read
     requestId: string,
     now: Date,
   ): Promise<void> {
-    await auditRepository(db).record({
-      id: uuidv7(),
-      occurredAt: now,
+    // The person who opened the link acts through the web form, for the key and institution it was made for.
+    const actor = {
       requestId,
       apiKeyId: link.apiKeyId,
       system: WEB_FORM_SYSTEM,
       institution: link.institution,
       requesterIdentifier: link.requesterIdentifier,
-      action: LINK_REDEEM_ACTION,
-      outcome,
-      referralIds: [link.referralId],
-    });
+    };
+    await auditRepository(db).record(
+      auditEventOf(actor, LINK_REDEEM_ACTION, [link.referralId], now, outcome),
+    );
   }
 
   return {

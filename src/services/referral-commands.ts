@@ -24,12 +24,8 @@ import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';
 import type { LinkMinter } from './links-minter.ts';
 import { writeTransaction } from './write-transaction.ts';
-import {
-  auditEventOf,
-  createMutationRunner,
-  timelineEventsOf,
-  type PlanContext,
-} from './referral-mutation.ts';
+import { createMutationRunner, timelineEventsOf, type PlanContext } from './referral-mutation.ts';
+import { auditEventOf } from '../db/audit.repository.ts';
 import { changeLogRepository } from '../db/change-log.repository.ts';
 import { reloadReferralView } from './referral-queries.ts';
 import { toSummary } from './referral-presenter.ts';

@@ -14,7 +14,7 @@ import { outboxTopics, type Decision, type Operation } from '../domain/lifecycle
 import type { Party } from '../domain/statuses.ts';
 import type { TimelineEntry } from '../domain/timeline.ts';
 import { ConcurrentModificationError, VersionMismatchError } from '../errors.ts';
-import { auditRepository, type AuditEvent } from '../db/audit.repository.ts';
+import { auditEventOf, auditRepository } from '../db/audit.repository.ts';
 import { changeLogRepository } from '../db/change-log.repository.ts';
 import type { NewOutboxMessage } from '../db/outbox.repository.ts';
 import type { NewTimelineEvent } from '../db/referral-children.repository.ts';
@@ -50,27 +50,6 @@ const MAX_ATTEMPTS = 5;
 
 class LostRace extends Error {}
 
-/** The audit row of a successful action by `caller`. */
-export function auditEventOf(
-  caller: Caller,
-  action: string,
-  referralIds: readonly string[],
-  now: Date,
-): AuditEvent {
-  return {
-    id: uuidv7(),
-    occurredAt: now,
-    requestId: caller.requestId,
-    apiKeyId: caller.apiKeyId,
-    system: caller.system,
-    institution: caller.institution,
-    requesterIdentifier: caller.requesterIdentifier,
-    action,
-    outcome: 'success',
-    referralIds,
-  };
-}
-
 /** Audits a successful action in the current transaction. */
 export async function audit(
   trx: Transaction<Database>,
@@ -80,30 +59,6 @@ export async function audit(
   now: Date,
 ): Promise<void> {
   await auditRepository(trx).record(auditEventOf(caller, action, referralIds, now));
-}
-
-/** The system acting on its own behalf: audit rows that name no key, institution or requester. */
-export const SYSTEM_ACTOR = 'refhub';
-
-/** The audit row of work refhub did on its own (a forward, a reminder), under the request that caused it. */
-export function systemAuditEventOf(
-  requestId: string,
-  action: string,
-  referralIds: readonly string[],
-  now: Date,
-): AuditEvent {
-  return {
-    id: uuidv7(),
-    occurredAt: now,
-    requestId,
-    apiKeyId: null,
-    system: SYSTEM_ACTOR,
-    institution: null,
-    requesterIdentifier: null,
-    action,
-    outcome: 'success',
-    referralIds,
-  };
 }
 
 /** Timeline rows for `events`, produced now by `system` (the caller's system or refhub). */

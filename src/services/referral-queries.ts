@@ -8,7 +8,7 @@ import { linkActionsFor } from '../domain/links.ts';
 import type { EhrFormSource, LinkView, ReferralSummaryView, ReferralView } from '../domain/referral-view.ts';
 import type { CoreStatus } from '../domain/statuses.ts';
 import { toAppointmentView, type ReferralParts } from '../db/referral-children.repository.ts';
-import { auditRepository } from '../db/audit.repository.ts';
+import { auditEventOf, auditRepository } from '../db/audit.repository.ts';
 import { ehrFormRepository } from '../db/forwarding-form.repository.ts';
 import { linkTokenRepository } from '../db/links.repository.ts';
 import {
@@ -22,7 +22,6 @@ import type { Executor } from '../db/executor.ts';
 import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';
 import type { LinkMinter } from './links-minter.ts';
-import { auditEventOf } from './referral-mutation.ts';
 import { toEhrForwarding, toStoredSummary, toSummary } from './referral-presenter.ts';
 
 export interface QueryDeps {

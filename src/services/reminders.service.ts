@@ -15,8 +15,10 @@ import { reminderRepository } from '../db/reminders.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Executor } from '../db/executor.ts';
 import type { ReminderSchedule } from '../queue/producer.ts';
+import type { FireResult } from '../queue/registry.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import { systemAuditEventOf, timelineEventsOf } from './referral-mutation.ts';
+import { timelineEventsOf } from './referral-mutation.ts';
+import { auditEventOf, systemActor } from '../db/audit.repository.ts';
 import { changeLogRepository } from '../db/change-log.repository.ts';
 
 export interface ReminderPolicy {
@@ -32,12 +34,8 @@ export interface ReminderDeps {
   readonly metrics: Pick<Metrics, 'reminderSent'>;
 }
 
-export type FireResult =
-  | { readonly kind: 'sent'; readonly sequence: number; readonly remaining: number }
-  /** This firing was recorded before (a retry); nothing new was sent. */
-  | { readonly kind: 'already-sent'; readonly remaining: number }
-  /** The referral left pending-acceptance, was deleted, or has had every reminder. */
-  | { readonly kind: 'done' };
+/** What one firing did (the reminder queue's job result). */
+export type { FireResult };
 
 const KIND = 'provider-patient-create';
 const PENDING_EVENT = 'referral.pending-acceptance';
@@ -96,7 +94,7 @@ export function createReminders(deps: ReminderDeps) {
             now,
           ),
           outbox: [],
-          audit: systemAuditEventOf(requestId, 'referral.reminder-sent', [referralId], now),
+          audit: auditEventOf(systemActor(requestId), 'referral.reminder-sent', [referralId], now),
         });
         return { kind: 'sent', sequence, remaining: policy.max - sequence };
       });

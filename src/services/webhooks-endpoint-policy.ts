@@ -2,7 +2,7 @@
 // changes, as EHR_URL is at start: `https` (plain `http` only outside production), no credentials
 // in the URL, and in production a host whose every address is public unless WEBHOOK_ALLOWED_ADDRESSES
 // names it. The delivery client checks the addresses again when it connects (DNS may change).
-import { nonPublicAddressReason, type HostLookup } from '../domain/network-address.ts';
+import { nonPublicAddressReason, type HostLookup } from './outbound-address.ts';
 import { ValidationError } from '../errors.ts';
 
 export interface EndpointPolicy {

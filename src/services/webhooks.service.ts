@@ -6,19 +6,19 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
-import { EVENT_TYPES, TEST_EVENT_TYPE } from '../domain/events.ts';
+import { EVENT_TYPES, TEST_EVENT_TYPE, type EventView } from '../domain/events.ts';
 import { LimitExceededError, NotFoundError, ValidationError } from '../errors.ts';
-import { auditRepository } from '../db/audit.repository.ts';
+import { auditEventOf, auditRepository } from '../db/audit.repository.ts';
 import { webhookAttemptRepository, type WebhookAttempt } from '../db/webhook-attempt.repository.ts';
 import {
   webhookSubscriptionRepository,
+  type SigningSubscription,
   type SubscriptionPatch,
   type WebhookSubscription,
 } from '../db/webhook-subscription.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';
 import { checkEndpointUrl, type EndpointPolicy } from './webhooks-endpoint-policy.ts';
-import { deliverOnce, type DeliveryDeps } from '../workers/webhooks/delivery.ts';
 import { newSigningSecret } from '../domain/webhooks-signature.ts';
 
 /** How long the previous secret keeps signing after a rotation. */
@@ -119,8 +119,17 @@ export interface SubscriptionDeps {
   readonly db: Kysely<Database>;
   readonly clock: Clock;
   readonly endpoints: EndpointPolicy;
-  /** Sends a test event; built on first use (the API does not open an HTTP client until then). */
-  readonly delivery: () => DeliveryDeps;
+  /**
+   * Sends one signed delivery once and records the attempt: the webhook worker's own delivery, passed
+   * in by the composition root, so a test event goes out exactly as every delivery does. Its HTTP
+   * client is opened on first use (the API opens none until a test is sent).
+   */
+  readonly deliver: (input: {
+    readonly subscription: SigningSubscription;
+    readonly view: EventView;
+    readonly attempt: number;
+    readonly final: boolean;
+  }) => Promise<Omit<WebhookAttempt, 'subscriptionId'>>;
 }
 
 export function createWebhookSubscriptions(deps: SubscriptionDeps) {
@@ -128,18 +137,7 @@ export function createWebhookSubscriptions(deps: SubscriptionDeps) {
   const notFound = (id: string) => new NotFoundError(`No webhook subscription ${id} for this institution.`);
 
   async function audited(caller: Caller, action: string): Promise<void> {
-    await auditRepository(deps.db).record({
-      id: uuidv7(),
-      occurredAt: deps.clock.now(),
-      requestId: caller.requestId,
-      apiKeyId: caller.apiKeyId,
-      system: caller.system,
-      institution: caller.institution,
-      requesterIdentifier: caller.requesterIdentifier,
-      action,
-      outcome: 'success',
-      referralIds: [],
-    });
+    await auditRepository(deps.db).record(auditEventOf(caller, action, [], deps.clock.now()));
   }
 
   async function found(caller: Caller, id: string): Promise<WebhookSubscription> {
@@ -230,7 +228,7 @@ export function createWebhookSubscriptions(deps: SubscriptionDeps) {
       const subscription = await repo.forSigning(id, now);
       if (subscription === undefined) throw notFound(id);
       const eventId = uuidv7();
-      const record = await deliverOnce(deps.delivery(), {
+      const record = await deps.deliver({
         subscription,
         attempt: 1,
         final: true,

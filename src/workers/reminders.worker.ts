@@ -6,7 +6,7 @@ import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
 import { logWorkerErrors } from './worker-errors.ts';
-import type { QueuePayloads } from '../queue/registry.ts';
+import { WORKER_DEFAULTS, type QueuePayloads } from '../queue/registry.ts';
 import type { FireResult, Reminders } from '../services/reminders.service.ts';
 
 export type ReminderPayload = QueuePayloads['reminders'];
@@ -45,7 +45,7 @@ export function startReminderWorker(
       const firingKey = job.id ?? `${job.name}.${job.timestamp}`;
       return fireReminder({ ...deps, logger: deps.logger.child({ jobId: firingKey }) }, job.data, firingKey);
     },
-    { connection: settings.connection, prefix: settings.queuePrefix, concurrency: 8 },
+    { connection: settings.connection, prefix: settings.queuePrefix, ...WORKER_DEFAULTS.reminders },
   );
   logWorkerErrors(worker, settings.connection, deps.logger);
   return worker;

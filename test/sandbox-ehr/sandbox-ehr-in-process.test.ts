@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config.ts';
 import { loadConfig } from '../../src/config.ts';
 import { sha256Hex } from '../../src/domain/forwarding/content-digest.ts';
-import { serveSandboxEhr } from '../../src/sandbox-ehr/sandbox-ehr-command.ts';
+import { serveSandboxEhr } from '../../src/composition/commands.ts';
 import { createSandboxEhr, EHR_PATH } from '../../src/sandbox-ehr/sandbox-ehr.ts';
 import {
   createSandboxEhrState,

@@ -1,7 +1,7 @@
 // The environment of a refhub child process: the parent's, without any variable refhub reads, and then
 // the settings the caller gives it. A setting in the developer's shell (a DATABASE_URL, a REMINDER_MAX)
 // never reaches a child that was not given it. The names are those of .env.example, which
-// test/unit/env-example.test.ts keeps equal to what src/config.ts reads.
+// test/config-env-example.test.ts keeps equal to what src/config.ts reads.
 import fs from 'node:fs';
 import path from 'node:path';
 

@@ -1,5 +1,6 @@
-// Runs once before the suite: every repository test runs on PostgreSQL as well as PGlite, so fail
-// early, and clearly, when PostgreSQL cannot be reached.
+// Runs once before the `int` and `browser` projects (vitest.config.ts): their tests run on PostgreSQL
+// (every repository test on PostgreSQL as well as PGlite), so fail early, and clearly, when
+// PostgreSQL cannot be reached. The `fast` project needs no server and runs without this check.
 import pg from 'pg';
 import { testDatabaseUrl } from './engines.ts';
 

@@ -9,7 +9,7 @@ import type { Database } from '../../src/db/schema.ts';
 import { systemClock } from '../../src/domain/clock.ts';
 import { createApiKeyService } from '../../src/services/api-key.service.ts';
 import { createCatalogService } from '../../src/services/catalog.service.ts';
-import { DEMO_CATALOG_FILE } from '../../src/services/demo-setup.ts';
+import { DEMO_CATALOG_FILE } from '../../src/composition/demo-setup.ts';
 import { startPostgresServer, type PostgresServer } from './postgres-server.ts';
 import { startRecordingEhr, type RecordingEhr } from './recording-ehr.ts';
 import { startRedisServer, type RedisServer } from './redis-server.ts';

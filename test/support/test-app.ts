@@ -2,13 +2,13 @@
 // test needs: two senders, two providers and ops. Logs are captured so tests can inspect them.
 import { Writable } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { buildApp } from '../../src/api/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createContext, type AppContext } from '../../src/composition/context.ts';
+import { createApiApp } from '../../src/composition/api-app.ts';
 import type { Engine } from '../../src/db/database.ts';
 import type { Clock } from '../../src/domain/clock.ts';
 import { createLogger } from '../../src/logger.ts';
-import { DEMO_CATALOG_FILE } from '../../src/services/demo-setup.ts';
+import { DEMO_CATALOG_FILE } from '../../src/composition/demo-setup.ts';
 import { openTestStore, type TestStoreOptions } from './engines.ts';
 
 export interface TestParty {
@@ -74,7 +74,7 @@ export async function createTestApp(engine: Engine, options: TestAppOptions = {}
     });
     return { key, institution: { institutionIdType: 'hci', institutionId } };
   };
-  const app = await buildApp(ctx);
+  const app = await createApiApp(ctx);
   await app.ready();
   const parties = {
     sender: await party('HAS', 'sender', 'S1234A'),

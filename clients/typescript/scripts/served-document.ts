@@ -1,9 +1,9 @@
 // The OpenAPI document exactly as refhub serves it at /openapi.json, built in this process: the real
 // app on an embedded store in memory, so no server, database or Redis is needed and nothing is
 // written to disk. The settings are fixed, so the document does not depend on the shell it runs in.
-import { buildApp } from '../../../src/api/app.ts';
 import { loadConfig } from '../../../src/config.ts';
 import { createContext } from '../../../src/composition/context.ts';
+import { createApiApp } from '../../../src/composition/api-app.ts';
 import { migrateToLatest, openStore } from '../../../src/db/database.ts';
 
 /** The document as JSON data; openapi-typescript checks its shape. */
@@ -15,7 +15,7 @@ export async function servedDocument(): Promise<OpenApiDocument> {
   const ctx = await createContext(config, 'client-generate', { store });
   try {
     await migrateToLatest(store.db);
-    const app = await buildApp(ctx);
+    const app = await createApiApp(ctx);
     try {
       await app.ready();
       const res = await app.inject({ method: 'GET', url: '/openapi.json' });

@@ -1,9 +1,11 @@
 // What each ops request is, for the audit trail and for the write guard: its audit action, whether a
 // granted request is audited, and whether it changes the queues. Routes are matched by their pattern
 // (bull-board's own, under /admin/queues), never by the raw URL.
+import { uuidsIn } from '../../domain/ids.ts';
 
-export const ADMIN_PATH = '/admin';
-export const BOARD_PATH = '/admin/queues';
+import { ADMIN_PATH, BOARD_PATH } from '../../render/pages/admin-overview.page.ts';
+
+export { ADMIN_PATH, BOARD_PATH };
 const BOARD_API = `${BOARD_PATH}/api/`;
 const BOARD_STATIC = `${BOARD_PATH}/static/`;
 
@@ -92,11 +94,9 @@ export function accessOf(
   return { action: 'admin.queues.read', auditGranted: read, write: !read, writeAllowed: false };
 }
 
-const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
-
 /** The referral IDs a request names: job IDs (`<referralId>.v3`, `repeat:reminder.<referralId>:…`) carry them. */
 export function referralIdsOf(params: Readonly<Record<string, unknown>>): string[] {
   const jobId = params.jobId;
   if (typeof jobId !== 'string') return [];
-  return [...new Set(jobId.match(UUID) ?? [])].map((id) => id.toLowerCase());
+  return [...new Set(uuidsIn(jobId))].map((id) => id.toLowerCase());
 }

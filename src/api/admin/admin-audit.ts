@@ -3,16 +3,15 @@
 // person behind a shared ops key), the action and the referral IDs a job ID names.
 import type { FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
-import { v7 as uuidv7 } from 'uuid';
 import type { ApiKeyRecord } from '../../db/api-key.repository.ts';
-import { auditRepository } from '../../db/audit.repository.ts';
+import { auditEventOf, auditRepository, type AuditOutcome } from '../../db/audit.repository.ts';
 import type { Database } from '../../db/schema.ts';
 import type { Clock } from '../../domain/clock.ts';
 import type { AdminAction } from './admin-access.ts';
 
 export interface AdminAuditEntry {
   readonly action: AdminAction;
-  readonly outcome: 'success' | 'denied';
+  readonly outcome: AuditOutcome;
   /** The key presented; null when it was not a valid key. */
   readonly key: ApiKeyRecord | null;
   /** The user name given with the key, when it is one a person would type. */
@@ -35,18 +34,17 @@ export function userNameForAudit(user: string): string | null {
 export function createAdminAudit(deps: { readonly db: Kysely<Database>; readonly clock: Clock }): AdminAudit {
   return {
     async record(request, entry) {
-      await auditRepository(deps.db).record({
-        id: uuidv7(),
-        occurredAt: deps.clock.now(),
+      // An ops key acts for no institution; the person is the user name typed at the prompt.
+      const actor = {
         requestId: request.id,
         apiKeyId: entry.key?.id ?? null,
         system: entry.key?.system ?? null,
         institution: null,
         requesterIdentifier: entry.user,
-        action: entry.action,
-        outcome: entry.outcome,
-        referralIds: entry.referralIds ?? [],
-      });
+      };
+      await auditRepository(deps.db).record(
+        auditEventOf(actor, entry.action, entry.referralIds ?? [], deps.clock.now(), entry.outcome),
+      );
     },
   };
 }

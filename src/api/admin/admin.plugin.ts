@@ -4,24 +4,16 @@
 // bull-board's own plugins (@fastify/static, @fastify/view) and error handler stay inside it.
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../../composition/context.ts';
+import type { AdminParts, ApiDeps } from '../api-deps.ts';
+import { BROWSER_SECURITY_HEADERS } from '../browser-headers.ts';
 import { UnauthorizedError } from '../../errors.ts';
+import { errorKind } from '../../logger.ts';
 import { ADMIN_PATH, BOARD_PATH } from './admin-access.ts';
-import { createAdminAudit } from './admin-audit.ts';
-import { createFailureLimiter, FAILED_AUTHENTICATION } from '../failure-limiter.ts';
-import { createOpsAuth } from './ops-auth.ts';
-import { createOpsOverview } from '../../services/admin-overview.service.ts';
 import { overviewPageCsp, renderOverviewPage } from '../../render/pages/admin-overview.page.ts';
-import { createQueueBoard } from './queue-board.ts';
 
-/** Headers on every ops response: never cached, framed, sniffed or referred from. */
+/** Headers on every ops response: a browser's, and the ops pages are not for search engines either. */
 export const ADMIN_HEADERS: Readonly<Record<string, string>> = {
-  'Cache-Control': 'no-store',
-  'Referrer-Policy': 'no-referrer',
-  'X-Content-Type-Options': 'nosniff',
-  'X-Frame-Options': 'DENY',
-  'Cross-Origin-Opener-Policy': 'same-origin',
-  'Cross-Origin-Resource-Policy': 'same-origin',
+  ...BROWSER_SECURITY_HEADERS,
   'X-Robots-Tag': 'noindex',
 };
 
@@ -46,23 +38,16 @@ export const BOARD_CSP = [
 // leaving the link out spares every page load a blocked request and a console error.
 const THIRD_PARTY_LINK = /<link\b[^>]*\bhref="https?:\/\/[^"]*"[^>]*>\s*/gi;
 
-/** Failed sign-ins one client address may make in the window before they are answered 429. */
-export function adminPlugin(ctx: AppContext) {
+export type AdminDeps = Pick<ApiDeps, 'config'>;
+
+/**
+ * `parts` come from the composition root: the board, the overview, their audit, and the sign-in
+ * (whose failure count limits the failed sign-ins one client address may make in a window).
+ */
+export function adminPlugin(deps: AdminDeps, parts: AdminParts) {
   return async (app: FastifyInstance) => {
-    const writable = ctx.config.opsDashboardWrite;
-    const producer = () => ctx.queues;
-    const board = createQueueBoard({ producer, writable });
-    const overview = createOpsOverview({ db: ctx.db, clock: ctx.clock, producer });
-    const audit = createAdminAudit({ db: ctx.db, clock: ctx.clock });
-    const auth = createOpsAuth({
-      authenticate: (presented) => ctx.apiKeys.authenticate(presented),
-      audit,
-      limiter: createFailureLimiter({ clock: ctx.clock, ...FAILED_AUTHENTICATION }),
-      writable,
-      onGranted: () => {
-        board.attach();
-      },
-    });
+    const writable = deps.config.opsDashboardWrite;
+    const { board, overview, audit, auth } = parts;
 
     app.addHook('onRequest', auth.guard);
     app.addHook('preHandler', auth.auditGranted);
@@ -72,11 +57,7 @@ export function adminPlugin(ctx: AppContext) {
     const onBoard = (url: string | undefined) => url?.startsWith(BOARD_PATH) === true;
     app.addHook('onError', async (request, _reply, error) => {
       if (!onBoard(request.routeOptions.url)) return;
-      const code = (error as { code?: unknown }).code;
-      request.log.warn(
-        { err: { type: error.name, code: typeof code === 'string' ? code : undefined } },
-        'ops page request failed',
-      );
+      request.log.warn({ err: errorKind(error) }, 'ops page request failed');
     });
     app.addHook('onSend', async (request, reply, payload) => {
       for (const [name, value] of Object.entries(ADMIN_HEADERS)) void reply.header(name, value);

@@ -5,16 +5,12 @@
 // sent, and only what is known to be an ID, a number or one of our own enum words gets through.
 // Anything else is replaced by a visible marker, so an unexpected field shows up as a question for
 // the developers instead of as data.
-import type { SettledForward } from '../../workers/forwarding/forward-referral.ts';
-import type { FireResult } from '../../services/reminders.service.ts';
-import type { SettledWebhook } from '../../workers/webhooks/deliver-event.ts';
+import { containsUuid, isUuid } from '../../domain/ids.ts';
+import type { QueueResults } from '../../queue/registry.ts';
 
 /** What replaces a value that is not known to be safe. */
 export const NOT_SHOWN = '[not shown]';
 export const REASON_NOT_SHOWN = '[not shown: not an error code; see the service log for this job]';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const CONTAINS_UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
 
 // The words workers return. `satisfies` makes the type check fail when a worker gains a result this
 // list does not know, so the list cannot silently fall behind (the new word would show as NOT_SHOWN).
@@ -30,7 +26,10 @@ const RESULT_WORDS: ReadonlySet<string> = new Set(
     'subscription-disabled': true,
     'event-expired': true,
     'not-subscribed': true,
-  } satisfies Record<SettledForward | FireResult['kind'] | SettledWebhook, true>),
+  } satisfies Record<
+    QueueResults['ehr-forward'] | QueueResults['reminders']['kind'] | QueueResults['webhooks'],
+    true
+  >),
 );
 
 // Error codes as the workers throw them: `HTTP_503`, `UND_ERR_SOCKET`, `ECONNRESET`, `not_self_contained`.
@@ -61,7 +60,7 @@ function isCount(value: Json): value is number {
 /** A string made by our own code: an enum word (`ehr`, `exponential`) or a token around a UUID (a job ID). */
 export function isSafeToken(value: string): boolean {
   if (/^[a-z][a-z-]{0,63}$/.test(value)) return true;
-  return value.length <= 200 && CONTAINS_UUID.test(value) && /^[A-Za-z0-9._:{}-]+$/.test(value);
+  return value.length <= 200 && containsUuid(value) && /^[A-Za-z0-9._:{}-]+$/.test(value);
 }
 
 /** A job's `failedReason`: an error code, or one of the few messages known to quote nothing. */
@@ -101,7 +100,7 @@ export function redactData(data: Json): Json {
       case 'eventId':
       case 'subscriptionId':
         // A client may choose its own X-Request-Id; only a UUID is certain to be nothing else.
-        out[key] = typeof value === 'string' && UUID.test(value) ? value : NOT_SHOWN;
+        out[key] = typeof value === 'string' && isUuid(value) ? value : NOT_SHOWN;
         break;
       case 'version':
         out[key] = isCount(value) ? value : NOT_SHOWN;

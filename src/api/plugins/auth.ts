@@ -8,9 +8,9 @@ import {
   InstitutionNotPermittedError,
   UnauthorizedError,
 } from '../../errors.ts';
-import { createFailureLimiter, FAILED_AUTHENTICATION } from '../failure-limiter.ts';
+import type { FailureLimiter } from '../failure-limiter.ts';
 import type { ApiKeyRecord } from '../../db/api-key.repository.ts';
-import type { AppContext } from '../../composition/context.ts';
+import type { ApiDeps } from '../api-deps.ts';
 import { isApiRoute } from '../http.ts';
 import type { Caller } from '../../services/caller.ts';
 
@@ -26,19 +26,21 @@ declare module 'fastify' {
 
 const SCHEME = /^ApiKey\s+(\S+)\s*$/i;
 
-export function registerAuth(app: FastifyInstance, ctx: AppContext): void {
+export type AuthDeps = Pick<ApiDeps, 'apiKeys' | 'metrics'>;
+
+/** `failures` counts unknown keys per client address (built by the composition root, one per app). */
+export function registerAuth(app: FastifyInstance, deps: AuthDeps, failures: FailureLimiter): void {
   app.decorateRequest('apiKey', null);
-  const failures = createFailureLimiter({ clock: ctx.clock, ...FAILED_AUTHENTICATION });
 
   app.addHook('onRequest', async (request) => {
     if (!isApiRoute(request)) return;
     const header = request.headers.authorization;
     const presented = header === undefined ? undefined : SCHEME.exec(header)?.[1];
     if (presented === undefined) throw new UnauthorizedError();
-    const key = await ctx.apiKeys.authenticate(presented);
+    const key = await deps.apiKeys.authenticate(presented);
     if (!key) {
       const retryAfter = failures.fail(request.ip);
-      ctx.metrics.authFailure('api-key', retryAfter === undefined ? 'refused' : 'throttled');
+      deps.metrics.authFailure('api-key', retryAfter === undefined ? 'refused' : 'throttled');
       if (retryAfter !== undefined) {
         throw new AppError(
           'rate_limited',

@@ -18,6 +18,7 @@ import type { Transaction } from 'kysely';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { IdempotencyKeyInUseError, IdempotencyKeyReusedError, ValidationError } from '../../errors.ts';
 import type { Executor } from '../../db/executor.ts';
+import { isUuid } from '../../domain/ids.ts';
 import {
   idempotencyRepository,
   LOCK_NOT_AVAILABLE,
@@ -26,7 +27,7 @@ import {
 } from '../../db/idempotency.repository.ts';
 import { linkTokenRepository } from '../../db/links.repository.ts';
 import type { Database } from '../../db/schema.ts';
-import type { AppContext } from '../../composition/context.ts';
+import type { ApiDeps } from '../api-deps.ts';
 import { actionOf, auditRequest } from '../request-audit.ts';
 import { hashLinkToken } from '../../services/links-minter.ts';
 import type { IdempotentWrite } from '../../services/write-transaction.ts';
@@ -58,7 +59,6 @@ export class IdempotencyKeyTaken extends Error {
 const RETENTION_MS = 24 * 3600_000;
 /** How long a request waits for another one with the same key before it answers 409. */
 const CLAIM_WAIT_MS = 5_000;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 const JSON_TYPE = 'application/json; charset=utf-8';
 const NOT_STORED: ReadonlySet<string> = new Set(['idempotency_key_in_use', 'idempotency_key_reused']);
@@ -76,7 +76,7 @@ function referralIdsIn(body: string): string[] {
   const ids: unknown[] = Array.isArray(object.data)
     ? object.data.map((r: unknown) => (r as { id?: unknown } | null)?.id)
     : [object.referralId ?? (typeof object.id === 'string' && 'version' in object ? object.id : undefined)];
-  return ids.filter((id): id is string => typeof id === 'string' && UUID.test(id));
+  return ids.filter((id): id is string => typeof id === 'string' && isUuid(id));
 }
 
 function canonical(value: unknown): unknown {
@@ -111,9 +111,11 @@ function pgCodeOf(error: unknown): unknown {
   return (error as { code?: unknown } | null)?.code;
 }
 
-export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void {
+export type IdempotencyDeps = Pick<ApiDeps, 'config' | 'db' | 'clock' | 'linkMinter'>;
+
+export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps): void {
   const tokenUrl = new RegExp(
-    `${ctx.config.publicUrl.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/l/([A-Za-z0-9_-]{43})`,
+    `${deps.config.publicUrl.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/l/([A-Za-z0-9_-]{43})`,
     'g',
   );
   const marker = /\{\{refhub-link:([0-9a-f-]{36})\}\}/g;
@@ -130,9 +132,9 @@ export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void
   async function withFreshLinks(body: string): Promise<string> {
     let out = body;
     for (const [text, id = ''] of body.matchAll(marker)) {
-      const row = await linkTokenRepository(ctx.db).findById(id);
+      const row = await linkTokenRepository(deps.db).findById(id);
       if (!row) continue;
-      const link = await ctx.linkMinter.mintOne(ctx.db, { ...row }, row.action);
+      const link = await deps.linkMinter.mintOne(deps.db, { ...row }, row.action);
       out = out.replace(text, link.url);
     }
     return out;
@@ -141,13 +143,13 @@ export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void
   /** A replay hands out referral data (and fresh links) again, so it is audited like the original. */
   async function replay(request: FastifyRequest, reply: FastifyReply, stored: StoredResponse) {
     const body = await withFreshLinks(stored.body);
-    await auditRequest(ctx, request, 'success', `${actionOf(request)}.replay`, referralIdsIn(body));
+    await auditRequest(deps, request, 'success', `${actionOf(request)}.replay`, referralIdsIn(body));
     return reply.code(stored.status).headers(stored.headers).header('Idempotent-Replayed', 'true').send(body);
   }
 
   /** Answers a request whose key another request holds: its response, or 422 for another request. */
   async function answerFromRecord(request: FastifyRequest, reply: FastifyReply, claim: KeyClaim) {
-    const existing = await idempotencyRepository(ctx.db).find(claim.apiKeyId, claim.key);
+    const existing = await idempotencyRepository(deps.db).find(claim.apiKeyId, claim.key);
     if (existing === undefined) throw new IdempotencyKeyInUseError();
     if (existing.requestHash !== claim.requestHash) throw new IdempotencyKeyReusedError();
     if (existing.response === null) throw new IdempotencyKeyInUseError();
@@ -199,7 +201,7 @@ export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void
         { path: 'header.Idempotency-Key', message: 'must be 1 to 255 visible ASCII characters' },
       ]);
     }
-    const now = ctx.clock.now();
+    const now = deps.clock.now();
     const claim: KeyClaim = {
       apiKeyId: request.apiKey.id,
       key,
@@ -207,7 +209,7 @@ export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void
       now,
       expiresAt: new Date(now.getTime() + RETENTION_MS),
     };
-    const repo = idempotencyRepository(ctx.db);
+    const repo = idempotencyRepository(deps.db);
     const existing = await repo.find(claim.apiKeyId, key);
     if (existing !== undefined && existing.expiresAt <= now) {
       await repo.release(claim.apiKeyId, key, existing.createdAt);
@@ -226,10 +228,10 @@ export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void
     }
     const code = reply.statusCode >= 400 ? problemCodeOf(payload) : undefined;
     if (code !== undefined && NOT_STORED.has(code)) return payload;
-    await idempotencyRepository(ctx.db).record(keyed.claimOf, {
+    await idempotencyRepository(deps.db).record(keyed.claimOf, {
       status: reply.statusCode,
       headers: { 'content-type': String(reply.getHeader('content-type') ?? JSON_TYPE) },
-      body: await withMarkers(ctx.db, payload),
+      body: await withMarkers(deps.db, payload),
     });
     return payload;
   });

@@ -5,10 +5,10 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { AppError, UnavailableError, ValidationError, type FieldError } from '../../errors.ts';
 import { isDatabaseUnavailable } from '../../db/database.ts';
 import { QUEUE_UNAVAILABLE } from '../../queue/connections.ts';
-import { createOutageLog } from '../../logger.ts';
+import { createOutageLog, errorKind } from '../../logger.ts';
 import { isApiRoute } from '../http.ts';
-import type { AppContext } from '../../composition/context.ts';
-import { actionOf, auditRequest } from '../request-audit.ts';
+import type { ApiDeps } from '../api-deps.ts';
+import { actionOf, auditRequest, type RequestAuditDeps } from '../request-audit.ts';
 import { IdempotencyKeyTaken } from './idempotency.ts';
 
 export interface Problem {
@@ -146,17 +146,19 @@ const DENIED: ReadonlySet<string> = new Set([
   'institution_not_permitted',
 ]);
 
-async function auditDenied(ctx: AppContext, request: FastifyRequest, error: AppError): Promise<void> {
+export type ProblemDeps = Pick<ApiDeps, 'logger'> & RequestAuditDeps;
+
+async function auditDenied(deps: RequestAuditDeps, request: FastifyRequest, error: AppError): Promise<void> {
   if (!DENIED.has(error.code)) return;
   try {
-    await auditRequest(ctx, request, 'denied', actionOf(request));
+    await auditRequest(deps, request, 'denied', actionOf(request));
   } catch (auditError) {
     request.log.error({ err: { type: (auditError as Error).name } }, 'could not audit a denied request');
   }
 }
 
-export function registerProblemHandlers(app: FastifyInstance, ctx: AppContext): void {
-  const databaseOutage = createOutageLog(ctx.logger, {
+export function registerProblemHandlers(app: FastifyInstance, deps: ProblemDeps): void {
+  const databaseOutage = createOutageLog(deps.logger, {
     dependency: 'database',
     down: 'the database cannot be reached; answering 503',
     up: 'the database is reachable again',
@@ -177,15 +179,8 @@ export function registerProblemHandlers(app: FastifyInstance, ctx: AppContext): 
     const appError = toAppError(error);
     const errorCode = (error as { code?: unknown }).code;
     if (appError.code === 'internal_error') {
-      // Only the error's kind and where it was thrown: driver messages may quote stored values.
       request.log.error(
-        {
-          err: {
-            type: error.name,
-            code: typeof errorCode === 'string' ? errorCode : undefined,
-            stack: error.stack?.split('\n').slice(1, 8).join('\n'),
-          },
-        },
+        { err: errorKind(error, { withStack: true }) },
         'request failed: a defect in refhub (500)',
       );
     } else if (appError.code === 'unavailable' && !(error instanceof AppError)) {
@@ -193,7 +188,7 @@ export function registerProblemHandlers(app: FastifyInstance, ctx: AppContext): 
         databaseOutage.failed({ code: typeof errorCode === 'string' ? errorCode : error.name });
       }
     }
-    await auditDenied(ctx, request, appError);
+    await auditDenied(deps, request, appError);
     if (appError.code === 'unauthorized') reply.header('WWW-Authenticate', 'ApiKey');
     return sendProblem(reply, appError);
   });

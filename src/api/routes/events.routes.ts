@@ -3,8 +3,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { AppContext } from '../../composition/context.ts';
-import { MAX_FEED_LIMIT, MAX_FEED_WAIT_SECONDS } from '../../services/events.service.ts';
+import type { ApiDeps } from '../api-deps.ts';
+import { MAX_FEED_LIMIT, MAX_FEED_WAIT_SECONDS } from '../../domain/events.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { institutionOf } from '../http.ts';
 import { RequesterIdentifier } from '../schemas/primitives.ts';
@@ -14,7 +14,9 @@ import { ref } from '../schemas/named.ts';
 import { operation } from '../schemas/operation.ts';
 import { problems, success } from '../schemas/responses.ts';
 
-export function eventRoutes(ctx: AppContext) {
+export type EventRoutesDeps = Pick<ApiDeps, 'eventFeed'>;
+
+export function eventRoutes(deps: EventRoutesDeps) {
   return (fastify: FastifyInstance) => {
     const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
     app.get(
@@ -71,7 +73,7 @@ export function eventRoutes(ctx: AppContext) {
         // The response's close: the client went away (or the answer was sent).
         reply.raw.once('close', onClose);
         try {
-          return await ctx.eventFeed.read(caller, {
+          return await deps.eventFeed.read(caller, {
             after: request.query.after,
             limit: request.query.limit ?? 100,
             waitSeconds: request.query.wait ?? 0,

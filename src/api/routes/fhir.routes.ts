@@ -3,8 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { AppContext } from '../../composition/context.ts';
-import { FHIR_READ_ACTION } from '../../services/fhir.service.ts';
+import type { ApiDeps } from '../api-deps.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { institutionOf, referralHeaders } from '../http.ts';
 import { FhirBundle } from '../schemas/fhir.schema.ts';
@@ -20,14 +19,16 @@ import { problems, success } from '../schemas/responses.ts';
 
 const FHIR_JSON = 'application/fhir+json';
 
-export function fhirRoutes(ctx: AppContext) {
+export type FhirRoutesDeps = Pick<ApiDeps, 'referralFhir'>;
+
+export function fhirRoutes(deps: FhirRoutesDeps) {
   return (fastify: FastifyInstance) => {
     const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
     app.get(
       '/referrals/:referralId/fhir',
       {
-        config: { action: FHIR_READ_ACTION },
+        config: { action: 'referral.read-fhir' },
         schema: {
           ...operation({
             operationId: 'getReferralFhir',
@@ -62,7 +63,7 @@ export function fhirRoutes(ctx: AppContext) {
       async (request, reply) => {
         const { query } = request;
         const caller = callerOf(request, institutionOf(query), query.requesterIdentifier);
-        const view = await ctx.referralFhir.read(caller, request.params.referralId);
+        const view = await deps.referralFhir.read(caller, request.params.referralId);
         void reply.headers(referralHeaders(view));
         return reply.type(`${FHIR_JSON}; charset=utf-8`).send(view.bundle);
       },

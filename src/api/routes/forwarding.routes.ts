@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { AppContext } from '../../composition/context.ts';
+import type { ApiDeps } from '../api-deps.ts';
 import { UnauthorizedError, ValidationError } from '../../errors.ts';
 import { callerOf } from '../plugins/auth.ts';
 import {
@@ -19,7 +19,9 @@ import { ref } from '../schemas/named.ts';
 import { operation } from '../schemas/operation.ts';
 import { problems, success } from '../schemas/responses.ts';
 
-export function ehrSubmissionRoutes(ctx: AppContext) {
+export type ForwardingRoutesDeps = Pick<ApiDeps, 'ehrForwarding'>;
+
+export function ehrSubmissionRoutes(deps: ForwardingRoutesDeps) {
   return (fastify: FastifyInstance) => {
     const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
     app.get(
@@ -61,7 +63,7 @@ export function ehrSubmissionRoutes(ctx: AppContext) {
             system: key.system,
             requestId: request.id,
           };
-          return { data: await ctx.ehrForwarding.submissions(reader, referralId) };
+          return { data: await deps.ehrForwarding.submissions(reader, referralId) };
         }
         const missing = [
           ...(institutionIdType === undefined ? ['institutionIdType'] : []),
@@ -77,7 +79,7 @@ export function ehrSubmissionRoutes(ctx: AppContext) {
           { idType: institutionIdType, id: institutionId },
           requesterIdentifier,
         );
-        return { data: await ctx.ehrForwarding.submissions(caller, referralId) };
+        return { data: await deps.ehrForwarding.submissions(caller, referralId) };
       },
     );
 
@@ -121,7 +123,7 @@ export function ehrSubmissionRoutes(ctx: AppContext) {
           { idType: institutionIdType, id: institutionId },
           requesterIdentifier,
         );
-        return ctx.ehrForwarding.formOfAttempt(caller, referralId, attemptId);
+        return deps.ehrForwarding.formOfAttempt(caller, referralId, attemptId);
       },
     );
   };

@@ -4,7 +4,7 @@
 // probe every few seconds would otherwise repeat the same line forever, or say nothing).
 import type { FastifyInstance } from 'fastify';
 import { isMigrated, ping } from '../../db/database.ts';
-import type { AppContext } from '../../composition/context.ts';
+import type { ApiDeps } from '../api-deps.ts';
 
 type Check = { readonly state: 'ok' } | { readonly state: 'failing'; readonly problem: string };
 const OK: Check = { state: 'ok' };
@@ -24,16 +24,18 @@ function within<T>(work: Promise<T>, ms: number): Promise<T> {
   });
 }
 
+export type HealthDeps = Pick<ApiDeps, 'db' | 'queues' | 'logger' | 'lifecycle'>;
+
 const CHECKS = {
-  database: async (ctx: AppContext): Promise<Check> => {
-    await ping(ctx.db);
+  database: async (deps: HealthDeps): Promise<Check> => {
+    await ping(deps.db);
     return OK;
   },
-  migrations: async (ctx: AppContext): Promise<Check> =>
-    (await isMigrated(ctx.db)) ? OK : failing('database migrations are pending: run `refhub migrate`'),
+  migrations: async (deps: HealthDeps): Promise<Check> =>
+    (await isMigrated(deps.db)) ? OK : failing('database migrations are pending: run `refhub migrate`'),
   // Redis must be reachable, must never evict keys and must take writes, or queued work could vanish.
-  redis: async (ctx: AppContext): Promise<Check> => {
-    const { problem } = await ctx.queues.health();
+  redis: async (deps: HealthDeps): Promise<Check> => {
+    const { problem } = await deps.queues.health();
     return problem === undefined ? OK : failing(problem);
   },
 } as const;
@@ -44,7 +46,7 @@ const UNANSWERED: Readonly<Record<keyof typeof CHECKS, string>> = {
   redis: 'Redis did not answer in time',
 };
 
-export function healthRoutes(ctx: AppContext) {
+export function healthRoutes(deps: HealthDeps) {
   // The last problem logged per check, so that each change is logged once.
   const logged = new Map<string, string | undefined>();
   const logChange = (name: string, check: Check) => {
@@ -52,8 +54,8 @@ export function healthRoutes(ctx: AppContext) {
     if (logged.get(name) === problem) return;
     const before = logged.get(name);
     logged.set(name, problem);
-    if (problem !== undefined) ctx.logger.warn({ check: name, problem }, 'readiness check failing');
-    else if (before !== undefined) ctx.logger.info({ check: name }, 'readiness check ok again');
+    if (problem !== undefined) deps.logger.warn({ check: name, problem }, 'readiness check failing');
+    else if (before !== undefined) deps.logger.info({ check: name }, 'readiness check ok again');
   };
 
   return (app: FastifyInstance) => {
@@ -63,7 +65,7 @@ export function healthRoutes(ctx: AppContext) {
       const names = Object.keys(CHECKS) as (keyof typeof CHECKS)[];
       const results = await Promise.all(
         names.map((name) =>
-          within(CHECKS[name](ctx), CHECK_TIMEOUT_MS).catch(() => failing(UNANSWERED[name])),
+          within(CHECKS[name](deps), CHECK_TIMEOUT_MS).catch(() => failing(UNANSWERED[name])),
         ),
       );
       const checks: Record<string, 'ok' | 'failing'> = {};
@@ -76,7 +78,7 @@ export function healthRoutes(ctx: AppContext) {
       });
       const healthy = Object.keys(problems).length === 0;
       // A stopping process is not ready, however healthy its dependencies: no new work for it.
-      const status = ctx.lifecycle.draining ? 'draining' : healthy ? 'ready' : 'not-ready';
+      const status = deps.lifecycle.draining ? 'draining' : healthy ? 'ready' : 'not-ready';
       return reply
         .code(status === 'ready' ? 200 : 503)
         .send(healthy ? { status, checks } : { status, checks, problems });

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { AppContext } from '../../composition/context.ts';
+import type { ApiDeps } from '../api-deps.ts';
 import { ifMatchOf } from '../http.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { InstitutionId, InstitutionIdType, ReferralId, RequesterIdentifier } from '../schemas/primitives.ts';
@@ -13,7 +13,9 @@ import { operation } from '../schemas/operation.ts';
 import { ReferralFields } from '../schemas/referral.schema.ts';
 import { problems, success } from '../schemas/responses.ts';
 
-export function linkRoutes(ctx: AppContext) {
+export type LinkRoutesDeps = Pick<ApiDeps, 'links'>;
+
+export function linkRoutes(deps: LinkRoutesDeps) {
   return (fastify: FastifyInstance) => {
     const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
@@ -58,7 +60,7 @@ export function linkRoutes(ctx: AppContext) {
           { idType: institutionIdType, id: institutionId },
           requesterIdentifier,
         );
-        return ctx.links.upsert({ ...caller, requesterIdentifier }, referralId, prefill, ifMatchOf(request));
+        return deps.links.upsert({ ...caller, requesterIdentifier }, referralId, prefill, ifMatchOf(request));
       },
     );
   };

@@ -2,7 +2,7 @@
 // so a scrape needs `Authorization: Bearer <METRICS_TOKEN>` or an ops API key (`ApiKey <key>`).
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { AppContext } from '../../composition/context.ts';
+import type { ApiDeps } from '../api-deps.ts';
 import { ForbiddenRoleError, UnauthorizedError } from '../../errors.ts';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
@@ -14,18 +14,20 @@ function sameSecret(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-async function authorize(ctx: AppContext, request: FastifyRequest): Promise<void> {
+export type MetricsRoutesDeps = Pick<ApiDeps, 'config' | 'apiKeys' | 'metrics'>;
+
+async function authorize(deps: MetricsRoutesDeps, request: FastifyRequest): Promise<void> {
   const header = request.headers.authorization ?? '';
   const bearer = BEARER.exec(header)?.[1];
   if (
     bearer !== undefined &&
-    ctx.config.metricsToken !== undefined &&
-    sameSecret(bearer, ctx.config.metricsToken)
+    deps.config.metricsToken !== undefined &&
+    sameSecret(bearer, deps.config.metricsToken)
   ) {
     return;
   }
   const presented = API_KEY.exec(header)?.[1];
-  const key = presented === undefined ? undefined : await ctx.apiKeys.authenticate(presented);
+  const key = presented === undefined ? undefined : await deps.apiKeys.authenticate(presented);
   if (!key) {
     throw new UnauthorizedError(
       'Send "Authorization: Bearer <METRICS_TOKEN>" or an ops key as "ApiKey <key>".',
@@ -34,12 +36,12 @@ async function authorize(ctx: AppContext, request: FastifyRequest): Promise<void
   if (key.role !== 'ops') throw new ForbiddenRoleError(`A ${key.role} key may not read metrics.`);
 }
 
-export function metricsRoutes(ctx: AppContext) {
+export function metricsRoutes(deps: MetricsRoutesDeps) {
   return (app: FastifyInstance) => {
     app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
-      await authorize(ctx, request);
-      const body = await ctx.metrics.registry.metrics();
-      return reply.type(ctx.metrics.registry.contentType).send(body);
+      await authorize(deps, request);
+      const body = await deps.metrics.registry.metrics();
+      return reply.type(deps.metrics.registry.contentType).send(body);
     });
   };
 }

@@ -3,7 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { AppContext } from '../../composition/context.ts';
+import type { ApiDeps } from '../api-deps.ts';
 import { APPOINTMENT_STATUSES } from '../../domain/statuses.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { ifMatchOf, institutionOf, referralHeaders } from '../http.ts';
@@ -21,10 +21,12 @@ import { operation } from '../schemas/operation.ts';
 import { Referral } from '../schemas/referral.schema.ts';
 import { problems, success } from '../schemas/responses.ts';
 
-export function providerRoutes(ctx: AppContext) {
+export type ProviderRoutesDeps = Pick<ApiDeps, 'referralCommands'>;
+
+export function providerRoutes(deps: ProviderRoutesDeps) {
   return (fastify: FastifyInstance) => {
     const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-    const commands = ctx.referralCommands;
+    const commands = deps.referralCommands;
 
     app.post(
       '/referrals/:referralId/accept',

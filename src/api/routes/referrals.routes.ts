@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ValidationError } from '../../errors.ts';
-import type { AppContext } from '../../composition/context.ts';
+import type { ApiDeps } from '../api-deps.ts';
 import type { CoreStatus } from '../../domain/statuses.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { ifMatchOf, institutionOf, createdReferralHeaders, referralHeaders } from '../http.ts';
@@ -54,7 +54,9 @@ function listQuery(input: ListQueryInput, patientUin?: string) {
   };
 }
 
-export function referralRoutes(ctx: AppContext) {
+export type ReferralRoutesDeps = Pick<ApiDeps, 'referralQueries' | 'referralCommands'>;
+
+export function referralRoutes(deps: ReferralRoutesDeps) {
   return (fastify: FastifyInstance) => {
     const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
@@ -82,7 +84,7 @@ export function referralRoutes(ctx: AppContext) {
       },
       async (request) => {
         const caller = callerOf(request, institutionOf(request.params), request.query.requesterIdentifier);
-        return ctx.referralQueries.list(caller, listQuery(request.query));
+        return deps.referralQueries.list(caller, listQuery(request.query));
       },
     );
 
@@ -117,7 +119,7 @@ export function referralRoutes(ctx: AppContext) {
       },
       async (request) => {
         const caller = callerOf(request, institutionOf(request.params), request.body.requesterIdentifier);
-        return ctx.referralQueries.list(
+        return deps.referralQueries.list(
           caller,
           listQuery(request.body, request.body.patientUin),
           'referral.search',
@@ -179,7 +181,7 @@ export function referralRoutes(ctx: AppContext) {
           ]);
         }
         const caller = callerOf(request, institutionOf(query), query.requesterIdentifier);
-        const view = await ctx.referralQueries.get(caller, request.params.referralId, {
+        const view = await deps.referralQueries.get(caller, request.params.referralId, {
           ehrForm: fields.includes('ehrForm'),
         });
         return view;
@@ -214,7 +216,7 @@ export function referralRoutes(ctx: AppContext) {
           { idType: institutionIdType, id: institutionId },
           requesterIdentifier,
         );
-        const view = await ctx.referralCommands.create(caller, fields);
+        const view = await deps.referralCommands.create(caller, fields);
         return reply.code(201).send(view);
       },
     );
@@ -243,7 +245,7 @@ export function referralRoutes(ctx: AppContext) {
           { idType: institutionIdType, id: institutionId },
           requesterIdentifier,
         );
-        const view = await ctx.referralCommands.update(
+        const view = await deps.referralCommands.update(
           caller,
           request.params.referralId,
           fields,
@@ -282,7 +284,7 @@ export function referralRoutes(ctx: AppContext) {
       },
       async (request) => {
         const caller = callerOf(request, institutionOf(request.query), request.query.requesterIdentifier);
-        return ctx.referralCommands.delete(caller, request.params.referralId, ifMatchOf(request));
+        return deps.referralCommands.delete(caller, request.params.referralId, ifMatchOf(request));
       },
     );
 
@@ -313,7 +315,7 @@ export function referralRoutes(ctx: AppContext) {
       },
       async (request) => {
         const caller = callerOf(request, institutionOf(request.body), request.body.requesterIdentifier);
-        return await ctx.referralCommands.submit(caller, request.params.referralId, ifMatchOf(request));
+        return await deps.referralCommands.submit(caller, request.params.referralId, ifMatchOf(request));
       },
     );
 
@@ -345,7 +347,7 @@ export function referralRoutes(ctx: AppContext) {
       async (request) => {
         const { body } = request;
         const caller = callerOf(request, institutionOf(body), body.requesterIdentifier);
-        const summary = await ctx.referralCommands.cancel(
+        const summary = await deps.referralCommands.cancel(
           caller,
           request.params.referralId,
           { cancelNote: body.cancelNote, cancelledByName: body.cancelledByName },
@@ -382,7 +384,7 @@ export function referralRoutes(ctx: AppContext) {
       },
       async (request) => {
         const caller = callerOf(request, institutionOf(request.body), request.body.requesterIdentifier);
-        return await ctx.referralCommands.backToDraft(caller, request.params.referralId, ifMatchOf(request));
+        return await deps.referralCommands.backToDraft(caller, request.params.referralId, ifMatchOf(request));
       },
     );
 
@@ -418,7 +420,7 @@ export function referralRoutes(ctx: AppContext) {
       async (request, reply) => {
         const { body } = request;
         const caller = callerOf(request, institutionOf(body), body.requesterIdentifier);
-        const note = await ctx.referralCommands.addNote(
+        const note = await deps.referralCommands.addNote(
           caller,
           request.params.referralId,
           { content: body.content, authorName: body.authorName },

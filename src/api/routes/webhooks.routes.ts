@@ -4,7 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { AppContext } from '../../composition/context.ts';
+import type { ApiDeps } from '../api-deps.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { institutionOf } from '../http.ts';
 import { PostHeaders } from '../schemas/headers.ts';
@@ -36,10 +36,12 @@ const Requester = Type.Object(
   { additionalProperties: false },
 );
 
-export function webhookRoutes(ctx: AppContext) {
+export type WebhookRoutesDeps = Pick<ApiDeps, 'webhookSubscriptions'>;
+
+export function webhookRoutes(deps: WebhookRoutesDeps) {
   return (fastify: FastifyInstance) => {
     const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-    const subscriptions = ctx.webhookSubscriptions;
+    const subscriptions = deps.webhookSubscriptions;
 
     app.get(
       BASE,

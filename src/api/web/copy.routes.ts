@@ -1,7 +1,7 @@
 // The read-only pages behind `view` and `print` links (contract §8): the content of the EHR form,
 // read through the same query as the API's GET, for whichever side of the referral opened the link.
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../../composition/context.ts';
+import type { ApiDeps } from '../api-deps.ts';
 import { sameInstitution } from '../../domain/access.ts';
 import type { ReferralView } from '../../domain/referral-view.ts';
 import { renderReferralCopyPage } from '../../render/pages/referral-copy.page.ts';
@@ -16,13 +16,15 @@ function institutionName(view: ReferralView, institution: InstitutionRef): strin
   return view.offering?.institution.name ?? institution.id;
 }
 
-export function copyRoutes(ctx: AppContext, gate: SessionGate) {
+export type CopyRoutesDeps = Pick<ApiDeps, 'referralQueries' | 'displayTime'>;
+
+export function copyRoutes(deps: CopyRoutesDeps, gate: SessionGate) {
   return (app: FastifyInstance) => {
     for (const purpose of ['view', 'print'] as const) {
       app.get(`/${purpose}/:referralId`, { schema: { hide: true } }, async (request, reply) => {
         const id = referralIdOf(request.params);
         const open = await gate.open(request, id, purpose);
-        const view = await ctx.referralQueries.get(open.caller, id, { ehrForm: false });
+        const view = await deps.referralQueries.get(open.caller, id, { ehrForm: false });
         return sendPage(
           reply,
           200,
@@ -33,8 +35,8 @@ export function copyRoutes(ctx: AppContext, gate: SessionGate) {
               source: ehrFormSourceOf(view),
               institutionName: institutionName(view, open.session.institution),
               person: open.session.requesterIdentifier,
-              sessionEnds: ctx.displayTime.time(open.session.expiresAt),
-              display: ctx.displayTime,
+              sessionEnds: deps.displayTime.time(open.session.expiresAt),
+              display: deps.displayTime,
             }),
           { styleAttributes: true },
         );

@@ -6,7 +6,7 @@
 // A save is checked against the version the page was drawn from (If-Match): if the referral changed
 // meanwhile, nothing is overwritten and the person is told.
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { AppContext } from '../../composition/context.ts';
+import type { ApiDeps } from '../api-deps.ts';
 import type { ReferralView } from '../../domain/referral-view.ts';
 import { IncompleteReferralError, ValidationError, VersionMismatchError } from '../../errors.ts';
 import type { SummaryError } from '../../render/pages/form-controls.ts';
@@ -34,7 +34,12 @@ const SAVED: Notice = {
   text: 'Nothing has been sent to the provider yet.',
 };
 
-export function formRoutes(ctx: AppContext, gate: SessionGate, countries: readonly Choice[]) {
+export type FormRoutesDeps = Pick<
+  ApiDeps,
+  'catalog' | 'referralQueries' | 'referralCommands' | 'displayTime'
+>;
+
+export function formRoutes(deps: FormRoutesDeps, gate: SessionGate, countries: readonly Choice[]) {
   const checkFields = createReferralFieldsCheck();
 
   async function showForm(
@@ -45,7 +50,7 @@ export function formRoutes(ctx: AppContext, gate: SessionGate, countries: readon
     mode: FormMode,
     extra: { values?: FormValues; errors?: readonly SummaryError[]; notice?: Notice; version?: number } = {},
   ): Promise<FastifyReply> {
-    const catalog = mode === 'edit' ? await ctx.catalog.listOfferings() : [];
+    const catalog = mode === 'edit' ? await deps.catalog.listOfferings() : [];
     return sendPage(reply, status, (nonce) =>
       renderReferralFormPage(
         formPageModel({
@@ -60,7 +65,7 @@ export function formRoutes(ctx: AppContext, gate: SessionGate, countries: readon
           ...(extra.version === undefined ? {} : { version: extra.version }),
           catalog,
           countries,
-          display: ctx.displayTime,
+          display: deps.displayTime,
         }),
       ),
     );
@@ -68,7 +73,7 @@ export function formRoutes(ctx: AppContext, gate: SessionGate, countries: readon
 
   /** The referral for an open session, when the sender may still change it. */
   async function editable(open: OpenSession, id: string): Promise<{ view: ReferralView; mode: FormMode }> {
-    const view = await ctx.referralQueries.get(open.caller, id, { ehrForm: false });
+    const view = await deps.referralQueries.get(open.caller, id, { ehrForm: false });
     const mode = modeFor(view.status);
     if (mode === undefined) throw notEditable(view.status);
     return { view, mode };
@@ -112,7 +117,7 @@ export function formRoutes(ctx: AppContext, gate: SessionGate, countries: readon
       let version = posted.version;
       try {
         if (Object.keys(changes).length > 0) {
-          const updated = await ctx.referralCommands.update(open.caller, id, changes, posted.version);
+          const updated = await deps.referralCommands.update(open.caller, id, changes, posted.version);
           version = updated.version;
         }
       } catch (error) {
@@ -133,7 +138,7 @@ export function formRoutes(ctx: AppContext, gate: SessionGate, countries: readon
             : 'Your changes are saved. Fix the problems below, then submit again.',
       };
       try {
-        await ctx.referralCommands.submit(open.caller, id, version);
+        await deps.referralCommands.submit(open.caller, id, version);
       } catch (error) {
         if (error instanceof IncompleteReferralError) {
           return again(422, {
@@ -158,7 +163,7 @@ export function formRoutes(ctx: AppContext, gate: SessionGate, countries: readon
     app.get('/form/:referralId/submitted', { schema: { hide: true } }, async (request, reply) => {
       const id = referralIdOf(request.params);
       const open = await gate.open(request, id, 'form');
-      const view = await ctx.referralQueries.get(open.caller, id, { ehrForm: false });
+      const view = await deps.referralQueries.get(open.caller, id, { ehrForm: false });
       return sendPage(reply, 200, (nonce) =>
         renderSubmittedPage({
           nonce,
@@ -171,8 +176,8 @@ export function formRoutes(ctx: AppContext, gate: SessionGate, countries: readon
           providerName: view.offering?.institution.name ?? 'the provider',
           urgent: view.isUrgent,
           submittedAt:
-            view.submittedAt === undefined ? 'Not submitted' : ctx.displayTime.dateTime(view.submittedAt),
-          sessionEnds: ctx.displayTime.time(open.session.expiresAt),
+            view.submittedAt === undefined ? 'Not submitted' : deps.displayTime.dateTime(view.submittedAt),
+          sessionEnds: deps.displayTime.time(open.session.expiresAt),
         }),
       );
     });

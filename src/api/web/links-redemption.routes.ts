@@ -9,8 +9,8 @@
 // speculative prefetch (Sec-Purpose: prefetch) is declined, so neither can use the link up before
 // the person clicks it.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppContext } from '../../composition/context.ts';
-import { createFailureLimiter, FAILED_AUTHENTICATION } from '../failure-limiter.ts';
+import type { ApiDeps } from '../api-deps.ts';
+import type { FailureLimiter } from '../failure-limiter.ts';
 import type { LinkAction } from '../../domain/referral-view.ts';
 import type { SessionGate } from './session-gate.ts';
 import { LINK_GONE, LINK_UNKNOWN, LINKS_THROTTLED, WebPageError } from './web-pages.ts';
@@ -30,12 +30,14 @@ function isPrefetch(request: FastifyRequest): boolean {
   return /\bprefetch\b/i.test(purpose);
 }
 
-export function linkRoutes(ctx: AppContext, gate: SessionGate) {
-  const failures = createFailureLimiter({ clock: ctx.clock, ...FAILED_AUTHENTICATION });
+export type LinkRedemptionRoutesDeps = Pick<ApiDeps, 'linkRedemption' | 'metrics'>;
+
+/** `failures` counts unknown tokens per client address (built by the composition root). */
+export function linkRoutes(deps: LinkRedemptionRoutesDeps, gate: SessionGate, failures: FailureLimiter) {
   /** An unknown token: 404, or 429 once this address has tried too many. */
   const unknownFrom = (request: FastifyRequest, reply: FastifyReply): WebPageError => {
     const retryAfter = failures.fail(request.ip);
-    ctx.metrics.authFailure('link-token', retryAfter === undefined ? 'refused' : 'throttled');
+    deps.metrics.authFailure('link-token', retryAfter === undefined ? 'refused' : 'throttled');
     if (retryAfter === undefined) return LINK_UNKNOWN();
     void reply.header('Retry-After', String(retryAfter));
     return LINKS_THROTTLED(retryAfter);
@@ -50,7 +52,7 @@ export function linkRoutes(ctx: AppContext, gate: SessionGate) {
       }
       const { token } = request.params as { token: string };
       if (!TOKEN.test(token)) throw unknownFrom(request, reply);
-      const result = await ctx.linkRedemption.redeem(token, request.id);
+      const result = await deps.linkRedemption.redeem(token, request.id);
       switch (result.outcome) {
         case 'unknown':
           throw unknownFrom(request, reply);

@@ -1,10 +1,9 @@
 // What the referral pages share: the referral ID from the path, and the page for a referral the
 // sender can no longer change here.
+import { isUuid } from '../../domain/ids.ts';
 import type { Status } from '../../domain/statuses.ts';
 import { STATUS_TEXT } from '../../render/pages/referral-form-fields.ts';
 import { WebPageError } from './web-pages.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const REFERRAL_UNAVAILABLE = (): WebPageError =>
   new WebPageError(404, 'This referral is not available', [
@@ -15,7 +14,7 @@ export const REFERRAL_UNAVAILABLE = (): WebPageError =>
 /** The referral ID in the path; a page that names no referral is not found. */
 export function referralIdOf(params: unknown): string {
   const id = (params as { referralId?: unknown }).referralId;
-  if (typeof id !== 'string' || !UUID.test(id)) throw REFERRAL_UNAVAILABLE();
+  if (typeof id !== 'string' || !isUuid(id)) throw REFERRAL_UNAVAILABLE();
   return id.toLowerCase();
 }
 

@@ -15,6 +15,7 @@ import {
   ValidationError,
   VersionMismatchError,
 } from '../../errors.ts';
+import { errorKind } from '../../logger.ts';
 import { notEditable, REFERRAL_UNAVAILABLE } from './referral-pages.ts';
 import { sendMessagePage, WebPageError } from './web-pages.ts';
 
@@ -77,17 +78,7 @@ export async function handleWebError(
 ): Promise<FastifyReply> {
   const page = pageForError(error);
   if (page.status >= 500) {
-    const driverCode = (error as { code?: unknown }).code;
-    request.log.error(
-      {
-        err: {
-          type: error.name,
-          code: typeof driverCode === 'string' ? driverCode : undefined,
-          stack: error.stack?.split('\n').slice(1, 8).join('\n'),
-        },
-      },
-      'web request failed',
-    );
+    request.log.error({ err: errorKind(error, { withStack: true }) }, 'web request failed');
   }
   return sendMessagePage(reply, page);
 }

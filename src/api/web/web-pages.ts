@@ -1,21 +1,12 @@
-// Sending web pages: every page gets a fresh CSP nonce, the policy that matches it, and the headers
-// that keep it out of caches, frames and referrers. Also the pages that only say something (an
-// invalid link, an ended session), thrown as WebPageError from anywhere in a request.
+// Sending web pages: every page gets a fresh CSP nonce and the policy that matches it (the headers
+// that keep it out of caches, frames and referrers are api/browser-headers.ts's, set by the plugin on
+// every web response). Also the pages that only say something (an invalid link, an ended session),
+// thrown as WebPageError from anywhere in a request.
 import { randomBytes } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import { renderMessagePage } from '../../render/pages/message.page.ts';
 import type { PageHeader } from '../../render/pages/page-shell.ts';
 import { NO_CONTENT_CSP, pageCsp, type PagePolicyOptions } from '../../render/pages/page-shell.ts';
-
-/** Headers on every response of the web routes, pages and redirects alike. */
-export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
-  'Referrer-Policy': 'no-referrer',
-  'Cache-Control': 'no-store',
-  'X-Content-Type-Options': 'nosniff',
-  'X-Frame-Options': 'DENY',
-  'Cross-Origin-Opener-Policy': 'same-origin',
-  'Cross-Origin-Resource-Policy': 'same-origin',
-};
 
 /** A response that is not a page (a redirect) may load nothing. */
 export { NO_CONTENT_CSP };

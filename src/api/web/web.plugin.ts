@@ -5,17 +5,15 @@
 import type { FastifyInstance } from 'fastify';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
-import type { AppContext } from '../../composition/context.ts';
+import type { WebParts } from '../api-deps.ts';
 import { COUNTRY_CODES, countryName } from '../../domain/countries.ts';
 import type { Choice } from '../../render/pages/referral-form-fields.ts';
-import { copyRoutes } from './copy.routes.ts';
-import { formRoutes } from './form.routes.ts';
-import { linkRoutes } from './links-redemption.routes.ts';
-import { createSessionCodec } from './session.ts';
-import { createSessionGate } from './session-gate.ts';
-import { resolveSessionSecret } from './session-secret.ts';
+import { copyRoutes, type CopyRoutesDeps } from './copy.routes.ts';
+import { formRoutes, type FormRoutesDeps } from './form.routes.ts';
+import { linkRoutes, type LinkRedemptionRoutesDeps } from './links-redemption.routes.ts';
 import { handleWebError } from './web-errors.ts';
-import { NO_CONTENT_CSP, SECURITY_HEADERS } from './web-pages.ts';
+import { BROWSER_SECURITY_HEADERS } from '../browser-headers.ts';
+import { NO_CONTENT_CSP } from './web-pages.ts';
 
 /** Nationalities by English name, for the form's select. */
 function countryChoices(): Choice[] {
@@ -24,23 +22,18 @@ function countryChoices(): Choice[] {
   );
 }
 
-export function webPlugin(ctx: AppContext) {
-  return async (app: FastifyInstance) => {
-    const publicUrl = new URL(ctx.config.publicUrl);
-    const gate = createSessionGate({
-      codec: createSessionCodec(await resolveSessionSecret(ctx.config, ctx.db)),
-      redemption: ctx.linkRedemption,
-      clock: ctx.clock,
-      secure: publicUrl.protocol === 'https:',
-      publicOrigin: publicUrl.origin,
-    });
+export type WebDeps = LinkRedemptionRoutesDeps & FormRoutesDeps & CopyRoutesDeps;
 
+/** `parts` (the session gate, the failure count of link tokens) come from the composition root. */
+export function webPlugin(deps: WebDeps, parts: WebParts) {
+  return async (app: FastifyInstance) => {
+    const { gate } = parts;
     // Cookies are signed by the session codec itself, so the plugin needs no secret of its own.
     await app.register(cookie);
     await app.register(formbody);
 
     app.addHook('onSend', async (_request, reply, payload) => {
-      for (const [name, value] of Object.entries(SECURITY_HEADERS)) void reply.header(name, value);
+      for (const [name, value] of Object.entries(BROWSER_SECURITY_HEADERS)) void reply.header(name, value);
       // Pages set a policy with their nonce; anything else (a redirect) may load nothing.
       if (!reply.hasHeader('Content-Security-Policy'))
         void reply.header('Content-Security-Policy', NO_CONTENT_CSP);
@@ -48,8 +41,8 @@ export function webPlugin(ctx: AppContext) {
     });
     app.setErrorHandler(handleWebError);
 
-    await app.register(linkRoutes(ctx, gate));
-    await app.register(formRoutes(ctx, gate, countryChoices()));
-    await app.register(copyRoutes(ctx, gate));
+    await app.register(linkRoutes(deps, gate, parts.linkFailures));
+    await app.register(formRoutes(deps, gate, countryChoices()));
+    await app.register(copyRoutes(deps, gate));
   };
 }

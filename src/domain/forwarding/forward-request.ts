@@ -10,6 +10,7 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import formats from 'ajv-formats';
 import { Type, type Static } from 'typebox';
+import { MAX_MESSAGE_ID_LENGTH, MESSAGE_ID_PATTERN, messageIdOf } from '../ids.ts';
 
 export interface EhrForwardRequest {
   /** `${referralId}.v${version}`; also the request's `Idempotency-Key`. */
@@ -37,13 +38,8 @@ export interface EhrForwardRequest {
 export const MAX_EHR_FORM_LENGTH = 12 * 1024 * 1024;
 /** The most bytes a forward request body may have. */
 export const MAX_FORWARD_BODY_BYTES = 16 * 1024 * 1024;
-/** The longest message ID: a 36-character UUID, `.v`, and a version of up to 10 digits. */
-export const MAX_MESSAGE_ID_LENGTH = 48;
-
-/** The message ID (and Idempotency-Key) of one referral version: `${referralId}.v${version}`. */
-export function messageIdOf(referralId: string, version: number): string {
-  return `${referralId}.v${version}`;
-}
+// The message ID's shape is domain/ids.ts's; the sandbox EHR and the tests take it from here too.
+export { MAX_MESSAGE_ID_LENGTH, messageIdOf };
 
 const Text = (maxLength: number) => Type.String({ minLength: 1, maxLength });
 
@@ -51,7 +47,7 @@ export const EhrForwardRequestSchema = Type.Object(
   {
     messageId: Type.String({
       maxLength: MAX_MESSAGE_ID_LENGTH,
-      pattern: '^[0-9A-Fa-f-]{36}\\.v[1-9][0-9]{0,9}$',
+      pattern: MESSAGE_ID_PATTERN,
     }),
     referralId: Type.String({ format: 'uuid', maxLength: 36 }),
     version: Type.Integer({ minimum: 1, maximum: 2_147_483_647 }),

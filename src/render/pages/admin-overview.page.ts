@@ -3,13 +3,61 @@
 // No script runs; the one stylesheet carries the response's CSP nonce.
 import { html, trustedHtml, type SafeHtml } from '../html.ts';
 import { PAGE_CSS } from './page-style.ts';
-import type { FailedForward } from '../../db/forwarding-ledger.repository.ts';
-import { BOARD_PATH } from '../../api/admin/admin-access.ts';
-import { COUNTED_STATES, type OpsOverview } from '../../services/admin-overview.service.ts';
+
+/** Where the ops pages live: the overview, and the queue dashboard under it. */
+export const ADMIN_PATH = '/admin';
+export const BOARD_PATH = `${ADMIN_PATH}/queues`;
+
+/** The job states the overview counts for each queue, in the order of its columns. */
+export const COUNTED_STATES = ['waiting', 'active', 'delayed', 'failed', 'completed'] as const;
+export type CountedState = (typeof COUNTED_STATES)[number];
+export type QueueCounts = Readonly<Record<CountedState, number>>;
+
+/** A referral whose forward failed for good, as the ledger recorded its last attempt. */
+export interface FailedForwardView {
+  readonly referralId: string;
+  readonly lastAttemptAt: Date | null;
+  readonly attempts: number;
+  readonly httpStatus: number | null;
+  readonly errorCode: string | null;
+}
+
+/**
+ * What the page shows: values only, so that rendering reaches no store, queue or service. The ops
+ * overview (services/admin-overview.service.ts) reads exactly this, and more.
+ */
+export interface OverviewView {
+  readonly at: Date;
+  readonly outbox: { readonly count: number; readonly oldestAgeSeconds: number | null };
+  readonly redis: {
+    readonly reachable: boolean;
+    readonly evictionPolicy: string | undefined;
+    readonly problem: string | undefined;
+  };
+  /** `counts` is undefined when Redis could not be asked. */
+  readonly queues: readonly { readonly name: string; readonly counts: QueueCounts | undefined }[];
+  readonly failedForwards: {
+    readonly total: number;
+    readonly rows: readonly FailedForwardView[];
+    readonly limit: number;
+  };
+  readonly ehrCircuit: {
+    readonly state: 'closed' | 'open';
+    readonly openedAt: Date | null;
+    readonly probeAt: Date | null;
+  };
+  readonly disabledWebhooks: readonly {
+    readonly id: string;
+    readonly institution: { readonly idType: string; readonly id: string };
+    readonly disabledReason: string | null;
+    readonly disabledAt: Date | null;
+    readonly failingSince: Date | null;
+  }[];
+}
 
 export interface OverviewPageOptions {
   readonly nonce: string;
-  readonly overview: OpsOverview;
+  readonly overview: OverviewView;
   /** OPS_DASHBOARD_WRITE */
   readonly writable: boolean;
   /** The display prefix of the ops key in use. */
@@ -61,7 +109,7 @@ export function formatAge(seconds: number): string {
 }
 
 /** The EHR's last answer to a failed forward, as the ledger recorded it. */
-export function answerOf(row: FailedForward): string {
+export function answerOf(row: FailedForwardView): string {
   if (row.httpStatus !== null) return `HTTP ${row.httpStatus}`;
   return row.errorCode ?? 'not recorded';
 }
@@ -80,7 +128,7 @@ function stat(id: string, label: string, value: string | number, note: string, t
   </div>`;
 }
 
-function stats(o: OpsOverview): SafeHtml {
+function stats(o: OverviewView): SafeHtml {
   const age = o.outbox.oldestAgeSeconds;
   const redisTone: Tone = !o.redis.reachable ? 'alert' : o.redis.problem !== undefined ? 'attention' : 'ok';
   return html`<div class="stats">
@@ -124,7 +172,7 @@ function stats(o: OpsOverview): SafeHtml {
   </div>`;
 }
 
-function circuitBanner(o: OpsOverview): SafeHtml | null {
+function circuitBanner(o: OverviewView): SafeHtml | null {
   const c = o.ehrCircuit;
   if (c.state !== 'open') return null;
   return html`<div class="banner banner--warn" role="status" data-ehr-circuit="open">
@@ -138,7 +186,7 @@ function circuitBanner(o: OpsOverview): SafeHtml | null {
   </div>`;
 }
 
-function redisBanner(o: OpsOverview): SafeHtml | null {
+function redisBanner(o: OverviewView): SafeHtml | null {
   if (o.redis.problem === undefined) return null;
   return html`<div class="banner banner--warn" role="status" data-redis-problem>
     <span class="banner__title">${o.redis.reachable ? 'Redis needs attention' : 'Redis is unreachable'}</span>
@@ -150,7 +198,7 @@ function redisBanner(o: OpsOverview): SafeHtml | null {
   </div>`;
 }
 
-function queueTable(o: OpsOverview): SafeHtml {
+function queueTable(o: OverviewView): SafeHtml {
   const header = COUNTED_STATES.map((s) => html`<th scope="col" class="num">${s}</th>`);
   const rows = o.queues.map(
     (q) =>
@@ -182,7 +230,7 @@ function queueTable(o: OpsOverview): SafeHtml {
   </section>`;
 }
 
-function disabledWebhooksTable(o: OpsOverview): SafeHtml {
+function disabledWebhooksTable(o: OverviewView): SafeHtml {
   const rows = o.disabledWebhooks;
   const list =
     rows.length === 0
@@ -228,7 +276,7 @@ function disabledWebhooksTable(o: OpsOverview): SafeHtml {
   </section>`;
 }
 
-function failedTable(o: OpsOverview, writable: boolean): SafeHtml {
+function failedTable(o: OverviewView, writable: boolean): SafeHtml {
   const { total, rows, limit } = o.failedForwards;
   const shown =
     total > rows.length ? html`<p class="muted">The ${limit} most recent of ${total} are shown.</p>` : null;

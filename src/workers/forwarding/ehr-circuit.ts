@@ -12,7 +12,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../domain/clock.ts';
-import { auditRepository } from '../../db/audit.repository.ts';
+import { auditEventOf, auditRepository, systemActor } from '../../db/audit.repository.ts';
 import { ehrCircuitRepository, type CircuitRow } from '../../db/forwarding-circuit.repository.ts';
 import type { Database } from '../../db/schema.ts';
 import type { Logger } from '../../logger.ts';
@@ -80,18 +80,9 @@ export function createEhrCircuit(deps: CircuitDeps): EhrCircuit {
     const at = now();
     const made = await deps.db.transaction().execute(async (trx) => {
       if (!(await change(trx))) return false;
-      await auditRepository(trx).record({
-        id: uuidv7(),
-        occurredAt: at,
-        requestId: `ehr-circuit.${uuidv7()}`,
-        apiKeyId: null,
-        system: 'refhub',
-        institution: null,
-        requesterIdentifier: null,
-        action: AUDIT_ACTIONS[to],
-        outcome: 'success',
-        referralIds: [],
-      });
+      // No request caused it: the change is its own, under a request ID made for it.
+      const actor = systemActor(`ehr-circuit.${uuidv7()}`);
+      await auditRepository(trx).record(auditEventOf(actor, AUDIT_ACTIONS[to], [], at));
       return true;
     });
     cached = undefined;

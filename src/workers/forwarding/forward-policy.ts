@@ -1,8 +1,7 @@
 // The forward's policy, in one place: which answers of the EHR are worth another try, how long to
-// wait before it, how many attempts a forward gets, and what its queue job is told of them. The
-// producer (the job's options), the worker (the backoff) and the processing function (judging an
-// answer) all read this module, so they cannot disagree. Pure: no I/O.
-import type { JobsOptions } from 'bullmq';
+// wait before it and how many attempts a forward gets. The worker (the backoff) and the processing
+// function (judging an answer) read this module; what the queue job is told of it (its attempts and
+// backoff type) is the queue registry's `forwardJobOptions`. Pure: no I/O.
 import type { EhrAnswer } from './ehr-client.ts';
 
 export interface ForwardPolicy {
@@ -11,9 +10,6 @@ export interface ForwardPolicy {
   /** The first retry waits about this long; each later one doubles it (EHR_BACKOFF_BASE_MS). */
   readonly backoffBaseMs: number;
 }
-
-/** The custom backoff type the forward worker computes (Retry-After, exponential with jitter). */
-export const FORWARD_BACKOFF = 'ehr';
 
 const MAX_BACKOFF_MS = 15 * 60_000;
 const MAX_RETRY_AFTER_MS = 60 * 60_000;
@@ -77,9 +73,4 @@ export function forwardBackoff(baseMs: number, random: () => number = Math.rando
     const ceiling = Math.min(baseMs * 2 ** Math.max(0, attemptsMade - 1), MAX_BACKOFF_MS);
     return Math.round(ceiling / 2 + (random() * ceiling) / 2);
   };
-}
-
-/** What a forward job is told of the policy when it is added. */
-export function forwardJobOptions(policy: Pick<ForwardPolicy, 'maxAttempts'>): JobsOptions {
-  return { attempts: policy.maxAttempts, backoff: { type: FORWARD_BACKOFF } };
 }

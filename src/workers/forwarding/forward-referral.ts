@@ -14,12 +14,13 @@ import { UnrecoverableError } from 'bullmq';
 import type { Clock } from '../../domain/clock.ts';
 import type { EhrFormSource } from '../../domain/referral-view.ts';
 import type { Logger } from '../../logger.ts';
-import type { QueuePayloads } from '../../queue/registry.ts';
+import type { QueuePayloads, SettledForward } from '../../queue/registry.ts';
 import type { RenderedEhrForm } from '../../render/ehr-form.ts';
 import { assertSelfContained, NotSelfContainedError } from '../../render/self-contained.ts';
 import type { EhrCircuit } from './ehr-circuit.ts';
 import type { EhrClient } from './ehr-client.ts';
-import { messageIdOf, type EhrForwardRequest } from '../../domain/forwarding/forward-request.ts';
+import type { EhrForwardRequest } from '../../domain/forwarding/forward-request.ts';
+import { messageIdOf } from '../../domain/ids.ts';
 import { judge, RetryableForwardError } from './forward-policy.ts';
 import type { AttemptOutcome, EhrForwarding } from '../../services/forwarding.service.ts';
 
@@ -36,14 +37,12 @@ export interface EhrForwardDeps {
 }
 
 export type ForwardResult =
-  | 'delivered'
-  | 'nothing-to-send'
-  | 'withdrawn'
+  | SettledForward
   /** The EHR's circuit is open: try again then, without counting this as an attempt. */
   | { readonly deferredUntil: Date };
 
 /** What a finished forward job returns (a deferred one goes back to the queue instead). */
-export type SettledForward = Exclude<ForwardResult, { readonly deferredUntil: Date }>;
+export type { SettledForward };
 
 /** Thrown for an answer that will not get better by retrying; the job fails for good. */
 export class FinalForwardError extends UnrecoverableError {

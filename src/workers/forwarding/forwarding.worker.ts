@@ -9,7 +9,8 @@ import {
   type EhrForwardPayload,
   type SettledForward,
 } from './forward-referral.ts';
-import { FORWARD_BACKOFF, forwardBackoff, RetryableForwardError } from './forward-policy.ts';
+import { forwardBackoff, RetryableForwardError } from './forward-policy.ts';
+import { FORWARD_BACKOFF, WORKER_DEFAULTS } from '../../queue/registry.ts';
 import { logWorkerErrors } from '../worker-errors.ts';
 
 export interface WorkerSettings {
@@ -41,19 +42,9 @@ export function startEhrForwardWorker(
     {
       connection: settings.connection,
       prefix: settings.queuePrefix,
-      concurrency: settings.concurrency ?? 16,
-      // A worker that dies (a crash, a SIGKILL, a lost machine) leaves its active jobs behind. BullMQ
-      // gives them back through its stalled check: a job still active whose lock has expired
-      // (lockDuration, renewed every half of it while the job runs) returns to wait. The check needs
-      // two passes and runs at most once per stalledInterval across all workers, so with BullMQ's
-      // default of 30 s a forward waited up to about 90 s after its worker died; at 10 s it waits
-      // about lockDuration + 20 s. Checking more often costs one short script run; a job counts as
-      // stalled only once its lock is gone, so no job is taken from a worker that is alive.
-      lockDuration: 30_000,
-      stalledInterval: 10_000,
-      // A job that stalls a second time fails ("job stalled more than allowable limit"). Its referral
-      // is still queued in the database, so the reconciler enqueues it afresh.
-      maxStalledCount: 1,
+      // Concurrency, locks and the stalled check that gives a dead worker's jobs back: the registry's.
+      ...WORKER_DEFAULTS['ehr-forward'],
+      concurrency: settings.concurrency ?? WORKER_DEFAULTS['ehr-forward'].concurrency,
       settings: {
         backoffStrategy: (attemptsMade, type, error) =>
           type === FORWARD_BACKOFF

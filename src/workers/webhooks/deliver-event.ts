@@ -6,13 +6,12 @@ import type { Logger } from '../../logger.ts';
 import { referralEventRepository } from '../../db/events.repository.ts';
 import { webhookSubscriptionRepository } from '../../db/webhook-subscription.repository.ts';
 import { audienceOf } from '../../queue/webhooks-relay.ts';
-import type { QueuePayloads } from '../../queue/registry.ts';
-import { toEventView } from '../../services/events.service.ts';
+import type { QueuePayloads, SettledWebhook } from '../../queue/registry.ts';
+import { toEventView } from '../../domain/events.ts';
 import { deliverOnce, failureCode, type DeliveryDeps } from './delivery.ts';
 
 /** How a job ended without a retry, in words the dashboard may show. */
-export type SettledWebhook =
-  'delivered' | 'subscription-deleted' | 'subscription-disabled' | 'event-expired' | 'not-subscribed';
+export type { SettledWebhook };
 
 export type WebhookJobResult =
   | { readonly kind: 'settled'; readonly result: SettledWebhook }

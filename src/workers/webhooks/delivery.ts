@@ -12,7 +12,7 @@ import {
 } from '../../db/webhook-subscription.repository.ts';
 import type { Database } from '../../db/schema.ts';
 import type { Metrics } from '../../observability/metrics.ts';
-import type { EventView } from '../../services/events.service.ts';
+import type { EventView } from '../../domain/events.ts';
 import { signedHeaders } from '../../domain/webhooks-signature.ts';
 import type { WebhookAnswer, WebhookClient } from './webhook-client.ts';
 

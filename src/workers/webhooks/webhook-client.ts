@@ -6,10 +6,9 @@
 // In production every address a receiver's host resolves to is checked again as the socket connects,
 // so a host that passed the check when the subscription was made cannot later be pointed at a private
 // address (DNS rebinding). An address named in WEBHOOK_ALLOWED_ADDRESSES passes.
-import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
-import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
-import { addressScope } from '../../domain/network-address.ts';
+import { addressScope, ipFamily } from '../../domain/network-address.ts';
+import { publicOnlyLookup } from '../../services/outbound-address.ts';
 
 export interface WebhookClientOptions {
   /** The whole attempt, from connecting to the last byte read of the answer. */
@@ -43,42 +42,13 @@ export const NON_PUBLIC_ADDRESS = 'WEBHOOK_ADDRESS_NOT_PUBLIC';
 const notPublic = () =>
   Object.assign(new Error('the receiver’s address is not public'), { code: NON_PUBLIC_ADDRESS });
 
-type LookupCallback = (
-  error: NodeJS.ErrnoException | null,
-  address: string | LookupAddress[],
-  family?: number,
-) => void;
-
-/** dns.lookup, refusing any address that is not public (unless allowed). */
-function guardedLookup(allowed: ReadonlySet<string>) {
-  return (hostname: string, options: LookupOptions, callback: LookupCallback) => {
-    dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
-      if (error) {
-        callback(error, []);
-        return;
-      }
-      const hostAllowed = allowed.has(hostname.toLowerCase());
-      const refused = addresses.some(
-        (a) => !hostAllowed && addressScope(a.address) !== 'public' && !allowed.has(a.address.toLowerCase()),
-      );
-      const first = addresses[0];
-      if (refused || first === undefined) {
-        callback(notPublic(), []);
-        return;
-      }
-      if (options.all === true) callback(null, addresses);
-      else callback(null, first.address, first.family);
-    });
-  };
-}
-
 export function createWebhookClient(options: WebhookClientOptions): WebhookClient {
   const timeoutMs = options.attemptTimeoutMs;
   const maxResponseBytes = options.maxResponseBytes ?? 64 * 1024;
   const agent = new Agent({
     connect: {
       timeout: Math.min(timeoutMs, 10_000),
-      ...(options.publicOnly ? { lookup: guardedLookup(options.allowed) } : {}),
+      ...(options.publicOnly ? { lookup: publicOnlyLookup(options.allowed, notPublic) } : {}),
     },
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,
@@ -90,7 +60,7 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
       if (options.publicOnly) {
         // An IP literal is connected to without a lookup: check it here.
         const host = new URL(message.url).hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
-        if (isIP(host) !== 0 && addressScope(host) !== 'public' && !options.allowed.has(host)) {
+        if (ipFamily(host) !== 0 && addressScope(host) !== 'public' && !options.allowed.has(host)) {
           return { kind: 'network-error', code: NON_PUBLIC_ADDRESS };
         }
       }

@@ -4,7 +4,12 @@
 // never a message, because BullMQ keeps it in Redis and the dashboard shows it.
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { WEBHOOK_BACKOFF, type QueuePayloads } from '../../queue/registry.ts';
+import {
+  WEBHOOK_BACKOFF,
+  WORKER_DEFAULTS,
+  webhookMaxAttempts,
+  type QueuePayloads,
+} from '../../queue/registry.ts';
 import { deliverEvent, type DeliverEventDeps, type SettledWebhook } from './deliver-event.ts';
 import { logWorkerErrors } from '../worker-errors.ts';
 
@@ -34,7 +39,7 @@ export function startWebhookWorker(
   deps: DeliverEventDeps,
   settings: WebhookWorkerSettings,
 ): Worker<QueuePayloads['webhooks'], SettledWebhook> {
-  const maxAttempts = settings.retryScheduleMs.length + 1;
+  const maxAttempts = webhookMaxAttempts(settings.retryScheduleMs);
   const worker = new Worker<QueuePayloads['webhooks'], SettledWebhook>(
     'webhooks',
     async (job: Job<QueuePayloads['webhooks']>) => {
@@ -56,11 +61,9 @@ export function startWebhookWorker(
     {
       connection: settings.connection,
       prefix: settings.queuePrefix,
-      // Deliveries wait on receivers, not on this process: many at once.
-      concurrency: settings.concurrency ?? 32,
-      lockDuration: 30_000,
-      stalledInterval: 10_000,
-      maxStalledCount: 1,
+      // Concurrency, locks and the stalled check that gives a dead worker's jobs back: the registry's.
+      ...WORKER_DEFAULTS.webhooks,
+      concurrency: settings.concurrency ?? WORKER_DEFAULTS.webhooks.concurrency,
       settings: {
         backoffStrategy: (attemptsMade, type) =>
           type === WEBHOOK_BACKOFF ? webhookBackoff(settings.retryScheduleMs, attemptsMade) : 1_000,

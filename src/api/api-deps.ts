@@ -1,0 +1,80 @@
+// What the HTTP layer is given, so that it constructs nothing itself. `ApiDeps` lists the services and
+// seams its routes and plugins call; the composition root passes its context, which has them all.
+// `ApiParts` are the objects that keep state for one app (failure counts, the web session gate, the
+// ops pages): the root builds them for each app it builds. Each route and plugin declares the `Pick`
+// of these it uses. This file is apart from app.ts so that a route can name its deps without an
+// import cycle back to the app that registers it.
+import type { Kysely } from 'kysely';
+import type { Config } from '../config.ts';
+import type { Database } from '../db/schema.ts';
+import type { Clock } from '../domain/clock.ts';
+import type { DisplayTime } from '../domain/display-time.ts';
+import type { Logger } from '../logger.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import type { QueueProducer } from '../queue/producer.ts';
+import type { OpsOverviewService } from '../services/admin-overview.service.ts';
+import type { ApiKeyService } from '../services/api-key.service.ts';
+import type { CatalogService } from '../services/catalog.service.ts';
+import type { EventFeed } from '../services/events.service.ts';
+import type { ReferralFhir } from '../services/fhir.service.ts';
+import type { EhrForwarding } from '../services/forwarding.service.ts';
+import type { LinkMinter } from '../services/links-minter.ts';
+import type { LinkRedemption } from '../services/links-redemption.service.ts';
+import type { LinkService } from '../services/links.service.ts';
+import type { ReferralCommands } from '../services/referral-commands.ts';
+import type { ReferralQueries } from '../services/referral-queries.ts';
+import type { WebhookSubscriptions } from '../services/webhooks.service.ts';
+import type { AdminAudit } from './admin/admin-audit.ts';
+import type { OpsAuth } from './admin/ops-auth.ts';
+import type { QueueBoard } from './admin/queue-board.ts';
+import type { FailureLimiter } from './failure-limiter.ts';
+import type { SessionGate } from './web/session-gate.ts';
+
+export interface ApiDeps {
+  readonly config: Config;
+  readonly logger: Logger;
+  /** For the API's own records: idempotency, the audit of turned-away requests, readiness. */
+  readonly db: Kysely<Database>;
+  readonly clock: Clock;
+  /** Times people read on the web pages, in DISPLAY_TIME_ZONE. */
+  readonly displayTime: DisplayTime;
+  readonly metrics: Metrics;
+  /** Asked only by readiness; the producer connects to Redis on first use. */
+  readonly queues: Pick<QueueProducer, 'health'>;
+  /** Set when the process begins to stop: readiness answers "draining". */
+  readonly lifecycle: { readonly draining: boolean };
+  readonly apiKeys: Pick<ApiKeyService, 'authenticate'>;
+  /** Mints a link again when a keyed request is replayed. */
+  readonly linkMinter: Pick<LinkMinter, 'mintOne'>;
+  readonly referralQueries: ReferralQueries;
+  readonly referralCommands: ReferralCommands;
+  readonly referralFhir: ReferralFhir;
+  readonly links: LinkService;
+  readonly linkRedemption: Pick<LinkRedemption, 'redeem'>;
+  readonly catalog: Pick<CatalogService, 'listOfferings'>;
+  readonly ehrForwarding: Pick<EhrForwarding, 'submissions' | 'formOfAttempt'>;
+  readonly eventFeed: EventFeed;
+  readonly webhookSubscriptions: WebhookSubscriptions;
+}
+
+/** The hosted form's own state: its session gate, and the count of unknown link tokens per address. */
+export interface WebParts {
+  readonly gate: SessionGate;
+  readonly linkFailures: FailureLimiter;
+}
+
+/** The ops pages' own state: the queue board, the overview, their audit and the sign-in. */
+export interface AdminParts {
+  readonly board: QueueBoard;
+  readonly overview: OpsOverviewService;
+  readonly audit: AdminAudit;
+  readonly auth: OpsAuth;
+}
+
+/** The objects that keep state for one app, built by the composition root with the app. */
+export interface ApiParts {
+  /** Unknown API keys per client address. */
+  readonly apiKeyFailures: FailureLimiter;
+  readonly web: WebParts;
+  readonly admin: AdminParts;
+}

@@ -1,0 +1,14 @@
+// `refhub catalog load FILE`: loads the catalog of systems, institutions and offerings, an upsert by
+// ID, and says how much it loaded.
+import type { CatalogService } from '../services/catalog.service.ts';
+
+export interface LoadCatalogDeps {
+  readonly catalog: Pick<CatalogService, 'loadFile'>;
+}
+
+export async function loadCatalog(deps: LoadCatalogDeps, file: string): Promise<void> {
+  const loaded = await deps.catalog.loadFile(file);
+  process.stdout.write(
+    `Loaded ${loaded.systems} systems, ${loaded.institutions} institutions and ${loaded.offerings} offerings.\n`,
+  );
+}

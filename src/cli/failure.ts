@@ -1,0 +1,33 @@
+// How a `refhub` command stops on a problem the operator can fix: one line on stderr, `refhub: …`,
+// and exit status 1, never a stack trace. Anything else is a defect and is thrown on, so that Node
+// prints it in full.
+import { InvalidArgumentError } from 'commander';
+import { ConfigError } from '../config.ts';
+import { DataDirLockedError } from '../db/data-dir-lock.ts';
+import { AppError } from '../errors.ts';
+
+export function fail(message: string): never {
+  process.stderr.write(`refhub: ${message}\n`);
+  process.exit(1);
+}
+
+/** Ends the process for an error a command threw: with `fail` when it is the operator's to fix. */
+export function failFor(error: unknown): never {
+  if (
+    error instanceof ConfigError ||
+    error instanceof DataDirLockedError ||
+    error instanceof InvalidArgumentError
+  ) {
+    fail(error.message);
+  }
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+    const { address, port } = error as { address?: string; port?: number };
+    fail(`cannot listen on ${address ?? 'HOST'}:${port ?? 'PORT'} (${code}); set PORT or HOST`);
+  }
+  if (error instanceof AppError) {
+    const problems = error.errors?.map((e) => `\n  ${e.path}: ${e.message}`).join('') ?? '';
+    fail(problems === '' ? error.message : `${error.title}:${problems}`);
+  }
+  throw error;
+}

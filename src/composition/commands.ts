@@ -1,0 +1,105 @@
+// The operator's commands, wired: each opens what its command needs (the context, or only the store,
+// Redis or the sandbox), hands the command the few things it uses, and closes what it opened however
+// the command ends. main.ts calls these after parsing the command line; the commands themselves are
+// in src/cli. Modules only some commands need are loaded by those commands.
+import { loadConfig, type Config } from '../config.ts';
+import { configuredStoreTarget, openStore } from '../db/database.ts';
+import { webhookSubscriptionRepository } from '../db/webhook-subscription.repository.ts';
+import { createLogger } from '../logger.ts';
+import { connectRedis } from '../queue/connections.ts';
+import { createSandboxEhr } from '../sandbox-ehr/sandbox-ehr.ts';
+import { createKey, listKeys, revokeKey, type CreateKeyOptions } from '../cli/api-key.command.ts';
+import { loadCatalog } from '../cli/catalog.command.ts';
+import { retryForwards } from '../cli/forwarding.command.ts';
+import { migrate } from '../cli/migrate.command.ts';
+import { reconcile } from '../cli/reconcile.command.ts';
+import {
+  refuseSandboxInProduction,
+  runSandboxEhr,
+  type SandboxEhrCommandOptions,
+} from '../cli/sandbox-ehr.command.ts';
+import { listWebhooks, replayWebhooks, type ReplayOptions } from '../cli/webhooks.command.ts';
+import { createContext, openConfiguredStore, type AppContext } from './context.ts';
+
+/** Runs `work` with a context, closing the store (and the PGlite lock) however it ends. */
+async function withContext<T>(command: string, work: (ctx: AppContext) => Promise<T>): Promise<T> {
+  const ctx = await createContext(loadConfig(), command);
+  try {
+    return await work(ctx);
+  } finally {
+    await ctx.close();
+  }
+}
+
+export function forwardsRetryCommand(referralIds: string[], options: { allFailed?: boolean }): Promise<void> {
+  return withContext('refhub forwards retry', (ctx) => retryForwards(ctx, referralIds, options));
+}
+
+export function webhooksListCommand(): Promise<void> {
+  return withContext('refhub webhooks list', (ctx) =>
+    listWebhooks({ allSubscriptions: () => webhookSubscriptionRepository(ctx.db).all() }),
+  );
+}
+
+export function webhooksReplayCommand(options: ReplayOptions): Promise<void> {
+  return withContext('refhub webhooks replay', (ctx) => replayWebhooks(ctx, options));
+}
+
+/** The doctor opens nothing for long and migrates nothing: it gets openers, and a silent logger. */
+export async function doctorCommand(): Promise<void> {
+  const config = loadConfig();
+  const { doctor } = await import('../cli/doctor.command.ts');
+  const logger = createLogger({ ...config, logLevel: 'silent' });
+  await doctor({
+    config,
+    openStore: () => openStore(configuredStoreTarget(config, 'refhub doctor', { poolSize: 1 })),
+    connectRedis: () => connectRedis(config.redisUrl, 'producer', logger),
+  });
+}
+
+export function reconcileCommand(): Promise<void> {
+  return withContext('refhub reconcile', async (ctx) => {
+    const { createReconcilerFor } = await import('./background.ts');
+    await reconcile({ reconciler: createReconcilerFor(ctx) });
+  });
+}
+
+export function migrateCommand(): Promise<void> {
+  return migrate({
+    migrate: async () => {
+      const store = await openConfiguredStore(loadConfig(), 'refhub migrate');
+      await store.close();
+    },
+  });
+}
+
+export function catalogLoadCommand(file: string): Promise<void> {
+  return withContext('refhub catalog load', (ctx) => loadCatalog(ctx, file));
+}
+
+export function keysCreateCommand(options: CreateKeyOptions): Promise<void> {
+  return withContext('refhub keys create', (ctx) => createKey(ctx, options));
+}
+
+export function keysListCommand(): Promise<void> {
+  return withContext('refhub keys list', (ctx) => listKeys(ctx));
+}
+
+export function keysRevokeCommand(idOrPrefix: string): Promise<void> {
+  return withContext('refhub keys revoke', (ctx) => revokeKey(ctx, idOrPrefix));
+}
+
+/** `refhub sandbox-ehr`; the in-process tests call it too. Refuses in production before building. */
+export async function serveSandboxEhr(config: Config, options: SandboxEhrCommandOptions): Promise<void> {
+  refuseSandboxInProduction(config);
+  const logger = createLogger(config, process.stderr).child({ component: 'sandbox-ehr' });
+  const token = options.token ?? config.ehrToken;
+  await runSandboxEhr(
+    { sandbox: createSandboxEhr({ token, logger }), logger, bearerToken: token !== undefined },
+    options,
+  );
+}
+
+export function sandboxEhrCommand(options: SandboxEhrCommandOptions): Promise<void> {
+  return serveSandboxEhr(loadConfig(), options);
+}

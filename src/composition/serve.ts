@@ -1,0 +1,116 @@
+// The serving modes: `refhub all` (API and background in one process, the only mode with PGlite),
+// `refhub api` and `refhub worker`. Serving builds the context, loads the catalog (or the demo outside
+// production), picks where forms go, starts what the mode runs and listens, then prints the banner.
+// On SIGTERM or SIGINT it stops in order within SHUTDOWN_GRACE_SECONDS: readiness says "draining",
+// the listener drains and closes, active jobs finish, the relays stop, the pools close.
+import { loadConfig, type Config } from '../config.ts';
+import { fail } from '../cli/failure.ts';
+import { VERSION } from '../cli/version.ts';
+import { setUpDemo } from './demo-setup.ts';
+import { checkEhrAddress } from '../services/outbound-address.ts';
+import { createContext, type AppContext } from './context.ts';
+
+export type ServeCommand = 'all' | 'api' | 'worker';
+
+const HOUSEKEEPING_INTERVAL_MS = 15 * 60_000;
+
+/** How long a stopping API process keeps its listener open while load balancers take it out. */
+export function drainMs(graceSeconds: number): number {
+  return Math.min(2_000, (graceSeconds * 1000) / 4);
+}
+
+/** Where forms go: EHR_URL, or (never in production) the sandbox EHR, started in this process. */
+async function ehrTarget(ctx: AppContext): Promise<{ url: string; close: () => Promise<void> }> {
+  if (ctx.config.ehrUrl !== undefined) return { url: ctx.config.ehrUrl, close: () => Promise.resolve() };
+  const { createSandboxEhr } = await import('../sandbox-ehr/sandbox-ehr.ts');
+  const sandbox = await createSandboxEhr({
+    token: ctx.config.ehrToken,
+    logger: ctx.logger.child({ component: 'sandbox-ehr' }),
+  }).listen({ port: 0, host: '127.0.0.1' });
+  ctx.logger.warn({ url: sandbox.url }, 'EHR_URL is unset: forms go to the in-process sandbox EHR');
+  return sandbox;
+}
+
+export async function serve(command: ServeCommand): Promise<void> {
+  const config: Config = loadConfig();
+  if (command !== 'all' && config.databaseUrl === undefined) {
+    fail(
+      `\`refhub ${command}\` runs against PostgreSQL: set DATABASE_URL. For embedded PGlite, run \`refhub all\`.`,
+    );
+  }
+  const withApi = command !== 'worker';
+  const withBackground = command !== 'api';
+  if (withBackground) await checkEhrAddress(config);
+  const ctx = await createContext(config, `refhub ${command}`);
+  let demoKeys;
+  if (config.catalogFile !== undefined) {
+    const loaded = await ctx.catalog.loadFile(config.catalogFile);
+    ctx.logger.info(loaded, 'catalog loaded');
+  } else if (config.env !== 'production' && withApi) {
+    demoKeys = await setUpDemo(ctx.db, config.dataDir);
+  }
+  const redis = await ctx.queues.health();
+  if (redis.problem !== undefined)
+    ctx.logger.error({ check: 'redis' }, `${redis.problem}; /readyz fails until it is fixed`);
+
+  const ehr = withBackground ? await ehrTarget(ctx) : undefined;
+  const { startBackground } = await import('./background.ts');
+  const background = ehr === undefined ? undefined : startBackground(ctx, { ehrUrl: ehr.url });
+  // Loaded here, so that operator commands do not pay for the HTTP stack. A worker serves only its
+  // health checks and metrics.
+  const app = withApi
+    ? await (await import('./api-app.ts')).createApiApp(ctx)
+    : await (await import('../api/ops-app.ts')).buildOpsApp(ctx);
+  const stopHousekeeping = withApi ? ctx.housekeeping.start(HOUSEKEEPING_INTERVAL_MS) : () => undefined;
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    ctx.logger.info({ signal, graceSeconds: config.shutdownGraceSeconds }, 'shutting down');
+    const deadline = setTimeout(() => {
+      ctx.logger.error('the shutdown grace period ran out; stopping with work unfinished');
+      ctx.logger.flush();
+      process.exit(1);
+    }, config.shutdownGraceSeconds * 1000);
+    deadline.unref();
+    stopHousekeeping();
+    // First /readyz says "draining", and the listener stays open a moment, so that a load balancer
+    // stops sending requests and the ones already on their way are read. Closing the listener at once
+    // would reset a connection whose request had not been read yet. Then no new connections; the
+    // requests in flight finish; active jobs finish (worker.close()); the relay and the reconciler
+    // stop; the pools close.
+    ctx.lifecycle.draining = true;
+    if (withApi) await new Promise((resolve) => setTimeout(resolve, drainMs(config.shutdownGraceSeconds)));
+    await app.close();
+    await background?.stop();
+    await ehr?.close();
+    await ctx.close();
+    ctx.logger.info('stopped');
+    ctx.logger.flush(() => process.exit(0));
+  };
+  process.on('SIGTERM', (s) => void shutdown(s));
+  process.on('SIGINT', (s) => void shutdown(s));
+
+  const storeName = ctx.store.engine === 'pglite' ? `embedded PGlite in ${config.dataDir}` : 'PostgreSQL';
+  const address = await app.listen({ port: config.port, host: config.host });
+  const banner = [''];
+  if (withApi) {
+    banner.push(
+      `refhub ${VERSION} is serving ${address} on ${storeName}`,
+      `  API docs: ${address}/docs    Links: ${config.publicUrl}/l/…    Queues: ${address}/admin`,
+    );
+  } else {
+    banner.push(`refhub ${VERSION} worker is running on ${storeName}; health and metrics at ${address}`);
+  }
+  if (ehr !== undefined)
+    banner.push(`  Forms go to ${config.ehrUrl === undefined ? 'the sandbox EHR' : 'the EHR'} at ${ehr.url}`);
+  if (demoKeys) {
+    banner.push(
+      '',
+      'The demo catalog was loaded. These test keys are shown once (also in demo-keys.txt, mode 600):',
+      ...demoKeys.map((k) => `  ${k.label.padEnd(14)} ${k.key}  (${k.description})`),
+    );
+  }
+  process.stdout.write(`${banner.join('\n')}\n\n`);
+}

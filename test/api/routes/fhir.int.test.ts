@@ -1,0 +1,273 @@
+// GET /api/v1/referrals/{id}/fhir: the FHIR R4 view of a referral. It takes the get's query, answers
+// the same callers (404, never 403, for an institution that cannot see the referral, and for the
+// provider while it is a draft), is audited as a read of its own, and serves a valid R4 Bundle as
+// application/fhir+json with the get's ETag and no caching.
+import type {
+  Appointment,
+  AuditEvent,
+  Communication,
+  Patient,
+  ServiceRequest,
+  Task,
+} from '@medplum/fhirtypes';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { APPOINTMENT_STATUSES, STATUSES } from '../../../src/domain/statuses.ts';
+import { errorPaths, expectProblem } from '../../support/api-assertions.ts';
+import { ENGINES } from '../../support/engines.ts';
+import { loadFhirR4 } from '../../support/fhir-validation.ts';
+import {
+  APPOINTMENT_STATUS,
+  REQUEST_STATUS,
+  TASK_STATUS,
+  fhirUrl,
+  readFhir,
+  resourcesOf,
+} from '../../support/fhir-view.ts';
+import { CANARY, CANARY_MARKERS } from '../../support/fixtures/patients.ts';
+import { REQUESTER } from '../../support/referral-routes.ts';
+import { call, createDraft, referralIn } from '../../support/scenarios.ts';
+import { apiKeyIdOf, auditRowsOf } from '../../support/store-inspection.ts';
+import { createTestApp, type TestApp } from '../../support/test-app.ts';
+
+beforeAll(() => {
+  loadFhirR4();
+});
+
+describe.each(ENGINES)('the FHIR view on %s', (engine) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp(engine);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const getUrl = (id: string) =>
+    `/api/v1/referrals/${id}?${new URLSearchParams({ requesterIdentifier: REQUESTER, ...t.sender.institution }).toString()}`;
+
+  it('serves a valid R4 collection as application/fhir+json, uncached, with the get’s ETag', async () => {
+    const referral = await referralIn(t, 'pending-acceptance', CANARY);
+    const { res, bundle } = await readFhir(t, t.sender, referral.id);
+    expect(res.headers.etag).toBe(`W/"${referral.version}"`);
+    const get = await t.request(t.sender, { method: 'GET', url: getUrl(referral.id) });
+    expect(res.headers.etag).toBe(get.headers.etag);
+    expect(bundle).toMatchObject({ resourceType: 'Bundle', type: 'collection' });
+    expect(Date.parse(bundle.timestamp ?? '')).not.toBeNaN();
+    const request = resourcesOf<ServiceRequest>(bundle, 'ServiceRequest')[0];
+    expect(request?.identifier?.[0]?.value).toBe(referral.id);
+    expect(resourcesOf<Patient>(bundle, 'Patient')[0]?.identifier?.[0]?.value).toBe(CANARY.patientUin);
+  });
+
+  it('answers the provider too, with the same resources and ids', async () => {
+    const referral = await referralIn(t, 'accepted', CANARY);
+    const ids = async (who: typeof t.sender) =>
+      (await readFhir(t, who, referral.id)).bundle.entry.map((e) => e.fullUrl);
+    expect(await ids(t.provider)).toEqual(await ids(t.sender));
+  });
+
+  it.each(STATUSES)('maps a referral in %s to its ServiceRequest and Task statuses', async (status) => {
+    const referral = await referralIn(t, status, CANARY);
+    const { bundle } = await readFhir(t, t.sender, referral.id);
+    const [request] = resourcesOf<ServiceRequest>(bundle, 'ServiceRequest');
+    const [task] = resourcesOf<Task>(bundle, 'Task');
+    expect(request?.status).toBe(REQUEST_STATUS[status]);
+    expect(task?.status).toBe(TASK_STATUS[status]);
+    expect(task?.businessStatus?.coding?.map((c) => c.code)).toEqual([status, referral.coreStatus]);
+    if (['rejected', 'cancelled', 'sender-action-required'].includes(status)) {
+      // The reason the provider or sender gave, in the timeline's sentence.
+      expect(task?.statusReason?.text).toMatch(
+        /Not within our scope|Patient recovered|Please attach the ECG/,
+      );
+    }
+  });
+
+  it('maps every appointment status', async () => {
+    const referral = await referralIn(t, 'accepted', CANARY);
+    for (const [i, status] of [...APPOINTMENT_STATUSES].reverse().entries()) {
+      await call(t, t.provider, 'PUT', `/api/v1/referrals/${referral.id}/appointments/appt-${status}`, {
+        status,
+        startAt: `2030-01-1${i}T01:30:00.000Z`,
+        location: `Clinic ${i}`,
+      });
+    }
+    const { bundle } = await readFhir(t, t.provider, referral.id);
+    const byId = new Map(
+      resourcesOf<Appointment>(bundle, 'Appointment').map((a) => [a.identifier?.[0]?.value, a]),
+    );
+    for (const status of APPOINTMENT_STATUSES) {
+      expect(byId.get(`appt-${status}`)?.status, status).toBe(APPOINTMENT_STATUS[status]);
+    }
+    expect(resourcesOf<Task>(bundle, 'Task')[0]?.status).toBe('in-progress');
+  });
+
+  it('carries the notes and the EHR ledger, each attempt with the SHA-256 of its form', async () => {
+    const referral = await referralIn(t, 'pending-acceptance', CANARY);
+    await call(
+      t,
+      t.provider,
+      'POST',
+      `/api/v1/referrals/${referral.id}/notes`,
+      {
+        content: 'We will call the patient.',
+        authorName: 'Dr Wong',
+      },
+      201,
+    );
+    const sha256 = 'c'.repeat(64);
+    await t.ctx.ehrForwarding.recordAttempt({
+      referralId: referral.id,
+      messageId: `${referral.id}.v${referral.version}`,
+      version: referral.version,
+      attempt: 1,
+      startedAt: t.ctx.clock.now(),
+      durationMs: 30,
+      sha256,
+      outcome: 'delivered',
+      httpStatus: 201,
+      errorCode: null,
+      reference: 'EHR-42',
+      requestId: 'fhir-test-ledger',
+    });
+    const { bundle } = await readFhir(t, t.sender, referral.id);
+    const [note] = resourcesOf<Communication>(bundle, 'Communication');
+    expect(note?.payload).toEqual([{ contentString: 'We will call the patient.' }]);
+    const [event] = resourcesOf<AuditEvent>(bundle, 'AuditEvent');
+    expect(event?.outcome).toBe('0');
+    const details = event?.entity?.flatMap((e) => e.detail ?? []);
+    expect(details).toContainEqual({ type: 'sha256', valueString: sha256 });
+    // The same hash the ledger endpoint shows.
+    const ledger = await call(
+      t,
+      t.sender,
+      'GET',
+      `/api/v1/referrals/${referral.id}/ehr-submissions?institutionIdType=hci&institutionId=S1234A`,
+    );
+    expect((ledger as { data: { sha256: string }[] }).data[0]?.sha256).toBe(sha256);
+  });
+
+  describe('tenancy', () => {
+    it('is 404, never 403, for institutions that cannot see the referral', async () => {
+      const referral = await referralIn(t, 'accepted', CANARY);
+      for (const who of [t.otherSender, t.otherProvider]) {
+        const res = await t.request(who, { method: 'GET', url: fhirUrl(referral.id, who) });
+        const problem = expectProblem(res, 404, 'referral_not_found');
+        for (const marker of CANARY_MARKERS) expect(res.body).not.toContain(marker);
+        expect(problem.detail).toContain(referral.id);
+      }
+    });
+
+    it('is 404 for the provider while the referral is a draft, and 200 once submitted', async () => {
+      const draft = await createDraft(t, CANARY);
+      expectProblem(
+        await t.request(t.provider, { method: 'GET', url: fhirUrl(draft.id, t.provider) }),
+        404,
+        'referral_not_found',
+      );
+      await call(t, t.sender, 'POST', `/api/v1/referrals/${draft.id}/submit`, {});
+      await readFhir(t, t.provider, draft.id);
+    });
+
+    it('is 404 for a deleted draft and for an unknown ID', async () => {
+      const draft = await createDraft(t, CANARY);
+      await call(
+        t,
+        t.sender,
+        'DELETE',
+        `/api/v1/referrals/${draft.id}?institutionIdType=hci&institutionId=S1234A`,
+      );
+      for (const id of [draft.id, '0197a2b0-0000-7000-8000-00000000dead']) {
+        expectProblem(
+          await t.request(t.sender, { method: 'GET', url: fhirUrl(id, t.sender) }),
+          404,
+          'referral_not_found',
+        );
+      }
+    });
+
+    it('is 403 for an institution the key may not act for, and 401 without a key', async () => {
+      const referral = await referralIn(t, 'accepted', CANARY);
+      const url = fhirUrl(referral.id, t.otherSender);
+      expectProblem(await t.request(t.sender, { method: 'GET', url }), 403, 'institution_not_permitted');
+      expectProblem(await t.request(null, { method: 'GET', url }), 401, 'unauthorized');
+    });
+  });
+
+  describe('bad requests', () => {
+    it('names a missing parameter, an unknown one and a malformed ID', async () => {
+      const referral = await referralIn(t, 'accepted', CANARY);
+      const base = `/api/v1/referrals/${referral.id}/fhir`;
+      let res = await t.request(t.sender, {
+        method: 'GET',
+        url: `${base}?institutionIdType=hci&institutionId=S1234A`,
+      });
+      expect(errorPaths(expectProblem(res, 400, 'validation_failed'))).toEqual(['query.requesterIdentifier']);
+      res = await t.request(t.sender, {
+        method: 'GET',
+        url: `${fhirUrl(referral.id, t.sender)}&_format=xml`,
+      });
+      expect(errorPaths(expectProblem(res, 400, 'validation_failed'))).toEqual(['query._format']);
+      res = await t.request(t.sender, { method: 'GET', url: fhirUrl('not-a-uuid', t.sender) });
+      expect(errorPaths(expectProblem(res, 400, 'validation_failed'))).toEqual(['path.referralId']);
+    });
+  });
+
+  describe('audit', () => {
+    it('writes the view’s own read row, and the ledger read it includes', async () => {
+      const referral = await referralIn(t, 'accepted', CANARY);
+      const { res } = await readFhir(t, t.provider, referral.id);
+      const row = {
+        request_id: res.headers['x-request-id'],
+        api_key_id: await apiKeyIdOf(t, t.provider),
+        system: 'Epic',
+        institution_id_type: 'hci',
+        institution_id: 'S9001Z',
+        requester_identifier: REQUESTER,
+        outcome: 'success',
+        referral_ids: [referral.id],
+      };
+      expect(await auditRowsOf(t, res)).toEqual([
+        { ...row, action: 'referral.read-fhir' },
+        { ...row, action: 'ehr.submissions.read' },
+      ]);
+    });
+
+    it('records a turned-away read as denied, under the view’s action', async () => {
+      const referral = await referralIn(t, 'accepted', CANARY);
+      const res = await t.request(t.otherProvider, {
+        method: 'GET',
+        url: fhirUrl(referral.id, t.otherProvider),
+      });
+      expect(res.statusCode).toBe(404);
+      expect(await auditRowsOf(t, res)).toEqual([
+        expect.objectContaining({
+          action: 'referral.read-fhir',
+          outcome: 'denied',
+          referral_ids: [referral.id],
+        }),
+      ]);
+    });
+  });
+
+  describe('privacy', () => {
+    it('mints no one-time links, and logs no patient data', async () => {
+      const referral = await referralIn(t, 'sender-action-required', CANARY);
+      const tokens = async () =>
+        (
+          await t.ctx.db
+            .selectFrom('link_tokens')
+            .select(sql<number>`count(*)::int`.as('n'))
+            .where('referral_id', '=', referral.id)
+            .executeTakeFirstOrThrow()
+        ).n;
+      const before = await tokens();
+      const logsBefore = t.logs.length;
+      const { res } = await readFhir(t, t.sender, referral.id);
+      expect(await tokens()).toBe(before);
+      expect(res.body).not.toContain('/l/');
+      const logged = t.logs.slice(logsBefore).join('\n');
+      expect(logged).toContain(String(res.headers['x-request-id']));
+      for (const marker of CANARY_MARKERS) expect(logged).not.toContain(marker);
+    });
+  });
+});

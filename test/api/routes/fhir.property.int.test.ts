@@ -1,0 +1,367 @@
+// Property: whatever a referral holds and wherever its lifecycle has taken it, its FHIR view is a valid
+// FHIR R4 bundle (zero issues from the R4 validator, required bindings and references included), says
+// what the documented tables say about its status and its appointments, and carries nothing the API
+// does not give the same caller. Referrals are made over the API as clients make them: random fields
+// (present or not, blank or not), driven into every status, with appointments in every status, notes
+// from both sides and attempts on the EHR ledger, which are recorded through the forwarding service
+// as the forward worker records them.
+import { randomUUID } from 'node:crypto';
+import type {
+  Appointment,
+  AuditEvent,
+  Communication,
+  Organization,
+  Patient,
+  ServiceRequest,
+  Task,
+} from '@medplum/fhirtypes';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COUNTRY_CODES } from '../../../src/domain/countries.ts';
+import { APPOINTMENT_WINDOW_YEARS } from '../../../src/domain/appointment-window.ts';
+import {
+  APPOINTMENT_STATUSES,
+  STATUSES,
+  type AppointmentStatus,
+  type Status,
+} from '../../../src/domain/statuses.ts';
+import { CORE_STATUS_DISPLAY } from '../../../src/render/fhir/status-mapping.ts';
+import { ENGINES } from '../../support/engines.ts';
+import { loadFhirR4 } from '../../support/fhir-validation.ts';
+import {
+  APPOINTMENT_STATUS,
+  REQUEST_STATUS,
+  TASK_STATUS,
+  readFhir,
+  resourcesOf,
+  type FhirRead,
+} from '../../support/fhir-view.ts';
+import { REQUESTER } from '../../support/referral-routes.ts';
+import { call } from '../../support/scenarios.ts';
+import { createTestApp, type TestApp, type TestParty } from '../../support/test-app.ts';
+
+/** Referrals per status and engine: 7 statuses × 6 = 42 referrals on each engine. */
+const RUNS_PER_STATUS = 6;
+
+type Party = 'sender' | 'provider';
+
+interface AppointmentPlan {
+  readonly status: AppointmentStatus;
+  readonly startAt: string;
+  readonly location: string;
+}
+
+interface LedgerPlan {
+  readonly outcome: 'delivered' | 'retrying' | 'failed';
+  readonly httpStatus: number | null;
+  readonly errorCode: string | null;
+  readonly sha256: string | null;
+  readonly reference: string | null;
+  readonly durationMs: number;
+}
+
+interface ReferralPlan {
+  readonly status: Status;
+  readonly fields: Record<string, unknown>;
+  /** Whether the provider accepts before it rejects, asks the sender to act, or cancels. */
+  readonly acceptFirst: boolean;
+  readonly cancelledBy: Party;
+  readonly appointments: readonly AppointmentPlan[];
+  readonly notes: readonly { by: Party; content: string; authorName?: string }[];
+  readonly ledger: readonly LedgerPlan[];
+}
+
+/** Text that says something (the API refuses whitespace alone), with stray whitespace around it. */
+const text = (maxLength: number) =>
+  fc
+    .oneof(
+      fc.string({ minLength: 1, maxLength, unit: 'grapheme' }),
+      fc.constantFrom(' Tan Ah Kow', 'Nur Aisyah\n\tbinte Rahman ', '陳大文', "O'Brien & <Sons>"),
+    )
+    .filter((s) => s.trim() !== '');
+const yearsFromNow = (years: number) => {
+  const date = new Date();
+  date.setUTCFullYear(date.getUTCFullYear() + years);
+  return date.toISOString();
+};
+const phone = fc.stringMatching(/^[3689][0-9]{7}$/);
+const isoDate = (min: string, max: string) =>
+  fc.date({ min: new Date(min), max: new Date(max), noInvalidDate: true }).map((d) => d.toISOString());
+
+/** The sender's fields: everything optional, except what submitting needs when the plan submits. */
+const fieldsFor = (status: Status) =>
+  fc
+    .record(
+      {
+        offeringId: fc.constantFrom('cgh-gastro', 'cgh-gpfirst', 'cgh-ae'),
+        patientName: text(60),
+        patientUin: fc.stringMatching(/^[STFGM][0-9]{7}[A-Z]$/),
+        dob: isoDate('1920-01-01', '2020-12-31').map((d) => d.slice(0, 10)),
+        patientGender: fc.constantFrom('Male', 'Female'),
+        nationality: fc.constantFrom(...COUNTRY_CODES),
+        patientPhoneNumber: phone,
+        residentialStatus: fc.constantFrom('SC', 'PR', 'Foreigner'),
+        referrerId: text(20),
+        referrerIdType: fc.constantFrom('mcr', 'nric', 'email', 'brightUserId', 'dcr'),
+        referrerName: text(60),
+        referrerEmail: fc.constantFrom('dr.tan@clinic.example', 'a.b+c@sub.clinic.example'),
+        referrerContactNumber: phone,
+        clinicalInfo: fc.oneof(fc.constant(''), text(300)),
+        isUrgent: fc.boolean(),
+      },
+      {
+        requiredKeys: status === 'draft' ? [] : ['offeringId', 'patientName', 'patientUin'],
+      },
+    )
+    .map((fields) => fields as Record<string, unknown>);
+
+const appointment = (status: AppointmentStatus) =>
+  fc.record({
+    status: fc.constant(status),
+    // Within the window the API takes appointments in (APPOINTMENT_WINDOW_YEARS around now).
+    startAt: isoDate(
+      yearsFromNow(-(APPOINTMENT_WINDOW_YEARS - 1)),
+      yearsFromNow(APPOINTMENT_WINDOW_YEARS - 1),
+    ),
+    location: fc.oneof(text(60), fc.constant('Clinic 3B, Level 3')),
+  });
+
+/** For a scheduled referral, an appointment in every status (so the referral stays scheduled), and more. */
+const appointmentsFor = (status: Status, acceptFirst: boolean, cancelledBy: Party) => {
+  if (status === 'scheduled') {
+    return fc
+      .tuple(
+        fc.tuple(...APPOINTMENT_STATUSES.map(appointment)),
+        fc.array(fc.constantFrom(...APPOINTMENT_STATUSES).chain(appointment), { maxLength: 2 }),
+      )
+      .chain(([every, more]) =>
+        fc.shuffledSubarray([...every, ...more], { minLength: every.length + more.length }),
+      );
+  }
+  // A provider may cancel a referral it has already scheduled.
+  if (status === 'cancelled' && acceptFirst && cancelledBy === 'provider') {
+    return fc.array(fc.constantFrom(...APPOINTMENT_STATUSES).chain(appointment), { maxLength: 3 });
+  }
+  return fc.constant([]);
+};
+
+const ledgerEntry: fc.Arbitrary<LedgerPlan> = fc
+  .constantFrom('delivered', 'retrying', 'failed')
+  .chain((outcome) =>
+    fc.record({
+      outcome: fc.constant(outcome),
+      httpStatus:
+        outcome === 'delivered'
+          ? fc.constantFrom(200, 201, 202)
+          : fc.option(fc.constantFrom(...(outcome === 'retrying' ? [408, 429, 503] : [400, 409, 422])), {
+              nil: null,
+            }),
+      errorCode: fc.constantFrom('ECONNRESET', 'UND_ERR_CONNECT_TIMEOUT'),
+      sha256: fc.option(fc.stringMatching(/^[0-9a-f]{64}$/), { nil: null }),
+      reference:
+        outcome === 'delivered'
+          ? fc.option(fc.stringMatching(/^EHR-[0-9]{1,8}$/), { nil: null })
+          : fc.constant(null),
+      durationMs: fc.nat({ max: 60_000 }),
+    }),
+  );
+
+const planFor = (status: Status): fc.Arbitrary<ReferralPlan> =>
+  fc
+    .record({
+      fields: fieldsFor(status),
+      acceptFirst: fc.boolean(),
+      cancelledBy: fc.constantFrom<Party>('sender', 'provider'),
+    })
+    .chain(({ fields, acceptFirst, cancelledBy }) =>
+      fc.record({
+        status: fc.constant(status),
+        fields: fc.constant(fields),
+        acceptFirst: fc.constant(acceptFirst),
+        // cgh-ae's offering is not cancellable by the sender.
+        cancelledBy: fc.constant(fields.offeringId === 'cgh-ae' ? 'provider' : cancelledBy),
+        appointments: appointmentsFor(status, acceptFirst, cancelledBy),
+        notes: fc.array(
+          fc.record(
+            {
+              by: fc.constantFrom<Party>(
+                ...(status === 'draft' ? ['sender' as const] : (['sender', 'provider'] as const)),
+              ),
+              content: text(200),
+              authorName: text(40),
+            },
+            { requiredKeys: ['by', 'content'] },
+          ),
+          { maxLength: 3 },
+        ),
+        ledger: status === 'draft' ? fc.constant([]) : fc.array(ledgerEntry, { maxLength: 3 }),
+      }),
+    );
+
+/** Every string in a JSON value, and every number as text. */
+function leaves(value: unknown, into = new Set<string>()): Set<string> {
+  if (typeof value === 'string') into.add(value);
+  else if (typeof value === 'number') into.add(String(value));
+  else if (Array.isArray(value)) for (const item of value) leaves(item, into);
+  else if (value !== null && typeof value === 'object')
+    for (const item of Object.values(value)) leaves(item, into);
+  return into;
+}
+
+/** The values under the data-bearing keys of a bundle: identifiers, contacts, texts, contents, dates. */
+function dataValues(value: unknown, into: string[] = []): string[] {
+  if (Array.isArray(value)) for (const item of value) dataValues(item, into);
+  else if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      if (['value', 'text', 'contentString', 'birthDate'].includes(key) && typeof item === 'string')
+        into.push(item);
+      else dataValues(item, into);
+    }
+  }
+  return into;
+}
+
+describe.each(ENGINES)('the FHIR view of random referrals on %s', (engine) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    loadFhirR4();
+    t = await createTestApp(engine);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const partyOf = (who: Party): TestParty => (who === 'sender' ? t.sender : t.provider);
+
+  /** Drives a new referral through the API into the plan's status; returns its ID. */
+  async function make(plan: ReferralPlan): Promise<string> {
+    const draft = await call(t, t.sender, 'POST', '/api/v1/referrals', plan.fields, 201);
+    const id = draft.id as string;
+    const op = (who: Party, name: string, body: Record<string, unknown> = {}) =>
+      call(t, partyOf(who), 'POST', `/api/v1/referrals/${id}/${name}`, body, name === 'notes' ? 201 : 200);
+    if (plan.status !== 'draft') await op('sender', 'submit');
+    if (plan.acceptFirst || plan.status === 'accepted' || plan.status === 'scheduled') {
+      if (plan.status !== 'draft' && plan.status !== 'pending-acceptance') await op('provider', 'accept');
+    }
+    for (const [i, a] of plan.appointments.entries()) {
+      await call(t, t.provider, 'PUT', `/api/v1/referrals/${id}/appointments/appt-${i}`, { ...a });
+    }
+    if (plan.status === 'rejected') await op('provider', 'reject', { reason: 'Not within our scope.' });
+    if (plan.status === 'sender-action-required')
+      await op('provider', 'request-action', { reason: 'Attach the ECG.' });
+    if (plan.status === 'cancelled')
+      await op(plan.cancelledBy, 'cancel', { cancelNote: 'Patient recovered' });
+    for (const note of plan.notes) {
+      await op(note.by, 'notes', {
+        content: note.content,
+        ...(note.authorName ? { authorName: note.authorName } : {}),
+      });
+    }
+    for (const [i, entry] of plan.ledger.entries()) {
+      const current = await readAsSender(id);
+      await t.ctx.ehrForwarding.recordAttempt({
+        referralId: id,
+        messageId: `${id}.v${String(current.version)}`,
+        version: current.version as number,
+        attempt: i + 1,
+        startedAt: t.ctx.clock.now(),
+        durationMs: entry.durationMs,
+        sha256: entry.sha256,
+        outcome: entry.outcome,
+        httpStatus: entry.httpStatus,
+        errorCode: entry.httpStatus === null ? entry.errorCode : null,
+        reference: entry.reference,
+        requestId: `fhir-property-${randomUUID()}`,
+      });
+    }
+    return id;
+  }
+
+  const readAsSender = (id: string) =>
+    call(
+      t,
+      t.sender,
+      'GET',
+      `/api/v1/referrals/${id}?requesterIdentifier=${REQUESTER}&institutionIdType=hci&institutionId=S1234A`,
+    );
+
+  /** What the API gives the caller: the referral (with its ETag) and its forwarding ledger. */
+  async function apiView(who: TestParty, id: string) {
+    const query = new URLSearchParams({ requesterIdentifier: REQUESTER, ...who.institution }).toString();
+    const get = await t.request(who, { method: 'GET', url: `/api/v1/referrals/${id}?${query}` });
+    expect(get.statusCode, get.body).toBe(200);
+    const ledger = await call(t, who, 'GET', `/api/v1/referrals/${id}/ehr-submissions?${query}`);
+    return {
+      etag: get.headers.etag,
+      referral: get.json<
+        Record<string, unknown> & {
+          status: Status;
+          appointments: { id: string; status: AppointmentStatus }[];
+          notes: { content: string }[];
+          patient: Record<string, string | null>;
+          links: { url: string }[];
+        }
+      >(),
+      ledger: (ledger as { data: { sha256?: string; messageId: string }[] }).data,
+    };
+  }
+
+  function expectFaithful(read: FhirRead, api: Awaited<ReturnType<typeof apiView>>, plan: ReferralPlan) {
+    const { bundle, res } = read;
+    const { referral, ledger } = api;
+    expect(res.headers.etag).toBe(api.etag);
+    expect(referral.status).toBe(plan.status);
+    const [request] = resourcesOf<ServiceRequest>(bundle, 'ServiceRequest');
+    const [task] = resourcesOf<Task>(bundle, 'Task');
+    expect(request?.status).toBe(REQUEST_STATUS[plan.status]);
+    expect(task?.status).toBe(TASK_STATUS[plan.status]);
+    expect(request?.priority).toBe(referral.isUrgent === true ? 'urgent' : 'routine');
+
+    const appointments = resourcesOf<Appointment>(bundle, 'Appointment');
+    expect(appointments.map((a) => [a.identifier?.[0]?.value, a.status]).sort()).toEqual(
+      referral.appointments.map((a) => [a.id, APPOINTMENT_STATUS[a.status]]).sort(),
+    );
+    expect(
+      resourcesOf<Communication>(bundle, 'Communication').map((c) => c.payload?.[0]?.contentString ?? null),
+    ).toEqual(referral.notes.map((n) => (n.content.trim() === '' ? null : n.content)));
+    const hashes = resourcesOf<AuditEvent>(bundle, 'AuditEvent').map(
+      (e) => e.entity?.flatMap((x) => x.detail ?? []).find((d) => d.type === 'sha256')?.valueString,
+    );
+    expect(hashes).toEqual(ledger.map((l) => l.sha256));
+
+    const [patient] = resourcesOf<Patient>(bundle, 'Patient');
+    expect(patient?.identifier?.[0]?.value).toBe(referral.patient.uin ?? undefined);
+    expect(patient?.birthDate).toBe(referral.patient.dob ?? undefined);
+    expect(patient?.gender).toBe(referral.patient.gender?.toLowerCase());
+    const hci = resourcesOf<Organization>(bundle, 'Organization').map((o) => o.identifier?.[0]?.value);
+    expect(hci).toContain('S1234A');
+    if (plan.fields.offeringId !== undefined) expect(hci).toContain('S9001Z');
+
+    // Nothing the API does not give this caller: every identifier, contact, text and content comes
+    // from the referral or its ledger as the API returns them (or names a status the referral has).
+    const given = leaves([referral, ledger]);
+    for (const display of Object.values(CORE_STATUS_DISPLAY)) given.add(display);
+    for (const value of dataValues(bundle)) expect(given.has(value), value).toBe(true);
+    for (const link of referral.links) expect(res.body).not.toContain(link.url);
+    expect(res.body).not.toContain('fhir-property-');
+  }
+
+  it.each(STATUSES)('is valid and faithful for referrals in %s', async (status) => {
+    await fc.assert(
+      fc.asyncProperty(planFor(status), async (plan) => {
+        const id = await make(plan);
+        const asSender = await readFhir(t, t.sender, id);
+        expectFaithful(asSender, await apiView(t.sender, id), plan);
+        if (status !== 'draft') {
+          const asProvider = await readFhir(t, t.provider, id);
+          expectFaithful(asProvider, await apiView(t.provider, id), plan);
+          expect(asProvider.bundle.entry.map((e) => e.fullUrl)).toEqual(
+            asSender.bundle.entry.map((e) => e.fullUrl),
+          );
+        }
+      }),
+      // Each run makes a referral over the API; a failure is reported as found, without shrinking.
+      { numRuns: RUNS_PER_STATUS, endOnFailure: true },
+    );
+  });
+});

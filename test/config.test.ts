@@ -1,0 +1,214 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.ts';
+import { checkEhrAddress } from '../src/services/outbound-address.ts';
+
+describe('loadConfig', () => {
+  it('applies the documented defaults', () => {
+    const config = loadConfig({}, '/srv/refhub');
+    expect(config).toMatchObject({
+      env: 'development',
+      port: 3000,
+      host: '127.0.0.1',
+      publicUrl: 'http://127.0.0.1:3000',
+      databaseUrl: undefined,
+      databasePreparedStatements: true,
+      dataDir: '/srv/refhub/data',
+      linkTtlSeconds: 900,
+      catalogFile: undefined,
+      rateLimitPerMinute: 1200,
+      logLevel: 'info',
+      redisUrl: 'redis://127.0.0.1:6379',
+      queuePrefix: '{refhub}',
+      ehrUrl: undefined,
+      ehrToken: undefined,
+      ehrMaxAttempts: 10,
+      ehrBackoffBaseMs: 2000,
+      reminderAfterSeconds: 86_400,
+      reminderIntervalSeconds: 86_400,
+      reminderMax: 3,
+      reconcileIntervalSeconds: 60,
+      opsDashboardWrite: false,
+      metricsToken: undefined,
+      shutdownGraceSeconds: 20,
+      displayTimeZone: 'Asia/Singapore',
+      httpRequestTimeoutSeconds: 30,
+      httpHeadersTimeoutSeconds: 10,
+      httpKeepAliveTimeoutSeconds: 72,
+    });
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('reads every variable', () => {
+    const config = loadConfig(
+      {
+        NODE_ENV: 'production',
+        PORT: '8080',
+        HOST: '0.0.0.0',
+        PUBLIC_URL: 'https://refhub.example/',
+        DATABASE_URL: 'postgres://u@db:5432/refhub',
+        DATABASE_PREPARED_STATEMENTS: 'false',
+        DATA_DIR: '/var/lib/refhub',
+        LINK_TTL_SECONDS: '600',
+        CATALOG_FILE: 'catalog.json',
+        RATE_LIMIT_PER_MINUTE: '60',
+        LOG_LEVEL: 'warn',
+        REDIS_URL: 'rediss://:secret@redis:6380/2',
+        QUEUE_PREFIX: 'refhub-eu',
+        EHR_URL: 'https://ehr.example/fhir/referrals',
+        EHR_TOKEN: 'token-1',
+        SESSION_SECRET: 'a-session-secret-of-at-least-32-characters',
+        EHR_MAX_ATTEMPTS: '5',
+        EHR_BACKOFF_BASE_MS: '500',
+        REMINDER_AFTER_SECONDS: '3600',
+        REMINDER_INTERVAL_SECONDS: '7200',
+        REMINDER_MAX: '0',
+        RECONCILE_INTERVAL_SECONDS: '30',
+        OPS_DASHBOARD_WRITE: 'true',
+        METRICS_TOKEN: 'a-metrics-token-of-at-least-32-characters',
+        SHUTDOWN_GRACE_SECONDS: '45',
+        DISPLAY_TIME_ZONE: 'Europe/London',
+        HTTP_REQUEST_TIMEOUT_SECONDS: '60',
+        HTTP_HEADERS_TIMEOUT_SECONDS: '60',
+        HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: '650',
+      },
+      '/srv',
+    );
+    expect(config).toMatchObject({
+      env: 'production',
+      port: 8080,
+      host: '0.0.0.0',
+      publicUrl: 'https://refhub.example',
+      databaseUrl: 'postgres://u@db:5432/refhub',
+      databasePreparedStatements: false,
+      dataDir: '/var/lib/refhub',
+      linkTtlSeconds: 600,
+      catalogFile: '/srv/catalog.json',
+      rateLimitPerMinute: 60,
+      logLevel: 'warn',
+      redisUrl: 'rediss://:secret@redis:6380/2',
+      queuePrefix: '{refhub-eu}',
+      ehrUrl: 'https://ehr.example/fhir/referrals',
+      ehrToken: 'token-1',
+      ehrMaxAttempts: 5,
+      ehrBackoffBaseMs: 500,
+      reminderAfterSeconds: 3600,
+      reminderIntervalSeconds: 7200,
+      reminderMax: 0,
+      reconcileIntervalSeconds: 30,
+      opsDashboardWrite: true,
+      metricsToken: 'a-metrics-token-of-at-least-32-characters',
+      shutdownGraceSeconds: 45,
+      displayTimeZone: 'Europe/London',
+      httpRequestTimeoutSeconds: 60,
+      httpHeadersTimeoutSeconds: 60,
+      httpKeepAliveTimeoutSeconds: 650,
+    });
+  });
+
+  it('takes a queue prefix already in hash-tag form as it is', () => {
+    expect(loadConfig({ QUEUE_PREFIX: '{shared}' }).queuePrefix).toBe('{shared}');
+  });
+
+  it('serves the API docs to anyone outside production, and only to ops keys in production', () => {
+    expect(loadConfig({}).apiDocs).toBe('public');
+    expect(loadConfig({ NODE_ENV: 'test' }).apiDocs).toBe('public');
+    const production = {
+      NODE_ENV: 'production',
+      EHR_URL: 'https://ehr.example.org/referrals',
+      SESSION_SECRET: 's'.repeat(40),
+    };
+    expect(loadConfig(production).apiDocs).toBe('ops');
+    expect(loadConfig({ ...production, API_DOCS: 'off' }).apiDocs).toBe('off');
+    expect(loadConfig({ ...production, API_DOCS: 'public' }).apiDocs).toBe('public');
+  });
+
+  it('needs an https EHR_URL in production, where the sandbox EHR is off', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(
+      /^EHR_URL: is required when NODE_ENV=production/,
+    );
+    expect(() => loadConfig({ NODE_ENV: 'production', EHR_URL: 'http://ehr.example/x' })).toThrow(
+      /^EHR_URL: must use https:/,
+    );
+    expect(loadConfig({ EHR_URL: 'http://127.0.0.1:4010/ehr/referrals' }).ehrUrl).toBe(
+      'http://127.0.0.1:4010/ehr/referrals',
+    );
+  });
+
+  it('refuses in production an EHR_URL that reaches a non-public address, unless it is allowed', async () => {
+    const production = { NODE_ENV: 'production', SESSION_SECRET: 's'.repeat(32) };
+    const loopback = loadConfig({ ...production, EHR_URL: 'https://127.0.0.1:9/ehr' });
+    await expect(checkEhrAddress(loopback)).rejects.toThrow(
+      /^EHR_URL: must reach a public address in production: 127\.0\.0\.1 is a loopback address\. .*EHR_ALLOWED_ADDRESSES/,
+    );
+    const metadata = loadConfig({ ...production, EHR_URL: 'https://169.254.169.254/' });
+    await expect(checkEhrAddress(metadata)).rejects.toThrow(/169\.254\.169\.254 is a link-local address/);
+    const named = loadConfig({
+      ...production,
+      EHR_URL: 'https://ehr.link/',
+      EHR_ALLOWED_ADDRESSES: 'ehr.link',
+    });
+    await expect(checkEhrAddress(named, () => Promise.resolve(['10.9.8.7']))).resolves.toBeUndefined();
+    const other = loadConfig({
+      ...production,
+      EHR_URL: 'https://ehr.link/',
+      EHR_ALLOWED_ADDRESSES: ' [::1], 10.9.8.6 ',
+    });
+    expect([...other.ehrAllowedAddresses]).toEqual(['::1', '10.9.8.6']);
+    await expect(checkEhrAddress(other, () => Promise.resolve(['10.9.8.7']))).rejects.toThrow(
+      /resolves to 10\.9\.8\.7, a private address/,
+    );
+    const publicHost = loadConfig({ ...production, EHR_URL: 'https://ehr.example.org/' });
+    await expect(
+      checkEhrAddress(publicHost, () => Promise.resolve(['203.0.114.5'])),
+    ).resolves.toBeUndefined();
+    // Outside production a local EHR is the normal case.
+    await expect(checkEhrAddress(loadConfig({ EHR_URL: 'http://127.0.0.1:4010/' }))).resolves.toBeUndefined();
+  });
+
+  it.each([
+    ['PORT', 'abc', /PORT: must be a whole number/],
+    ['PORT', '70000', /PORT: must be between 0 and 65535/],
+    ['PUBLIC_URL', 'not a url', /PUBLIC_URL: is not a valid URL/],
+    ['PUBLIC_URL', 'ftp://x', /PUBLIC_URL: must use http: or https:/],
+    ['DATABASE_URL', 'mysql://x/y', /DATABASE_URL: must use postgres: or postgresql:/],
+    ['LINK_TTL_SECONDS', '5', /LINK_TTL_SECONDS: must be between 30 and 86400/],
+    ['RATE_LIMIT_PER_MINUTE', '-1', /RATE_LIMIT_PER_MINUTE: must be a whole number/],
+    ['LOG_LEVEL', 'loud', /LOG_LEVEL: must be one of/],
+    ['REDIS_URL', 'http://redis:6379', /REDIS_URL: must use redis: or rediss:/],
+    ['QUEUE_PREFIX', 'a b', /QUEUE_PREFIX: must be 1 to 64 of/],
+    ['QUEUE_PREFIX', '{x}y}', /QUEUE_PREFIX: must be 1 to 64 of/],
+    ['EHR_URL', 'ftp://ehr', /EHR_URL: must use http: or https:/],
+    ['EHR_MAX_ATTEMPTS', '0', /EHR_MAX_ATTEMPTS: must be between 1 and 100/],
+    ['EHR_BACKOFF_BASE_MS', '1.5', /EHR_BACKOFF_BASE_MS: must be a whole number/],
+    ['REMINDER_AFTER_SECONDS', '0', /REMINDER_AFTER_SECONDS: must be between 1 and/],
+    ['REMINDER_INTERVAL_SECONDS', 'soon', /REMINDER_INTERVAL_SECONDS: must be a whole number/],
+    ['REMINDER_MAX', '101', /REMINDER_MAX: must be between 0 and 100/],
+    ['RECONCILE_INTERVAL_SECONDS', '0', /RECONCILE_INTERVAL_SECONDS: must be between 1 and/],
+    ['OPS_DASHBOARD_WRITE', 'yes', /OPS_DASHBOARD_WRITE: must be one of true, false/],
+    ['METRICS_TOKEN', 'short', /METRICS_TOKEN: must be at least 32 characters/],
+    ['SHUTDOWN_GRACE_SECONDS', '0', /SHUTDOWN_GRACE_SECONDS: must be between 1 and 600/],
+    ['NODE_ENV', 'prod', /NODE_ENV: must be one of development, production, test, got "prod"/],
+    ['NODE_ENV', 'Production', /NODE_ENV: must be one of development, production, test/],
+    ['EHR_ATTEMPT_TIMEOUT_SECONDS', '0', /EHR_ATTEMPT_TIMEOUT_SECONDS: must be between 1 and 600/],
+    ['API_DOCS', 'yes', /API_DOCS: must be one of public, ops, off/],
+    ['DISPLAY_TIME_ZONE', 'Asia/Atlantis', /DISPLAY_TIME_ZONE: must be an IANA time zone/],
+    ['DISPLAY_TIME_ZONE', 'SGT', /DISPLAY_TIME_ZONE: must be an IANA time zone/],
+    ['DISPLAY_TIME_ZONE', '+08:00', /DISPLAY_TIME_ZONE: must be an IANA time zone/],
+    ['HTTP_REQUEST_TIMEOUT_SECONDS', '0', /HTTP_REQUEST_TIMEOUT_SECONDS: must be between 1 and 600/],
+    ['HTTP_HEADERS_TIMEOUT_SECONDS', 'soon', /HTTP_HEADERS_TIMEOUT_SECONDS: must be a whole number/],
+    [
+      'HTTP_HEADERS_TIMEOUT_SECONDS',
+      '31',
+      /HTTP_HEADERS_TIMEOUT_SECONDS: must not exceed HTTP_REQUEST_TIMEOUT_SECONDS \(30\)/,
+    ],
+    [
+      'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS',
+      '3601',
+      /HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: must be between 1 and 3600/,
+    ],
+  ])('rejects %s=%s with a message naming the variable', (name, value, message) => {
+    const load = () => loadConfig({ [name]: value });
+    expect(load).toThrow(ConfigError);
+    expect(load).toThrow(message);
+  });
+});

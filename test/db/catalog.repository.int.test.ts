@@ -1,0 +1,300 @@
+// The catalog (contract §1): loading is a checked, all-or-nothing upsert by ID, and the demo catalog
+// that ships with the project has everything the README's walk-through needs.
+import fs from 'node:fs';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { catalogRepository } from '../../src/db/catalog.repository.ts';
+import type { Store } from '../../src/db/database.ts';
+import { ValidationError, type AppError } from '../../src/errors.ts';
+import { createCatalogService, type CatalogService } from '../../src/services/catalog.service.ts';
+import { DEMO_CATALOG_FILE } from '../../src/composition/demo-setup.ts';
+import { ENGINES, openTestStore } from '../support/engines.ts';
+
+interface DemoOffering {
+  id: string;
+  name: string;
+  category: string;
+  description: string;
+  specialty: string;
+  ehrCode: string;
+  institution: { idType: string; id: string };
+  system: string;
+  cancellable?: boolean;
+  active?: boolean;
+}
+interface DemoCatalog {
+  systems: string[];
+  institutions: { idType: string; id: string; name: string }[];
+  offerings: DemoOffering[];
+}
+
+const DEMO = JSON.parse(fs.readFileSync(DEMO_CATALOG_FILE, 'utf8')) as DemoCatalog;
+
+/** A deep copy of the demo catalog, to spoil one thing in. */
+function demo(): DemoCatalog {
+  return structuredClone(DEMO);
+}
+
+/** Everything the catalog tables hold, timestamps included. */
+async function snapshot(store: Store) {
+  return {
+    systems: await store.db.selectFrom('systems').selectAll().orderBy('name').execute(),
+    institutions: await store.db
+      .selectFrom('institutions')
+      .selectAll()
+      .orderBy('id_type')
+      .orderBy('id')
+      .execute(),
+    offerings: await store.db.selectFrom('offerings').selectAll().orderBy('id').execute(),
+  };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<AppError> {
+  const error: unknown = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ValidationError);
+  return error as AppError;
+}
+
+describe('the demo catalog', () => {
+  const providers = new Set(DEMO.offerings.map((o) => `${o.institution.idType}:${o.institution.id}`));
+  const institutions = DEMO.institutions.map((i) => `${i.idType}:${i.id}`);
+
+  it('has at least two sender clinics and two providers', () => {
+    const senders = institutions.filter((i) => !providers.has(i));
+    expect(senders.length).toBeGreaterThanOrEqual(2);
+    expect(providers.size).toBeGreaterThanOrEqual(2);
+    for (const provider of providers) expect(institutions).toContain(provider);
+  });
+
+  it('lists the systems HAS, Epic and PartnersBuddy', () => {
+    expect(DEMO.systems).toEqual(expect.arrayContaining(['HAS', 'Epic', 'PartnersBuddy']));
+  });
+
+  it('has at least six offerings across gpfirst, ae and soc, each with a specialty and an ehrCode', () => {
+    expect(DEMO.offerings.length).toBeGreaterThanOrEqual(6);
+    for (const category of ['gpfirst', 'ae', 'soc']) {
+      expect(
+        DEMO.offerings.some((o) => o.category === category),
+        category,
+      ).toBe(true);
+    }
+    for (const o of DEMO.offerings) {
+      expect(o.specialty.trim(), o.id).not.toBe('');
+      expect(o.ehrCode.trim(), o.id).not.toBe('');
+    }
+  });
+});
+
+describe.each(ENGINES)('catalog on %s', (engine) => {
+  let store: Store;
+  let catalog: CatalogService;
+  beforeAll(async () => {
+    store = await openTestStore(engine);
+    catalog = createCatalogService({ db: store.db });
+  });
+  afterAll(async () => {
+    await store.close();
+  });
+  beforeEach(async () => {
+    // Each test starts from the demo catalog as shipped.
+    await catalog.load(DEMO);
+  });
+
+  it('loads the demo file with every row in place', async () => {
+    const summary = await catalog.loadFile(DEMO_CATALOG_FILE);
+    expect(summary).toEqual({
+      systems: DEMO.systems.length,
+      institutions: DEMO.institutions.length,
+      offerings: DEMO.offerings.length,
+    });
+    const repo = catalogRepository(store.db);
+    expect(await repo.listSystems()).toEqual(['Epic', 'HAS', 'Manual', 'PartnersBuddy']);
+    expect(await repo.isEmpty()).toBe(false);
+    const gastro = await repo.findOffering('cgh-gastro');
+    expect(gastro).toEqual({
+      id: 'cgh-gastro',
+      name: 'Gastroenterology Specialist Clinic',
+      category: 'soc',
+      description: 'Please read the referral guidelines at https://example.org/guide/gastro first.',
+      specialty: 'Gastroenterology',
+      ehrCode: 'GASTRO-SOC',
+      system: 'Epic',
+      cancellable: true,
+      active: true,
+      institution: { idType: 'hci', id: 'S9001Z', name: 'Central General Hospital' },
+    });
+    expect((await repo.findOffering('cgh-ae'))?.cancellable).toBe(false);
+    expect(await repo.findInstitution({ idType: 'hci', id: 'S1234A' })).toEqual({
+      idType: 'hci',
+      id: 'S1234A',
+      name: 'Bukit Timah Family Clinic',
+    });
+    expect(await repo.findOffering('nope')).toBeUndefined();
+    expect(await repo.findInstitution({ idType: 'hci', id: 'NOPE' })).toBeUndefined();
+  });
+
+  it('changes nothing when the same file is loaded twice', async () => {
+    await catalog.loadFile(DEMO_CATALOG_FILE);
+    const first = await snapshot(store);
+    await catalog.loadFile(DEMO_CATALOG_FILE);
+    const second = await snapshot(store);
+    expect(second.systems).toHaveLength(DEMO.systems.length + 1);
+    expect(second.institutions).toHaveLength(DEMO.institutions.length);
+    expect(second.offerings).toHaveLength(DEMO.offerings.length);
+    // Timestamps included: an identical load rewrites nothing.
+    expect(second).toEqual(first);
+  });
+
+  it('updates names and offering fields by ID', async () => {
+    const changed = demo();
+    changed.institutions[0]!.name = 'Bukit Timah Family Clinic (Upper Bukit Timah)';
+    const gastro = changed.offerings.find((o) => o.id === 'cgh-gastro')!;
+    Object.assign(gastro, {
+      name: 'Gastroenterology & Hepatology Clinic',
+      category: 'polyclinic',
+      description: 'New guidelines: https://example.org/guide/gi',
+      specialty: 'Hepatology',
+      ehrCode: 'GI-SOC',
+      system: 'HAS',
+      cancellable: false,
+      active: false,
+      institution: { idType: 'hci', id: 'S9002Y' },
+    });
+    await catalog.load(changed);
+    const repo = catalogRepository(store.db);
+    expect((await repo.findInstitution({ idType: 'hci', id: 'S1234A' }))?.name).toBe(
+      'Bukit Timah Family Clinic (Upper Bukit Timah)',
+    );
+    expect(await repo.findOffering('cgh-gastro')).toEqual({
+      id: 'cgh-gastro',
+      name: 'Gastroenterology & Hepatology Clinic',
+      category: 'polyclinic',
+      description: 'New guidelines: https://example.org/guide/gi',
+      specialty: 'Hepatology',
+      ehrCode: 'GI-SOC',
+      system: 'HAS',
+      cancellable: false,
+      active: false,
+      institution: { idType: 'hci', id: 'S9002Y', name: 'Eastside Regional Hospital' },
+    });
+    const rows = await snapshot(store);
+    expect(rows.offerings).toHaveLength(DEMO.offerings.length);
+    // Untouched rows stay as they were.
+    expect((await repo.findOffering('erh-cardio'))?.name).toBe('Cardiology Specialist Clinic');
+  });
+
+  it('defaults cancellable and active to true', async () => {
+    const doc = demo();
+    const extra: DemoOffering = { ...doc.offerings[0]!, id: 'cgh-defaults' };
+    delete extra.cancellable;
+    delete extra.active;
+    doc.offerings.push(extra);
+    await catalog.load(doc);
+    const found = await catalogRepository(store.db).findOffering('cgh-defaults');
+    expect(found).toMatchObject({ cancellable: true, active: true });
+    await store.db.deleteFrom('offerings').where('id', '=', 'cgh-defaults').execute();
+  });
+
+  it('always has the Manual system, which offerings may name without listing it', async () => {
+    const doc = demo();
+    doc.systems = [];
+    doc.offerings = doc.offerings.filter((o) => o.system !== 'HAS').map((o) => ({ ...o, system: 'Manual' }));
+    await catalog.load(doc);
+    expect(await catalogRepository(store.db).listSystems()).toContain('Manual');
+    expect((await catalogRepository(store.db).findOffering('cgh-gastro'))?.system).toBe('Manual');
+  });
+
+  it('accepts offerings naming systems loaded earlier', async () => {
+    const doc = demo();
+    doc.systems = [];
+    await expect(catalog.load(doc)).resolves.toMatchObject({ offerings: DEMO.offerings.length });
+  });
+
+  it('accepts offerings naming institutions loaded earlier', async () => {
+    const doc = demo();
+    doc.institutions = [];
+    doc.systems = [];
+    await expect(catalog.load(doc)).resolves.toMatchObject({
+      institutions: 0,
+      offerings: DEMO.offerings.length,
+    });
+  });
+
+  const spoilt: [string, (doc: DemoCatalog) => void, string, RegExp][] = [
+    [
+      'an unknown top-level field',
+      (doc) => Object.assign(doc, { hospitals: [] }),
+      '/hospitals',
+      /is not a known field/,
+    ],
+    [
+      'an unknown offering field',
+      (doc) => Object.assign(doc.offerings[2]!, { colour: 'red' }),
+      '/offerings/2/colour',
+      /is not a known field/,
+    ],
+    [
+      'an unknown institution field',
+      (doc) => Object.assign(doc.institutions[1]!, { phone: '61234567' }),
+      '/institutions/1/phone',
+      /is not a known field/,
+    ],
+    [
+      'an offering naming an unlisted institution',
+      (doc) => (doc.offerings[1]!.institution = { idType: 'hci', id: 'S0000X' }),
+      '/offerings/1/institution',
+      /hci:S0000X/,
+    ],
+    [
+      'an offering naming an unlisted system',
+      (doc) => (doc.offerings[3]!.system = 'Cerner'),
+      '/offerings/3/system',
+      /Cerner/,
+    ],
+    [
+      'a duplicate offering id',
+      (doc) => doc.offerings.push({ ...doc.offerings[0]!, name: 'Another' }),
+      `/offerings/${DEMO.offerings.length}/id`,
+      /cgh-gpfirst/,
+    ],
+    [
+      'a duplicate institution id',
+      (doc) => doc.institutions.push({ ...doc.institutions[0]!, name: 'Another' }),
+      `/institutions/${DEMO.institutions.length}/id`,
+      /S1234A/,
+    ],
+    [
+      'a bad category',
+      (doc) => (doc.offerings[4]!.category = 'dental'),
+      '/offerings/4/category',
+      /allowed values|dental/,
+    ],
+  ];
+
+  it.each(spoilt)('rejects %s, naming the path, and changes nothing', async (_what, spoil, path, message) => {
+    const before = await snapshot(store);
+    const doc = demo();
+    // A valid change alongside the bad one proves the whole load is one transaction.
+    doc.institutions[0]!.name = 'Renamed Clinic';
+    doc.systems.push('NewSystem');
+    spoil(doc);
+    const error = await rejection(catalog.load(doc));
+    const problem = error.errors?.find((e) => e.path === path);
+    expect(problem, JSON.stringify(error.errors)).toBeDefined();
+    expect(`${problem!.path} ${problem!.message} ${error.message}`).toMatch(message);
+    expect(error.message).toContain(path);
+    expect(await snapshot(store)).toEqual(before);
+  });
+
+  it('rejects a document that is not a catalog at all', async () => {
+    const before = await snapshot(store);
+    const error = await rejection(catalog.load({ systems: 'HAS' }));
+    expect(error.errors?.map((e) => e.path)).toEqual(expect.arrayContaining(['/systems']));
+    await expect(catalog.loadFile('/nonexistent/catalog.json')).rejects.toThrow(
+      /Cannot read catalog \/nonexistent\/catalog\.json/,
+    );
+    expect(await snapshot(store)).toEqual(before);
+  });
+});

@@ -1,0 +1,74 @@
+// The relays' loop: at once again after a full batch, a pause after an empty or failed pass, and a
+// stop that waits for the pass in progress.
+import { describe, expect, it } from 'vitest';
+import { createPollLoop, errorCode } from '../../src/queue/poll-loop.ts';
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('the poll loop', () => {
+  it('runs again at once after a full batch, and pauses after an empty one', async () => {
+    const at: number[] = [];
+    // Three full batches, then empty ones.
+    const loop = createPollLoop(
+      () => {
+        at.push(performance.now());
+        return Promise.resolve(at.length <= 3);
+      },
+      300,
+      () => undefined,
+    );
+    loop.start();
+    await pause(150);
+    await loop.stop();
+    // The three full passes and the first empty one ran at once; the next waits for the pause.
+    expect(at.length).toBe(4);
+  });
+
+  it('reports a failed pass, pauses, and goes on', async () => {
+    const errors: unknown[] = [];
+    let passes = 0;
+    const loop = createPollLoop(
+      () => {
+        passes++;
+        return passes === 1 ? Promise.reject(new Error('boom')) : Promise.resolve(false);
+      },
+      20,
+      (error) => errors.push(error),
+    );
+    loop.start();
+    loop.start();
+    await pause(100);
+    await loop.stop();
+    expect(errors).toEqual([new Error('boom')]);
+    expect(passes).toBeGreaterThan(1);
+  });
+
+  it('waits for the pass in progress when stopped, and wakes a pause at once', async () => {
+    let finished = false;
+    const loop = createPollLoop(
+      async () => {
+        await pause(50);
+        finished = true;
+        return false;
+      },
+      60_000,
+      () => undefined,
+    );
+    loop.start();
+    await pause(10);
+    const started = performance.now();
+    await loop.stop();
+    expect(finished).toBe(true);
+    // The pause of a minute after the pass did not hold the stop.
+    expect(performance.now() - started).toBeLessThan(5_000);
+  });
+
+  it('gives a code, never a message', () => {
+    expect(errorCode(Object.assign(new Error('patient Jane'), { code: 'ECONNREFUSED' }))).toBe(
+      'ECONNREFUSED',
+    );
+    expect(errorCode(Object.assign(new Error('x'), { code: 'has space' }))).toBe('Error');
+    expect(errorCode(new TypeError('patient Jane'))).toBe('TypeError');
+    expect(errorCode('patient Jane')).toBe('Error');
+  });
+});

@@ -1,0 +1,541 @@
+// The container files, checked without a container engine (none runs where the tests run). The test
+// reads the Dockerfile, .dockerignore and docker-compose.yml and checks what would break a build or a
+// start, or let them drift from the code: the stages, user, entrypoint and health checks of the image;
+// what enters the build context and the image; and that every refhub service of the compose topology
+// sets only variables refhub reads, with values loadConfig accepts, pointing at the compose services.
+// The health check commands themselves run here, against real servers.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import ts from 'typescript';
+import { parse as parseYaml } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../../src/config.ts';
+import { createSandboxEhr, EHR_PATH } from '../../../src/sandbox-ehr/sandbox-ehr.ts';
+import {
+  dockerignoreExcludes,
+  envPairs,
+  execForm,
+  flags,
+  interpolate,
+  interpolations,
+  parseDockerfile,
+  type Instruction,
+  type Stage,
+} from '../../support/container-files.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../../..');
+const read = (file: string) => fs.readFileSync(path.join(ROOT, file), 'utf8');
+
+const pkg = JSON.parse(read('package.json')) as {
+  engines: { node: string };
+  bin: Record<string, string>;
+  dependencies: Record<string, string>;
+};
+const stages = parseDockerfile(read('Dockerfile'));
+const runtime = stages.at(-1)!;
+const dockerignore = read('.dockerignore');
+
+/** The variables src/config.ts reads: every read goes through a helper called as `helper(env, 'NAME'…)`. */
+const CONFIG_VARIABLES = new Set(
+  [...read('src/config.ts').matchAll(/\(\s*env,\s*'([A-Z][A-Z0-9_]*)'/g)].map((m) => m[1]!),
+);
+/** The modules a source file loads when Node runs it: `import type` and `export type` are erased. */
+function runtimeImports(file: string, text: string): string[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
+  const found: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isImportDeclaration(node) && node.importClause?.phaseModifier !== ts.SyntaxKind.TypeKeyword) {
+      found.push((node.moduleSpecifier as ts.StringLiteral).text);
+    } else if (ts.isExportDeclaration(node) && !node.isTypeOnly && node.moduleSpecifier !== undefined) {
+      found.push((node.moduleSpecifier as ts.StringLiteral).text);
+    } else if (
+      ts.isCallExpression(node) &&
+      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      node.arguments[0] !== undefined &&
+      ts.isStringLiteralLike(node.arguments[0])
+    ) {
+      found.push(node.arguments[0].text);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+/** Values for the variables an operator must set, as compose would take them from the environment. */
+const OPERATOR_VARIABLES = {
+  POSTGRES_PASSWORD: 'postgres-password',
+  REDIS_PASSWORD: 'redis-password',
+  SESSION_SECRET: 's'.repeat(48),
+};
+const SECRETS = Object.keys(OPERATOR_VARIABLES);
+
+function only<T>(items: readonly T[], what: string): T {
+  if (items.length !== 1) throw new Error(`expected ${what}, found ${items.length}`);
+  return items[0]!;
+}
+
+function instructionsOf(stage: Stage, keyword: string): Instruction[] {
+  return stage.instructions.filter((i) => i.keyword === keyword);
+}
+
+function lastOf(stage: Stage, keyword: string): Instruction {
+  const found = instructionsOf(stage, keyword).at(-1);
+  if (found === undefined) throw new Error(`the runtime stage has no ${keyword}`);
+  return found;
+}
+
+interface Copy {
+  readonly from: string | undefined;
+  readonly sources: readonly string[];
+  readonly destination: string;
+}
+
+function copies(stage: Stage): Copy[] {
+  return stage.instructions
+    .filter((i) => i.keyword === 'COPY' || i.keyword === 'ADD')
+    .map((i) => {
+      expect(i.keyword, `line ${i.line}: ADD fetches and unpacks; COPY says what it does`).toBe('COPY');
+      const { flags: options, rest } = flags(i.args);
+      const words = execForm(rest) ?? rest.split(/\s+/);
+      expect(words.length, `line ${i.line}: COPY needs a source and a destination`).toBeGreaterThan(1);
+      return { from: options.from, sources: words.slice(0, -1), destination: words.at(-1)! };
+    });
+}
+
+function runtimeEnv(): Record<string, string> {
+  return Object.assign({}, ...instructionsOf(runtime, 'ENV').map((i) => envPairs(i.args))) as Record<
+    string,
+    string
+  >;
+}
+
+function healthcheckScript(): string {
+  const { rest } = flags(lastOf(runtime, 'HEALTHCHECK').args);
+  expect(rest.startsWith('CMD ')).toBe(true);
+  const command = execForm(rest.slice('CMD '.length));
+  expect(command?.slice(0, 2), 'exec form, run by Node').toEqual(['node', '-e']);
+  return command![2]!;
+}
+
+/** Runs a health check script as Docker would, and returns its exit code. */
+function runCheck(script: string, env: Record<string, string>): Promise<number | null> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-e', script], { env: { PATH: process.env.PATH, ...env } });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    });
+  });
+}
+
+async function withServer<T>(handler: http.RequestListener, work: (port: number) => Promise<T>): Promise<T> {
+  const server = http.createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    return await work((server.address() as AddressInfo).port);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
+
+describe('Dockerfile', () => {
+  it('builds in stages on the slim image of the Node major that package.json requires', () => {
+    const engines = /^>=(\d+) <(\d+)$/.exec(pkg.engines.node);
+    expect(engines, 'engines.node is ">=N <N+1"').not.toBeNull();
+    const major = Number(engines![1]);
+    expect(Number(engines![2])).toBe(major + 1);
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    expect([`node:${major}-bookworm-slim`, `node:${major}-slim`]).toContain(runtime.image);
+    // Dependencies installed on one image and run on another could carry native code built for the wrong
+    // Node or libc.
+    for (const stage of stages) expect(stage.image).toBe(runtime.image);
+  });
+
+  it('installs production dependencies from the lockfile in a build stage, never in the runtime', () => {
+    const fromStages = copies(runtime).filter((c) => c.from !== undefined);
+    const modules = only(
+      fromStages.filter((c) => c.sources.some((s) => s.endsWith('node_modules'))),
+      'one COPY of node_modules from a build stage',
+    );
+    const build = stages.find((s) => s.name === modules.from);
+    expect(build, `stage ${modules.from}`).toBeDefined();
+    expect(build).not.toBe(runtime);
+    expect(copies(build!).flatMap((c) => c.sources)).toContain('package-lock.json');
+    const runs = instructionsOf(build!, 'RUN').map((i) => i.args);
+    const install = only(
+      runs.filter((r) => /\bnpm ci\b/.test(r)),
+      'one npm ci',
+    );
+    const pruned = runs.some((r) => /\bnpm prune\b.*--omit=dev/.test(r));
+    expect(install.includes('--omit=dev') || pruned, 'dev dependencies left out').toBe(true);
+    for (const run of instructionsOf(runtime, 'RUN')) expect(run.args).not.toMatch(/\bnpm (ci|i|install)\b/);
+  });
+
+  it('copies only existing files that the build context keeps, and no tests, tools or host modules', () => {
+    for (const stage of stages) {
+      for (const copy of copies(stage).filter((c) => c.from === undefined)) {
+        for (const source of copy.sources) {
+          expect(source, 'a plain path').toMatch(/^[\w.-]+(\/[\w.-]+)*$/);
+          expect(fs.existsSync(path.join(ROOT, source)), `${source} exists`).toBe(true);
+          expect(dockerignoreExcludes(dockerignore, source), `.dockerignore keeps ${source}`).toBe(false);
+        }
+      }
+    }
+    const copied = copies(runtime)
+      .filter((c) => c.from === undefined)
+      .flatMap((c) => c.sources);
+    // What `refhub` needs at run time: the code, the package's "type" and version, the demo catalog.
+    expect([...copied].sort()).toEqual(['bin', 'catalog', 'package.json', 'src']);
+  });
+
+  it('copies code that imports nothing but Node built-ins and production dependencies', () => {
+    const files = ['bin', 'src'].flatMap((dir) =>
+      fs
+        .readdirSync(path.join(ROOT, dir), { recursive: true, encoding: 'utf8' })
+        .filter((f) => /\.[jt]s$/.test(f))
+        .map((f) => path.join(dir, f)),
+    );
+    expect(files.length).toBeGreaterThan(10);
+    const packages = new Set<string>();
+    for (const file of files) {
+      // TypeScript's own scanner finds static imports, `import()` and re-exports, and skips strings;
+      // `import type` is erased before Node runs the file, so it needs nothing at run time.
+      for (const specifier of runtimeImports(file, read(file))) {
+        if (specifier.startsWith('.') || specifier.startsWith('node:')) continue;
+        const parts = specifier.split('/');
+        packages.add(specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]!);
+      }
+    }
+    expect(packages.size).toBeGreaterThan(5);
+    const missing = [...packages].filter((p) => !(p in pkg.dependencies));
+    expect(missing, 'imported at run time but not a production dependency').toEqual([]);
+  });
+
+  it('runs as the non-root node user, with its data in a /data volume', () => {
+    const entrypointAt = runtime.instructions.indexOf(lastOf(runtime, 'ENTRYPOINT'));
+    const user = runtime.instructions
+      .filter((i, index) => i.keyword === 'USER' && index < entrypointAt)
+      .at(-1);
+    expect(user, 'USER before ENTRYPOINT').toBeDefined();
+    const name = user!.args.split(':')[0]!;
+    expect(['root', '0']).not.toContain(name);
+    expect(user).toBe(lastOf(runtime, 'USER'));
+    const volumes = lastOf(runtime, 'VOLUME').args;
+    expect(execForm(volumes) ?? volumes.split(/\s+/)).toContain('/data');
+    // The volume starts as a copy of the image's /data, so that directory must belong to the user.
+    const chown = instructionsOf(runtime, 'RUN')
+      .map((i) => /\bchown\s+(\S+)\s+\/data\b/.exec(i.args)?.[1])
+      .find((owner) => owner !== undefined);
+    expect(chown?.split(':')[0]).toBe(name);
+  });
+
+  it('sets production defaults that fit a container', () => {
+    const env = runtimeEnv();
+    expect(env).toMatchObject({ NODE_ENV: 'production', HOST: '0.0.0.0', DATA_DIR: '/data' });
+    for (const name of Object.keys(env)) expect(CONFIG_VARIABLES).toContain(name);
+    expect(lastOf(runtime, 'EXPOSE').args).toBe(env.PORT);
+    expect(lastOf(runtime, 'WORKDIR').args).toBe('/app');
+    expect(lastOf(runtime, 'STOPSIGNAL').args).toBe('SIGTERM');
+  });
+
+  it('starts `refhub` from PATH in exec form, with `all` as the default command', () => {
+    expect(execForm(lastOf(runtime, 'ENTRYPOINT').args)).toEqual(['refhub']);
+    expect(execForm(lastOf(runtime, 'CMD').args)).toEqual(['all']);
+    const link = instructionsOf(runtime, 'RUN')
+      .map((i) => /\bln -s (\S+) \/usr\/local\/bin\/refhub\b/.exec(i.args)?.[1])
+      .find((target) => target !== undefined);
+    expect(link).toBe(path.posix.join(lastOf(runtime, 'WORKDIR').args, pkg.bin.refhub!));
+    expect(read(pkg.bin.refhub!).split('\n')[0]).toBe('#!/usr/bin/env node');
+  });
+
+  it('checks liveness on /healthz with Node, since slim images have no curl', async () => {
+    const { flags: options } = flags(lastOf(runtime, 'HEALTHCHECK').args);
+    expect(Object.keys(options).sort()).toEqual(['interval', 'retries', 'start-period', 'timeout']);
+    expect(read('src/api/routes/health.routes.ts')).toContain("app.get('/healthz'");
+    const script = healthcheckScript();
+    const answers = await withServer(
+      (req, res) => {
+        res.statusCode = req.url === '/healthz' ? 200 : 404;
+        res.end();
+      },
+      async (port) => [await runCheck(script, { PORT: String(port) }), await runCheck(script, { PORT: '1' })],
+    );
+    expect(answers).toEqual([0, 1]);
+    const failing = await withServer(
+      (_req, res) => {
+        res.statusCode = 503;
+        res.end();
+      },
+      (port) => runCheck(script, { PORT: String(port) }),
+    );
+    expect(failing).toBe(1);
+  });
+});
+
+describe('.dockerignore', () => {
+  it('keeps secrets, local data and host modules out of the build context', () => {
+    for (const file of [
+      'node_modules/pg/package.json',
+      'data/pgdata/PG_VERSION',
+      'data/demo-keys.txt',
+      '.git/config',
+      'test-artifacts/run.json',
+      'bench/results/latest.json',
+      'npm-debug.log',
+      'src/trace.log',
+      '.env',
+      '.env.production',
+      'test/system/cli/cli.int.test.ts',
+    ]) {
+      expect(dockerignoreExcludes(dockerignore, file), file).toBe(true);
+    }
+    for (const file of [
+      '.env.example',
+      'package.json',
+      'package-lock.json',
+      'src/main.ts',
+      'bin/refhub.js',
+    ]) {
+      expect(dockerignoreExcludes(dockerignore, file), file).toBe(false);
+    }
+  });
+});
+
+interface ComposeService {
+  readonly image?: string;
+  readonly build?: unknown;
+  readonly command?: readonly string[] | string;
+  readonly environment?: Readonly<Record<string, string | number | boolean | null>> | readonly string[];
+  readonly ports?: readonly (string | { readonly host_ip?: string })[];
+  readonly depends_on?: Readonly<Record<string, { readonly condition?: string }>> | readonly string[];
+  readonly healthcheck?: { readonly test?: readonly string[] | string; readonly disable?: boolean };
+  readonly restart?: string;
+  readonly stop_grace_period?: string;
+  readonly volumes?: readonly string[];
+}
+
+const composeText = read('docker-compose.yml');
+const compose = parseYaml(composeText, { merge: true }) as {
+  services: Readonly<Record<string, ComposeService>>;
+  volumes?: Readonly<Record<string, unknown>>;
+};
+const services = Object.entries(compose.services);
+
+function commandOf(service: ComposeService): readonly string[] {
+  const command = service.command ?? [];
+  return typeof command === 'string' ? command.split(/\s+/) : command;
+}
+
+function environmentOf(service: ComposeService): Record<string, string> {
+  const environment = service.environment ?? {};
+  const entries: [string, string | number | boolean | null][] = isList(environment)
+    ? environment.map((entry) => {
+        const at = entry.indexOf('=');
+        return at < 0 ? [entry, ''] : [entry.slice(0, at), entry.slice(at + 1)];
+      })
+    : Object.entries(environment);
+  return Object.fromEntries(entries.map(([k, v]) => [k, v === null ? '' : String(v)]));
+}
+
+function isList(value: unknown): value is readonly string[] {
+  return Array.isArray(value);
+}
+
+/** The environment a refhub container gets: the image's ENV, then the service's, interpolated. */
+function containerEnv(service: ComposeService): Record<string, string> {
+  const env = runtimeEnv();
+  for (const [name, value] of Object.entries(environmentOf(service))) {
+    env[name] = interpolate(value, OPERATOR_VARIABLES);
+  }
+  return env;
+}
+
+function dependenciesOf(service: ComposeService): Readonly<Record<string, { readonly condition?: string }>> {
+  const dependsOn = service.depends_on ?? {};
+  expect(Array.isArray(dependsOn), 'depends_on names a condition for each service').toBe(false);
+  return dependsOn as Readonly<Record<string, { readonly condition?: string }>>;
+}
+
+function seconds(duration: string | undefined): number {
+  const match = /^(\d+)(s|m)$/.exec(duration ?? '');
+  if (match === null) throw new Error(`expected a duration like 30s, got ${duration}`);
+  return Number(match[1]) * (match[2] === 'm' ? 60 : 1);
+}
+
+const refhubServices = services.filter(([, s]) => s.build !== undefined);
+const byCommand = (command: string) => refhubServices.filter(([, s]) => commandOf(s)[0] === command);
+const apis = byCommand('api');
+const workers = byCommand('worker');
+const sandbox = only(byCommand('sandbox-ehr'), 'one sandbox EHR');
+const migrate = only(byCommand('migrate'), 'one migration');
+
+describe('docker-compose.yml', () => {
+  it('builds every refhub service from this Dockerfile as one image', () => {
+    expect(refhubServices.length).toBe(6);
+    expect(new Set(refhubServices.map(([, s]) => s.image)).size).toBe(1);
+    for (const [, service] of refhubServices) expect(service.build).toBe('.');
+  });
+
+  it('binds every published port to 127.0.0.1', () => {
+    const published = services.flatMap(([, s]) => s.ports ?? []);
+    expect(published.length).toBeGreaterThanOrEqual(apis.length);
+    for (const port of published) {
+      if (typeof port === 'string') expect(port).toMatch(/^127\.0\.0\.1:\d+:\d+$/);
+      else expect(port.host_ip).toBe('127.0.0.1');
+    }
+  });
+
+  it('runs PostgreSQL with a TCP health check, keeping its data in a named volume', () => {
+    const postgres = compose.services.postgres!;
+    const major = Number(/^postgres:(\d+)/.exec(postgres.image ?? '')?.[1]);
+    expect(major).toBeGreaterThanOrEqual(16);
+    expect(postgres.healthcheck?.test).toEqual(expect.arrayContaining(['pg_isready', '-h', '127.0.0.1']));
+    // The official image moved its data directory in 18, and a volume at the old path would be ignored.
+    const dataPath = major >= 18 ? '/var/lib/postgresql' : '/var/lib/postgresql/data';
+    const volume = only(postgres.volumes ?? [], 'one volume');
+    expect(volume.endsWith(`:${dataPath}`)).toBe(true);
+    expect(compose.volumes).toHaveProperty(volume.split(':')[0]!);
+  });
+
+  it('runs Redis with noeviction, AOF fsync every second, a password and a health check', () => {
+    const redis = compose.services.redis!;
+    const command = commandOf(redis).join(' ');
+    expect(command).toContain('--maxmemory-policy noeviction');
+    expect(command).toContain('--appendonly yes');
+    expect(command).toContain('--appendfsync everysec');
+    expect(command).toMatch(/--requirepass \$\{REDIS_PASSWORD:\?[^}]+\}/);
+    expect(environmentOf(redis).REDISCLI_AUTH).toMatch(/^\$\{REDIS_PASSWORD:\?[^}]+\}$/);
+    expect(redis.healthcheck?.test).toEqual(['CMD-SHELL', 'redis-cli ping | grep -q PONG']);
+    const volume = only(redis.volumes ?? [], 'one volume');
+    expect(volume.endsWith(':/data')).toBe(true);
+    expect(compose.volumes).toHaveProperty(volume.split(':')[0]!);
+  });
+
+  it('runs two API and two worker processes once PostgreSQL and Redis are healthy and migrated', () => {
+    expect(apis.map(([name]) => name)).toHaveLength(2);
+    expect(workers.map(([name]) => name)).toHaveLength(2);
+    for (const [name, service] of [...apis, ...workers]) {
+      expect(commandOf(service), name).toHaveLength(1);
+      expect(dependenciesOf(service), name).toMatchObject({
+        postgres: { condition: 'service_healthy' },
+        redis: { condition: 'service_healthy' },
+        [migrate[0]]: { condition: 'service_completed_successfully' },
+      });
+      expect(service.restart, name).toBe('unless-stopped');
+    }
+    // One after the other: the first start outside production sets up the demo catalog and keys once.
+    const [first, ...others] = apis;
+    for (const [name, service] of others) {
+      expect(dependenciesOf(service)[first![0]], name).toEqual({ condition: 'service_healthy' });
+    }
+    expect(commandOf(migrate[1])).toEqual(['migrate']);
+    expect(migrate[1].restart, 'a one-shot must not be restarted after it succeeds').toBe('no');
+    expect(dependenciesOf(migrate[1])).toMatchObject({ postgres: { condition: 'service_healthy' } });
+    // Distinct host ports, each mapped to the port the image listens on.
+    const hostPorts = apis.map(([, s]) => {
+      const port = only(s.ports ?? [], 'one port') as string;
+      expect(port.split(':')[2]).toBe(runtimeEnv().PORT);
+      return port.split(':')[1];
+    });
+    expect(new Set(hostPorts).size).toBe(apis.length);
+  });
+
+  it('checks the health of what serves HTTP (APIs, and workers on their health port) and nothing else', () => {
+    for (const [name, service] of [...apis, ...workers])
+      expect(service.healthcheck?.disable, name).not.toBe(true);
+    expect(migrate[1].healthcheck, 'migrate serves no HTTP').toEqual({ disable: true });
+  });
+
+  it('gives refhub time to drain, and workers time to finish an EHR attempt', () => {
+    for (const [name, service] of refhubServices) {
+      expect(seconds(service.stop_grace_period), name).toBeGreaterThanOrEqual(30);
+    }
+    // 5 s connect, 30 s headers, 30 s body: the EHR client's limits (docs/operations.md).
+    for (const [name, service] of workers) {
+      expect(seconds(service.stop_grace_period), name).toBeGreaterThan(65);
+    }
+    // refhub ends its own drain (SHUTDOWN_GRACE_SECONDS) before compose gives up and kills it.
+    for (const [name, service] of refhubServices) {
+      const grace = Number(environmentOf(service).SHUTDOWN_GRACE_SECONDS ?? 20);
+      expect(grace, name).toBeLessThan(seconds(service.stop_grace_period));
+    }
+  });
+
+  it('sets only variables refhub reads, with values refhub accepts', () => {
+    for (const [name, service] of refhubServices) {
+      for (const variable of Object.keys(environmentOf(service))) {
+        expect(CONFIG_VARIABLES, `${name}: ${variable}`).toContain(variable);
+      }
+      expect(() => loadConfig(containerEnv(service), '/app'), name).not.toThrow();
+    }
+  });
+
+  it('connects API and worker processes to the compose services, with the passwords they were given', () => {
+    const postgres = environmentOf(compose.services.postgres!);
+    const sandboxArgs = commandOf(sandbox[1]);
+    const sandboxPort = sandboxArgs[sandboxArgs.indexOf('--port') + 1];
+    for (const [name, service] of [...apis, ...workers, migrate]) {
+      const env = containerEnv(service);
+      const config = loadConfig(env, '/app');
+      expect(config.env, `${name}: the sandbox EHR is plain http`).not.toBe('production');
+      const database = new URL(config.databaseUrl ?? '');
+      expect(database.hostname, name).toBe('postgres');
+      expect(database.username).toBe(postgres.POSTGRES_USER);
+      expect(database.password).toBe(OPERATOR_VARIABLES.POSTGRES_PASSWORD);
+      expect(database.pathname).toBe(`/${postgres.POSTGRES_DB}`);
+      const redis = new URL(config.redisUrl);
+      expect(redis.hostname, name).toBe('redis');
+      expect(redis.password).toBe(OPERATOR_VARIABLES.REDIS_PASSWORD);
+      const ehr = new URL(config.ehrUrl ?? '');
+      expect(ehr.hostname, name).toBe(sandbox[0]);
+      expect(ehr.port).toBe(sandboxPort);
+      expect(ehr.pathname).toBe(EHR_PATH);
+      expect(config.sessionSecret).toBe(OPERATOR_VARIABLES.SESSION_SECRET);
+    }
+  });
+
+  it('runs the sandbox EHR outside production, listening on all interfaces', () => {
+    const command = commandOf(sandbox[1]);
+    expect(command[command.indexOf('--host') + 1]).toBe('0.0.0.0');
+    expect(loadConfig(containerEnv(sandbox[1]), '/app').env).not.toBe('production');
+  });
+
+  it('takes every secret from the environment and stops when one is missing', () => {
+    const uses = services.flatMap(([, s]) => [...Object.values(environmentOf(s)), ...commandOf(s)]);
+    for (const secret of SECRETS) {
+      const references = uses.flatMap((value) => interpolations(value)).filter((i) => i.name === secret);
+      expect(references.length, secret).toBeGreaterThan(0);
+      for (const reference of references) expect(reference.operator, secret).toBe(':?');
+    }
+    expect(() => interpolate(composeText, OPERATOR_VARIABLES)).not.toThrow();
+    for (const secret of SECRETS) {
+      expect(() => interpolate(composeText, { ...OPERATOR_VARIABLES, [secret]: '' })).toThrow(secret);
+    }
+  });
+
+  it("checks the sandbox EHR's health on the port it listens on, with its token when it has one", async () => {
+    const test = sandbox[1].healthcheck?.test;
+    if (!Array.isArray(test)) throw new Error('the sandbox health check is in exec form');
+    expect(test.slice(0, 3)).toEqual(['CMD', 'node', '-e']);
+    const script = (test as readonly string[])[3]!;
+    const command = commandOf(sandbox[1]);
+    const listens = `127.0.0.1:${command[command.indexOf('--port') + 1]}/`;
+    expect(script).toContain(listens);
+    for (const token of [undefined, 'sandbox-token']) {
+      const running = await createSandboxEhr({ token }).listen({ port: 0 });
+      try {
+        const local = script.replace(listens, `${new URL(running.baseUrl).host}/`);
+        expect(await runCheck(local, token === undefined ? {} : { EHR_TOKEN: token })).toBe(0);
+        if (token !== undefined) expect(await runCheck(local, { EHR_TOKEN: 'wrong' })).toBe(1);
+      } finally {
+        await running.close();
+      }
+    }
+  });
+});

@@ -1,0 +1,322 @@
+// The hosted form in a real browser: Debian's Chromium, driven by playwright-core, against refhub
+// listening on a loopback port. Links come from the API, exactly as a clinic system gets them.
+//
+// One engine is enough here: the web routes reach the store only through the services, which the
+// inject tests under test/api/web run on both engines. PostgreSQL is the one chosen, because it is what
+// several API processes share in production and its pool serves the browser's requests concurrently.
+//
+// Every page must be free of console errors, script errors and dialogs. The one console message
+// allowed is Chromium's note that the document itself answered with the error status the test
+// expects (the 410 of a used link, the 400 of a form with errors): that is the page working.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { PATIENT } from '../../support/fixtures/patients.ts';
+import { call } from '../../support/scenarios.ts';
+import { senderView } from '../../support/store-inspection.ts';
+import { createTestApp, type TestApp } from '../../support/test-app.ts';
+import { WEB_REQUESTER, linksOf, upsertLink, type UpsertedLink } from '../../support/web.ts';
+import { ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ensureArtifactsDir, freePort } from '../../support/browser.ts';
+
+const HOSTILE_NAME = '<img src=x onerror=alert(1)>';
+
+async function listeningTestApp(clock: { now(): Date }): Promise<TestApp> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const t = await createTestApp('postgres', { env: { PUBLIC_URL: base }, clock });
+    try {
+      await t.app.listen({ port, host: '127.0.0.1' });
+      return t;
+    } catch (error) {
+      await t.close();
+      // Another process took the port between the probe and the listen: try another.
+      if (attempt >= 3 || (error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+    }
+  }
+}
+
+/** The focused element's ID, or its class when it has none. Runs in the page, so it is a string. */
+async function focused(page: Page): Promise<string> {
+  return String(await page.evaluate('document.activeElement?.id || document.activeElement?.className || ""'));
+}
+
+interface Watched {
+  readonly page: Page;
+  /** Document statuses this test expects to see as errors (a 410 page, a form with errors). */
+  readonly expectedStatuses: Set<number>;
+  readonly problems: string[];
+  readonly dialogs: string[];
+}
+
+describe('the web form in Chromium', () => {
+  let t: TestApp;
+  let browser: BrowserContext;
+  let profile: string;
+  let offsetMs = 0;
+  const clock = { now: () => new Date(Date.now() + offsetMs) };
+  const watched: Watched[] = [];
+
+  beforeAll(async () => {
+    expect(fs.existsSync(CHROMIUM), `${CHROMIUM} (apt-get install chromium)`).toBe(true);
+    ensureArtifactsDir();
+    t = await listeningTestApp(clock);
+    profile = fs.mkdtempSync(path.join(os.tmpdir(), 'refhub-chromium-'));
+    browser = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1280, height: 900 },
+      locale: 'en-SG',
+      timezoneId: 'Asia/Singapore',
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser.close();
+    await t.close();
+    fs.rmSync(profile, { recursive: true, force: true });
+  });
+
+  /** A new tab whose console, script errors and dialogs are all recorded. */
+  async function newPage(...expectedStatuses: number[]): Promise<Watched> {
+    const page = await browser.newPage();
+    const w: Watched = { page, expectedStatuses: new Set(expectedStatuses), problems: [], dialogs: [] };
+    const documents = new Map<string, number>();
+    page.on('response', (response) => {
+      if (response.request().isNavigationRequest() && response.frame() === page.mainFrame()) {
+        documents.set(response.url(), response.status());
+      }
+    });
+    page.on('console', (message: ConsoleMessage) => {
+      if (message.type() !== 'error' && message.type() !== 'warning') return;
+      const status = /^Failed to load resource: the server responded with a status of (\d{3})\b/.exec(
+        message.text(),
+      )?.[1];
+      const document = documents.get(message.location().url);
+      const expected =
+        status !== undefined && document === Number(status) && w.expectedStatuses.has(document);
+      if (!expected) w.problems.push(`${message.type()}: ${message.text()} (${message.location().url})`);
+    });
+    page.on('pageerror', (error) => w.problems.push(`script error: ${error.message}`));
+    page.on('dialog', (dialog) => {
+      w.dialogs.push(dialog.message());
+      void dialog.dismiss();
+    });
+    watched.push(w);
+    return w;
+  }
+
+  afterEach(async () => {
+    for (const w of watched.splice(0)) {
+      expect(w.problems, 'console errors').toEqual([]);
+      expect(w.dialogs, 'dialogs').toEqual([]);
+      await w.page.close();
+    }
+  });
+
+  let submittedLink: UpsertedLink;
+
+  it('opens a prefilled link, completes and submits the form, and the API shows it pending', async () => {
+    const link = await upsertLink(t, {
+      offeringId: 'cgh-gastro',
+      ...PATIENT,
+      referrerName: 'Dr Lim Wei Ling',
+      referrerIdType: 'mcr',
+      referrerId: 'M12345A',
+      referrerEmail: WEB_REQUESTER,
+    });
+    submittedLink = link;
+    const { page } = await newPage();
+    const response = await page.goto(link.url);
+    expect(response?.status()).toBe(200);
+    expect(new URL(page.url()).pathname).toBe(`/form/${link.referralId}`);
+
+    await expect.poll(() => page.title()).toBe('Complete the referral – refhub');
+    expect(await page.inputValue('#field-patientName')).toBe(PATIENT.patientName);
+    expect(await page.inputValue('#field-patientUin')).toBe(PATIENT.patientUin);
+    expect(await page.inputValue('#field-dob')).toBe(PATIENT.dob);
+    expect(await page.inputValue('#field-nationality')).toBe('SG');
+    expect(await page.locator('#field-nationality option:checked').textContent()).toBe('Singapore');
+    expect(await page.inputValue('#field-patientGender')).toBe('Male');
+    expect(await page.inputValue('#field-residentialStatus')).toBe('SC');
+    expect(await page.inputValue('#field-patientPhoneNumber')).toBe(PATIENT.patientPhoneNumber);
+    expect(await page.inputValue('#field-referrerName')).toBe('Dr Lim Wei Ling');
+    expect(await page.isChecked('input[name=offeringId][value=cgh-gastro]')).toBe(true);
+    const guide = page.locator('a[href="https://example.org/guide/gastro"]');
+    expect(await guide.getAttribute('rel')).toBe('noopener noreferrer');
+    expect(await guide.getAttribute('target')).toBe('_blank');
+
+    await page
+      .getByLabel('Reason for referral and relevant history')
+      .fill(
+        'Dyspepsia for 3 months, not settling on a PPI.\nNo weight loss, no GI bleeding. Father had gastric cancer.',
+      );
+    await page.getByLabel('Urgent').check();
+    await page.screenshot({ path: path.join(ARTIFACTS, 'web-form.png'), fullPage: true });
+
+    await Promise.all([
+      page.waitForURL(`**/form/${link.referralId}/submitted`),
+      page.getByRole('button', { name: 'Submit referral' }).click(),
+    ]);
+    expect(await page.locator('h1').textContent()).toBe('Referral submitted');
+    expect(await page.locator('.summary').textContent()).toContain('Submitted, awaiting acceptance');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'web-form-result.png'), fullPage: true });
+
+    const view = await senderView(t, link.referralId);
+    expect(view).toMatchObject({ status: 'pending-acceptance', coreStatus: 'pending', isUrgent: true });
+    const events = view.timelineEvents as { type: string; system: string; description: string }[];
+    expect(events.at(-1)).toMatchObject({
+      type: 'referral.pending-acceptance',
+      system: 'Manual',
+      description: `${WEB_REQUESTER} (Bukit Timah Family Clinic) submitted the referral to Central General Hospital; it is awaiting acceptance.`,
+    });
+  });
+
+  it('answers the same link, opened again, with the 410 page', async () => {
+    const { page } = await newPage(410);
+    const response = await page.goto(submittedLink.url);
+    expect(response?.status()).toBe(410);
+    expect(await page.locator('main').textContent()).toContain(
+      'This link is no longer valid. Ask your clinic system for a new one.',
+    );
+    await page.screenshot({ path: path.join(ARTIFACTS, 'web-link-used.png') });
+  });
+
+  it('answers an expired link with the 410 page', async () => {
+    const link = await upsertLink(t);
+    offsetMs += 16 * 60_000;
+    const { page } = await newPage(410);
+    const response = await page.goto(link.url);
+    expect(response?.status()).toBe(410);
+    expect(await page.locator('h1').textContent()).toBe('This link is no longer valid');
+  });
+
+  it('edits through a fresh link after the referral went back to draft', async () => {
+    const link = await upsertLink(t, {
+      offeringId: 'cgh-gastro',
+      ...PATIENT,
+      clinicalInfo: 'First version.',
+    });
+    await call(t, t.sender, 'POST', `/api/v1/referrals/${link.referralId}/submit`, {});
+    await call(t, t.sender, 'POST', `/api/v1/referrals/${link.referralId}/back-to-draft`, {});
+    const fresh = await upsertLink(t, { referralId: link.referralId });
+
+    const { page } = await newPage();
+    await page.goto(fresh.url);
+    expect(await page.locator('.tag').first().textContent()).toBe('Draft');
+    await page.getByLabel('Reason for referral and relevant history').fill('Second version, after review.');
+    await Promise.all([
+      page.waitForURL('**?saved=1'),
+      page.getByRole('button', { name: 'Save draft' }).click(),
+    ]);
+    expect(await page.locator('.banner').textContent()).toContain('Draft saved');
+
+    const view = await senderView(t, link.referralId);
+    expect(view).toMatchObject({ status: 'draft', clinicalInfo: 'Second version, after review.' });
+    expect((view.timelineEvents as { system: string; description: string }[]).at(-1)).toMatchObject({
+      system: 'Manual',
+      description: `${WEB_REQUESTER} (Bukit Timah Family Clinic) updated the referral (clinical information).`,
+    });
+  });
+
+  it('shows errors by each field and in a focused summary that links to them, keeping what was typed', async () => {
+    const link = await upsertLink(t);
+    const { page } = await newPage(400);
+    await page.goto(link.url);
+    await page.fill('#field-patientUin', 's123');
+    await page.fill('#field-patientPhoneNumber', '12345678');
+    await Promise.all([
+      page.waitForLoadState('load'),
+      page.getByRole('button', { name: 'Submit referral' }).click(),
+    ]);
+    await page.waitForSelector('.error-summary');
+    expect(await focused(page)).toBe('error-summary');
+    expect(await page.title()).toBe('Error: Complete the referral – refhub');
+    expect(await page.inputValue('#field-patientUin')).toBe('s123');
+    expect(await page.getAttribute('#field-patientUin', 'aria-invalid')).toBe('true');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'web-form-errors.png') });
+    await page.locator('.error-summary a', { hasText: 'phone number' }).click();
+    expect(await focused(page)).toBe('field-patientPhoneNumber');
+    expect((await senderView(t, link.referralId)).patient).toMatchObject({ uin: PATIENT.patientUin });
+  });
+
+  it('responds to a provider’s request, shown above the form', async () => {
+    const link = await upsertLink(t);
+    const id = link.referralId;
+    await call(t, t.sender, 'POST', `/api/v1/referrals/${id}/submit`, {});
+    await call(t, t.provider, 'POST', `/api/v1/referrals/${id}/request-action`, {
+      reason: 'Please attach the latest ECG.',
+    });
+    const { page } = await newPage();
+    await page.goto((await linksOf(t, id)).respond!.url);
+    expect(await page.locator('.request').textContent()).toContain('Please attach the latest ECG.');
+    await page
+      .getByLabel('Reason for referral and relevant history')
+      .fill('ECG: sinus rhythm, no ischaemic changes.');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'web-form-respond.png'), fullPage: true });
+    await Promise.all([
+      page.waitForURL(`**/form/${id}/submitted`),
+      page.getByRole('button', { name: 'Submit response' }).click(),
+    ]);
+    expect((await senderView(t, id)).status).toBe('pending-acceptance');
+  });
+
+  it('shows a patient named like markup as text, with no dialog, on every page', async () => {
+    const link = await upsertLink(t, { offeringId: 'cgh-gastro', ...PATIENT, patientName: HOSTILE_NAME });
+    const { page } = await newPage();
+    await page.goto(link.url);
+    expect(await page.inputValue('#field-patientName')).toBe(HOSTILE_NAME);
+    await Promise.all([
+      page.waitForURL('**/submitted'),
+      page.getByRole('button', { name: 'Submit referral' }).click(),
+    ]);
+    expect(await page.locator('.summary').textContent()).toContain(HOSTILE_NAME);
+    await page.goto((await linksOf(t, link.referralId)).print!.url);
+    expect(await page.locator('[data-field="patient.name"]').first().textContent()).toBe(HOSTILE_NAME);
+    expect(await page.locator('img').count()).toBe(0);
+  });
+
+  it('prints only the referral from the print page', async () => {
+    const { page } = await newPage();
+    await page.goto((await linksOf(t, submittedLink.referralId)).print!.url);
+    expect(await page.locator('h1').first().textContent()).toBe('Print referral');
+    expect(await page.locator('.site-header').isVisible()).toBe(true);
+    await page.emulateMedia({ media: 'print' });
+    expect(await page.locator('.site-header').isVisible()).toBe(false);
+    expect(await page.locator('section[data-template="Specialist Referral"]').isVisible()).toBe(true);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'web-print.png'), fullPage: true });
+    await page.emulateMedia({ media: 'screen' });
+    await page.goto((await linksOf(t, submittedLink.referralId)).view!.url);
+    expect(await page.locator('h1').first().textContent()).toBe('View referral');
+  });
+
+  it('moves the keyboard focus in reading order, from the skip link through the form', async () => {
+    const link = await upsertLink(t, { offeringId: 'cgh-gastro', ...PATIENT });
+    const { page } = await newPage();
+    await page.goto(link.url);
+    // A date input takes one Tab per part (day, month, year), so repeated stops collapse into one.
+    const order: string[] = [];
+    for (let i = 0; i < 14; i++) {
+      await page.keyboard.press('Tab');
+      const at = await focused(page);
+      if (order.at(-1) !== at) order.push(at);
+    }
+    expect(order.slice(0, 10)).toEqual([
+      'skip-link',
+      'field-patientName',
+      'field-patientUin',
+      'field-dob',
+      'field-patientGender',
+      'field-nationality',
+      'field-residentialStatus',
+      'field-patientPhoneNumber',
+      'field-referrerName',
+      'field-referrerIdType',
+    ]);
+    // The focus ring is visible: a 3px outline.
+    expect(await page.evaluate('getComputedStyle(document.activeElement).outlineWidth')).toBe('3px');
+  });
+});

@@ -1,0 +1,289 @@
+// The forward worker end to end: real Redis, the sandbox EHR as a separate process, and the store on
+// both engines. What arrives at the EHR is exactly the ehrForm a client reads at that version.
+import { createHash } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ENGINES } from '../../support/engines.ts';
+import { createBridgeApp, eventually, startEhr, type BridgeApp } from '../../support/bridge.ts';
+import { CANARY, CANARY_MARKERS } from '../../support/fixtures/patients.ts';
+import type { SandboxEhrProcess } from '../../support/sandbox-ehr-process.ts';
+import { call, createDraft, type ReferralJson } from '../../support/scenarios.ts';
+
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+
+describe.each(ENGINES)('forwarding to the EHR on %s', (engine) => {
+  let ehr: SandboxEhrProcess;
+  let t: BridgeApp;
+
+  beforeAll(async () => {
+    ehr = await startEhr();
+  });
+  afterAll(async () => {
+    await ehr.stop();
+  });
+  afterEach(async () => {
+    await t.close();
+    await ehr.reset();
+  });
+
+  const open = async (env: Record<string, string> = {}) => {
+    t = await createBridgeApp(engine, ehr, { env: { EHR_MAX_ATTEMPTS: '3', ...env } });
+    return t;
+  };
+  const url = (id: string, op: string) => `/api/v1/referrals/${id}/${op}`;
+  const read = async (id: string, extra = '') =>
+    (await call(
+      t,
+      t.sender,
+      'GET',
+      `/api/v1/referrals/${id}?requesterIdentifier=dr.lim@example.org&institutionIdType=hci&institutionId=S1234A${extra}`,
+    )) as ReferralJson & {
+      ehrForm: string;
+      ehrForwarding: { state: string; attempts: number; sha256?: string };
+      timelineEvents: { type: string; system: string; description: string }[];
+    };
+  const ledger = async (id: string) =>
+    (await call(
+      t,
+      t.sender,
+      'GET',
+      `/api/v1/referrals/${id}/ehr-submissions?institutionIdType=hci&institutionId=S1234A`,
+    )) as unknown as {
+      data: {
+        outcome: string;
+        httpStatus?: number;
+        errorCode?: string;
+        sha256?: string;
+        version: number;
+        messageId: string;
+        attempt: number;
+        attemptedAt: string;
+      }[];
+    };
+  const settled = (id: string, state: string) =>
+    eventually(`ehrForwarding.state ${state}`, async () => {
+      const r = await read(id);
+      return r.ehrForwarding.state === state ? r : undefined;
+    });
+
+  it('delivers the exact bytes of the ehrForm a client reads at that version', async () => {
+    await open();
+    const draft = await createDraft(t);
+    await call(t, t.sender, 'POST', url(draft.id, 'submit'), {});
+    const before = await read(draft.id, '&additionalField=ehrForm');
+    expect(before.ehrForwarding.state).toBe('queued');
+
+    t.startBackground();
+    const delivered = await eventually('the delivery', async () => {
+      const list = await ehr.deliveries({ referralId: draft.id });
+      return list.length > 0 ? list : undefined;
+    });
+    expect(delivered).toHaveLength(1);
+    expect(delivered[0]).toMatchObject({
+      messageId: `${draft.id}.v${before.version}`,
+      version: before.version,
+      sha256: sha256(before.ehrForm),
+    });
+
+    const after = await settled(draft.id, 'forwarded');
+    expect(after.ehrForwarding).toMatchObject({ attempts: 1, sha256: sha256(before.ehrForm) });
+    // The forward is the bridge's bookkeeping: its sentence is on the timeline, in the sender's system,
+    // but the referral did not change: same version, same form.
+    expect(after.version).toBe(before.version);
+    expect(after.timelineEvents.at(-1)).toMatchObject({
+      type: 'ehr.forwarded',
+      system: 'HAS',
+      description: expect.stringMatching(
+        /^The referral form was delivered to the national health record \(reference EHR-/,
+      ) as unknown,
+    });
+    const rows = (await ledger(draft.id)).data;
+    expect(rows).toEqual([
+      expect.objectContaining({
+        messageId: `${draft.id}.v${before.version}`,
+        version: before.version,
+        attempt: 1,
+        outcome: 'delivered',
+        httpStatus: 201,
+        sha256: sha256(before.ehrForm),
+        ehrReference: delivered[0]?.reference,
+      }),
+    ]);
+  });
+
+  it('coalesces a submit and a cancel that come close together, and sends the latest state once', async () => {
+    await open();
+    const draft = await createDraft(t);
+    await call(t, t.sender, 'POST', url(draft.id, 'submit'), {});
+    await call(t, t.sender, 'POST', url(draft.id, 'cancel'), { cancelNote: 'Patient recovered' });
+    const cancelled = await read(draft.id, '&additionalField=ehrForm');
+    t.startBackground();
+    await settled(draft.id, 'forwarded');
+    const deliveries = await ehr.deliveries({ referralId: draft.id });
+    expect(deliveries).toHaveLength(1);
+    expect(deliveries[0]).toMatchObject({ version: cancelled.version, sha256: sha256(cancelled.ehrForm) });
+  });
+
+  it('retries 503 and 429 with backoff, honouring Retry-After, then delivers', async () => {
+    await open();
+    await ehr.setBehaviour({ statuses: [503, 429], retryAfterSeconds: 1 });
+    const draft = await createDraft(t);
+    await call(t, t.sender, 'POST', url(draft.id, 'submit'), {});
+    t.startBackground();
+    await settled(draft.id, 'forwarded');
+    const rows = (await ledger(draft.id)).data;
+    expect(rows.map((r) => [r.attempt, r.outcome, r.httpStatus])).toEqual([
+      [1, 'retrying', 503],
+      [2, 'retrying', 429],
+      [3, 'delivered', 201],
+    ]);
+    // Retry-After: 1 was honoured, although the backoff base is 20 ms.
+    const gap = Date.parse(rows[2]?.attemptedAt ?? '') - Date.parse(rows[1]?.attemptedAt ?? '');
+    expect(gap).toBeGreaterThanOrEqual(900);
+    expect(new Set(rows.map((r) => r.messageId)).size).toBe(1);
+  });
+
+  it('retries a connection reset (a network error), then delivers', async () => {
+    await open();
+    await ehr.setBehaviour({ resets: 1 });
+    const draft = await createDraft(t);
+    await call(t, t.sender, 'POST', url(draft.id, 'submit'), {});
+    t.startBackground();
+    await settled(draft.id, 'forwarded');
+    const rows = (await ledger(draft.id)).data;
+    expect(rows).toHaveLength(2);
+    expect(rows[0]).toMatchObject({
+      outcome: 'retrying',
+      errorCode: expect.stringMatching(/^[A-Z_]+$/) as unknown,
+    });
+    expect(rows[0]?.httpStatus).toBeUndefined();
+    expect(rows[1]).toMatchObject({ outcome: 'delivered', httpStatus: 201 });
+  });
+
+  it('treats another 4xx as final: one attempt, ehr.forward-failed on the timeline', async () => {
+    await open();
+    await ehr.setBehaviour({ statuses: [422] });
+    const draft = await createDraft(t);
+    await call(t, t.sender, 'POST', url(draft.id, 'submit'), {});
+    t.startBackground();
+    const failed = await settled(draft.id, 'failed');
+    expect(failed.timelineEvents.at(-1)).toMatchObject({
+      type: 'ehr.forward-failed',
+      description:
+        'The referral form could not be delivered to the national health record: the EHR answered HTTP 422, which is final.',
+    });
+    expect((await ledger(draft.id)).data.map((r) => [r.outcome, r.httpStatus])).toEqual([['failed', 422]]);
+    // Nothing more is tried.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await ehr.requests()).total).toBe(1);
+  });
+
+  it('forwards a failed referral again when an operator retries it, at its current version', async () => {
+    await open();
+    await ehr.setBehaviour({ statuses: [422] });
+    const draft = await createDraft(t);
+    await call(t, t.sender, 'POST', url(draft.id, 'submit'), {});
+    t.startBackground();
+    const failed = await settled(draft.id, 'failed');
+    // Nothing but failed forwards is touched: a draft, or one already forwarded, stays as it is.
+    const other = await createDraft(t);
+    expect(await t.ctx.ehrForwarding.retryFailed([draft.id, other.id], 'ops.retry.test')).toEqual([draft.id]);
+    const forwarded = await settled(draft.id, 'forwarded');
+    expect(forwarded.ehrForwarding.attempts).toBe(1);
+    // The version the EHR refused is sent again, under its own message ID with the same bytes: the
+    // EHR never accepted it, so this is no duplicate.
+    const rows = (await ledger(draft.id)).data;
+    expect(rows.map((r) => [r.outcome, r.httpStatus, r.version])).toEqual([
+      ['failed', 422, failed.version],
+      ['delivered', 201, failed.version],
+    ]);
+    expect(new Set(rows.map((r) => r.messageId)).size).toBe(1);
+    expect(new Set(rows.map((r) => r.sha256)).size).toBe(1);
+    // The operator's request is audited, and the forward it caused carries its request ID.
+    const audit = await t.ctx.db
+      .selectFrom('audit_events')
+      .select(['action', 'referral_ids', 'api_key_id'])
+      .where('request_id', '=', 'ops.retry.test')
+      .orderBy('seq')
+      .execute();
+    expect(audit).toEqual([
+      { action: 'ehr.forward.retry-failed', referral_ids: [draft.id], api_key_id: null },
+      { action: 'ehr.forward.delivered', referral_ids: [draft.id], api_key_id: null },
+    ]);
+    expect(await t.ctx.ehrForwarding.retryFailed(undefined, 'ops.retry.none')).toEqual([]);
+  });
+
+  // A 400 is the EHR refusing the request itself. A 302 is not a delivery either: the sandbox's staged
+  // redirect points back at its own endpoint, so a client that followed it would deliver, visibly.
+  it.each([400, 302])(
+    'fails permanently after one attempt on HTTP %i, and follows no redirect',
+    async (status) => {
+      await open();
+      await ehr.setBehaviour({ statuses: [status] });
+      const draft = await createDraft(t);
+      await call(t, t.sender, 'POST', url(draft.id, 'submit'), {});
+      t.startBackground();
+      const failed = await settled(draft.id, 'failed');
+      expect(failed.timelineEvents.at(-1)).toMatchObject({
+        type: 'ehr.forward-failed',
+        system: 'HAS',
+        description: `The referral form could not be delivered to the national health record: the EHR answered HTTP ${status}, which is final.`,
+      });
+      expect((await ledger(draft.id)).data).toEqual([
+        expect.objectContaining({ attempt: 1, outcome: 'failed', httpStatus: status }),
+      ]);
+      // Nothing more is tried, and nothing was delivered.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(await ehr.requests()).toMatchObject({ total: 1, byStatus: { [String(status)]: 1 } });
+      expect(await ehr.deliveries({ referralId: draft.id })).toEqual([]);
+      const job = await t.ctx.queues.queues['ehr-forward'].getJob(`${draft.id}.v${draft.version + 1}`);
+      expect(await job?.getState()).toBe('failed');
+      expect(job?.attemptsMade).toBe(1);
+    },
+  );
+
+  it('gives up after EHR_MAX_ATTEMPTS retryable failures', async () => {
+    await open();
+    await ehr.setBehaviour({ statuses: [500, 502, 503, 504] });
+    const draft = await createDraft(t);
+    await call(t, t.sender, 'POST', url(draft.id, 'submit'), {});
+    t.startBackground();
+    const failed = await settled(draft.id, 'failed');
+    expect((await ledger(draft.id)).data.map((r) => [r.attempt, r.outcome, r.httpStatus])).toEqual([
+      [1, 'retrying', 500],
+      [2, 'retrying', 502],
+      [3, 'failed', 503],
+    ]);
+    expect(failed.ehrForwarding.attempts).toBe(3);
+    expect(failed.timelineEvents.at(-1)?.description).toBe(
+      'The referral form could not be delivered to the national health record: the EHR answered HTTP 503, and 3 attempts were made.',
+    );
+  });
+
+  it('sends nothing for a referral that went back to draft before its forward ran', async () => {
+    await open();
+    const draft = await createDraft(t);
+    await call(t, t.sender, 'POST', url(draft.id, 'submit'), {});
+    await call(t, t.sender, 'POST', url(draft.id, 'back-to-draft'), {});
+    t.startBackground();
+    await settled(draft.id, 'not-sent');
+    expect(await ehr.deliveries({ referralId: draft.id })).toEqual([]);
+    expect((await ledger(draft.id)).data).toEqual([]);
+  });
+
+  it('keeps patient data out of Redis, job payloads and logs', async () => {
+    await open();
+    const draft = await createDraft(t, CANARY);
+    await call(t, t.sender, 'POST', url(draft.id, 'submit'), {});
+    t.startBackground();
+    await settled(draft.id, 'forwarded');
+    const redis = await t.redisDump();
+    expect(redis).toContain(draft.id);
+    for (const marker of CANARY_MARKERS) {
+      expect(redis).not.toContain(marker);
+      expect(t.logs.join('\n')).not.toContain(marker);
+    }
+    const job = await t.ctx.queues.queues['ehr-forward'].getJob(`${draft.id}.v${draft.version + 1}`);
+    expect(Object.keys(job?.data ?? {}).sort()).toEqual(['referralId', 'requestId', 'version']);
+    expect(ehr.output().stdout + ehr.output().stderr).not.toContain(CANARY.patientName);
+  });
+});
