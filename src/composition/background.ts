@@ -6,12 +6,8 @@ import type { AppContext } from './context.ts';
 import { createEhrClient, type EhrClient } from '../workers/forwarding/ehr-client.ts';
 import { createEhrCircuit, type CircuitSettings } from '../workers/forwarding/ehr-circuit.ts';
 import { connectRedis } from '../queue/connections.ts';
-import {
-  createOutboxRelay,
-  type OutboxBatchHandlers,
-  type OutboxHandlers,
-  type OutboxRelay,
-} from '../queue/outbox-relay.ts';
+import { createOutboxRelay, type OutboxRelay } from '../queue/outbox-relay.ts';
+import { outboxBatchHandlers, outboxHandlers } from '../queue/outbox-topics.ts';
 import { createReconciler, type Reconciler } from '../queue/reconciler.ts';
 import { createWebhookRelay, type WebhookRelay } from '../queue/webhooks-relay.ts';
 import { startEhrForwardWorker } from '../workers/forwarding/forwarding.worker.ts';
@@ -33,36 +29,6 @@ export interface Background {
   readonly ehr: EhrClient;
   readonly workers: readonly Worker[];
   stop(): Promise<void>;
-}
-
-/** Outbox topics whose rows go to the queues a batch at a time. */
-export function outboxBatchHandlers(ctx: AppContext): OutboxBatchHandlers {
-  return {
-    'ehr-forward': (messages) =>
-      ctx.queues.enqueueForwards(
-        messages.map((m) => ({ referralId: m.referralId, version: m.version, requestId: m.requestId })),
-      ),
-  };
-}
-
-/** The handlers that turn outbox rows into queue work. */
-export function outboxHandlers(ctx: AppContext): OutboxHandlers {
-  return {
-    'ehr-forward': (m) =>
-      ctx.queues.enqueueForward({ referralId: m.referralId, version: m.version, requestId: m.requestId }),
-    'ehr-forward-again': async (m) => {
-      await ctx.queues.ensureForward({
-        referralId: m.referralId,
-        version: m.version,
-        requestId: m.requestId,
-      });
-    },
-    reminders: async (m) => {
-      const schedule = await ctx.reminders.scheduleFor(m.referralId);
-      if (schedule === null) await ctx.queues.removeReminders(m.referralId);
-      else await ctx.queues.scheduleReminders(m.referralId, schedule);
-    },
-  };
 }
 
 export function createReconcilerFor(ctx: AppContext): Reconciler {

@@ -9,7 +9,7 @@ import { outboxRepository, type OutboxMessage } from '../../src/db/outbox.reposi
 import { systemClock, type Clock } from '../../src/domain/clock.ts';
 import { createOutboxRelay, type OutboxHandlers, type RelayDeps } from '../../src/queue/outbox-relay.ts';
 import { forwardJobId, QUEUE_NAMES } from '../../src/queue/registry.ts';
-import { outboxBatchHandlers, outboxHandlers } from '../../src/composition/background.ts';
+import { outboxBatchHandlers, outboxHandlers } from '../../src/queue/outbox-topics.ts';
 import { createQueueApp, manualForwardWorker, type QueueApp } from '../support/bridge.ts';
 import { ENGINES } from '../support/engines.ts';
 import { PATIENT } from '../support/fixtures/patients.ts';

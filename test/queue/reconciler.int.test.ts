@@ -10,7 +10,7 @@ import { systemClock } from '../../src/domain/clock.ts';
 import { createOutboxRelay } from '../../src/queue/outbox-relay.ts';
 import { createReconciler } from '../../src/queue/reconciler.ts';
 import { forwardJobId, QUEUE_NAMES } from '../../src/queue/registry.ts';
-import { outboxHandlers } from '../../src/composition/background.ts';
+import { outboxHandlers } from '../../src/queue/outbox-topics.ts';
 import { createQueueApp, manualForwardWorker, type QueueApp } from '../support/bridge.ts';
 import { ENGINES } from '../support/engines.ts';
 import { call, createDraft, type ReferralJson } from '../support/scenarios.ts';
