@@ -17,7 +17,7 @@ import { registerAuth } from './plugins/auth.ts';
 import { opsOnlyDocs } from './docs-access.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
 import { registerProblemHandlers } from './plugins/problem.ts';
-import { registerWebhookWarning } from './webhook-warning.ts';
+import { registerWebhookWarning } from './webhooks-warning.ts';
 import { createValidatorCompiler } from './validation.ts';
 import { healthRoutes } from './routes/health.routes.ts';
 import { metricsRoutes } from './routes/metrics.routes.ts';

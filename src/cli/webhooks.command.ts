@@ -2,7 +2,7 @@
 // (IDs, state and the receiver's host, never a secret or a full URL), and a replay of deliveries
 // after a receiver's outage.
 import { InvalidArgumentError } from 'commander';
-import type { WebhookSubscription } from '../db/webhook-subscription.repository.ts';
+import type { WebhookSubscription } from '../db/webhooks-subscription.repository.ts';
 import type { WebhookReplay } from '../services/webhooks-replay.service.ts';
 
 export interface ListWebhooksDeps {

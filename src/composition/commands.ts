@@ -4,7 +4,7 @@
 // in src/cli. Modules only some commands need are loaded by those commands.
 import { loadConfig, type Config } from '../config.ts';
 import { configuredStoreTarget, openStore } from '../db/database.ts';
-import { webhookSubscriptionRepository } from '../db/webhook-subscription.repository.ts';
+import { webhookSubscriptionRepository } from '../db/webhooks-subscription.repository.ts';
 import { createLogger } from '../logger.ts';
 import { connectRedis } from '../queue/connections.ts';
 import { createSandboxEhr } from '../sandbox-ehr/sandbox-ehr.ts';

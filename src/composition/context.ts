@@ -21,7 +21,7 @@ import { createReferralQueries, type ReferralQueries } from '../services/referra
 import { createEhrForwarding, type EhrForwarding } from '../services/forwarding.service.ts';
 import { createReminders, type Reminders } from '../services/reminders.service.ts';
 import { createEventFeed, type EventFeed } from '../services/events.service.ts';
-import { createWebhookClient, type WebhookClient } from '../workers/webhooks/webhook-client.ts';
+import { createWebhookClient, type WebhookClient } from '../workers/webhooks/webhooks-client.ts';
 import { deliverOnce, type DeliveryDeps } from '../workers/webhooks/delivery.ts';
 import { createWebhookReplay, type WebhookReplay } from '../services/webhooks-replay.service.ts';
 import { createWebhookSubscriptions, type WebhookSubscriptions } from '../services/webhooks.service.ts';
@@ -29,7 +29,7 @@ import { createQueueProducer, type QueueProducer } from '../queue/producer.ts';
 import { createMetrics, type Metrics } from '../observability/metrics.ts';
 import { QUEUE_NAMES } from '../queue/registry.ts';
 import { outboxRepository } from '../db/outbox.repository.ts';
-import { webhookSubscriptionRepository } from '../db/webhook-subscription.repository.ts';
+import { webhookSubscriptionRepository } from '../db/webhooks-subscription.repository.ts';
 import { ehrCircuitRepository } from '../db/forwarding-circuit.repository.ts';
 import { createReferralFhir, type ReferralFhir } from '../services/fhir.service.ts';
 

@@ -8,7 +8,7 @@ import { FEED_START, referralEventRepository, type ReferralEvent } from '../db/e
 import {
   webhookSubscriptionRepository,
   type WebhookSubscription,
-} from '../db/webhook-subscription.repository.ts';
+} from '../db/webhooks-subscription.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { QueueProducer } from '../queue/producer.ts';
 import { audienceOf, subscribersOf } from '../queue/webhooks-relay.ts';

@@ -9,13 +9,13 @@ import type { Clock } from '../domain/clock.ts';
 import { EVENT_TYPES, TEST_EVENT_TYPE, type EventView } from '../domain/events.ts';
 import { LimitExceededError, NotFoundError, ValidationError } from '../errors.ts';
 import { auditEventOf, auditRepository } from '../db/audit.repository.ts';
-import { webhookAttemptRepository, type WebhookAttempt } from '../db/webhook-attempt.repository.ts';
+import { webhookAttemptRepository, type WebhookAttempt } from '../db/webhooks-attempt.repository.ts';
 import {
   webhookSubscriptionRepository,
   type SigningSubscription,
   type SubscriptionPatch,
   type WebhookSubscription,
-} from '../db/webhook-subscription.repository.ts';
+} from '../db/webhooks-subscription.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';
 import { checkEndpointUrl, type EndpointPolicy } from './webhooks-endpoint-policy.ts';

@@ -19,7 +19,7 @@ import {
   WebhookSubscription,
   WebhookSubscriptionList,
   WebhookSubscriptionWithSecret,
-} from '../schemas/webhook.schema.ts';
+} from '../schemas/webhooks.schema.ts';
 import { ref } from '../schemas/named.ts';
 import { operation } from '../schemas/operation.ts';
 import { problems, success } from '../schemas/responses.ts';

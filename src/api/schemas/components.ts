@@ -11,7 +11,7 @@ import {
   WebhookSubscription,
   WebhookSubscriptionList,
   WebhookSubscriptionWithSecret,
-} from './webhook.schema.ts';
+} from './webhooks.schema.ts';
 import { LinkUpsertResponse } from './links.schema.ts';
 import type { Named } from './named.ts';
 import { FieldError, Problem } from './problem.schema.ts';

@@ -5,16 +5,16 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../domain/clock.ts';
-import type { AttemptOutcome, WebhookAttempt } from '../../db/webhook-attempt.repository.ts';
+import type { AttemptOutcome, WebhookAttempt } from '../../db/webhooks-attempt.repository.ts';
 import {
   webhookSubscriptionRepository,
   type SigningSubscription,
-} from '../../db/webhook-subscription.repository.ts';
+} from '../../db/webhooks-subscription.repository.ts';
 import type { Database } from '../../db/schema.ts';
 import type { Metrics } from '../../observability/metrics.ts';
 import type { EventView } from '../../domain/events.ts';
 import { signedHeaders } from '../../domain/webhooks-signature.ts';
-import type { WebhookAnswer, WebhookClient } from './webhook-client.ts';
+import type { WebhookAnswer, WebhookClient } from './webhooks-client.ts';
 
 export interface DeliveryDeps {
   readonly db: Kysely<Database>;

@@ -4,7 +4,7 @@
 // one is read from the database at most every few seconds per process, not per request.
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from './api-deps.ts';
-import { webhookSubscriptionRepository } from '../db/webhook-subscription.repository.ts';
+import { webhookSubscriptionRepository } from '../db/webhooks-subscription.repository.ts';
 import { isApiRoute } from './http.ts';
 
 export const WEBHOOK_WARNING_HEADER = 'Webhook-Subscriptions-Disabled';

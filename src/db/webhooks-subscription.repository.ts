@@ -5,7 +5,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
 import type { Executor } from './executor.ts';
-import { attemptRow, type WebhookAttempt } from './webhook-attempt.repository.ts';
+import { attemptRow, type WebhookAttempt } from './webhooks-attempt.repository.ts';
 import type { WebhookSubscriptionsTable } from './schema.ts';
 
 export type DisabledReason = 'by-institution' | 'gone' | 'failing';
