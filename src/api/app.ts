@@ -27,7 +27,7 @@ import { eventRoutes } from './routes/events.routes.ts';
 import { webhookRoutes } from './routes/webhooks.routes.ts';
 import { fhirRoutes } from './routes/fhir.routes.ts';
 import { linkRoutes } from './routes/links.routes.ts';
-import { providerRoutes } from './routes/provider.routes.ts';
+import { providerRoutes } from './routes/referrals-provider.routes.ts';
 import { referralRoutes } from './routes/referrals.routes.ts';
 import { webPlugin } from './web/web.plugin.ts';
 import { adminPlugin } from './admin/admin.plugin.ts';
