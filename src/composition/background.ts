@@ -1,6 +1,7 @@
-// Everything that runs behind the API: the outbox relay, the forward and reminder workers, and the
-// reconciler. `refhub all` and `refhub worker` start it; stopping it lets active jobs finish
-// (worker.close()), then stops the relay and the reconciler and closes the connections it opened.
+// Everything that runs behind the API: the outbox relay, the webhooks relay, the forwarding,
+// reminder and webhook workers, and the reconciler. `refhub all` and `refhub worker` start it;
+// stopping it lets active jobs finish (worker.close()), then stops the relays and the reconciler and
+// closes the connections it opened.
 import type { Worker } from 'bullmq';
 import type { AppContext } from './context.ts';
 import { createEhrClient, type EhrClient } from '../workers/forwarding/ehr-client.ts';

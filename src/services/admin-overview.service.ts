@@ -1,6 +1,6 @@
 // What the /admin page shows: the outbox backlog and the age of its oldest row, Redis health, the job
-// counts of each queue, the EHR's circuit, and the referrals whose forward failed for good. The database is the truth and
-// is read as usual; Redis is asked under a time limit, so an outage makes the page say "unreachable"
+// counts of each queue, the EHR's circuit, the referrals whose forward failed for good and the
+// webhook subscriptions refhub disabled. The database is the truth and is read as usual; Redis is asked under a time limit, so an outage makes the page say "unreachable"
 // within seconds instead of hanging it.
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';

@@ -1,4 +1,4 @@
-// bull-board over refhub's two queues, served under /admin/queues. Its queues are attached on the
+// bull-board over refhub's queues, served under /admin/queues. Its queues are attached on the
 // first granted request, not when the app is built: the queue producer connects to Redis on first
 // use, and an API process whose dashboard nobody opens should not hold a Redis connection for it.
 // Every API answer of the board passes through the redaction hook (job-redaction.ts).

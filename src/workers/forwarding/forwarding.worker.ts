@@ -1,6 +1,6 @@
-// The BullMQ shell of the EHR forward: it runs `forwardReferral` (src/forwarding) for each job, with
-// the forward policy's backoff, and puts a job the EHR's open circuit deferred back on the queue
-// without counting an attempt. Everything the forward decides lives in src/forwarding.
+// The BullMQ shell of the EHR forward: it runs `forwardReferral` (forward-referral.ts) for each job,
+// with the forward policy's backoff, and puts a job the EHR's open circuit deferred back on the queue
+// without counting an attempt. Everything the forward decides lives beside it in this folder.
 import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {

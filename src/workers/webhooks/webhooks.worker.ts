@@ -1,4 +1,4 @@
-// The BullMQ shell of webhook delivery: it runs `deliverEvent` (src/webhooks) for each job. A failed
+// The BullMQ shell of webhook delivery: it runs `deliverEvent` (deliver-event.ts) for each job. A failed
 // delivery is retried on WEBHOOK_RETRY_SCHEDULE (with ±10% jitter, so retries of a burst spread out);
 // 410 Gone stops the job for good. What it throws is a code (`HTTP_503`, `WEBHOOK_ATTEMPT_TIMEOUT`),
 // never a message, because BullMQ keeps it in Redis and the dashboard shows it.
