@@ -1,10 +1,11 @@
 // How long the jobs of a killed worker take to come back, and what a test can read of it in Redis. A
 // job that a dead worker left active returns to the queue through BullMQ's stalled check once its lock
 // has expired, so a test that kills a worker waits as long as those settings say, never a fixed time.
-// The forward worker's settings are written in src/workers/forwarding/forwarding.worker.ts and cannot
-// be set from outside; they are restated here, and `jobLockTimings` reads what a running worker set in
-// Redis, so that a test can check that the worker runs with the settings its bound assumes.
+// The forward worker's settings are the queue registry's (WORKER_DEFAULTS), and `jobLockTimings`
+// reads what a running worker set in Redis, so that a test can check that the worker runs with the
+// settings its bound assumes.
 import { Redis } from 'ioredis';
+import { WORKER_DEFAULTS } from '../../src/queue/registry.ts';
 
 export interface JobLockSettings {
   /** How long a job's lock lives after each renewal (BullMQ's `lockDuration`). */
@@ -13,8 +14,11 @@ export interface JobLockSettings {
   readonly stalledIntervalMs: number;
 }
 
-/** The `ehr-forward` worker's settings, as src/workers/forwarding/forwarding.worker.ts sets them. */
-export const FORWARD_JOB_LOCKS: JobLockSettings = { lockDurationMs: 30_000, stalledIntervalMs: 10_000 };
+/** The `ehr-forward` worker's settings, as the queue registry gives them. */
+export const FORWARD_JOB_LOCKS: JobLockSettings = {
+  lockDurationMs: WORKER_DEFAULTS['ehr-forward'].lockDuration,
+  stalledIntervalMs: WORKER_DEFAULTS['ehr-forward'].stalledInterval,
+};
 
 /**
  * The longest from a worker's death until every job it held is back in the queue. Its locks outlive
