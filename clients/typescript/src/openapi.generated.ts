@@ -364,7 +364,7 @@ export interface paths {
     put?: never;
     /**
      * Subscribe to the institution’s events
-     * @description Events of the referrals the institution may see are POSTed to `url`, signed as Standard Webhooks specifies. The answer carries the signing secret, the only time it is shown. At most 20 subscriptions per institution.
+     * @description Events of the referrals the institution may see are POSTed to `url`, signed as Standard Webhooks specifies. The answer carries the signing secret, the only time it is shown: a replay (the same Idempotency-Key) answers without it, with `secretShown: false`. At most 20 subscriptions per institution.
      */
     post: operations['createWebhookSubscription'];
     delete?: never;
@@ -412,7 +412,7 @@ export interface paths {
     put?: never;
     /**
      * Give a webhook subscription a new signing secret
-     * @description The answer carries the new secret, the only time it is shown. For 24 hours deliveries are signed with both the new and the previous secret, so receivers can switch without losing any.
+     * @description The answer carries the new secret, the only time it is shown: a replay (the same Idempotency-Key) answers without it, with `secretShown: false`, and rotates nothing. For 24 hours deliveries are signed with both the new and the previous secret, so receivers can switch without losing any.
      */
     post: operations['rotateWebhookSecret'];
     delete?: never;
@@ -955,8 +955,10 @@ export interface components {
        * @description ISO 8601 UTC, with milliseconds
        */
       updatedAt: string;
-      /** @description The signing secret (`whsec_…`), shown only now: verify deliveries with it (Standard Webhooks). */
-      secret: string;
+      /** @description The signing secret (`whsec_…`), shown only now: verify deliveries with it (Standard Webhooks). Absent when `secretShown` is false. */
+      secret?: string;
+      /** @description `true` in the answer that made the secret, which carries it. `false` in a replay of that answer (the same Idempotency-Key, `Idempotent-Replayed: true`): the secret was shown only in the first answer and is not shown again. If that answer was lost, rotate the secret. */
+      secretShown: boolean;
     };
     WebhookSubscriptionList: {
       /** @description Oldest first. */
@@ -4202,7 +4204,7 @@ export interface operations {
       };
     };
     responses: {
-      /** @description The subscription, with its secret. */
+      /** @description The subscription, with its secret (without it in a replay). */
       201: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -4643,7 +4645,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The subscription, with its new secret. */
+      /** @description The subscription, with its new secret (without it in a replay). */
       200: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */

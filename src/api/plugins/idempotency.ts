@@ -13,6 +13,9 @@
 //
 // One-time link tokens are never stored in clear, not even here: a stored response holds a marker
 // naming the link's row, and a replay mints a fresh token for the same referral, action and requester.
+// A secret shown once (a webhook signing secret: the route names its field in `shownOnce`) is not
+// stored at all: a replay answers without it and with `secretShown: false`. It cannot be minted
+// again like a link, since the one in use is the one the first answer showed.
 import { createHash } from 'node:crypto';
 import type { Transaction } from 'kysely';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -46,6 +49,13 @@ declare module 'fastify' {
   interface FastifyRequest {
     idempotency: KeyedRequest | null;
   }
+  interface FastifyContextConfig {
+    /**
+     * The top-level field of the success body that holds a secret shown only in the live answer. A
+     * stored response omits it and carries `secretShown: false` instead.
+     */
+    shownOnce?: string;
+  }
 }
 
 /**
@@ -77,6 +87,21 @@ function referralIdsIn(body: string): string[] {
     ? object.data.map((r: unknown) => (r as { id?: unknown } | null)?.id)
     : [object.referralId ?? (typeof object.id === 'string' && 'version' in object ? object.id : undefined)];
   return ids.filter((id): id is string => typeof id === 'string' && isUuid(id));
+}
+
+/** `body` without the secret in `field`, saying so with `secretShown: false`; as it was if it has none. */
+function withoutSecret(body: string, field: string | undefined): string {
+  if (field === undefined) return body;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return body;
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return body;
+  if (!Object.hasOwn(parsed, field)) return body;
+  const kept = Object.entries(parsed).filter(([name]) => name !== field);
+  return JSON.stringify({ ...Object.fromEntries(kept), secretShown: false });
 }
 
 function canonical(value: unknown): unknown {
@@ -127,6 +152,11 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
       if (row) out = out.replace(url, `{{refhub-link:${row.id}}}`);
     }
     return out;
+  }
+
+  /** What is stored of a response: no secret shown once, and link tokens as markers. */
+  function storedBodyOf(db: Executor, request: FastifyRequest, body: string): Promise<string> {
+    return withMarkers(db, withoutSecret(body, request.routeOptions.config.shownOnce));
   }
 
   async function withFreshLinks(body: string): Promise<string> {
@@ -183,7 +213,7 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
         await idempotencyRepository(trx).complete(claim.apiKeyId, claim.key, {
           status,
           headers: { 'content-type': JSON_TYPE, ...responseHeadersOf(request, result) },
-          body: await withMarkers(trx, body),
+          body: await storedBodyOf(trx, request, body),
         });
         stored = true;
       },
@@ -231,7 +261,7 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
     await idempotencyRepository(deps.db).record(keyed.claimOf, {
       status: reply.statusCode,
       headers: { 'content-type': String(reply.getHeader('content-type') ?? JSON_TYPE) },
-      body: await withMarkers(deps.db, payload),
+      body: await storedBodyOf(deps.db, request, payload),
     });
     return payload;
   });

@@ -1,6 +1,7 @@
 // Webhook subscriptions of an institution, managed by a key that acts for it: create, list, read,
 // update, delete, rotate the secret, send a test event, and read the delivery attempts. Each handler
-// checks the caller and calls one service function.
+// checks the caller and calls one service function. The answers that show a secret say
+// `secretShown: true`; their stored responses keep no secret (`shownOnce`, plugins/idempotency.ts).
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
@@ -68,7 +69,7 @@ export function webhookRoutes(deps: WebhookRoutesDeps) {
     app.post(
       BASE,
       {
-        config: { action: 'webhooks.subscription.create' },
+        config: { action: 'webhooks.subscription.create', shownOnce: 'secret' },
         schema: {
           ...operation({
             operationId: 'createWebhookSubscription',
@@ -76,7 +77,8 @@ export function webhookRoutes(deps: WebhookRoutesDeps) {
             summary: 'Subscribe to the institution’s events',
             description:
               'Events of the referrals the institution may see are POSTed to `url`, signed as Standard Webhooks ' +
-              'specifies. The answer carries the signing secret, the only time it is shown. At most 20 ' +
+              'specifies. The answer carries the signing secret, the only time it is shown: a replay ' +
+              '(the same Idempotency-Key) answers without it, with `secretShown: false`. At most 20 ' +
               'subscriptions per institution.',
           }),
           headers: PostHeaders,
@@ -91,16 +93,22 @@ export function webhookRoutes(deps: WebhookRoutesDeps) {
             { additionalProperties: false },
           ),
           response: {
-            201: success(ref(WebhookSubscriptionWithSecret), 'The subscription, with its secret.', {
-              idempotent: true,
-            }),
+            201: success(
+              ref(WebhookSubscriptionWithSecret),
+              'The subscription, with its secret (without it in a replay).',
+              {
+                idempotent: true,
+              },
+            ),
             ...problems({ idempotent: true }),
           },
         },
       },
       async (request, reply) => {
         const caller = callerOf(request, institutionOf(request.params), request.query.requesterIdentifier);
-        return reply.code(201).send(await subscriptions.create(caller, request.body));
+        return reply
+          .code(201)
+          .send({ ...(await subscriptions.create(caller, request.body)), secretShown: true });
       },
     );
 
@@ -185,30 +193,39 @@ export function webhookRoutes(deps: WebhookRoutesDeps) {
     app.post(
       `${BASE}/:subscriptionId/rotate-secret`,
       {
-        config: { action: 'webhooks.subscription.rotate-secret' },
+        config: { action: 'webhooks.subscription.rotate-secret', shownOnce: 'secret' },
         schema: {
           ...operation({
             operationId: 'rotateWebhookSecret',
             tag: 'Webhooks',
             summary: 'Give a webhook subscription a new signing secret',
             description:
-              'The answer carries the new secret, the only time it is shown. For 24 hours deliveries are ' +
-              'signed with both the new and the previous secret, so receivers can switch without losing any.',
+              'The answer carries the new secret, the only time it is shown: a replay (the same ' +
+              'Idempotency-Key) answers without it, with `secretShown: false`, and rotates nothing. For 24 ' +
+              'hours deliveries are signed with both the new and the previous secret, so receivers can ' +
+              'switch without losing any.',
           }),
           headers: PostHeaders,
           params: SubscriptionParams,
           querystring: Requester,
           response: {
-            200: success(ref(WebhookSubscriptionWithSecret), 'The subscription, with its new secret.', {
-              idempotent: true,
-            }),
+            200: success(
+              ref(WebhookSubscriptionWithSecret),
+              'The subscription, with its new secret (without it in a replay).',
+              {
+                idempotent: true,
+              },
+            ),
             ...problems({ idempotent: true }),
           },
         },
       },
       async (request) => {
         const caller = callerOf(request, institutionOf(request.params), request.query.requesterIdentifier);
-        return subscriptions.rotateSecret(caller, request.params.subscriptionId);
+        return {
+          ...(await subscriptions.rotateSecret(caller, request.params.subscriptionId)),
+          secretShown: true,
+        };
       },
     );
 

@@ -1,5 +1,5 @@
 // Webhook subscriptions and their delivery attempts. The signing secret appears only in the answers
-// that create or rotate it.
+// that create or rotate it, and not in their replays (Idempotency-Key), which say so in `secretShown`.
 import { Type } from 'typebox';
 import { EVENT_TYPES } from '../../domain/events.ts';
 import { Timestamp } from './primitives.ts';
@@ -58,10 +58,19 @@ export const WebhookSubscriptionWithSecret = named(
   Type.Object(
     {
       ...SubscriptionFields,
-      secret: Type.String({
-        maxLength: 100,
+      secret: Type.Optional(
+        Type.String({
+          maxLength: 100,
+          description:
+            'The signing secret (`whsec_…`), shown only now: verify deliveries with it (Standard Webhooks). ' +
+            'Absent when `secretShown` is false.',
+        }),
+      ),
+      secretShown: Type.Boolean({
         description:
-          'The signing secret (`whsec_…`), shown only now: verify deliveries with it (Standard Webhooks).',
+          '`true` in the answer that made the secret, which carries it. `false` in a replay of that answer ' +
+          '(the same Idempotency-Key, `Idempotent-Replayed: true`): the secret was shown only in the first ' +
+          'answer and is not shown again. If that answer was lost, rotate the secret.',
       }),
     },
     { additionalProperties: false },
