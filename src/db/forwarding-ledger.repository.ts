@@ -70,6 +70,34 @@ export interface AttemptRecord {
   readonly audit: AuditEvent;
 }
 
+/**
+ * Queued referrals with a due version, untouched since `quietSince` (neither changed nor attempted),
+ * and with no `ehr-forward` or `ehr-forward-again` outbox row left to dispatch.
+ */
+function dueWithoutProgressQuery(db: Executor, quietSince: Date) {
+  return db
+    .selectFrom('referrals as r')
+    .select(['r.id', 'r.ehr_due_version', 'r.updated_at'])
+    .where('r.ehr_state', '=', 'queued')
+    .where('r.ehr_due_version', 'is not', null)
+    .where('r.updated_at', '<', quietSince)
+    .where((eb) =>
+      eb.or([eb('r.ehr_last_attempt_at', 'is', null), eb('r.ehr_last_attempt_at', '<', quietSince)]),
+    )
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('outbox as o')
+            .select('o.id')
+            .whereRef('o.referral_id', '=', 'r.id')
+            .where('o.topic', 'in', ['ehr-forward', 'ehr-forward-again'])
+            .where('o.processed_at', 'is', null),
+        ),
+      ),
+    );
+}
+
 export function ehrSubmissionRepository(db: Executor) {
   return {
     /**
@@ -269,27 +297,7 @@ export function ehrSubmissionRepository(db: Executor) {
      * Oldest first, a page at a time: `after` is the last row of the previous page.
      */
     async dueWithoutProgress(quietSince: Date, limit: number, after?: DueForward): Promise<DueForward[]> {
-      let query = db
-        .selectFrom('referrals as r')
-        .select(['r.id', 'r.ehr_due_version', 'r.updated_at'])
-        .where('r.ehr_state', '=', 'queued')
-        .where('r.ehr_due_version', 'is not', null)
-        .where('r.updated_at', '<', quietSince)
-        .where((eb) =>
-          eb.or([eb('r.ehr_last_attempt_at', 'is', null), eb('r.ehr_last_attempt_at', '<', quietSince)]),
-        )
-        .where((eb) =>
-          eb.not(
-            eb.exists(
-              eb
-                .selectFrom('outbox as o')
-                .select('o.id')
-                .whereRef('o.referral_id', '=', 'r.id')
-                .where('o.topic', 'in', ['ehr-forward', 'ehr-forward-again'])
-                .where('o.processed_at', 'is', null),
-            ),
-          ),
-        );
+      let query = dueWithoutProgressQuery(db, quietSince);
       if (after !== undefined) {
         query = query.where((eb) =>
           eb.or([
@@ -300,6 +308,19 @@ export function ehrSubmissionRepository(db: Executor) {
       }
       const rows = await query.orderBy('r.updated_at').orderBy('r.id').limit(limit).execute();
       return rows.map((r) => ({ id: r.id, dueVersion: r.ehr_due_version ?? 0, updatedAt: r.updated_at }));
+    },
+
+    /**
+     * `dueWithoutProgress` for one referral and its due version, read again: the reconciler asks it
+     * after finding no live job, so a forward that a worker finished, or a relay took up, since the
+     * page was read is not counted as lost.
+     */
+    async isDueWithoutProgress(referralId: string, dueVersion: number, quietSince: Date): Promise<boolean> {
+      const row = await dueWithoutProgressQuery(db, quietSince)
+        .where('r.id', '=', referralId)
+        .where('r.ehr_due_version', '=', dueVersion)
+        .executeTakeFirst();
+      return row !== undefined;
     },
 
     /**

@@ -15,6 +15,27 @@ export interface NewReminderNotification {
   readonly sentAt: Date;
 }
 
+/** Pending-acceptance referrals with no `reminders` outbox row left to dispatch. */
+function awaitingScheduleQuery(db: Executor) {
+  return db
+    .selectFrom('referrals as r')
+    .select('r.id')
+    .where('r.status', '=', 'pending-acceptance')
+    .where('r.deleted_at', 'is', null)
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('outbox as o')
+            .select('o.id')
+            .whereRef('o.referral_id', '=', 'r.id')
+            .where('o.topic', '=', 'reminders')
+            .where('o.processed_at', 'is', null),
+        ),
+      ),
+    );
+}
+
 export function reminderRepository(db: Executor) {
   return {
     /** Reminders sent since the referral entered pending-acceptance at `pendingSince`. */
@@ -49,16 +70,26 @@ export function reminderRepository(db: Executor) {
       return result !== undefined;
     },
 
-    /** Pending-acceptance referrals, for the reconciler to check their schedules. */
+    /**
+     * Pending-acceptance referrals that should have their reminder schedule in Redis by now, for the
+     * reconciler to check, a page at a time by ID: those with a `reminders` outbox row still to
+     * dispatch are left out, since the relay sets (or is setting) their schedule.
+     */
     async pendingAcceptance(afterId: string | null, limit: number): Promise<string[]> {
-      let query = db
-        .selectFrom('referrals')
-        .select('id')
-        .where('status', '=', 'pending-acceptance')
-        .where('deleted_at', 'is', null);
-      if (afterId !== null) query = query.where('id', '>', afterId);
-      const rows = await query.orderBy('id').limit(limit).execute();
+      let query = awaitingScheduleQuery(db);
+      if (afterId !== null) query = query.where('r.id', '>', afterId);
+      const rows = await query.orderBy('r.id').limit(limit).execute();
       return rows.map((r) => r.id);
+    },
+
+    /**
+     * `pendingAcceptance` for one referral, read again: the reconciler asks it after finding no
+     * schedule in Redis, so a schedule the relay is setting, or a referral that left pending-acceptance
+     * since the page was read, is not counted as lost.
+     */
+    async awaitsSchedule(referralId: string): Promise<boolean> {
+      const row = await awaitingScheduleQuery(db).where('r.id', '=', referralId).executeTakeFirst();
+      return row !== undefined;
     },
   };
 }

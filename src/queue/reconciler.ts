@@ -2,6 +2,14 @@
 // a delay, not a loss. Every minute (and once with `refhub reconcile`) it re-enqueues each referral
 // whose forward is due but has no live job, and rebuilds each missing reminder schedule from the
 // database. Everything it calls is idempotent, so several reconcilers may run at once.
+//
+// It counts (metric and log) a repair only for work that was really missing, never for work the outbox
+// relay or a worker is about to do or has just done. A referral with an outbox row of the topic still
+// to dispatch is the relay's (it marks a row dispatched only after the job or schedule is in Redis), so
+// it is left out. And because the database is read a page ahead of Redis, each referral Redis has
+// nothing for is read again after Redis was asked: the relay sets a schedule, and a worker records an
+// attempt, before the row is marked or the job finishes, so what Redis no longer shows the database
+// already does. Only a referral still due after that is repaired.
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { messageIdOf } from '../domain/ids.ts';
@@ -11,6 +19,10 @@ import type { Database } from '../db/schema.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { QueueProducer, ReminderSchedule } from './producer.ts';
+import { forwardJobId } from './registry.ts';
+
+/** The job states in which a forward is still to run or running (as `ensureForward` sees them). */
+const LIVE = new Set<string>(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
 
 export interface ReconcilerDeps {
   readonly db: Kysely<Database>;
@@ -35,6 +47,15 @@ export function createReconciler(deps: ReconcilerDeps) {
   const quietMs = deps.quietMs ?? 5_000;
   const PAGE = deps.pageSize ?? 500;
 
+  /** Whether a job for the referral's forward waits, is delayed or runs; it only reads. */
+  async function forwardIsLive(referralId: string, version: number): Promise<boolean> {
+    const queue = deps.producer.queues['ehr-forward'];
+    const current = await queue.getDeduplicationJobId(referralId);
+    if (current !== null && LIVE.has(await queue.getJobState(current))) return true;
+    const job = await queue.getJob(forwardJobId(referralId, version));
+    return job !== undefined && LIVE.has(await job.getState());
+  }
+
   /**
    * Every due forward without a live job, oldest first, a page at a time: one run puts back all that
    * Redis lost, and the referrals whose jobs are still queued never hide the ones after them.
@@ -47,6 +68,9 @@ export function createReconciler(deps: ReconcilerDeps) {
     for (;;) {
       const due = await ledger.dueWithoutProgress(since, PAGE, after);
       for (const { id, dueVersion } of due) {
+        if (await forwardIsLive(id, dueVersion)) continue;
+        // Read again: a worker that finished the job since the page was read has recorded it by now.
+        if (!(await ledger.isDueWithoutProgress(id, dueVersion, since))) continue;
         const added = await deps.producer.ensureForward({
           referralId: id,
           version: dueVersion,
@@ -59,13 +83,18 @@ export function createReconciler(deps: ReconcilerDeps) {
     }
   }
 
+  /** Every pending-acceptance referral whose reminder schedule is missing, with no relay to set it. */
   async function rebuildSchedulers(): Promise<number> {
     let rebuilt = 0;
     let after: string | null = null;
+    const reminders = reminderRepository(deps.db);
     for (;;) {
-      const ids = await reminderRepository(deps.db).pendingAcceptance(after, PAGE);
+      const ids = await reminders.pendingAcceptance(after, PAGE);
       for (const id of ids) {
         if (await deps.producer.hasReminderSchedule(id)) continue;
+        // Read again: a relay that set the schedule since the page was read, or is setting it, or a
+        // referral that left pending-acceptance, shows here.
+        if (!(await reminders.awaitsSchedule(id))) continue;
         const schedule = await deps.reminderScheduleFor(id);
         if (schedule === null) continue;
         await deps.producer.scheduleReminders(id, schedule);
