@@ -134,7 +134,7 @@ export async function createContext(
     disableAfterMs: config.webhookDisableAfterSeconds * 1000,
     client: (webhookClient ??= createWebhookClient({
       attemptTimeoutMs: config.webhookAttemptTimeoutSeconds * 1000,
-      publicOnly: production,
+      loopback: !production,
       allowed: config.webhookAllowedAddresses,
     })),
   });

@@ -3,10 +3,16 @@
 // EHR_URL before the first form is sent, the check of a webhook URL when a subscription is made or
 // changed, and the lookup a webhook delivery's socket connects through, which checks again each time
 // (a host that was public when it was checked may later resolve to a private address: DNS rebinding).
+// The socket connects to the addresses that lookup checked, never to a second answer from DNS.
+//
+// Webhooks outside production also take loopback addresses, so a developer's receiver on their own
+// machine works without configuration; private, link-local (the metadata service) and every other
+// non-public address need an operator's allowance in every mode, or any API key could make refhub
+// probe the network it runs in.
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { lookup as dnsLookupAll } from 'node:dns/promises';
 import { ConfigError, type Config } from '../config.ts';
-import { addressScope, ipFamily } from '../domain/network-address.ts';
+import { addressScope, ipFamily, isOwnLoopback, type AddressScope } from '../domain/network-address.ts';
 
 /** Every address a host resolves to. A seam: tests name the addresses instead of asking DNS. */
 export type HostLookup = (host: string) => Promise<readonly string[]>;
@@ -20,15 +26,32 @@ function hostOf(url: URL): string {
   return url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
 }
 
+export interface AddressLeeway {
+  /** Loopback addresses pass too (webhooks outside production). */
+  readonly loopback?: boolean;
+  /** A host that does not resolve passes (outside production: the connection checks it again). */
+  readonly unresolved?: boolean;
+}
+
+/** Whether an address may be sent to without an operator's allowance. */
+export function addressPasses(address: string, leeway: Pick<AddressLeeway, 'loopback'>): boolean {
+  return scopePasses(addressScope(address), address, leeway);
+}
+
+function scopePasses(scope: AddressScope, address: string, leeway: Pick<AddressLeeway, 'loopback'>) {
+  return scope === 'public' || (leeway.loopback === true && isOwnLoopback(address));
+}
+
 /**
- * Why a URL must not be sent to from production, or null when it may: every address its host
- * resolves to is public, or the host (or that address) is named in `allowed`. The reason names the
- * address and its scope, never anything else of the URL.
+ * Why a URL must not be sent to, or null when it may: every address its host resolves to is public
+ * (or loopback, with that leeway), or the host (or that address) is named in `allowed`. The reason
+ * names the address and its scope, never anything else of the URL.
  */
 export async function nonPublicAddressReason(
   url: URL,
   allowed: ReadonlySet<string>,
   lookup: HostLookup = systemLookup,
+  leeway: AddressLeeway = {},
 ): Promise<string | null> {
   const host = hostOf(url).toLowerCase();
   if (allowed.has(host)) return null;
@@ -38,12 +61,12 @@ export async function nonPublicAddressReason(
     try {
       addresses = await lookup(host);
     } catch {
-      return `its host ${host} does not resolve`;
+      return leeway.unresolved === true ? null : `its host ${host} does not resolve`;
     }
   }
   for (const address of addresses) {
     const scope = addressScope(address);
-    if (scope !== 'public' && !allowed.has(address.toLowerCase())) {
+    if (!scopePasses(scope, address, leeway) && !allowed.has(address.toLowerCase())) {
       return address === host
         ? `${address} is a ${scope} address`
         : `its host ${host} resolves to ${address}, a ${scope} address`;
@@ -78,9 +101,14 @@ type LookupCallback = (
 
 /**
  * dns.lookup for a socket to connect through, refusing with `refused()` any host that resolves to an
- * address that is not public, unless the host or that address is in `allowed`.
+ * address that is not public (or loopback, with that leeway), unless the host or that address is in
+ * `allowed`. The socket connects to the addresses this hands back, which are the ones it checked.
  */
-export function publicOnlyLookup(allowed: ReadonlySet<string>, refused: () => Error) {
+export function publicOnlyLookup(
+  allowed: ReadonlySet<string>,
+  refused: () => Error,
+  leeway: Pick<AddressLeeway, 'loopback'> = {},
+) {
   return (hostname: string, options: LookupOptions, callback: LookupCallback) => {
     dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
       if (error) {
@@ -89,7 +117,7 @@ export function publicOnlyLookup(allowed: ReadonlySet<string>, refused: () => Er
       }
       const hostAllowed = allowed.has(hostname.toLowerCase());
       const refuse = addresses.some(
-        (a) => !hostAllowed && addressScope(a.address) !== 'public' && !allowed.has(a.address.toLowerCase()),
+        (a) => !hostAllowed && !addressPasses(a.address, leeway) && !allowed.has(a.address.toLowerCase()),
       );
       const first = addresses[0];
       if (refuse || first === undefined) {

@@ -25,6 +25,8 @@ export interface WebhookReceiver {
   /** How to answer from now on; `next` answers the coming requests first, one each. */
   answer(answering: Partial<Answering>, next?: readonly Partial<Answering>[]): void;
   deliveries(): readonly ReceivedDelivery[];
+  /** Requests received and not yet answered or closed by the sender: the ones this receiver holds. */
+  inFlight(): number;
   close(): Promise<void>;
 }
 
@@ -32,6 +34,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
   const received: ReceivedDelivery[] = [];
   let answering: Answering = { status: 204, delayMs: 0 };
   let queued: Partial<Answering>[] = [];
+  let open = 0;
   const server = http.createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -48,11 +51,13 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
         status: now.status,
         receivedAt: Date.now(),
       });
+      open++;
       const timer = setTimeout(() => {
         response.writeHead(now.status, { 'content-type': 'text/plain' });
         response.end('ok');
       }, now.delayMs);
       response.once('close', () => {
+        open--;
         clearTimeout(timer);
       });
     });
@@ -71,6 +76,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       queued = [...sequence];
     },
     deliveries: () => [...received],
+    inFlight: () => open,
     async close() {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => {

@@ -1,22 +1,29 @@
 // The one way refhub sends webhook deliveries: a dedicated undici Agent with explicit connect, header
 // and body timeouts, one overall deadline per attempt, no redirects (undici follows none unless told
-// to), and a cap on what it reads of the answer (only the status matters; the rest is drained up to
-// the cap and dropped, so sockets are reused). It never throws for an answer a receiver gave.
+// to), and a small cap in bytes and time on what it reads of the answer. Only the status matters: a
+// short body that comes with it is drained and dropped, so the socket is reused; anything longer or
+// slower is cut off and its connection closed, so a receiver that answers and then trickles its body
+// cannot hold the attempt, and a delivery slot, until the deadline. It never throws for an answer a
+// receiver gave.
 //
-// In production every address a receiver's host resolves to is checked again as the socket connects,
-// so a host that passed the check when the subscription was made cannot later be pointed at a private
-// address (DNS rebinding). An address named in WEBHOOK_ALLOWED_ADDRESSES passes.
+// Every address a receiver's host resolves to is checked again as the socket connects, and the socket
+// connects to the addresses checked, so a host that passed the check when the subscription was made
+// cannot later be pointed at a private address (DNS rebinding). Public addresses pass, loopback ones
+// too outside production, and any address (or host) named in WEBHOOK_ALLOWED_ADDRESSES.
 import { Agent, request } from 'undici';
-import { addressScope, ipFamily } from '../../domain/network-address.ts';
-import { publicOnlyLookup } from '../../services/outbound-address.ts';
+import { ipFamily } from '../../domain/network-address.ts';
+import { addressPasses, publicOnlyLookup } from '../../services/outbound-address.ts';
 
 export interface WebhookClientOptions {
   /** The whole attempt, from connecting to the last byte read of the answer. */
   readonly attemptTimeoutMs: number;
-  /** Only public addresses (production), except those in `allowed`. */
-  readonly publicOnly: boolean;
+  /** Loopback addresses pass as well as public ones (outside production). */
+  readonly loopback: boolean;
+  /** Hosts and addresses that pass whatever their scope. */
   readonly allowed: ReadonlySet<string>;
+  /** What is read of an answer's body after its status, in bytes and in time, before it is cut off. */
   readonly maxResponseBytes?: number;
+  readonly maxResponseMs?: number;
 }
 
 export interface WebhookPost {
@@ -44,11 +51,12 @@ const notPublic = () =>
 
 export function createWebhookClient(options: WebhookClientOptions): WebhookClient {
   const timeoutMs = options.attemptTimeoutMs;
-  const maxResponseBytes = options.maxResponseBytes ?? 64 * 1024;
+  const maxResponseBytes = options.maxResponseBytes ?? 1024;
+  const maxResponseMs = Math.min(options.maxResponseMs ?? 500, timeoutMs);
   const agent = new Agent({
     connect: {
       timeout: Math.min(timeoutMs, 10_000),
-      ...(options.publicOnly ? { lookup: publicOnlyLookup(options.allowed, notPublic) } : {}),
+      lookup: publicOnlyLookup(options.allowed, notPublic, { loopback: options.loopback }),
     },
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,
@@ -57,12 +65,10 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
 
   return {
     async post(message) {
-      if (options.publicOnly) {
-        // An IP literal is connected to without a lookup: check it here.
-        const host = new URL(message.url).hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
-        if (ipFamily(host) !== 0 && addressScope(host) !== 'public' && !options.allowed.has(host)) {
-          return { kind: 'network-error', code: NON_PUBLIC_ADDRESS };
-        }
+      // An IP literal is connected to without a lookup: check it here.
+      const host = new URL(message.url).hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+      if (ipFamily(host) !== 0 && !options.allowed.has(host) && !addressPasses(host, options)) {
+        return { kind: 'network-error', code: NON_PUBLIC_ADDRESS };
       }
       const deadline = AbortSignal.timeout(timeoutMs);
       try {
@@ -74,7 +80,10 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
           headers: { 'content-type': 'application/json', ...message.headers },
         });
         try {
-          await response.body.dump({ limit: maxResponseBytes });
+          await response.body.dump({
+            limit: maxResponseBytes,
+            signal: AbortSignal.any([deadline, AbortSignal.timeout(maxResponseMs)]),
+          });
         } catch {
           // The status is the answer; a body cut off or too long does not change it.
         }

@@ -254,3 +254,57 @@ describe.each(ENGINES)('webhook URLs in production on %s', (engine) => {
     expect(test.json()).toMatchObject({ outcome: 'failed', errorCode: 'WEBHOOK_ADDRESS_NOT_PUBLIC' });
   });
 });
+
+// Outside production only loopback receivers need no allowance: private, link-local (the metadata
+// service) and every other non-public address need WEBHOOK_ALLOWED_ADDRESSES in every mode, or any key
+// could point a subscription into refhub's network and use the test event to probe it.
+describe.each(ENGINES)('webhook URLs outside production on %s', (engine) => {
+  let t: TestApp;
+  let receiver: WebhookReceiver;
+  beforeAll(async () => {
+    t = await createTestApp(engine, { env: { WEBHOOK_ALLOWED_ADDRESSES: '10.1.2.3' } });
+    receiver = await startWebhookReceiver();
+  });
+  afterAll(async () => {
+    await t.close();
+    await receiver.close();
+  });
+
+  it.each([
+    ['a private address', 'http://192.168.1.20/hooks', '192.168.1.20 is a private address'],
+    ['the metadata service', 'http://169.254.169.254/latest', 'is a link-local address'],
+    ['the metadata service through NAT64', 'https://[64:ff9b::a9fe:a9fe]/', 'a link-local address'],
+    ['a loopback address through 6to4', 'https://[2002:7f00:1::]/', 'a loopback address'],
+    ['a site-local address', 'https://[fec0::1]/', 'a private address'],
+    ['a documentation address', 'http://192.0.2.7/', 'a reserved address'],
+  ])('refuses %s with 400 naming body.url', async (_what, url, reason) => {
+    const res = await t.request(t.sender, { method: 'POST', url: base(t.sender), payload: { url } });
+    expect(res.statusCode, res.body).toBe(400);
+    const error = res.json<{ errors: { path: string; message: string }[] }>().errors[0];
+    expect(error?.path).toBe('body.url');
+    expect(error?.message).toContain(reason);
+  });
+
+  it('takes a loopback receiver over plain http, and a private address an operator allowed', async () => {
+    for (const url of [`${receiver.url}/hooks`, 'http://[::1]:1/hooks', 'http://10.1.2.3/hooks']) {
+      const res = await t.request(t.sender, { method: 'POST', url: base(t.sender), payload: { url } });
+      expect(res.statusCode, `${url}: ${res.body}`).toBe(201);
+    }
+  });
+
+  it('refuses at connect time an address that is neither loopback nor allowed', async () => {
+    const created = await t.request(t.sender, {
+      method: 'POST',
+      url: base(t.sender),
+      payload: { url: `${receiver.url}/hooks` },
+    });
+    const id = created.json<{ id: string }>().id;
+    await t.ctx.db
+      .updateTable('webhook_subscriptions')
+      .set({ url: 'http://169.254.169.254/latest' })
+      .where('id', '=', id)
+      .execute();
+    const test = await t.request(t.sender, { method: 'POST', url: `${base(t.sender)}/${id}/test` });
+    expect(test.json()).toMatchObject({ outcome: 'failed', errorCode: 'WEBHOOK_ADDRESS_NOT_PUBLIC' });
+  });
+});

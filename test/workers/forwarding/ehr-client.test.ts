@@ -1,7 +1,8 @@
 // The EHR client against peers of the test's own that answer too slowly: one that trickles its status
 // line, one that sends 200 and then trickles its body a byte at a time. Each attempt ends at its
 // overall deadline as a timeout (which the forwarder retries like any timeout; the EHR deduplicates on
-// the message ID), however steadily the bytes keep coming. A peer that answers at once is unaffected.
+// the message ID), however steadily the bytes keep coming. A peer that answers at once is unaffected,
+// and one whose body is over the size cap is judged by its status, without its reference.
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEhrClient, type EhrAnswer } from '../../../src/workers/forwarding/ehr-client.ts';
@@ -82,6 +83,15 @@ describe('an EHR attempt has one overall deadline', () => {
     closing.push(peer.close);
     const { answer } = await attempt(peer.url);
     expect(answer).toEqual({ kind: 'network-error', code: 'EHR_ATTEMPT_TIMEOUT' });
+  });
+
+  it('stops reading a body over the cap and judges the answer by its status', async () => {
+    const big = `{"reference":"EHR-1","padding":"${'x'.repeat(70 * 1024)}"}`;
+    const answer = `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${big.length}\r\n\r\n${big}`;
+    const peer = await tricklingPeer(answer, 1, answer.length);
+    closing.push(peer.close);
+    const { answer: got } = await attempt(peer.url);
+    expect(got).toEqual({ kind: 'response', status: 200, reference: null, retryAfterMs: undefined });
   });
 
   it('leaves an EHR that answers at once alone', async () => {
