@@ -121,6 +121,58 @@ function preparing(pool: pg.Pool): PostgresPool {
   };
 }
 
+/** Errors the store's driver raised: the only ones that may tell of a database outage. */
+const raisedByStore = new WeakSet<object>();
+
+function marked(error: unknown): unknown {
+  if (typeof error === 'object' && error !== null) raisedByStore.add(error);
+  return error;
+}
+
+/**
+ * Marks every error the pool raises, connecting or querying, as the store's own. An error's code does
+ * not tell where it came from: a client that resets its upload reports ECONNRESET as a lost
+ * connection to PostgreSQL does, and only the second is a database outage (see isDatabaseOutage).
+ */
+function attributed(pool: PostgresPool): PostgresPool {
+  // One wrapper per connection, as `preparing` keeps: Kysely keys its connection state by the client.
+  const clients = new WeakMap<PostgresPoolClient, PostgresPoolClient>();
+  const wrap = (client: PostgresPoolClient): PostgresPoolClient => {
+    const query = (...args: unknown[]): unknown => {
+      const result = (client.query as (...a: unknown[]) => unknown)(...args);
+      return result instanceof Promise
+        ? result.catch((error: unknown) => {
+            throw marked(error);
+          })
+        : result;
+    };
+    return {
+      get processID() {
+        return client.processID;
+      },
+      query: query as PostgresPoolClient['query'],
+      release: (destroy?: boolean) => {
+        client.release(destroy);
+      },
+    };
+  };
+  return {
+    options: pool.options,
+    async connect() {
+      const client = await pool.connect().catch((error: unknown) => {
+        throw marked(error);
+      });
+      let wrapped = clients.get(client);
+      if (wrapped === undefined) {
+        wrapped = wrap(client);
+        clients.set(client, wrapped);
+      }
+      return wrapped;
+    },
+    end: () => pool.end(),
+  };
+}
+
 export async function openStore(target: StoreTarget): Promise<Store> {
   if (target.engine === 'postgres') {
     const pool = new pg.Pool({
@@ -139,7 +191,9 @@ export async function openStore(target: StoreTarget): Promise<Store> {
       client.on('error', () => undefined);
     });
     const db = new Kysely<Database>({
-      dialect: new PostgresDialect({ pool: target.preparedStatements === false ? pool : preparing(pool) }),
+      dialect: new PostgresDialect({
+        pool: attributed(target.preparedStatements === false ? pool : preparing(pool)),
+      }),
     });
     return { db, engine: 'postgres', close: () => db.destroy() };
   }
@@ -157,7 +211,7 @@ export async function openStore(target: StoreTarget): Promise<Store> {
     // instead of running inside it. It never closes for being idle: PGlite lives as long as the store.
     const pool = new pg.Pool(Object.assign(createPgConfig(client), { max: 1, idleTimeoutMillis: 0 }));
     pool.on('error', () => undefined);
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparing(pool) }) });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: attributed(preparing(pool)) }) });
     return {
       db,
       engine: 'pglite',
@@ -230,6 +284,18 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     if (typeof code === 'string' && (UNREACHABLE_NETWORK_CODES.has(code) || TRANSIENT_SQLSTATE.test(code)))
       return true;
     if (typeof message === 'string' && UNREACHABLE_MESSAGE.test(message)) return true;
+  }
+  return false;
+}
+
+/**
+ * Whether `error` is a database outage: raised by the store's driver (see `attributed`), itself or an
+ * error it wraps, and of a kind isDatabaseUnavailable names. A network error of anything else, above
+ * all of the client's own connection, is not the database's.
+ */
+export function isDatabaseOutage(error: unknown): boolean {
+  for (let e: unknown = error; typeof e === 'object' && e !== null; e = (e as { cause?: unknown }).cause) {
+    if (raisedByStore.has(e)) return isDatabaseUnavailable(e);
   }
   return false;
 }

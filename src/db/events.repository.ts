@@ -120,6 +120,31 @@ export function referralEventRepository(db: Executor) {
       return rows.map(toEvent);
     },
 
+    /**
+     * The position of the last event the institution may see at or before `at`, or undefined when
+     * there is none: the one real position an empty page after `at` can hand back.
+     */
+    async lastFor(institution: InstitutionRef, at: FeedPosition): Promise<FeedPosition | undefined> {
+      const side = (type: 'sender_id_type' | 'provider_id_type', id: 'sender_id' | 'provider_id') =>
+        db
+          .selectFrom('referral_events')
+          .select([sql<string>`xid::text`.as('xid'), sql<string>`position::text`.as('position')])
+          .where(type, '=', institution.idType)
+          .where(id, '=', institution.id)
+          .where(sql<boolean>`(xid, position) <= (${at.xid}::xid8, ${at.position}::bigint)`)
+          .where(settled)
+          .orderBy('referral_events.xid', 'desc')
+          .orderBy('referral_events.position', 'desc')
+          .limit(1);
+      const { rows } = await sql<FeedPosition>`
+        select * from ((${side('sender_id_type', 'sender_id')})
+                 union all (${side('provider_id_type', 'provider_id')})) e
+        order by e.xid::xid8 desc, e.position::bigint desc
+        limit 1`.execute(db);
+      const row = rows[0];
+      return row === undefined ? undefined : { xid: row.xid, position: row.position };
+    },
+
     /** Up to `limit` events of every institution after `from`, in feed order: the relay's next batch. */
     async pageAll(from: FeedPosition, limit: number): Promise<ReferralEvent[]> {
       const rows = await db

@@ -14,7 +14,10 @@ import type { Caller } from './caller.ts';
 export interface FeedPage {
   readonly data: EventView[];
   readonly metadata: {
-    /** Pass as `after` to read on; the same cursor again when the page is empty. */
+    /**
+     * Pass as `after` to read on. When the page is empty, the last position the caller may see at or
+     * before the cursor it sent: that cursor, when the feed handed it out.
+     */
     readonly next: string;
     /** More events are ready now: read again without waiting. */
     readonly hasMore: boolean;
@@ -37,15 +40,30 @@ export function encodeCursor(at: FeedPosition): string {
   return Buffer.from(`${at.xid}.${at.position}`, 'utf8').toString('base64url');
 }
 
+/** The largest value of each part's column type: `xid8` (unsigned 64 bits) and `bigint`. */
+const XID8_MAX = 2n ** 64n - 1n;
+const BIGINT_MAX = 2n ** 63n - 1n;
+
+/**
+ * The position a cursor names, checked against what its columns hold: digits that fit `xid8` and
+ * `bigint`. A forged cursor past them would reach the database's casts and fail there (22003).
+ */
 export function decodeCursor(cursor: string): FeedPosition {
   const text = /^[A-Za-z0-9_-]{1,64}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
   const match = /^(\d{1,20})\.(\d{1,19})$/.exec(text);
-  if (match?.[1] === undefined || match[2] === undefined) {
+  const xid = match?.[1];
+  const position = match?.[2];
+  if (
+    xid === undefined ||
+    position === undefined ||
+    BigInt(xid) > XID8_MAX ||
+    BigInt(position) > BIGINT_MAX
+  ) {
     throw new ValidationError([
       { path: 'query.after', message: 'is not a cursor this feed handed out (metadata.next)' },
     ]);
   }
-  return { xid: match[1], position: match[2] };
+  return { xid: BigInt(xid).toString(), position: BigInt(position).toString() };
 }
 
 const sleep = (ms: number, signal: AbortSignal | undefined) =>
@@ -77,12 +95,13 @@ export function createEventFeed(deps: { readonly db: Kysely<Database>; readonly 
       await auditRepository(deps.db).record(
         auditEventOf(caller, 'events.read', referralIds, deps.clock.now()),
       );
+      // An empty page hands back the last real position at or before the cursor sent: the cursor
+      // itself when the feed handed it out, never one made up past the end, whose holder would
+      // otherwise keep it and skip what is written after the real end.
+      const next = last?.at ?? (await events.lastFor(caller.institution, from)) ?? FEED_START;
       return {
         data: shown.map((e) => toEventView(e, caller.institution)),
-        metadata: {
-          next: encodeCursor(last?.at ?? from),
-          hasMore: page.length > request.limit,
-        },
+        metadata: { next: encodeCursor(next), hasMore: page.length > request.limit },
       };
     },
   };

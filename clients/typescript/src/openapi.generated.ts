@@ -871,7 +871,7 @@ export interface components {
       metadata: components['schemas']['EventPageMetadata'];
     };
     EventPageMetadata: {
-      /** @description An opaque cursor: pass it as `after` to read on. When the page is empty it is the cursor you sent. */
+      /** @description An opaque cursor: pass it as `after` to read on. When the page is empty it is the cursor you sent, if the feed handed it out; otherwise the last position you may see before it. */
       next: string;
       /** @description More events are ready now: read again at once. */
       hasMore: boolean;

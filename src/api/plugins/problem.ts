@@ -3,7 +3,7 @@
 // Denied attempts on referral routes are audited on their own, since the work's transaction rolled back.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, UnavailableError, ValidationError, type FieldError } from '../../errors.ts';
-import { isDatabaseUnavailable } from '../../db/database.ts';
+import { isDatabaseOutage } from '../../db/database.ts';
 import { QUEUE_UNAVAILABLE } from '../../queue/connections.ts';
 import { createOutageLog, errorKind } from '../../logger.ts';
 import { isApiRoute } from '../http.ts';
@@ -70,9 +70,26 @@ const DATABASE_UNAVAILABLE = () =>
 const QUEUES_UNAVAILABLE = () =>
   new UnavailableError('The queues cannot be reached at the moment. Retry in a few seconds.');
 
-function toAppError(error: FastifyError): AppError {
+const CLIENT_CLOSED = () =>
+  new AppError(
+    'bad_request',
+    400,
+    'Bad request',
+    'The connection closed before the request body arrived in full.',
+  );
+
+/**
+ * The request's own stream failed: the client's connection closed while its body was read (it gave
+ * up, or the request timeout cut it off, see http-edge.ts). Node reports that as ECONNRESET, the code
+ * a lost database connection has too, so it is told apart by where it came from, not by its code.
+ */
+const isClientAbort = (error: FastifyError, request: FastifyRequest): boolean =>
+  error === request.raw.errored;
+
+function toAppError(error: FastifyError, request: FastifyRequest): AppError {
   if (error instanceof AppError) return error;
-  if (isDatabaseUnavailable(error)) return DATABASE_UNAVAILABLE();
+  if (isClientAbort(error, request)) return CLIENT_CLOSED();
+  if (isDatabaseOutage(error)) return DATABASE_UNAVAILABLE();
   if (error.code === QUEUE_UNAVAILABLE) return QUEUES_UNAVAILABLE();
   if (error.validation) {
     return new ValidationError(fieldErrors(error.validation, error.validationContext));
@@ -97,16 +114,9 @@ function toAppError(error: FastifyError): AppError {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new ValidationError([{ path: 'body', message: 'is not valid JSON' }]);
   }
-  // The client's connection closed while its body was being read (it gave up, or the request timeout
-  // cut it off, see http-edge.ts): Fastify marks that 400. Nobody is left to answer; nothing failed.
-  if (error.code === 'ECONNRESET' && error.statusCode === 400) {
-    return new AppError(
-      'bad_request',
-      400,
-      'Bad request',
-      'The connection closed before the request body arrived in full.',
-    );
-  }
+  // Fastify marks 400 what the body's stream reported: the client's failure, also when it did not
+  // come from the request's own stream. Nobody is left to answer; nothing failed.
+  if (error.code === 'ECONNRESET' && error.statusCode === 400) return CLIENT_CLOSED();
   if (error instanceof SyntaxError && error.statusCode === 400) {
     return new ValidationError([{ path: 'body', message: 'is not valid JSON' }]);
   }
@@ -173,10 +183,10 @@ export function registerProblemHandlers(app: FastifyInstance, deps: ProblemDeps)
       try {
         return await request.idempotency.replayTaken(reply);
       } catch (replayError) {
-        return sendProblem(reply, toAppError(replayError as FastifyError));
+        return sendProblem(reply, toAppError(replayError as FastifyError, request));
       }
     }
-    const appError = toAppError(error);
+    const appError = toAppError(error, request);
     const errorCode = (error as { code?: unknown }).code;
     if (appError.code === 'internal_error') {
       request.log.error(
@@ -184,9 +194,12 @@ export function registerProblemHandlers(app: FastifyInstance, deps: ProblemDeps)
         'request failed: a defect in refhub (500)',
       );
     } else if (appError.code === 'unavailable' && !(error instanceof AppError)) {
-      if (isDatabaseUnavailable(error)) {
+      if (isDatabaseOutage(error)) {
         databaseOutage.failed({ code: typeof errorCode === 'string' ? errorCode : error.name });
       }
+    } else if (isClientAbort(error, request)) {
+      // No answer reaches the client and onResponse does not run: this line is the request's trace.
+      request.log.info({ err: errorKind(error) }, 'the client closed the connection before its body arrived');
     }
     await auditDenied(deps, request, appError);
     if (appError.code === 'unauthorized') reply.header('WWW-Authenticate', 'ApiKey');

@@ -31,6 +31,7 @@ export const ReferralEvent = named(
       referralId: Type.String({ format: 'uuid' }),
       referralVersion: Type.Integer({
         minimum: 1,
+        maximum: 2_147_483_647,
         description: 'The referral’s version once the change was made (compare it with the ETag you hold)',
       }),
       institution: ref(EventInstitution),
@@ -51,7 +52,8 @@ export const EventPageMetadata = named(
       next: Type.String({
         maxLength: 64,
         description:
-          'An opaque cursor: pass it as `after` to read on. When the page is empty it is the cursor you sent.',
+          'An opaque cursor: pass it as `after` to read on. When the page is empty it is the cursor you ' +
+          'sent, if the feed handed it out; otherwise the last position you may see before it.',
       }),
       hasMore: Type.Boolean({ description: 'More events are ready now: read again at once.' }),
     },

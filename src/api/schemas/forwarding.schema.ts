@@ -11,7 +11,11 @@ export const EhrSubmission = named(
       messageId: Type.String({
         description: '`<referralId>.v<version>`, also the Idempotency-Key sent to the EHR',
       }),
-      version: Type.Integer({ description: 'The referral version whose form was sent' }),
+      version: Type.Integer({
+        minimum: 1,
+        maximum: 2_147_483_647,
+        description: 'The referral version whose form was sent',
+      }),
       attempt: Type.Integer({ minimum: 1 }),
       attemptedAt: Timestamp,
       outcome: Type.Enum(['delivered', 'retrying', 'failed']),
@@ -38,7 +42,11 @@ export const EhrSentForm = named(
     {
       attemptId: Type.String({ format: 'uuid' }),
       messageId: Type.String({ description: '`<referralId>.v<version>`, also the Idempotency-Key sent' }),
-      version: Type.Integer({ minimum: 1, description: 'The referral version the form was rendered from' }),
+      version: Type.Integer({
+        minimum: 1,
+        maximum: 2_147_483_647,
+        description: 'The referral version the form was rendered from',
+      }),
       sha256: Type.String({
         pattern: '^[0-9a-f]{64}$',
         description: 'Hex SHA-256 of the UTF-8 bytes of ehrForm: the hash the ledger recorded',

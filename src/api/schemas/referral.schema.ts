@@ -107,7 +107,11 @@ export const BlockedAction = named(
 
 const summaryProperties = {
   id: ReferralId,
-  version: Type.Integer({ minimum: 1, description: 'Increments with every change; sent back as ETag.' }),
+  version: Type.Integer({
+    minimum: 1,
+    maximum: 2_147_483_647,
+    description: 'Increments with every change; sent back as ETag.',
+  }),
   createdAt: At('When the draft was first created (not the submission time).'),
   updatedAt: At('When the referral last changed.'),
   submittedAt: Type.Optional(
