@@ -13,6 +13,7 @@ import { API_VERSION, swaggerOptions } from './openapi.ts';
 import { registerComponentSchemas } from './schemas/components.ts';
 import { API_PREFIX, isApiRoute, responseHeadersOf } from './http.ts';
 import { httpEdgeOptions, MAX_PARAM_LENGTH } from './http-edge.ts';
+import { refuseMalformedQuery, registerStrictJsonParser } from './request-encoding.ts';
 import { registerAuth } from './plugins/auth.ts';
 import { opsOnlyDocs } from './docs-access.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
@@ -62,6 +63,8 @@ export async function buildApp(deps: ApiDeps, parts: ApiParts): Promise<FastifyI
   // JSON in, JSON out: without this, Fastify's default text/plain parser answers a text body with a
   // 400 about the body's type instead of 415.
   app.removeContentTypeParser('text/plain');
+  // A JSON body that is not UTF-8 is refused, not stored with U+FFFD in place of its bad bytes.
+  registerStrictJsonParser(app);
   // Unknown request fields are rejected, never dropped (contract conventions), query parameters
   // included: an API route that declares no query gets an empty one, so `?anything` is a 400.
   app.addHook('onRoute', (route) => {
@@ -77,6 +80,9 @@ export async function buildApp(deps: ApiDeps, parts: ApiParts): Promise<FastifyI
   app.addHook('onRequest', async (request, reply) => {
     void reply.header('X-Request-Id', request.id).header('API-Version', API_VERSION);
   });
+  // Every route, the web form and the ops pages too, and before authentication, like a bad path: a
+  // query that is not percent-encoded UTF-8 is a malformed request, whoever sends it.
+  app.addHook('onRequest', refuseMalformedQuery);
   app.addHook('onSend', async (request, reply, payload) => {
     if (!request.url.startsWith('/docs')) void reply.header('Cache-Control', 'no-store');
     return payload;

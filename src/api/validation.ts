@@ -3,7 +3,9 @@
 // not: `"isUrgent": "true"` or a number where text belongs is a 400, not a silent conversion.
 // Unknown properties are rejected rather than removed, and every problem is reported at once.
 // Every string of every part is held to the input rules (services/input-rules.ts): no NUL, no
-// unpaired surrogate, no whitespace alone where something must be said.
+// unpaired surrogate, no control or text-direction character (line breaks and tabs only in text of
+// several lines), no whitespace alone where something must be said. That the bytes are text at all
+// is checked before, as they are read (request-encoding.ts).
 import type { FastifySchemaCompiler } from 'fastify';
 import { createRequestSchemaCompiler } from '../services/referral-fields.ts';
 

@@ -7,7 +7,7 @@ import formats from 'ajv-formats';
 import { Type, type TSchema } from 'typebox';
 import { COUNTRY_CODES } from '../domain/countries.ts';
 import type { FieldError } from '../errors.ts';
-import { addInputRules, EARLIEST_DATE, withInputRules } from './input-rules.ts';
+import { addInputRules, EARLIEST_DATE, MULTILINE, withInputRules } from './input-rules.ts';
 import type { ReferralFieldsInput } from './referral-input.ts';
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -48,7 +48,7 @@ export const ReferralFields = {
   patientGender: Type.Optional(Nullable(Gender)),
   nationality: Type.Optional(Nullable(Nationality)),
   residentialStatus: Type.Optional(Nullable(ResidentialStatus)),
-  clinicalInfo: Type.Optional(Nullable(Type.String({ maxLength: 8000 }))),
+  clinicalInfo: Type.Optional(Nullable(Type.String({ maxLength: 8000, [MULTILINE]: true }))),
   isUrgent: Type.Optional(Nullable(Type.Boolean())),
 };
 

@@ -672,4 +672,113 @@ describe.each(ENGINES)('request validation on %s', (engine) => {
       });
     });
   });
+  describe('text that would mislead a reader, and bytes that are not text', () => {
+    /** A distinctive word around the bad character, so a test can tell the value was not quoted. */
+    const MARKER = 'Wallabymark';
+    const RLO = '\u202e';
+    const NEL = '\u0085';
+
+    let pending: ReferralJson;
+    beforeAll(async () => {
+      pending = await referralIn(t, 'pending-acceptance');
+    });
+
+    it.each(
+      [
+        { name: 'create', field: 'patientName', char: RLO },
+        { name: 'update', field: 'patientName', char: RLO },
+        { name: 'links/upsert', field: 'patientName', char: RLO },
+        { name: 'update', field: 'referrerName', char: '\u2066' },
+        { name: 'update', field: 'clinicalInfo', char: RLO },
+        { name: 'notes', field: 'content', char: '\u200f' },
+        { name: 'create', field: 'patientName', char: NEL },
+        { name: 'update', field: 'referrerName', char: NEL },
+        { name: 'notes', field: 'authorName', char: NEL },
+        { name: 'notes', field: 'content', char: NEL },
+        { name: 'update', field: 'patientName', char: '\n' },
+        { name: 'notes', field: 'authorName', char: '\t' },
+        { name: 'update', field: 'clinicalInfo', char: '\u001b' },
+      ].map((c) => ({ ...c, code: `U+${c.char.charCodeAt(0).toString(16).padStart(4, '0').toUpperCase()}` })),
+    )('$name: $field holding $code → 400 naming it, and nothing changes', async ({ name, field, char }) => {
+      const e = endpoint(name);
+      const before = await stateOf(t, draftId);
+      const res = await send(e, { ...validInput(e), [field]: `Tan ${MARKER}${char}Ah Kow` });
+      const problem = expectValidationOf(res, MARKER);
+      expect(errorPaths(problem)).toEqual([`body.${field}`]);
+      expect(problem.errors?.[0]?.message).toMatch(/control characters/);
+      expect(await stateOf(t, draftId)).toEqual(before);
+    });
+
+    it('a right-to-left override in a query parameter → 400 naming it', async () => {
+      const res = await t.request(t.sender, {
+        method: 'GET',
+        url: `${ref(draftId)}?requesterIdentifier=dr.${MARKER}%E2%80%AE&institutionIdType=hci&institutionId=S1234A`,
+      });
+      expect(errorPaths(expectValidationOf(res, MARKER))).toEqual(['query.requesterIdentifier']);
+    });
+
+    it('text of several lines keeps its line breaks and tabs: notes, clinical information, reasons', async () => {
+      const lines = 'Fever since Monday.\r\nCough:\tdry.\nPlease call the family.';
+      const note = await send(endpoint('notes'), { ...SENDER, content: lines });
+      expect(note.statusCode, note.body).toBe(201);
+      expect(note.json()).toMatchObject({ content: lines });
+      const update = await send(endpoint('update'), { ...SENDER, clinicalInfo: lines });
+      expect(update.statusCode, update.body).toBe(200);
+      expect(update.json()).toMatchObject({ clinicalInfo: lines });
+      const reason = 'Please attach:\n- the ECG\n- the last letter';
+      const asked = await send(endpoint('request-action'), { ...PROVIDER, reason }, { id: pending.id });
+      expect(asked.statusCode, asked.body).toBe(200);
+    });
+
+    it.each([
+      ['a byte that never starts a character', [0xff]],
+      ['a character cut short', [0xe2, 0x82]],
+      ['an overlong encoding', [0xc0, 0xaf]],
+      ['an encoded surrogate', [0xed, 0xa0, 0x80]],
+    ])('a JSON body holding %s → 400 naming the body, and nothing is stored', async (_label, bytes) => {
+      const before = await stateOf(t, draftId);
+      const payload = Buffer.concat([
+        Buffer.from(`{"institutionIdType":"hci","institutionId":"S1234A","content":"${MARKER} `),
+        Buffer.from(bytes),
+        Buffer.from(' Tan"}'),
+      ]);
+      const res = await send(endpoint('notes'), undefined, {
+        headers: { 'content-type': 'application/json' },
+        payload,
+      });
+      const problem = expectValidationOf(res, MARKER);
+      expect(problem.errors).toEqual([{ path: 'body', message: 'is not valid UTF-8' }]);
+      expect(await stateOf(t, draftId)).toEqual(before);
+    });
+
+    it('a JSON body in well-formed UTF-8 is read as sent', async () => {
+      const content = '陳大文 — café 😷';
+      const res = await send(endpoint('notes'), undefined, {
+        headers: { 'content-type': 'application/json; charset=utf-8' },
+        payload: Buffer.from(JSON.stringify({ ...SENDER, content }), 'utf8'),
+      });
+      expect(res.statusCode, res.body).toBe(201);
+      expect(res.json()).toMatchObject({ content });
+    });
+
+    it.each(['status=%ZZ', 'x=%ED%A0%80', 'role=sender&status=%', 'status=%E2%82', 'x=%C0%AF'])(
+      'list with the query %s → 400 naming the query',
+      async (query) => {
+        const res = await t.request(t.sender, {
+          method: 'GET',
+          url: `/api/v1/institutions/hci/S1234A/referrals?${query}`,
+        });
+        const problem = expectValidationOf(res);
+        expect(problem.errors).toEqual([{ path: 'query', message: 'is not valid percent-encoded UTF-8' }]);
+      },
+    );
+
+    it('a query in well-formed percent-encoded UTF-8 is read as sent', async () => {
+      const res = await t.request(t.sender, {
+        method: 'GET',
+        url: `${ref(draftId)}?requesterIdentifier=dr.%E9%99%B3%20tan&institutionIdType=hci&institutionId=S1234A`,
+      });
+      expect(res.statusCode, res.body).toBe(200);
+    });
+  });
 });

@@ -3,10 +3,20 @@
 import fc from 'fast-check';
 import { Type } from 'typebox';
 import { describe, expect, it } from 'vitest';
-import { INPUT_RULE_MESSAGES, withInputRules } from '../../src/services/input-rules.ts';
+import { INPUT_RULE_MESSAGES, MULTILINE, withInputRules } from '../../src/services/input-rules.ts';
 import { createRequestSchemaCompiler } from '../../src/services/referral-fields.ts';
 
 const compile = createRequestSchemaCompiler(false);
+
+/** C0 and C1 control characters but NUL, which has a rule of its own. */
+const CONTROLS = [...Array(0x20).keys(), ...Array.from({ length: 0x21 }, (_, i) => 0x7f + i)]
+  .filter((c) => c !== 0)
+  .map((c) => String.fromCodePoint(c));
+/** The characters that change the direction text is shown in (Unicode's Bidi_Control). */
+const BIDI_CONTROLS = [
+  0x061c, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069,
+].map((c) => String.fromCodePoint(c));
+const LINE_BREAKS_AND_TAB = ['\n', '\r', '\t'];
 
 const compiled = new Map<object, ReturnType<typeof compile>>();
 
@@ -42,10 +52,12 @@ describe('input rules', () => {
 
   it('refuse NUL and unpaired surrogates anywhere in a string, and accept any other well-formed text', () => {
     const Text = Type.String({ maxLength: 100 });
-    // Any code point but NUL and the surrogate range, which fromCodePoint would leave unpaired.
+    // Any code point but NUL and the surrogate range, which fromCodePoint would leave unpaired, and
+    // the control and text-direction characters, which the rule below refuses.
     const codePoint = fc
       .oneof(fc.integer({ min: 1, max: 0xd7ff }), fc.integer({ min: 0xe000, max: 0x10ffff }))
-      .map((c) => String.fromCodePoint(c));
+      .map((c) => String.fromCodePoint(c))
+      .filter((c) => !CONTROLS.includes(c) && !BIDI_CONTROLS.includes(c));
     const text = fc.string({ unit: codePoint, maxLength: 20 });
     fc.assert(
       fc.property(text, text, (a, b) => {
@@ -94,5 +106,51 @@ describe('input rules', () => {
     ]) {
       expect(messagesFor(Instant, bad), bad).toEqual(['must match format "date-time"']);
     }
+  });
+  describe('control and text-direction characters', () => {
+    const Name = Type.String({ minLength: 1, maxLength: 200 });
+    const Optional = Type.String({ maxLength: 200 });
+    const Lines = Type.String({ maxLength: 8000, [MULTILINE]: true });
+    const hex = (c: string) => `U+${c.codePointAt(0)?.toString(16).padStart(4, '0').toUpperCase()}`;
+
+    it('refuse a right-to-left override and every other text-direction control, in any text', () => {
+      for (const bidi of BIDI_CONTROLS) {
+        for (const schema of [Name, Optional, Lines]) {
+          expect(messagesFor(schema, `Tan ${bidi}Ah Kow`), hex(bidi)).toEqual([INPUT_RULE_MESSAGES.bidi]);
+        }
+      }
+    });
+
+    it('refuse C0 and C1 controls in one-line text, tabs and line breaks included', () => {
+      for (const control of CONTROLS) {
+        for (const schema of [Name, Optional]) {
+          expect(messagesFor(schema, `Tan${control}Ah Kow`), hex(control)).toEqual([
+            INPUT_RULE_MESSAGES.control,
+          ]);
+        }
+      }
+      expect(messagesFor(Name, 'Tan\u0085Ah Kow')).toEqual([INPUT_RULE_MESSAGES.control]);
+    });
+
+    it('take line breaks and tabs in text of several lines, and refuse every other control there', () => {
+      expect(messagesFor(Lines, 'Fever.\nCough\r\nfor\tthree days.\r')).toEqual([]);
+      for (const control of CONTROLS.filter((c) => !LINE_BREAKS_AND_TAB.includes(c))) {
+        expect(messagesFor(Lines, `Fever.${control}Cough`), hex(control)).toEqual([
+          INPUT_RULE_MESSAGES.controlInLines,
+        ]);
+      }
+    });
+
+    it('leave whitespace alone to the blank rule, and name the NUL character by its own rule', () => {
+      expect(messagesFor(Name, ' \t\r\n ')).toEqual([INPUT_RULE_MESSAGES.blank]);
+      expect(messagesFor(Optional, '\t\n')).toEqual([]);
+      expect(messagesFor(Name, 'Tan\u0000Ah Kow')).toEqual([INPUT_RULE_MESSAGES.nul]);
+    });
+
+    it('mark the strings of a schema as one line unless it says they hold several', () => {
+      const ruled = JSON.stringify(withInputRules(Type.Object({ name: Name, notes: Lines })));
+      expect(ruled.match(/"plainText":"line"/g)).toHaveLength(1);
+      expect(ruled.match(/"plainText":"lines"/g)).toHaveLength(1);
+    });
   });
 });

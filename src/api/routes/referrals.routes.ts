@@ -12,6 +12,7 @@ import {
   ActingFor,
   InstitutionId,
   InstitutionIdType,
+  MULTILINE,
   PersonName,
   Reason,
   ReferralIdParams,
@@ -406,7 +407,7 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
           body: Type.Object(
             {
               ...ActingFor,
-              content: Type.String({ minLength: 1, maxLength: 8000 }),
+              content: Type.String({ minLength: 1, maxLength: 8000, [MULTILINE]: true }),
               authorName: Type.Optional(PersonName),
             },
             { additionalProperties: false },

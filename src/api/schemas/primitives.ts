@@ -1,6 +1,7 @@
 // Bounded building blocks for every route schema: each string has a maxLength, each array a maxItems.
 import { Type } from 'typebox';
 import { INSTITUTION_ID_TYPES } from '../../domain/statuses.ts';
+import { MULTILINE } from '../../services/input-rules.ts';
 
 // The referral fields' own building blocks live with the one validator the API and the web form share.
 export {
@@ -14,6 +15,8 @@ export {
   ResidentialStatus,
   Uin,
 } from '../../services/referral-fields.ts';
+/** Marks text of several lines, which alone may hold line breaks and tabs (services/input-rules.ts). */
+export { MULTILINE };
 
 export const Timestamp = Type.String({
   format: 'date-time',
@@ -31,7 +34,7 @@ export const RequesterIdentifier = Type.String({
   description: 'The person using the client system; an email address is preferred. Audited with every call.',
 });
 export const ReferralId = Type.String({ format: 'uuid', maxLength: 36 });
-export const Reason = Type.String({ minLength: 1, maxLength: 2000 });
+export const Reason = Type.String({ minLength: 1, maxLength: 2000, [MULTILINE]: true });
 
 /** The institution a write acts for, and who is behind it. */
 export const ActingFor = {

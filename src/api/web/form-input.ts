@@ -142,7 +142,14 @@ const REQUIRED_TO_SUBMIT: Readonly<Partial<Record<FormField, string>>> = {
   patientUin: 'Enter the patient’s NRIC or FIN before you submit',
 };
 
-const UNSTORABLE: ReadonlySet<string> = new Set([INPUT_RULE_MESSAGES.nul, INPUT_RULE_MESSAGES.surrogate]);
+/** The rules on characters a person cannot see or type, as opposed to what a field's rule asks for. */
+const UNSEEN_CHARACTERS: ReadonlySet<string> = new Set([
+  INPUT_RULE_MESSAGES.nul,
+  INPUT_RULE_MESSAGES.surrogate,
+  INPUT_RULE_MESSAGES.control,
+  INPUT_RULE_MESSAGES.controlInLines,
+  INPUT_RULE_MESSAGES.bidi,
+]);
 
 function fieldOf(path: string): FormField | null {
   const name = path.replace(/^body\./, '');
@@ -162,7 +169,7 @@ export function formErrors(
     if (field === null) return { field: null, message: e.message };
     if (kind === 'schema') {
       // Only a paste or a forged post carries these; the field's usual rule would not explain them.
-      if (UNSTORABLE.has(e.message)) {
+      if (UNSEEN_CHARACTERS.has(e.message)) {
         return {
           field,
           message: `${FIELD_LABELS[field]} contains an invisible character that cannot be saved; type it again`,

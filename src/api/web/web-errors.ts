@@ -42,6 +42,14 @@ function appErrorPage(error: AppError): WebPageError {
     ]);
   }
   if (error instanceof ValidationError) {
+    // The address itself, before any page ran (api/request-encoding.ts): a link cut or changed on
+    // its way, most likely.
+    const errors = error.errors ?? [];
+    if (errors.length > 0 && errors.every((e) => e.path === 'query')) {
+      return new WebPageError(400, 'The address could not be read', [
+        'Part of the address after the “?” is not valid. Open the link again from your clinic system.',
+      ]);
+    }
     return new WebPageError(400, 'The form could not be read', [TRY_AGAIN]);
   }
   if (error instanceof UnavailableError) {

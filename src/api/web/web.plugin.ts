@@ -4,7 +4,6 @@
 // these routes only (the API still takes JSON alone, and still answers in problem+json).
 import type { FastifyInstance } from 'fastify';
 import cookie from '@fastify/cookie';
-import formbody from '@fastify/formbody';
 import type { WebParts } from '../api-deps.ts';
 import { COUNTRY_CODES, countryName } from '../../domain/countries.ts';
 import type { Choice } from '../../render/pages/referral-form-fields.ts';
@@ -12,6 +11,7 @@ import { copyRoutes, type CopyRoutesDeps } from './copy.routes.ts';
 import { formRoutes, type FormRoutesDeps } from './form.routes.ts';
 import { linkRoutes, type LinkRedemptionRoutesDeps } from './links-redemption.routes.ts';
 import { handleWebError } from './web-errors.ts';
+import { registerStrictFormParser } from '../request-encoding.ts';
 import { BROWSER_SECURITY_HEADERS } from '../browser-headers.ts';
 import { NO_CONTENT_CSP } from './web-pages.ts';
 
@@ -30,7 +30,9 @@ export function webPlugin(deps: WebDeps, parts: WebParts) {
     const { gate } = parts;
     // Cookies are signed by the session codec itself, so the plugin needs no secret of its own.
     await app.register(cookie);
-    await app.register(formbody);
+    // Form posts must be UTF-8 and percent-encoded UTF-8; what a person typed is then held to the
+    // input rules by the field schema the API shares (services/referral-fields.ts).
+    registerStrictFormParser(app);
 
     app.addHook('onSend', async (_request, reply, payload) => {
       for (const [name, value] of Object.entries(BROWSER_SECURITY_HEADERS)) void reply.header(name, value);

@@ -71,12 +71,21 @@ interface ReferralPlan {
   readonly ledger: readonly LedgerPlan[];
 }
 
-/** Text that says something (the API refuses whitespace alone), with stray whitespace around it. */
-const text = (maxLength: number) =>
+/**
+ * Text that says something (the API refuses whitespace alone), with stray whitespace around it. One
+ * line, as the API takes names and identifiers, unless `lines`: clinical information and notes may
+ * hold line breaks and tabs.
+ */
+const text = (maxLength: number, { lines = false } = {}) =>
   fc
     .oneof(
       fc.string({ minLength: 1, maxLength, unit: 'grapheme' }),
-      fc.constantFrom(' Tan Ah Kow', 'Nur Aisyah\n\tbinte Rahman ', '陳大文', "O'Brien & <Sons>"),
+      fc.constantFrom(
+        ' Tan Ah Kow',
+        lines ? 'Nur Aisyah\n\tbinte Rahman ' : 'Nur Aisyah  binte Rahman ',
+        '陳大文',
+        "O'Brien & <Sons>",
+      ),
     )
     .filter((s) => s.trim() !== '');
 const yearsFromNow = (years: number) => {
@@ -106,7 +115,7 @@ const fieldsFor = (status: Status) =>
         referrerName: text(60),
         referrerEmail: fc.constantFrom('dr.tan@clinic.example', 'a.b+c@sub.clinic.example'),
         referrerContactNumber: phone,
-        clinicalInfo: fc.oneof(fc.constant(''), text(300)),
+        clinicalInfo: fc.oneof(fc.constant(''), text(300, { lines: true })),
         isUrgent: fc.boolean(),
       },
       {
@@ -187,7 +196,7 @@ const planFor = (status: Status): fc.Arbitrary<ReferralPlan> =>
               by: fc.constantFrom<Party>(
                 ...(status === 'draft' ? ['sender' as const] : (['sender', 'provider'] as const)),
               ),
-              content: text(200),
+              content: text(200, { lines: true }),
               authorName: text(40),
             },
             { requiredKeys: ['by', 'content'] },

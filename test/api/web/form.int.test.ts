@@ -311,6 +311,29 @@ describe.each(ENGINES)('the referral form on %s', (engine) => {
       expect(await versionOf(t, session.referralId)).toBe(version);
     });
 
+    it('refuses text-direction and control characters next to their fields, and keeps line breaks in clinical information', async () => {
+      const session = await newFormSession(t);
+      const version = await versionOf(t, session.referralId);
+      const res = await postForm(t, session, 'save', {
+        patientName: 'Tan \u202eAh Kow',
+        referrerName: 'Dr\u0085Lim',
+        clinicalInfo: 'Pain\u001bon the left',
+      });
+      expect(res.statusCode).toBe(400);
+      expect(errorSummaryOf(res.body).map((e) => e.href)).toEqual([
+        '#field-patientName',
+        '#field-referrerName',
+        '#field-clinicalInfo',
+      ]);
+      expect(errorSummaryOf(res.body)[0]?.text).toBe(
+        'Patient’s full name contains an invisible character that cannot be saved; type it again',
+      );
+      expect(await versionOf(t, session.referralId)).toBe(version);
+      const lines = await postForm(t, session, 'save', { clinicalInfo: 'Fever.\r\nCough:\tdry.' });
+      expect(lines.statusCode).toBe(303);
+      expect((await senderView(t, session.referralId)).clinicalInfo).toBe('Fever.\nCough:\tdry.');
+    });
+
     it('refuses a date of birth before 1900 next to the field', async () => {
       const session = await newFormSession(t);
       for (const dob of ['1800-01-01', '0001-01-01']) {
@@ -647,6 +670,44 @@ describe.each(ENGINES)('the referral form on %s', (engine) => {
       expect(large.statusCode).toBe(413);
       expect(large.headers['content-type']).toBe('text/html; charset=utf-8');
       expectSecurityHeaders(large);
+    });
+
+    it('answers a post that is not UTF-8, or not percent-encoded UTF-8, with a page, and saves nothing', async () => {
+      const version = await versionOf(t, session.referralId);
+      const fields = new URLSearchParams({
+        ...formStateOf((await getPage(t, session)).body).fields,
+        intent: 'save',
+      });
+      for (const payload of [
+        Buffer.concat([Buffer.from(`${fields.toString()}&clinicalInfo=Pain `), Buffer.from([0xff, 0xfe])]),
+        Buffer.from(`${fields.toString()}&clinicalInfo=Pain%ED%A0%80`),
+        Buffer.from(`${fields.toString()}&clinicalInfo=Pain%ZZ`),
+      ]) {
+        const res = await t.app.inject({
+          method: 'POST',
+          url: `/form/${session.referralId}`,
+          headers: { cookie: session.cookie, 'content-type': 'application/x-www-form-urlencoded' },
+          payload,
+        });
+        expect(res.statusCode).toBe(400);
+        expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
+        expect(cheerio.load(res.body)('h1').text()).toBe('The form could not be read');
+        expectSecurityHeaders(res);
+      }
+      expect(await versionOf(t, session.referralId)).toBe(version);
+    });
+
+    it('answers a page address whose query is not percent-encoded UTF-8 with a page', async () => {
+      for (const query of ['x=%ZZ', 'x=%ED%A0%80']) {
+        const res = await t.app.inject({
+          method: 'GET',
+          url: `/form/${session.referralId}?${query}`,
+          headers: { cookie: session.cookie },
+        });
+        expect(res.statusCode).toBe(400);
+        expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
+        expect(cheerio.load(res.body)('h1').text()).toBe('The address could not be read');
+      }
     });
 
     it('answers a post without the page’s version, or in another media type, with a page', async () => {

@@ -43,6 +43,16 @@ describe('pageForError', () => {
     [new VersionMismatchError(1, 2), 409, 'The referral is busy'],
     [new LimitExceededError('too many'), 409, 'The referral is busy'],
     [new ValidationError([{ path: 'body.x', message: 'bad' }]), 400, 'The form could not be read'],
+    [
+      new ValidationError([{ path: 'query', message: 'is not valid percent-encoded UTF-8' }]),
+      400,
+      'The address could not be read',
+    ],
+    [
+      new ValidationError([{ path: 'body', message: 'is not valid UTF-8' }]),
+      400,
+      'The form could not be read',
+    ],
     [new IncompleteReferralError(['patientUin']), 422, 'Something went wrong'],
     [new UnavailableError('down'), 503, 'The service is unavailable'],
     [new AppError('internal_error', 500, 'Internal', 'boom'), 500, 'Something went wrong'],
