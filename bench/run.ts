@@ -4,7 +4,7 @@
 //   npm run bench -- --pglite         embedded PGlite
 //   npm run bench -- --soak           and then ten minutes of mixed load, for memory over time
 //   npm run bench -- --only get,list  some scenarios only (render, get, list, forward, write, scale,
-//                                     growth, webhooks)
+//                                     growth, webhooks, fairness)
 //   npm run bench -- --cpu-stages     the forward scenario alone, with refhub under --cpu-prof, and a
 //                                     table of CPU per referral by stage of the forward
 //
@@ -31,6 +31,7 @@ import { soakScenario, type SoakSample } from './scenarios/soak.ts';
 import { growthScenario } from './scenarios/growth.ts';
 import { scaleOutScenario } from './scenarios/scale-out.ts';
 import { webhookScenario } from './scenarios/webhooks.ts';
+import { fairnessScenario } from './scenarios/fairness.ts';
 import {
   attributeProfile,
   formatStageTable,
@@ -40,7 +41,17 @@ import {
 } from './cpu-profile.ts';
 import { formatTable, memoryRow, resultsDocument, type ResultRow } from './stats.ts';
 
-const SCENARIOS = ['render', 'get', 'list', 'forward', 'write', 'scale', 'growth', 'webhooks'] as const;
+const SCENARIOS = [
+  'render',
+  'get',
+  'list',
+  'forward',
+  'write',
+  'scale',
+  'growth',
+  'webhooks',
+  'fairness',
+] as const;
 /** Scenarios that need PostgreSQL; on PGlite they are left out. */
 const POSTGRES_ONLY: readonly Scenario[] = ['scale', 'growth'];
 type Scenario = (typeof SCENARIOS)[number];
@@ -183,6 +194,18 @@ async function main(): Promise<void> {
               submitsPerRound: 500,
               connections: plan.connections,
               timeoutSeconds: 240,
+            }),
+        ],
+        [
+          'fairness',
+          () =>
+            fairnessScenario(env, {
+              rounds,
+              deadSubscriptions: 20,
+              backlogReferrals: 10,
+              probes: 20,
+              paceMs: 100,
+              timeoutSeconds: 120,
             }),
         ],
       ];

@@ -456,6 +456,16 @@ export function referralRepository(db: Executor) {
       return row && { record: toRecord(row), parts: toReferralParts(row) };
     },
 
+    /** Who sent the referral (it never changes), deleted or not: one indexed row, two columns. */
+    async senderOf(id: string): Promise<InstitutionRef | undefined> {
+      const row = await db
+        .selectFrom('referrals')
+        .select(['sender_id_type', 'sender_id'])
+        .where('id', '=', id)
+        .executeTakeFirst();
+      return row && { idType: row.sender_id_type, id: row.sender_id };
+    },
+
     /** Locks the referral's row for the rest of the transaction, then reads it (system work only). */
     async lockForSystem(id: string): Promise<ReferralRecord | undefined> {
       await db.selectFrom('referrals').select('id').where('id', '=', id).forUpdate().executeTakeFirst();

@@ -9,8 +9,12 @@ export interface QueuePayloads {
   'ehr-forward': { readonly referralId: string; readonly version: number; readonly requestId: string };
   /** One firing of a referral's provider reminder schedule. */
   reminders: { readonly referralId: string };
-  /** Deliver one event to one webhook subscription. */
-  webhooks: { readonly eventId: string; readonly subscriptionId: string };
+  /**
+   * Deliver one event to one webhook subscription. `institution` is the subscription's institution
+   * (`institutionKey`), for the worker's share per institution; jobs added before it was carried are
+   * counted by their subscription instead.
+   */
+  webhooks: { readonly eventId: string; readonly subscriptionId: string; readonly institution?: string };
 }
 
 export type QueueName = keyof QueuePayloads;
@@ -93,6 +97,31 @@ export const WORKER_DEFAULTS = {
   // Deliveries wait on receivers, not on this process: many at once.
   webhooks: { concurrency: 32, ...PROMPT_RECOVERY },
 } as const satisfies Record<QueueName, WorkerDefaults>;
+
+/**
+ * Fair delivery across institutions (docs/scaling.md, "Fair delivery across institutions"). Each
+ * worker process runs at most `perInstitution` jobs of one institution at once; a job whose
+ * institution already has that many in flight goes back to the queue (delayed, without spending an
+ * attempt), so `concurrency - perInstitution` slots of every process stay free for the others. One
+ * institution's backlog or dead receivers then delay another's job only by the time the worker takes
+ * to set aside the jobs queued ahead of it (a few milliseconds each), never by a delivery deadline.
+ * A job set aside again waits longer each time (`deferral`: base, doubled, at most max, with jitter),
+ * so a backlog of thousands is looked at about once per `maxMs`, not in a spin.
+ */
+export const FAIR_SHARE = {
+  // The EHR is one receiver: 4 of the 16 slots per clinic, 12 always left for the others.
+  'ehr-forward': { perInstitution: 4 },
+  // 4 of the 32 slots per institution: eight institutions with dead receivers before a ninth waits.
+  webhooks: { perInstitution: 4 },
+  deferral: { baseMs: 250, maxMs: 30_000 },
+} as const satisfies Partial<Record<QueueName, { perInstitution: number }>> & {
+  deferral: { baseMs: number; maxMs: number };
+};
+
+/** The institution a job is counted against in FAIR_SHARE: `<idType>:<id>` (IDs, not patient data). */
+export function institutionKey(institution: { readonly idType: string; readonly id: string }): string {
+  return `${institution.idType}:${institution.id}`;
+}
 
 /**
  * Deterministic: the forward due at `version`, named by its message ID, so the job, the request and

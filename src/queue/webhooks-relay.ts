@@ -16,7 +16,7 @@ import {
 import type { Database } from '../db/schema.ts';
 import type { Logger } from '../logger.ts';
 import { createPollLoop, errorCode } from './poll-loop.ts';
-import type { QueuePayloads } from './registry.ts';
+import { institutionKey, type QueuePayloads } from './registry.ts';
 
 export interface WebhookRelayDeps {
   readonly db: Kysely<Database>;
@@ -69,7 +69,11 @@ export function createWebhookRelay(deps: WebhookRelayDeps): WebhookRelay {
     const institutions = new Map(events.flatMap(audienceOf).map((i) => [key(i), i]));
     const subscriptions = await webhookSubscriptionRepository(deps.db).enabledFor([...institutions.values()]);
     const jobs = events.flatMap((event) =>
-      subscribersOf(event, subscriptions).map((s) => ({ eventId: event.id, subscriptionId: s.id })),
+      subscribersOf(event, subscriptions).map((s) => ({
+        eventId: event.id,
+        subscriptionId: s.id,
+        institution: institutionKey(s.institution),
+      })),
     );
     if (jobs.length > 0) await deps.enqueue(jobs);
     await place.advance(from, last.at, deps.clock.now());

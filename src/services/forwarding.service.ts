@@ -5,6 +5,7 @@
 // (so a submit or cancel that lands meanwhile is never overwritten).
 import { v7 as uuidv7 } from 'uuid';
 import type { Kysely } from 'kysely';
+import type { InstitutionRef } from '../domain/access.ts';
 import type { Clock } from '../domain/clock.ts';
 import { LIFECYCLE } from '../domain/lifecycle.ts';
 import type { EhrFormSource } from '../domain/referral-view.ts';
@@ -116,6 +117,15 @@ export function createEhrForwarding(deps: ForwardingDeps) {
       }
       if (record.status === 'draft') return { kind: 'withdrawn' };
       return { kind: 'send', record, source: ehrFormSourceFor(found) };
+    },
+
+    /**
+     * The institution that sent the referral, for the forward worker's share per institution: a
+     * cheap read before `plan`, so a forward deferred for its institution costs no render or read of
+     * its parts. Undefined when the referral is not known.
+     */
+    async senderOf(referralId: string): Promise<InstitutionRef | undefined> {
+      return referralRepository(deps.db).senderOf(referralId);
     },
 
     /**

@@ -12,6 +12,7 @@ import {
 import type { Database } from '../db/schema.ts';
 import type { QueueProducer } from '../queue/producer.ts';
 import { audienceOf, subscribersOf } from '../queue/webhooks-relay.ts';
+import { institutionKey } from '../queue/registry.ts';
 
 export interface ReplayDeps {
   readonly db: Kysely<Database>;
@@ -33,7 +34,11 @@ export function createWebhookReplay(deps: ReplayDeps) {
     const candidates =
       only === undefined ? await subscriptions.enabledFor(batch.flatMap(audienceOf)) : [only];
     return batch.flatMap((event) =>
-      subscribersOf(event, candidates).map((s) => ({ eventId: event.id, subscriptionId: s.id })),
+      subscribersOf(event, candidates).map((s) => ({
+        eventId: event.id,
+        subscriptionId: s.id,
+        institution: institutionKey(s.institution),
+      })),
     );
   }
 

@@ -45,9 +45,12 @@ describe.each(ENGINES)('a Redis FLUSHALL on %s', (engine) => {
     await ehr.setBehaviour({ statuses: Array<number>(PENDING).fill(503), retryAfterSeconds: 3600 });
     const background = app.startBackground();
     const ids = await submitReferrals(app, PENDING);
+    // Delayed alone is not the state: a job the worker set aside for its institution's fair share
+    // (FAIR_SHARE in the queue registry) waits delayed too, before its first attempt.
     await eventually(`${PENDING} forward jobs waiting out their Retry-After`, async () => {
       const counts = await forwards.getJobCounts('delayed', 'wait', 'active');
-      return counts.delayed === PENDING ? counts : undefined;
+      const attempted = (await ehr.requests()).byStatus['503'] ?? 0;
+      return counts.delayed === PENDING && attempted === PENDING ? counts : undefined;
     });
     expect((await ehr.requests()).byStatus).toEqual({ '503': PENDING });
     expect(await app.ctx.queues.hasReminderSchedule(ids[0] ?? '')).toBe(true);

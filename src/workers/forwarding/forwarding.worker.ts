@@ -1,6 +1,8 @@
 // The BullMQ shell of the EHR forward: it runs `forwardReferral` (forward-referral.ts) for each job,
 // with the forward policy's backoff, and puts a job the EHR's open circuit deferred back on the queue
-// without counting an attempt. Everything the forward decides lives beside it in this folder.
+// without counting an attempt. A forward whose sending institution already has its share of this
+// process's slots in flight goes back the same way (fair-share.ts). Everything the forward decides
+// lives beside it in this folder.
 import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
@@ -10,8 +12,9 @@ import {
   type SettledForward,
 } from './forward-referral.ts';
 import { forwardBackoff, RetryableForwardError } from './forward-policy.ts';
-import { FORWARD_BACKOFF, WORKER_DEFAULTS } from '../../queue/registry.ts';
+import { FAIR_SHARE, FORWARD_BACKOFF, institutionKey, WORKER_DEFAULTS } from '../../queue/registry.ts';
 import { logWorkerErrors } from '../worker-errors.ts';
+import { createFairShare, fairShareDelayMs, setAside } from '../fair-share.ts';
 
 export interface WorkerSettings {
   /** A worker connection (see queue/connections.ts); BullMQ adds its own blocking one from it. */
@@ -19,21 +22,49 @@ export interface WorkerSettings {
   readonly queuePrefix: string;
   readonly backoffBaseMs: number;
   readonly concurrency?: number;
+  /** Forwards of one sending institution this process runs at once (FAIR_SHARE by default). */
+  readonly perInstitution?: number;
 }
+
+/** How many referrals' senders a worker remembers (a sender never changes; an entry is ~100 bytes). */
+const SENDERS_KEPT = 10_000;
 
 export function startEhrForwardWorker(
   deps: EhrForwardDeps,
   settings: WorkerSettings,
 ): Worker<EhrForwardPayload, SettledForward> {
+  const share = createFairShare(settings.perInstitution ?? FAIR_SHARE['ehr-forward'].perInstitution);
+  // The sender is read before the plan (one row, two columns) and remembered, so a forward set aside
+  // for its institution costs no render and, after the first time, no read at all.
+  const senders = new Map<string, string>();
+  const senderOf = async (referralId: string): Promise<string | undefined> => {
+    const known = senders.get(referralId);
+    if (known !== undefined) return known;
+    const sender = await deps.forwarding.senderOf(referralId);
+    if (sender === undefined) return undefined;
+    if (senders.size >= SENDERS_KEPT) senders.delete(senders.keys().next().value ?? '');
+    const key = institutionKey(sender);
+    senders.set(referralId, key);
+    return key;
+  };
   const worker = new Worker<EhrForwardPayload, SettledForward>(
     'ehr-forward',
     async (job: Job<EhrForwardPayload>, token?: string) => {
-      // Every line the job logs carries its job ID.
-      const result = await forwardReferral(
-        { ...deps, logger: deps.logger.child({ jobId: job.id }) },
-        job.data,
-        job.attemptsMade + 1,
-      );
+      // A referral not known has no sender to count; its plan ends the job at once.
+      const sender = await senderOf(job.data.referralId);
+      const giveBack = share.take(sender ?? `referral:${job.data.referralId}`);
+      if (giveBack === undefined) return setAside(job, token, fairShareDelayMs(job));
+      let result;
+      try {
+        // Every line the job logs carries its job ID.
+        result = await forwardReferral(
+          { ...deps, logger: deps.logger.child({ jobId: job.id }) },
+          job.data,
+          job.attemptsMade + 1,
+        );
+      } finally {
+        giveBack();
+      }
       if (typeof result === 'string') return result;
       // Back to the queue until the circuit's next probe; a deferral is not an attempt.
       await job.moveToDelayed(result.deferredUntil.getTime(), token);

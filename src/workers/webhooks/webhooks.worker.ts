@@ -5,6 +5,7 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
+  FAIR_SHARE,
   WEBHOOK_BACKOFF,
   WORKER_DEFAULTS,
   webhookMaxAttempts,
@@ -12,12 +13,15 @@ import {
 } from '../../queue/registry.ts';
 import { deliverEvent, type DeliverEventDeps, type SettledWebhook } from './deliver-event.ts';
 import { logWorkerErrors } from '../worker-errors.ts';
+import { createFairShare, fairShareDelayMs, setAside } from '../fair-share.ts';
 
 export interface WebhookWorkerSettings {
   readonly connection: Redis;
   readonly queuePrefix: string;
   readonly retryScheduleMs: readonly number[];
   readonly concurrency?: number;
+  /** Jobs of one institution this process runs at once (FAIR_SHARE.webhooks by default). */
+  readonly perInstitution?: number;
 }
 
 /** A delivery that failed and may be retried; its message is the code alone. */
@@ -40,15 +44,24 @@ export function startWebhookWorker(
   settings: WebhookWorkerSettings,
 ): Worker<QueuePayloads['webhooks'], SettledWebhook> {
   const maxAttempts = webhookMaxAttempts(settings.retryScheduleMs);
+  const share = createFairShare(settings.perInstitution ?? FAIR_SHARE.webhooks.perInstitution);
   const worker = new Worker<QueuePayloads['webhooks'], SettledWebhook>(
     'webhooks',
-    async (job: Job<QueuePayloads['webhooks']>) => {
-      const result = await deliverEvent(
-        { ...deps, logger: deps.logger.child({ jobId: job.id }) },
-        job.data,
-        job.attemptsMade + 1,
-        maxAttempts,
-      );
+    async (job: Job<QueuePayloads['webhooks']>, token?: string) => {
+      // Counted before anything is read: a job set aside costs one Redis call, not a delivery.
+      const giveBack = share.take(job.data.institution ?? `subscription:${job.data.subscriptionId}`);
+      if (giveBack === undefined) return setAside(job, token, fairShareDelayMs(job));
+      let result;
+      try {
+        result = await deliverEvent(
+          { ...deps, logger: deps.logger.child({ jobId: job.id }) },
+          job.data,
+          job.attemptsMade + 1,
+          maxAttempts,
+        );
+      } finally {
+        giveBack();
+      }
       switch (result.kind) {
         case 'settled':
           return result.result;
