@@ -80,7 +80,7 @@ export interface BarePipeline {
   readonly client: pg.Client;
 }
 
-/** The size of the institution that get and list read (the 10,000). */
+/** The size of the institution that get and list read (10,000, as a large clinic's). */
 export const READER_REFERRALS = 10_000;
 
 function pool(ids: readonly string[]): DraftPool {

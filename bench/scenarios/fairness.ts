@@ -8,7 +8,7 @@
 // latency from each of A's events' commit to its arrival. Rounds alternate: with B's backlog (refhub)
 // and without it (baseline: B's subscriptions disabled and its held requests closed first). The ratio
 // is what B's backlog costs A; before fair delivery it was a delivery deadline and more (511 ms
-// became 88 s in the issue that asked for it).
+// became 88 s).
 import http from 'node:http';
 import type net from 'node:net';
 import { Pool } from 'undici';

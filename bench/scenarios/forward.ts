@@ -35,7 +35,7 @@ import {
 
 export interface ForwardPlan {
   readonly rounds: number;
-  /** Referrals per burst (the 5,000). */
+  /** Referrals per burst. */
   readonly burst: number;
   /** Concurrent submits during a burst. */
   readonly connections: number;
