@@ -5,11 +5,8 @@
 import type { IncomingMessage } from 'node:http';
 import { Ajv } from 'ajv';
 import { Type, type Static } from 'typebox';
-import {
-  fieldProblemsOf,
-  MAX_MESSAGE_ID_LENGTH,
-  type FieldProblem,
-} from '../domain/forwarding/forward-request.ts';
+import { fieldProblemsOf, type FieldProblem } from '../domain/forwarding/forward-request.ts';
+import { MAX_MESSAGE_ID_LENGTH } from '../domain/ids.ts';
 import type { SandboxEhrState } from './sandbox-ehr-state.ts';
 import {
   isJsonMediaType,

@@ -15,11 +15,8 @@ import type { Clock } from '../domain/clock.ts';
 import { systemClock } from '../domain/clock.ts';
 import type { Logger } from '../logger.ts';
 import { sha256Hex, verifyContentDigest } from '../domain/forwarding/content-digest.ts';
-import {
-  createForwardRequestChecker,
-  MAX_FORWARD_BODY_BYTES,
-  MAX_MESSAGE_ID_LENGTH,
-} from '../domain/forwarding/forward-request.ts';
+import { createForwardRequestChecker, MAX_FORWARD_BODY_BYTES } from '../domain/forwarding/forward-request.ts';
+import { MAX_MESSAGE_ID_LENGTH } from '../domain/ids.ts';
 import { CONTROL_PREFIX, createControlRoutes } from './sandbox-ehr-control.ts';
 import {
   bearerMatches,

@@ -35,7 +35,6 @@ export interface ReminderDeps {
 }
 
 /** What one firing did (the reminder queue's job result). */
-export type { FireResult };
 
 const KIND = 'provider-patient-create';
 const PENDING_EVENT = 'referral.pending-acceptance';

@@ -7,7 +7,8 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
 import { logWorkerErrors } from './worker-errors.ts';
 import { WORKER_DEFAULTS, type QueuePayloads } from '../queue/registry.ts';
-import type { FireResult, Reminders } from '../services/reminders.service.ts';
+import type { FireResult } from '../queue/registry.ts';
+import type { Reminders } from '../services/reminders.service.ts';
 
 export type ReminderPayload = QueuePayloads['reminders'];
 

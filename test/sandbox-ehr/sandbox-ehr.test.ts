@@ -5,7 +5,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { contentDigest, sha256Hex } from '../../src/domain/forwarding/content-digest.ts';
-import { MAX_FORWARD_BODY_BYTES, messageIdOf } from '../../src/domain/forwarding/forward-request.ts';
+import { MAX_FORWARD_BODY_BYTES } from '../../src/domain/forwarding/forward-request.ts';
+import { messageIdOf } from '../../src/domain/ids.ts';
 import {
   forwardRequestFor,
   postForward,

@@ -2,7 +2,7 @@
 // marker (so a test can count, through the API, how many referrals one logical create produced),
 // Idempotency-Keys for them, the paths of the calls a clinic system makes, and the create-and-submit
 // sequence that starts a forward.
-import { messageIdOf } from '../../src/domain/forwarding/forward-request.ts';
+import { messageIdOf } from '../../src/domain/ids.ts';
 import { PATIENT } from './fixtures/patients.ts';
 import { jsonOf, type ApiOutcome, type RefhubClient } from './refhub-client.ts';
 

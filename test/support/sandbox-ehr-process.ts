@@ -5,7 +5,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { contentDigest } from '../../src/domain/forwarding/content-digest.ts';
-import { messageIdOf, type EhrForwardRequest } from '../../src/domain/forwarding/forward-request.ts';
+import type { EhrForwardRequest } from '../../src/domain/forwarding/forward-request.ts';
+import { messageIdOf } from '../../src/domain/ids.ts';
 import { childEnv } from './child-env.ts';
 import type {
   DeliveryFilter,

@@ -4,8 +4,6 @@
 import { uuidsIn } from '../../domain/ids.ts';
 
 import { ADMIN_PATH, BOARD_PATH } from '../../render/pages/admin-overview.page.ts';
-
-export { ADMIN_PATH, BOARD_PATH };
 const BOARD_API = `${BOARD_PATH}/api/`;
 const BOARD_STATIC = `${BOARD_PATH}/static/`;
 

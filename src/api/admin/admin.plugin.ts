@@ -8,7 +8,7 @@ import type { AdminParts, ApiDeps } from '../api-deps.ts';
 import { BROWSER_SECURITY_HEADERS } from '../browser-headers.ts';
 import { UnauthorizedError } from '../../errors.ts';
 import { errorKind } from '../../logger.ts';
-import { ADMIN_PATH, BOARD_PATH } from './admin-access.ts';
+import { ADMIN_PATH, BOARD_PATH } from '../../render/pages/admin-overview.page.ts';
 import { overviewPageCsp, renderOverviewPage } from '../../render/pages/admin-overview.page.ts';
 
 /** Headers on every ops response: a browser's, and the ops pages are not for search engines either. */

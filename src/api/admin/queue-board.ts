@@ -9,7 +9,7 @@ import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyPluginCallback } from 'fastify';
 import type { QueueProducer } from '../../queue/producer.ts';
 import { QUEUE_NAMES, type QueueName } from '../../queue/registry.ts';
-import { ADMIN_PATH, BOARD_PATH } from './admin-access.ts';
+import { ADMIN_PATH, BOARD_PATH } from '../../render/pages/admin-overview.page.ts';
 import { redactBoardBody } from './job-redaction.ts';
 
 export interface QueueBoardDeps {

@@ -39,7 +39,6 @@ export const MAX_EHR_FORM_LENGTH = 12 * 1024 * 1024;
 /** The most bytes a forward request body may have. */
 export const MAX_FORWARD_BODY_BYTES = 16 * 1024 * 1024;
 // The message ID's shape is domain/ids.ts's; the sandbox EHR and the tests take it from here too.
-export { MAX_MESSAGE_ID_LENGTH, messageIdOf };
 
 const Text = (maxLength: number) => Type.String({ minLength: 1, maxLength });
 

@@ -42,7 +42,6 @@ export type ForwardResult =
   | { readonly deferredUntil: Date };
 
 /** What a finished forward job returns (a deferred one goes back to the queue instead). */
-export type { SettledForward };
 
 /** Thrown for an answer that will not get better by retrying; the job fails for good. */
 export class FinalForwardError extends UnrecoverableError {

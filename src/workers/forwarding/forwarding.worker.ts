@@ -5,14 +5,15 @@
 // lives beside it in this folder.
 import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import {
-  forwardReferral,
-  type EhrForwardDeps,
-  type EhrForwardPayload,
-  type SettledForward,
-} from './forward-referral.ts';
+import { forwardReferral, type EhrForwardDeps, type EhrForwardPayload } from './forward-referral.ts';
 import { forwardBackoff, RetryableForwardError } from './forward-policy.ts';
-import { FAIR_SHARE, FORWARD_BACKOFF, institutionKey, WORKER_DEFAULTS } from '../../queue/registry.ts';
+import {
+  FAIR_SHARE,
+  FORWARD_BACKOFF,
+  institutionKey,
+  WORKER_DEFAULTS,
+  type SettledForward,
+} from '../../queue/registry.ts';
 import { logWorkerErrors } from '../worker-errors.ts';
 import { createFairShare, fairShareDelayMs, setAside } from '../fair-share.ts';
 

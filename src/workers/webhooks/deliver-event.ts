@@ -11,7 +11,6 @@ import { toEventView } from '../../domain/events.ts';
 import { deliverOnce, failureCode, type DeliveryDeps } from './delivery.ts';
 
 /** How a job ended without a retry, in words the dashboard may show. */
-export type { SettledWebhook };
 
 export type WebhookJobResult =
   | { readonly kind: 'settled'; readonly result: SettledWebhook }

@@ -10,8 +10,9 @@ import {
   WORKER_DEFAULTS,
   webhookMaxAttempts,
   type QueuePayloads,
+  type SettledWebhook,
 } from '../../queue/registry.ts';
-import { deliverEvent, type DeliverEventDeps, type SettledWebhook } from './deliver-event.ts';
+import { deliverEvent, type DeliverEventDeps } from './deliver-event.ts';
 import { logWorkerErrors } from '../worker-errors.ts';
 import { createFairShare, fairShareDelayMs, setAside } from '../fair-share.ts';
 

@@ -6,9 +6,9 @@ import type { EhrForwardRequestSchema } from '../../../src/domain/forwarding/for
 import {
   createForwardRequestChecker,
   MAX_EHR_FORM_LENGTH,
-  messageIdOf,
   type EhrForwardRequest,
 } from '../../../src/domain/forwarding/forward-request.ts';
+import { messageIdOf } from '../../../src/domain/ids.ts';
 import { forwardRequestFor } from '../../support/sandbox-ehr-process.ts';
 
 const REFERRAL_ID = '0190a0b2-1c2d-7e3f-8a9b-0c1d2e3f4a5b';
