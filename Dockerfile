@@ -4,19 +4,25 @@
 # `migrate`, `reconcile`, `catalog load`, `keys …`, `sandbox-ehr`). Node 24 runs the TypeScript sources
 # directly (type stripping), so building means installing the production dependencies from the lockfile.
 # That happens in its own stage, so that npm's cache and the lockfile's dev tree never reach the image.
+#
+# The base image is pinned by digest (Node 24.18.0 on Debian bookworm), so that every build starts from
+# the image that was tested; docs/operations.md ("Updating the base images") says how to move the pin.
+# Both stages use the same one: dependencies installed on one image and run on another could carry
+# native code built for another Node or libc.
 
-FROM node:24-bookworm-slim AS deps
+FROM node:24-bookworm-slim@sha256:6f7b03f7c2c8e2e784dcf9295400527b9b1270fd37b7e9a7285cf83b6951452d AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --omit=dev: nothing at run time imports a devDependency. The `node` devDependency (which pins Node 24
 # for npm scripts) would download a second Node binary; the base image's Node 24 runs refhub instead.
-# --ignore-scripts: the only production package with an install script is msgpackr-extract, which
-# package.json's allowScripts refuses too; its prebuilt binary is an optional package that loads
-# without the script, and msgpackr falls back to plain JavaScript without it.
+# --omit=optional: nothing refhub runs needs an optional package, and omitting them keeps out the
+# TypeScript compiler (24 MB), which an optional peer dependency of a production package would otherwise
+# bring in, and msgpackr-extract, whose native code msgpackr does without (it falls back to plain
+# JavaScript). --ignore-scripts: no production package needs its install script.
 RUN --mount=type=cache,target=/root/.npm \
-    npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+    npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
 
-FROM node:24-bookworm-slim AS runtime
+FROM node:24-bookworm-slim@sha256:6f7b03f7c2c8e2e784dcf9295400527b9b1270fd37b7e9a7285cf83b6951452d AS runtime
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=3000 \
@@ -49,8 +55,9 @@ EXPOSE 3000
 # refhub finishes requests and active jobs on SIGTERM, then closes the store and releases the lock.
 STOPSIGNAL SIGTERM
 # Liveness only (/healthz touches no dependency); readiness (/readyz) is for load balancers. Slim images
-# have no curl, so Node's fetch does the request. `refhub worker` serves no HTTP: compose turns this off
-# for workers.
+# have no curl, so Node's fetch does the request. Every long-running role serves /healthz on PORT,
+# `refhub worker` included (its health checks and metrics), so the check applies to workers too; a
+# one-shot such as `migrate` serves none, and compose turns the check off for it.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
     CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 ENTRYPOINT ["refhub"]

@@ -78,9 +78,12 @@ webhooks
 program
   .command('doctor')
   .description(
-    'check the database, migrations, durability settings, Redis and the EHR URL; exit 1 if one fails',
+    "check the database, migrations, durability settings, Redis and the EHR URL with this shell's " +
+      'settings, or ask a running refhub (--server); exit 1 if a check fails',
   )
-  .action(() => doctorCommand());
+  .option('--server <url>', "ask the refhub at this URL for its own checks and settings (GET /doctor)")
+  .option('--ops-key <key>', 'the ops key for --server (default: REFHUB_OPS_KEY, which keeps it out of ps)', tokenArg)
+  .action((options: { server?: string; opsKey?: string }) => doctorCommand(options));
 
 program
   .command('reconcile')
@@ -129,6 +132,8 @@ program
   .option('--port <n>', 'port to listen on; 0 picks a free one', portArg, SANDBOX_DEFAULT_PORT)
   .option('--host <host>', 'address to listen on', '127.0.0.1')
   .option('--token <token>', 'require Authorization: Bearer <token> (default: EHR_TOKEN)', tokenArg)
+  .option('--tls-cert <file>', 'serve https with this PEM certificate (chain); needs --tls-key')
+  .option('--tls-key <file>', "the certificate's PEM private key")
   .action((options: SandboxEhrCommandOptions) => sandboxEhrCommand(options));
 
 try {

@@ -9,6 +9,7 @@
 // use up a staged failure (whatever the request holds) or check and record it. Staged failures come
 // first so that a test can make "the next request" fail without crafting a particular one.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import type { Clock } from '../domain/clock.ts';
@@ -54,6 +55,19 @@ export interface SandboxEhrOptions {
   readonly clock?: Clock | undefined;
 }
 
+/** A certificate and its private key (PEM) for serving https, as a staging stand-in for the EHR's TLS. */
+export interface SandboxTls {
+  readonly cert: string | Buffer;
+  readonly key: string | Buffer;
+}
+
+export interface SandboxListenOptions {
+  readonly port: number;
+  readonly host?: string;
+  /** Serves https with this certificate instead of plain http. */
+  readonly tls?: SandboxTls | undefined;
+}
+
 export interface RunningSandboxEhr {
   /** The EHR endpoint URL, with the port actually bound. */
   readonly url: string;
@@ -73,7 +87,7 @@ export interface SandboxEhr {
   /** A `node:http` request handler, for mounting on a server of one's own. */
   readonly handler: (req: IncomingMessage, res: ServerResponse) => void;
   readonly state: SandboxEhrControl;
-  listen(options: { readonly port: number; readonly host?: string }): Promise<RunningSandboxEhr>;
+  listen(options: SandboxListenOptions): Promise<RunningSandboxEhr>;
 }
 
 function stagedAnswer(failure: Extract<StagedFailure, { kind: 'status' }>): Answer {
@@ -251,8 +265,11 @@ export function createSandboxEhr(options: SandboxEhrOptions = {}): SandboxEhr {
   return {
     handler,
     state,
-    async listen({ port, host = '127.0.0.1' }) {
-      const server = http.createServer(handler);
+    async listen({ port, host = '127.0.0.1', tls }) {
+      const server =
+        tls === undefined
+          ? http.createServer(handler)
+          : https.createServer({ cert: tls.cert, key: tls.key }, handler);
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen(port, host, () => {
@@ -262,7 +279,7 @@ export function createSandboxEhr(options: SandboxEhrOptions = {}): SandboxEhr {
       });
       const address = server.address() as AddressInfo;
       const origin = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-      const baseUrl = `http://${origin}:${address.port}`;
+      const baseUrl = `${tls === undefined ? 'http' : 'https'}://${origin}:${address.port}`;
       return {
         url: `${baseUrl}${EHR_PATH}`,
         baseUrl,

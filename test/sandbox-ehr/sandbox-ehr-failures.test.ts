@@ -14,6 +14,7 @@ import {
   startSandboxEhrProcess,
   type SandboxEhrProcess,
 } from '../support/sandbox-ehr-process.ts';
+import { makeSandboxTls } from '../support/sandbox-tls.ts';
 
 const HELPER = path.resolve(import.meta.dirname, '../support/sandbox-ehr-process.ts');
 
@@ -344,6 +345,42 @@ describe('the refhub sandbox-ehr command', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(message);
     expect(result.stdout).toBe('');
+  });
+
+  it('serves https with the certificate it is given, which a client verifies against its CA', async () => {
+    const tls = makeSandboxTls();
+    const sandbox = await startSandboxEhrProcess({ tls });
+    try {
+      expect(sandbox.url.startsWith('https://127.0.0.1:')).toBe(true);
+      // The control client trusts the CA: a round trip over TLS.
+      expect(await sandbox.requests()).toMatchObject({ total: 0 });
+      // A client that was not given the CA refuses the certificate.
+      expect(await socketFailure(fetch(`${sandbox.baseUrl}/_sandbox/health`))).toBe(
+        'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+      );
+    } finally {
+      await sandbox.stop();
+    }
+  });
+
+  it('refuses half a certificate, a file it cannot read, and files that are not PEM, naming them', async () => {
+    const tls = makeSandboxTls();
+    const cases: [readonly string[], string][] = [
+      [['--tls-cert', tls.cert], '--tls-cert and --tls-key go together'],
+      [['--tls-key', tls.key], '--tls-cert and --tls-key go together'],
+      [
+        ['--tls-cert', `${tls.dir}/missing.pem`, '--tls-key', tls.key],
+        `cannot read --tls-cert ${tls.dir}/missing.pem (ENOENT)`,
+      ],
+      [['--tls-cert', tls.cert, '--tls-key', tls.dir], `cannot read --tls-key ${tls.dir} (EISDIR)`],
+      [['--tls-cert', tls.key, '--tls-key', tls.cert], 'cannot serve https with --tls-cert and --tls-key'],
+    ];
+    for (const [args, message] of cases) {
+      const result = await runSandboxEhrCommand(['--port', '0', ...args]);
+      expect(result.code, args.join(' ')).toBe(1);
+      expect(result.stderr, args.join(' ')).toContain(message);
+      expect(result.stdout).toBe('');
+    }
   });
 
   it('refuses a port that is taken, naming it', async () => {

@@ -3,7 +3,9 @@
 // control API. The child can never outlive the test process: it is killed when the test process
 // exits, and it stops by itself when the IPC channel to its parent closes (even on a SIGKILL).
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { contentDigest } from '../../src/domain/forwarding/content-digest.ts';
 import type { EhrForwardRequest } from '../../src/domain/forwarding/forward-request.ts';
 import { messageIdOf } from '../../src/domain/ids.ts';
@@ -18,7 +20,7 @@ import type {
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const BIN = path.join(ROOT, 'bin', 'refhub.js');
-const LISTENING = /^sandbox EHR listening on (http:\/\/\S+\/ehr\/referrals)$/m;
+const LISTENING = /^sandbox EHR listening on (https?:\/\/\S+\/ehr\/referrals)$/m;
 const CONTROL_TIMEOUT_MS = 10_000;
 const STOP_GRACE_MS = 5_000;
 
@@ -29,6 +31,8 @@ export interface SandboxEhrProcessOptions {
   readonly logLevel?: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** How long to wait for the listening line (default 20 s). */
   readonly startTimeoutMs?: number;
+  /** Serve https: `--tls-cert` and `--tls-key`; the control client trusts `ca`. */
+  readonly tls?: { readonly cert: string; readonly key: string; readonly ca: string };
 }
 
 export interface ProcessExit {
@@ -106,6 +110,7 @@ export async function startSandboxEhrProcess(
     '--port',
     '0',
     ...(options.token === undefined ? [] : ['--token', options.token]),
+    ...(options.tls === undefined ? [] : ['--tls-cert', options.tls.cert, '--tls-key', options.tls.key]),
   ];
   const child = spawnRefhub(args, environment(options.logLevel ?? 'info'));
   let stdout = '';
@@ -145,9 +150,13 @@ export async function startSandboxEhrProcess(
   const authorization: Record<string, string> =
     options.token === undefined ? {} : { authorization: `Bearer ${options.token}` };
 
+  const dispatcher =
+    options.tls === undefined ? undefined : new Agent({ connect: { ca: fs.readFileSync(options.tls.ca) } });
+
   async function control<T>(method: string, pathAndQuery: string, body?: unknown): Promise<T> {
-    const response = await fetch(`${baseUrl}/_sandbox${pathAndQuery}`, {
+    const response = await undiciFetch(`${baseUrl}/_sandbox${pathAndQuery}`, {
       method,
+      ...(dispatcher === undefined ? {} : { dispatcher }),
       headers: { ...authorization, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       body: body === undefined ? null : JSON.stringify(body),
       signal: AbortSignal.timeout(CONTROL_TIMEOUT_MS),
@@ -185,6 +194,7 @@ export async function startSandboxEhrProcess(
         const grace = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
         const exit = await exited;
         clearTimeout(grace);
+        await dispatcher?.close();
         return exit;
       })();
       return stopping;

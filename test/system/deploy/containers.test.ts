@@ -5,6 +5,7 @@
 // sets only variables refhub reads, with values loadConfig accepts, pointing at the compose services.
 // The health check commands themselves run here, against real servers.
 import { spawn } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,7 +14,8 @@ import ts from 'typescript';
 import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.ts';
-import { createSandboxEhr, EHR_PATH } from '../../../src/sandbox-ehr/sandbox-ehr.ts';
+import { createSandboxEhr, EHR_PATH, type SandboxTls } from '../../../src/sandbox-ehr/sandbox-ehr.ts';
+import { nonPublicAddressReason } from '../../../src/services/outbound-address.ts';
 import {
   dockerignoreExcludes,
   envPairs,
@@ -25,6 +27,7 @@ import {
   type Instruction,
   type Stage,
 } from '../../support/container-files.ts';
+import { makeSandboxTls } from '../../support/sandbox-tls.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const read = (file: string) => fs.readFileSync(path.join(ROOT, file), 'utf8');
@@ -64,6 +67,12 @@ function runtimeImports(file: string, text: string): string[] {
   visit(source);
   return found;
 }
+
+/** `name:tag@sha256:…` (or `name@sha256:…`): an image that cannot change under the same reference. */
+const PINNED_IMAGE = /^[\w./-]+(:[\w.-]+)?@sha256:[0-9a-f]{64}$/;
+
+/** Variables Node itself reads, which a container may set beside refhub's own. */
+const NODE_VARIABLES = new Set(['NODE_EXTRA_CA_CERTS']);
 
 /** Values for the variables an operator must set, as compose would take them from the environment. */
 const OPERATOR_VARIABLES = {
@@ -121,6 +130,10 @@ function healthcheckScript(): string {
   return command![2]!;
 }
 
+/** The volume the one-shot writes the sandbox's TLS material to, and where services mount it. */
+const TLS_VOLUME = 'sandbox-tls';
+const TLS_MOUNT = '/tls';
+
 /** Runs a health check script as Docker would, and returns its exit code. */
 function runCheck(script: string, env: Record<string, string>): Promise<number | null> {
   return new Promise((resolve, reject) => {
@@ -151,10 +164,15 @@ describe('Dockerfile', () => {
     const major = Number(engines![1]);
     expect(Number(engines![2])).toBe(major + 1);
     expect(stages.length).toBeGreaterThanOrEqual(2);
-    expect([`node:${major}-bookworm-slim`, `node:${major}-slim`]).toContain(runtime.image);
+    expect([`node:${major}-bookworm-slim`, `node:${major}-slim`]).toContain(runtime.image.split('@')[0]);
     // Dependencies installed on one image and run on another could carry native code built for the wrong
     // Node or libc.
     for (const stage of stages) expect(stage.image).toBe(runtime.image);
+  });
+
+  it('pins its base image by digest, as docs/operations.md says how to update', () => {
+    for (const stage of stages) expect(stage.image).toMatch(PINNED_IMAGE);
+    expect(read('docs/operations.md')).toContain('## Updating the base images');
   });
 
   it('installs production dependencies from the lockfile in a build stage, never in the runtime', () => {
@@ -175,6 +193,40 @@ describe('Dockerfile', () => {
     const pruned = runs.some((r) => /\bnpm prune\b.*--omit=dev/.test(r));
     expect(install.includes('--omit=dev') || pruned, 'dev dependencies left out').toBe(true);
     for (const run of instructionsOf(runtime, 'RUN')) expect(run.args).not.toMatch(/\bnpm (ci|i|install)\b/);
+  });
+
+  it('ships no TypeScript compiler or other development tool, by what the lockfile says npm ci installs', () => {
+    const install = instructionsOf(stages[0]!, 'RUN')
+      .map((i) => i.args)
+      .find((r) => /\bnpm ci\b/.test(r))!;
+    const omitted = new Set([...install.matchAll(/--omit=(\w+)/g)].map((m) => m[1]!));
+    const lock = JSON.parse(read('package-lock.json')) as {
+      packages: Record<string, { dev?: boolean; optional?: boolean; devOptional?: boolean; link?: boolean }>;
+    };
+    // npm's rule: a package is left out when every reason it is in the tree is an omitted kind.
+    const installed = Object.entries(lock.packages)
+      .filter(([at, entry]) => at.startsWith('node_modules/') && entry.link !== true)
+      .filter(([, entry]) => {
+        if (entry.dev === true) return !omitted.has('dev');
+        if (entry.optional === true) return !omitted.has('optional');
+        if (entry.devOptional === true) return !(omitted.has('dev') && omitted.has('optional'));
+        return true;
+      })
+      .map(([at]) => at.slice(at.lastIndexOf('node_modules/') + 'node_modules/'.length));
+    expect(installed.length).toBeGreaterThan(50);
+    for (const tool of [
+      'typescript',
+      'eslint',
+      'vitest',
+      'prettier',
+      'dependency-cruiser',
+      'playwright-core',
+    ]) {
+      expect(installed, tool).not.toContain(tool);
+    }
+    // Whatever refhub imports at run time is still there.
+    for (const dependency of Object.keys(pkg.dependencies))
+      expect(installed, dependency).toContain(dependency);
   });
 
   it('copies only existing files that the build context keeps, and no tests, tools or host modules', () => {
@@ -318,6 +370,7 @@ interface ComposeService {
   readonly restart?: string;
   readonly stop_grace_period?: string;
   readonly volumes?: readonly string[];
+  readonly entrypoint?: readonly string[] | string;
 }
 
 const composeText = read('docker-compose.yml');
@@ -374,12 +427,22 @@ const apis = byCommand('api');
 const workers = byCommand('worker');
 const sandbox = only(byCommand('sandbox-ehr'), 'one sandbox EHR');
 const migrate = only(byCommand('migrate'), 'one migration');
+const sandboxTls = only(
+  services.filter(([, s]) => JSON.stringify(s.entrypoint ?? []).includes('sandbox-ehr-tls.sh')),
+  "one maker of the sandbox's certificate",
+);
 
 describe('docker-compose.yml', () => {
   it('builds every refhub service from this Dockerfile as one image', () => {
     expect(refhubServices.length).toBe(6);
     expect(new Set(refhubServices.map(([, s]) => s.image)).size).toBe(1);
     for (const [, service] of refhubServices) expect(service.build).toBe('.');
+  });
+
+  it('pins every image it pulls by digest', () => {
+    const pulled = services.filter(([, s]) => s.build === undefined);
+    expect(pulled.length).toBeGreaterThanOrEqual(2);
+    for (const [name, service] of pulled) expect(service.image, name).toMatch(PINNED_IMAGE);
   });
 
   it('binds every published port to 127.0.0.1', () => {
@@ -426,13 +489,9 @@ describe('docker-compose.yml', () => {
         postgres: { condition: 'service_healthy' },
         redis: { condition: 'service_healthy' },
         [migrate[0]]: { condition: 'service_completed_successfully' },
+        [sandboxTls[0]]: { condition: 'service_completed_successfully' },
       });
       expect(service.restart, name).toBe('unless-stopped');
-    }
-    // One after the other: the first start outside production sets up the demo catalog and keys once.
-    const [first, ...others] = apis;
-    for (const [name, service] of others) {
-      expect(dependenciesOf(service)[first![0]], name).toEqual({ condition: 'service_healthy' });
     }
     expect(commandOf(migrate[1])).toEqual(['migrate']);
     expect(migrate[1].restart, 'a one-shot must not be restarted after it succeeds').toBe('no');
@@ -470,20 +529,21 @@ describe('docker-compose.yml', () => {
   it('sets only variables refhub reads, with values refhub accepts', () => {
     for (const [name, service] of refhubServices) {
       for (const variable of Object.keys(environmentOf(service))) {
+        if (NODE_VARIABLES.has(variable)) continue;
         expect(CONFIG_VARIABLES, `${name}: ${variable}`).toContain(variable);
       }
       expect(() => loadConfig(containerEnv(service), '/app'), name).not.toThrow();
     }
   });
 
-  it('connects API and worker processes to the compose services, with the passwords they were given', () => {
+  it('connects API and worker processes to the compose services, with the passwords they were given', async () => {
     const postgres = environmentOf(compose.services.postgres!);
     const sandboxArgs = commandOf(sandbox[1]);
     const sandboxPort = sandboxArgs[sandboxArgs.indexOf('--port') + 1];
     for (const [name, service] of [...apis, ...workers, migrate]) {
       const env = containerEnv(service);
       const config = loadConfig(env, '/app');
-      expect(config.env, `${name}: the sandbox EHR is plain http`).not.toBe('production');
+      expect(config.env, name).toBe('production');
       const database = new URL(config.databaseUrl ?? '');
       expect(database.hostname, name).toBe('postgres');
       expect(database.username).toBe(postgres.POSTGRES_USER);
@@ -496,14 +556,64 @@ describe('docker-compose.yml', () => {
       expect(ehr.hostname, name).toBe(sandbox[0]);
       expect(ehr.port).toBe(sandboxPort);
       expect(ehr.pathname).toBe(EHR_PATH);
+      expect(ehr.protocol).toBe('https:');
+      // The sandbox's address on the compose network is private: named, it passes the start-up check.
+      const onComposeNetwork = () => Promise.resolve(['172.18.0.7']);
+      expect(
+        await nonPublicAddressReason(ehr, config.ehrAllowedAddresses, onComposeNetwork),
+        name,
+      ).toBeNull();
+      expect(await nonPublicAddressReason(ehr, new Set(), onComposeNetwork)).not.toBeNull();
+      expect(config.webhookAllowedAddresses.size, `${name}: webhooks reach public addresses only`).toBe(0);
       expect(config.sessionSecret).toBe(OPERATOR_VARIABLES.SESSION_SECRET);
+      expect(config.catalogFile, name).toBe(path.join('/app', 'catalog/demo.json'));
+      expect(fs.existsSync(path.join(ROOT, 'catalog/demo.json'))).toBe(true);
+      // Node trusts the sandbox's CA, from the volume the one-shot wrote it to.
+      expect(env.NODE_EXTRA_CA_CERTS, name).toBe(`${TLS_MOUNT}/ca.pem`);
+      expect(service.volumes, name).toContain(`${TLS_VOLUME}:${TLS_MOUNT}:ro`);
     }
   });
 
-  it('runs the sandbox EHR outside production, listening on all interfaces', () => {
+  it('runs the sandbox EHR outside production, listening on all interfaces over https', () => {
     const command = commandOf(sandbox[1]);
     expect(command[command.indexOf('--host') + 1]).toBe('0.0.0.0');
+    expect(command[command.indexOf('--tls-cert') + 1]).toBe(`${TLS_MOUNT}/sandbox-ehr.pem`);
+    expect(command[command.indexOf('--tls-key') + 1]).toBe(`${TLS_MOUNT}/sandbox-ehr.key`);
     expect(loadConfig(containerEnv(sandbox[1]), '/app').env).not.toBe('production');
+    expect(dependenciesOf(sandbox[1])).toMatchObject({
+      [sandboxTls[0]]: { condition: 'service_completed_successfully' },
+    });
+  });
+
+  it('makes the sandbox certificate once, from a CA whose key it discards, into the shared volume', () => {
+    const service = sandboxTls[1];
+    expect(service.restart).toBe('no');
+    expect(service.image).toBe(compose.services.postgres!.image);
+    const entrypoint = service.entrypoint as readonly string[];
+    expect(entrypoint.at(-1)).toBe(TLS_MOUNT.replace(/:ro$/, ''));
+    const script = entrypoint.find((word) => word.endsWith('sandbox-ehr-tls.sh'))!;
+    expect(service.volumes).toContain(`./deploy/sandbox-ehr-tls.sh:${script}:ro`);
+    expect(service.volumes).toContain(`${TLS_VOLUME}:${TLS_MOUNT}`);
+    expect(compose.volumes).toHaveProperty(TLS_VOLUME);
+
+    const made = makeSandboxTls().dir;
+    const ca = new X509Certificate(fs.readFileSync(path.join(made, 'ca.pem')));
+    const certificate = new X509Certificate(fs.readFileSync(path.join(made, 'sandbox-ehr.pem')));
+    expect(ca.ca).toBe(true);
+    expect(certificate.ca).toBe(false);
+    expect(certificate.verify(ca.publicKey)).toBe(true);
+    expect(certificate.checkIssued(ca)).toBe(true);
+    // Every name the stack reaches it by: the compose service, and the health check's and the host's.
+    expect(certificate.checkHost(sandbox[0])).toBe(sandbox[0]);
+    expect(certificate.checkHost('localhost')).toBe('localhost');
+    expect(certificate.checkIP('127.0.0.1')).toBe('127.0.0.1');
+    expect(certificate.checkHost('postgres')).toBeUndefined();
+    expect(fs.readdirSync(made).sort()).toEqual(['ca.pem', 'sandbox-ehr.key', 'sandbox-ehr.pem']);
+    expect(fs.statSync(path.join(made, 'sandbox-ehr.key')).mode & 0o777).toBe(0o600);
+    // A second start keeps the first one's certificate, which the running services trust.
+    const before = fs.readFileSync(path.join(made, 'ca.pem'), 'utf8');
+    makeSandboxTls(made);
+    expect(fs.readFileSync(path.join(made, 'ca.pem'), 'utf8')).toBe(before);
   });
 
   it('takes every secret from the environment and stops when one is missing', () => {
@@ -519,20 +629,32 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it("checks the sandbox EHR's health on the port it listens on, with its token when it has one", async () => {
+  it("checks the sandbox EHR's health over https on the port it listens on, with its token when it has one", async () => {
     const test = sandbox[1].healthcheck?.test;
     if (!Array.isArray(test)) throw new Error('the sandbox health check is in exec form');
     expect(test.slice(0, 3)).toEqual(['CMD', 'node', '-e']);
     const script = (test as readonly string[])[3]!;
     const command = commandOf(sandbox[1]);
-    const listens = `127.0.0.1:${command[command.indexOf('--port') + 1]}/`;
+    const listens = `https://127.0.0.1:${command[command.indexOf('--port') + 1]}/`;
     expect(script).toContain(listens);
+    const made = makeSandboxTls().dir;
+    const tls: SandboxTls = {
+      cert: fs.readFileSync(path.join(made, 'sandbox-ehr.pem')),
+      key: fs.readFileSync(path.join(made, 'sandbox-ehr.key')),
+    };
+    const trust = { NODE_EXTRA_CA_CERTS: path.join(made, 'ca.pem') };
+    expect(environmentOf(sandbox[1]).NODE_EXTRA_CA_CERTS).toBe(`${TLS_MOUNT}/ca.pem`);
     for (const token of [undefined, 'sandbox-token']) {
-      const running = await createSandboxEhr({ token }).listen({ port: 0 });
+      const running = await createSandboxEhr({ token }).listen({ port: 0, tls });
       try {
-        const local = script.replace(listens, `${new URL(running.baseUrl).host}/`);
-        expect(await runCheck(local, token === undefined ? {} : { EHR_TOKEN: token })).toBe(0);
-        if (token !== undefined) expect(await runCheck(local, { EHR_TOKEN: 'wrong' })).toBe(1);
+        expect(running.baseUrl.startsWith('https://')).toBe(true);
+        const local = script.replace(listens, `${running.baseUrl}/`);
+        expect(
+          await runCheck(local, { ...trust, ...(token === undefined ? {} : { EHR_TOKEN: token }) }),
+        ).toBe(0);
+        if (token !== undefined) expect(await runCheck(local, { ...trust, EHR_TOKEN: 'wrong' })).toBe(1);
+        // Without the CA the certificate does not verify, as for any client that was not given it.
+        expect(await runCheck(local, token === undefined ? {} : { EHR_TOKEN: token })).toBe(1);
       } finally {
         await running.close();
       }
