@@ -47,6 +47,8 @@ export interface OutboxRelay {
   start(): void;
   /** Resolves when the batch in progress has finished. */
   stop(): Promise<void>;
+  /** Rows were written: claim them now instead of at the next poll. */
+  wake(): void;
 }
 
 /** Short, so that work resumes soon after Redis comes back. */
@@ -162,5 +164,5 @@ export function createOutboxRelay(deps: RelayDeps): OutboxRelay {
       deps.logger.warn({ err: { code: errorCode(error) } }, 'outbox relay could not read the outbox');
     },
   );
-  return { drainOnce, start: loop.start, stop: loop.stop };
+  return { drainOnce, start: loop.start, stop: loop.stop, wake: loop.wake };
 }

@@ -1,12 +1,16 @@
 // The loop the relays run: a pass, then at once another if the pass found a full batch (more is
-// waiting), or a pause of `idleMs` if it did not or failed. Stopping wakes a pause and waits for the
-// pass in progress, so nothing is left half done.
+// waiting), or a pause of `idleMs` if it did not or failed. A wake (new work committed) ends a pause
+// at once, and one that comes during a pass makes the next pass follow without a pause, so work that
+// committed while a pass was reading is never left for the timer. Stopping wakes a pause and waits
+// for the pass in progress, so nothing is left half done.
 
 export interface PollLoop {
   /** Starts polling; a second call does nothing. */
   readonly start: () => void;
   /** Resolves when the pass in progress has finished. */
   readonly stop: () => Promise<void>;
+  /** New work is waiting: run a pass now (or right after the one in progress). */
+  readonly wake: () => void;
 }
 
 /**
@@ -21,9 +25,12 @@ export function createPollLoop(
   let running = false;
   let loop: Promise<void> | undefined;
   let wake: (() => void) | undefined;
+  /** A wake came while no pause was there to end. */
+  let woken = false;
 
   async function run() {
     while (running) {
+      woken = false;
       let full = false;
       try {
         full = await pass();
@@ -32,8 +39,8 @@ export function createPollLoop(
       }
       if (!full) {
         await new Promise<void>((resolve) => {
-          // A stop during the pass found no pause to wake: do not begin one.
-          if (!running) {
+          // A stop during the pass found no pause to wake: do not begin one; nor after a wake.
+          if (!running || woken) {
             resolve();
             return;
           }
@@ -58,6 +65,10 @@ export function createPollLoop(
       running = false;
       wake?.();
       await loop;
+    },
+    wake: () => {
+      woken = true;
+      wake?.();
     },
   };
 }

@@ -32,6 +32,8 @@ export interface WebhookRelay {
   drainOnce(): Promise<{ events: number; jobs: number }>;
   start(): void;
   stop(): Promise<void>;
+  /** Events were written: relay them now instead of at the next poll. */
+  wake(): void;
 }
 
 const key = (i: InstitutionRef) => `${i.idType}:${i.id}`;
@@ -90,5 +92,5 @@ export function createWebhookRelay(deps: WebhookRelayDeps): WebhookRelay {
       );
     },
   );
-  return { drainOnce, start: loop.start, stop: loop.stop };
+  return { drainOnce, start: loop.start, stop: loop.stop, wake: loop.wake };
 }

@@ -63,6 +63,32 @@ describe('the poll loop', () => {
     expect(performance.now() - started).toBeLessThan(5_000);
   });
 
+  it('ends a pause at once when woken, and follows a pass that was woken without a pause', async () => {
+    // An hour's pause: only a wake can start the passes this test waits for.
+    let passes = 0;
+    let release: (() => void) | undefined;
+    const loop = createPollLoop(
+      async () => {
+        passes++;
+        if (passes === 2) await new Promise<void>((resolve) => (release = resolve));
+        return false;
+      },
+      3_600_000,
+      () => undefined,
+    );
+    loop.start();
+    await expect.poll(() => passes).toBe(1);
+    loop.wake();
+    // The second pass runs and holds; a wake while it runs means another pass follows it at once.
+    await expect.poll(() => release).toBeDefined();
+    loop.wake();
+    release!();
+    await expect.poll(() => passes, { timeout: 10_000 }).toBe(3);
+    // The third was not woken during its run: the loop pauses again.
+    await loop.stop();
+    expect(passes).toBe(3);
+  });
+
   it('gives a code, never a message', () => {
     expect(errorCode(Object.assign(new Error('patient Jane'), { code: 'ECONNREFUSED' }))).toBe(
       'ECONNREFUSED',
