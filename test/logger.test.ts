@@ -4,6 +4,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../src/logger.ts';
 import { CANARY, CANARY_MARKERS } from './support/fixtures/patients.ts';
+import { repeatedKeys } from './support/json-keys.ts';
 
 function capture() {
   const lines: string[] = [];
@@ -15,6 +16,13 @@ function capture() {
   });
   return { logger: createLogger({ logLevel: 'info', env: 'test' }, sink), lines };
 }
+
+describe('the repeated-key scanner of the log-line tests', () => {
+  it('finds a repeated key in a raw line, where JSON.parse would keep only the last', () => {
+    expect(repeatedKeys('{"a":1,"worker":"w","b":{"worker":"x"},"worker":"w"}')).toEqual(['worker']);
+    expect(repeatedKeys('{"a":"{\\"a\\":1}","b":[{"a":1},{"a":2}],"c":"x,\\"a"}')).toEqual([]);
+  });
+});
 
 describe('log redaction', () => {
   it('hides patient fields, top-level and one level down', () => {

@@ -30,7 +30,7 @@ export async function createApiParts(ctx: AppContext): Promise<ApiParts> {
   // The producer is asked for only when the ops pages are used: it connects to Redis then.
   const producer = () => ctx.queues;
   const writable = ctx.config.opsDashboardWrite;
-  const board = createQueueBoard({ producer, writable });
+  const board = createQueueBoard({ producer, writable, timeZone: ctx.displayTime.timeZone });
   const audit = createAdminAudit({ db: ctx.db, clock: ctx.clock });
   return {
     apiKeyFailures: failureLimiter(),

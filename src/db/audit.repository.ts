@@ -8,6 +8,7 @@
 import { sql, type Insertable, type RawBuilder } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
 import type { InstitutionRef } from '../domain/access.ts';
+import { REFHUB_SYSTEM } from '../domain/lifecycle.ts';
 import type { Executor } from './executor.ts';
 import { linkTokenRows, type NewLinkToken } from './links.repository.ts';
 import type { AuditEventsTable } from './schema.ts';
@@ -39,12 +40,9 @@ export interface AuditActor {
   readonly requesterIdentifier: string | null;
 }
 
-/** The system acting on its own behalf: audit rows that name no key, institution or requester. */
-export const SYSTEM_ACTOR = 'refhub';
-
 /** refhub itself, doing work (a forward, a reminder, a circuit change) under the request that caused it. */
 export function systemActor(requestId: string): AuditActor {
-  return { requestId, apiKeyId: null, system: SYSTEM_ACTOR, institution: null, requesterIdentifier: null };
+  return { requestId, apiKeyId: null, system: REFHUB_SYSTEM, institution: null, requesterIdentifier: null };
 }
 
 /**

@@ -1,6 +1,7 @@
 // Systems, institutions and offerings: the catalog (contract §1). Loading is an upsert by ID.
 import { sql } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
+import { REFHUB_SYSTEM } from '../domain/lifecycle.ts';
 import type { InstitutionView, OfferingView } from '../domain/referral-view.ts';
 import type { OfferingCategory } from '../domain/statuses.ts';
 import type { Executor } from './executor.ts';
@@ -127,8 +128,14 @@ export function catalogRepository(db: Executor) {
         .execute();
     },
 
+    /** The systems of the catalog, `Manual` among them; refhub's own (REFHUB_SYSTEM) is not one. */
     async listSystems(): Promise<string[]> {
-      const rows = await db.selectFrom('systems').select('name').orderBy('name').execute();
+      const rows = await db
+        .selectFrom('systems')
+        .select('name')
+        .where('name', '<>', REFHUB_SYSTEM)
+        .orderBy('name')
+        .execute();
       return rows.map((r) => r.name);
     },
 

@@ -62,11 +62,10 @@ export interface AttemptRecord {
   /** The attempt delivered its version: the referral's forwarded version becomes at least that. */
   readonly delivered: boolean;
   /**
-   * The timeline event the attempt writes (its system is the referral's sender system), unless the
-   * referral is deleted or in a status the lifecycle table does not allow it from.
+   * The timeline event the attempt writes, unless the referral is deleted or in a status the
+   * lifecycle table does not allow it from.
    */
-  readonly event:
-    (Omit<NewTimelineEvent, 'system'> & { readonly fromStatuses: readonly string[] }) | undefined;
+  readonly event: (NewTimelineEvent & { readonly fromStatuses: readonly string[] }) | undefined;
   readonly audit: AuditEvent;
 }
 
@@ -121,7 +120,7 @@ export function ehrSubmissionRepository(db: Executor) {
       });
       const { rows } = await sql<{ found: number }>`
         with ref as (
-          select id, version, status, deleted_at, sender_system, ehr_due_version,
+          select id, version, status, deleted_at, ehr_due_version,
             sender_id_type, sender_id, provider_id_type, provider_id
           from referrals where id = ${s.referralId}::uuid for update
         ), ledger as (
@@ -146,7 +145,7 @@ export function ehrSubmissionRepository(db: Executor) {
           from ref where r.id = ref.id
         ), timeline as (
           insert into timeline_events (id, referral_id, type, system, description, produced_at)
-          select ${e?.id ?? null}::uuid, ref.id, ${e?.type ?? null}::text, ref.sender_system,
+          select ${e?.id ?? null}::uuid, ref.id, ${e?.type ?? null}::text, ${e?.system ?? null}::text,
             ${e?.description ?? null}::text, ${e?.producedAt ?? null}::timestamptz
           from ref
           where ${e !== undefined}::boolean and ref.deleted_at is null
@@ -264,19 +263,32 @@ export function ehrSubmissionRepository(db: Executor) {
         .execute();
     },
 
+    /** The referrals whose forward failed for good (deleted ones aside), by ID. */
+    async failedIds(): Promise<string[]> {
+      const rows = await db
+        .selectFrom('referrals')
+        .select('id')
+        .where('ehr_state', '=', 'failed')
+        .where('deleted_at', 'is', null)
+        .orderBy('id')
+        .execute();
+      return rows.map((r) => r.id);
+    },
+
     /**
-     * Queues failed forwards again, each at its current version; returns the referrals (with that
-     * version) that were failed and are now queued. `ids` undefined means every failed forward.
+     * Queues the failed forwards among `ids` again, each at its current version; returns the
+     * referrals (with that version) that were failed and are now queued.
      */
-    async requeueFailed(ids: readonly string[] | undefined): Promise<{ id: string; version: number }[]> {
-      if (ids?.length === 0) return [];
-      let query = db
+    async requeueFailed(ids: readonly string[]): Promise<{ id: string; version: number }[]> {
+      if (ids.length === 0) return [];
+      return db
         .updateTable('referrals')
         .set((eb) => ({ ehr_state: 'queued', ehr_due_version: eb.ref('version'), ehr_attempts: 0 }))
         .where('ehr_state', '=', 'failed')
-        .where('deleted_at', 'is', null);
-      if (ids !== undefined) query = query.where('id', 'in', [...ids]);
-      return query.returning(['id', 'version']).execute();
+        .where('deleted_at', 'is', null)
+        .where('id', 'in', [...ids])
+        .returning(['id', 'version'])
+        .execute();
     },
 
     /** Nothing will be sent for the due forward (the referral went back to draft or was deleted). */

@@ -45,14 +45,44 @@ export interface DisplayTime {
   /** The IANA zone times are shown in. */
   readonly timeZone: string;
   /**
-   * "Tue 1 Dec 2026, 09:30 SGT". A string that is not an ISO 8601 UTC instant is returned as given,
-   * so an odd stored value is visible rather than hidden.
+   * "Tue 1 Dec 2026, 09:30 SGT": the one way a time is written wherever a person reads it (the web
+   * pages and the EHR form, the ops pages, the command line's listings). A string that is not an ISO
+   * 8601 UTC instant is returned as given, so an odd stored value is visible rather than hidden.
    */
   dateTime(instant: Date | string): string;
   /** "20:06 SGT", for a time within the next hours (when a session ends). */
   time(instant: Date | string): string;
   /** The day the instant falls on in the zone; undefined for a value that is not an instant. */
   calendarDate(instant: Date | string): CalendarDate | undefined;
+}
+
+/**
+ * The locale a browser formats times in where refhub cannot format them itself: the queue dashboard
+ * (bull-board), whose page formats job times with the browser's Intl.DateTimeFormat. British English
+ * writes the day before the month and the short month names, as `dateTime` does.
+ */
+export const BROWSER_TIME_LOCALE = 'en-GB';
+
+/**
+ * The browser's nearest to `dateTime` in `timeZone`, as Intl.DateTimeFormat options: the same zone,
+ * weekday, day, short month, year, 24-hour minutes and the zone named. Only the words are the
+ * browser's: it writes "Thu, 26 Nov 2026, 03:30 GMT+8" where refhub writes "Thu 26 Nov 2026, 03:30 SGT"
+ * (a comma after the weekday, and its own name for the zone: "UTC", "BST" and "GMT+8" where refhub
+ * has "UTC", "BST" and "SGT").
+ */
+export function browserDateTimeFormat(timeZone: string): Intl.DateTimeFormatOptions {
+  if (!isDisplayTimeZone(timeZone)) throw new RangeError(`Not an IANA time zone: ${timeZone}`);
+  return {
+    timeZone,
+    weekday: 'short',
+    day: 'numeric',
+    month: 'short',
+    year: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+    hourCycle: 'h23',
+    timeZoneName: 'short',
+  };
 }
 
 /** Names that look like IANA zones (`Area/Location`, `UTC`); Intl alone would also take "+08:00". */

@@ -85,6 +85,29 @@ export const RESIDENTIAL_STATUS_LABELS: Readonly<Record<'SC' | 'PR' | 'Foreigner
   Foreigner: 'Foreigner',
 };
 
+/**
+ * The referral fields a sender sets, by their API names, in the words people read: the web form's
+ * labels, and the timeline's when it names what an update changed ("updated the referral (Service,
+ * Referring clinician’s name)"). One table, so the timeline never calls a field what the form does not.
+ */
+export const REFERRAL_FIELD_LABELS = {
+  patientName: 'Patient’s full name',
+  patientUin: 'NRIC or FIN',
+  dob: 'Date of birth',
+  patientGender: 'Gender',
+  nationality: 'Nationality',
+  residentialStatus: 'Residential status',
+  patientPhoneNumber: 'Patient’s phone number',
+  referrerName: 'Referring clinician’s name',
+  referrerIdType: 'Clinician ID type',
+  referrerId: 'Clinician ID',
+  referrerEmail: 'Clinician’s email',
+  referrerContactNumber: 'Clinician’s contact number',
+  offeringId: 'Service',
+  clinicalInfo: 'Clinical information',
+  isUrgent: 'Urgency',
+} as const;
+
 /** Systems are shown by name; `Manual` is a person in refhub's own web form. */
 const SYSTEM_LABELS: Readonly<Record<string, string>> = {
   Manual: 'refhub web form',

@@ -7,6 +7,12 @@ import type { AppointmentStatus, Status } from './statuses.ts';
 export type Actor = 'sender' | 'provider' | 'system';
 
 /**
+ * The system the timeline names for a step of the `system` actor (a delivery to the EHR recorded, a
+ * reminder sent): refhub itself, never the sender's or the provider's system, which took no part.
+ */
+export const REFHUB_SYSTEM = 'refhub';
+
+/**
  * Background work a change records in the outbox: a forward that is now due (`ehr-forward`), an
  * operator's retry of a forward that failed for good (`ehr-forward-again`: the same version again,
  * so what is left of its failed job is cleared first), and the provider reminders' schedule.

@@ -5,6 +5,7 @@ import fs from 'node:fs/promises';
 import type { Kysely, Transaction } from 'kysely';
 import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
+import { REFHUB_SYSTEM } from '../domain/lifecycle.ts';
 import { INSTITUTION_ID_TYPES, OFFERING_CATEGORIES } from '../domain/statuses.ts';
 import { ValidationError } from '../errors.ts';
 import { catalogRepository, type CatalogRepository } from '../db/catalog.repository.ts';
@@ -81,6 +82,15 @@ export function parseCatalog(
   }
   const problems: { path: string; message: string }[] = [];
   const systems = new Set(['Manual', ...known.systems, ...document.systems]);
+  // refhub's own steps name it on the timeline; a catalog system of that name would let a client
+  // system's key, or an offering, pass for refhub.
+  document.systems.forEach((name, index) => {
+    if (name === REFHUB_SYSTEM)
+      problems.push({
+        path: `/systems/${index}`,
+        message: `${name} is refhub's own system, not a catalog's`,
+      });
+  });
   const institutions = new Set<string>();
   // A repeated row would make the upsert touch one row twice, which PostgreSQL refuses.
   document.institutions.forEach((i, index) => {

@@ -4,10 +4,10 @@
 // state, the timeline event and the audit row in one transaction, under a lock on the referral row
 // (so a submit or cancel that lands meanwhile is never overwritten).
 import { v7 as uuidv7 } from 'uuid';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
 import type { Clock } from '../domain/clock.ts';
-import { LIFECYCLE } from '../domain/lifecycle.ts';
+import { LIFECYCLE, REFHUB_SYSTEM } from '../domain/lifecycle.ts';
 import type { EhrFormSource } from '../domain/referral-view.ts';
 import type { Caller } from './caller.ts';
 import { timeline, type TimelineEntry } from '../domain/timeline.ts';
@@ -103,7 +103,35 @@ export interface OpsReader {
   readonly requestId: string;
 }
 
+/** Failed forwards an operator's retry queues in one transaction. */
+const RETRY_BATCH = 500;
+
 export function createEhrForwarding(deps: ForwardingDeps) {
+  /** Queues the failed forwards among `ids` again, with their outbox rows and one audit row. */
+  async function requeue(trx: Transaction<Database>, ids: readonly string[], requestId: string) {
+    const requeued = await ehrSubmissionRepository(trx).requeueFailed(ids);
+    const now = deps.clock.now();
+    if (requeued.length > 0) {
+      await changeLogRepository(trx).record({
+        timeline: [],
+        outbox: requeued.map((r) => ({
+          topic: 'ehr-forward-again',
+          referralId: r.id,
+          version: r.version,
+          requestId,
+          at: now,
+        })),
+        audit: auditEventOf(
+          systemActor(requestId),
+          'ehr.forward.retry-failed',
+          requeued.map((r) => r.id),
+          now,
+        ),
+      });
+    }
+    return requeued.map((r) => r.id);
+  }
+
   return {
     /** What to do for a forward job, read fresh (the job may be late, repeated or coalesced). */
     async plan(referralId: string): Promise<ForwardPlan> {
@@ -131,32 +159,24 @@ export function createEhrForwarding(deps: ForwardingDeps) {
     /**
      * An operator's decision, after fixing what made the EHR refuse: forwards that failed are due
      * again, each at its referral's current version, through the outbox like any other trigger.
-     * `referralIds` undefined retries every failed forward. Returns the referrals queued again.
+     * `referralIds` undefined retries every forward failed when the call starts. Returns the
+     * referrals queued again. They are queued RETRY_BATCH at a time, one transaction each, and
+     * `onProgress` hears after each batch: a retry that stops half-way has queued whole batches,
+     * and running it again queues the rest.
      */
-    async retryFailed(referralIds: readonly string[] | undefined, requestId: string): Promise<string[]> {
-      return deps.db.transaction().execute(async (trx) => {
-        const requeued = await ehrSubmissionRepository(trx).requeueFailed(referralIds);
-        const now = deps.clock.now();
-        if (requeued.length > 0) {
-          await changeLogRepository(trx).record({
-            timeline: [],
-            outbox: requeued.map((r) => ({
-              topic: 'ehr-forward-again',
-              referralId: r.id,
-              version: r.version,
-              requestId,
-              at: now,
-            })),
-            audit: auditEventOf(
-              systemActor(requestId),
-              'ehr.forward.retry-failed',
-              requeued.map((r) => r.id),
-              now,
-            ),
-          });
-        }
-        return requeued.map((r) => r.id);
-      });
+    async retryFailed(
+      referralIds: readonly string[] | undefined,
+      requestId: string,
+      onProgress?: (done: number, total: number) => void,
+    ): Promise<string[]> {
+      const ids = referralIds ?? (await ehrSubmissionRepository(deps.db).failedIds());
+      const requeuedIds: string[] = [];
+      for (let start = 0; start < ids.length; start += RETRY_BATCH) {
+        const batch = ids.slice(start, start + RETRY_BATCH);
+        requeuedIds.push(...(await deps.db.transaction().execute((trx) => requeue(trx, batch, requestId))));
+        onProgress?.(start + batch.length, ids.length);
+      }
+      return requeuedIds;
     },
 
     async withdraw(referralId: string): Promise<void> {
@@ -187,11 +207,13 @@ export function createEhrForwarding(deps: ForwardingDeps) {
         // submit or cancel that landed while it was in flight keeps the referral queued for its own.
         settlesAs: a.outcome === 'retrying' ? undefined : a.outcome === 'delivered' ? 'forwarded' : 'failed',
         delivered: a.outcome === 'delivered',
-        // The lifecycle table says from which statuses the system writes the event.
+        // The lifecycle table says from which statuses the system writes the event. refhub delivered
+        // the form, so the timeline names refhub, not the sender's system.
         event: event && {
           id: uuidv7(),
           referralId: a.referralId,
           type: event.type,
+          system: REFHUB_SYSTEM,
           description: event.description,
           producedAt: now,
           fromStatuses: LIFECYCLE[operation].from.system,

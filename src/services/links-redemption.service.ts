@@ -8,6 +8,11 @@
 //
 // A link acts with the key that minted it: the session's writes are audited with that key, so a
 // link whose key has since been revoked (or that names none) opens nothing.
+//
+// A used link opened again in the browser that opened it, while the session it started is live,
+// reopens that session (`link.reopen`): the caller passes the links whose sessions the browser
+// proves it holds (signed cookies), and nothing new is granted. Anywhere else a used link opens
+// nothing.
 import type { Kysely } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
 import type { Clock } from '../domain/clock.ts';
@@ -22,6 +27,7 @@ import type { Database } from '../db/schema.ts';
 import { hashLinkToken } from './links-minter.ts';
 
 export const LINK_REDEEM_ACTION = 'link.redeem';
+export const LINK_REOPEN_ACTION = 'link.reopen';
 
 /** What an opened link grants: the scope of the session it starts. */
 export interface LinkGrant {
@@ -36,6 +42,8 @@ export interface LinkGrant {
 
 export type Redemption =
   | { readonly outcome: 'redeemed'; readonly grant: LinkGrant }
+  /** Used before by this browser, whose session from it is still live: that session goes on. */
+  | { readonly outcome: 'reopened'; readonly grant: LinkGrant }
   | { readonly outcome: 'unknown' }
   /** Known, but opens nothing: opened before, past its expiry, or its key is no longer active. */
   | { readonly outcome: 'used' | 'expired' | 'key-inactive' };
@@ -55,6 +63,20 @@ async function activeRole(
   return mayAct ? key.role : undefined;
 }
 
+const NONE: ReadonlySet<string> = new Set();
+
+function grantOf(link: LinkTokenRecord, apiKeyId: string, role: Exclude<Role, 'ops'>): LinkGrant {
+  return {
+    linkId: link.id,
+    referralId: link.referralId,
+    action: link.action,
+    institution: link.institution,
+    requesterIdentifier: link.requesterIdentifier,
+    apiKeyId,
+    role,
+  };
+}
+
 export function createLinkRedemption(deps: { readonly db: Kysely<Database>; readonly clock: Clock }) {
   async function auditAttempt(
     db: Executor,
@@ -62,6 +84,7 @@ export function createLinkRedemption(deps: { readonly db: Kysely<Database>; read
     outcome: 'success' | 'denied',
     requestId: string,
     now: Date,
+    action: typeof LINK_REDEEM_ACTION | typeof LINK_REOPEN_ACTION = LINK_REDEEM_ACTION,
   ): Promise<void> {
     // The person who opened the link acts through the web form, for the key and institution it was made for.
     const actor = {
@@ -71,23 +94,32 @@ export function createLinkRedemption(deps: { readonly db: Kysely<Database>; read
       institution: link.institution,
       requesterIdentifier: link.requesterIdentifier,
     };
-    await auditRepository(db).record(
-      auditEventOf(actor, LINK_REDEEM_ACTION, [link.referralId], now, outcome),
-    );
+    await auditRepository(db).record(auditEventOf(actor, action, [link.referralId], now, outcome));
   }
 
   return {
-    /** Consumes `token` if it may still be used; the outcome says what the person should be told. */
-    redeem(token: string, requestId: string): Promise<Redemption> {
+    /**
+     * Consumes `token` if it may still be used; the outcome says what the person should be told.
+     * `heldLinkIds` are the links whose live sessions the browser holds: a used link among them
+     * reopens its session.
+     */
+    redeem(token: string, requestId: string, heldLinkIds: ReadonlySet<string> = NONE): Promise<Redemption> {
       return deps.db.transaction().execute(async (trx): Promise<Redemption> => {
         const tokens = linkTokenRepository(trx);
         const link = await tokens.findByHash(hashLinkToken(token));
         if (link === undefined) return { outcome: 'unknown' };
         const now = deps.clock.now();
         if (!(await tokens.consume(link.id, now))) {
-          await auditAttempt(trx, link, 'denied', requestId, now);
           // Read again: a racing request may have consumed it after the first read.
           const current = (await tokens.findById(link.id)) ?? link;
+          if (current.usedAt !== null && heldLinkIds.has(link.id)) {
+            const role = await activeRole(trx, link.apiKeyId, link.institution);
+            if (role !== undefined && link.apiKeyId !== null) {
+              await auditAttempt(trx, link, 'success', requestId, now, LINK_REOPEN_ACTION);
+              return { outcome: 'reopened', grant: grantOf(link, link.apiKeyId, role) };
+            }
+          }
+          await auditAttempt(trx, link, 'denied', requestId, now);
           return { outcome: current.usedAt === null ? 'expired' : 'used' };
         }
         const role = await activeRole(trx, link.apiKeyId, link.institution);
@@ -96,18 +128,7 @@ export function createLinkRedemption(deps: { readonly db: Kysely<Database>; read
           return { outcome: 'key-inactive' };
         }
         await auditAttempt(trx, link, 'success', requestId, now);
-        return {
-          outcome: 'redeemed',
-          grant: {
-            linkId: link.id,
-            referralId: link.referralId,
-            action: link.action,
-            institution: link.institution,
-            requesterIdentifier: link.requesterIdentifier,
-            apiKeyId: link.apiKeyId,
-            role,
-          },
-        };
+        return { outcome: 'redeemed', grant: grantOf(link, link.apiKeyId, role) };
       });
     },
 

@@ -6,6 +6,7 @@ import type { Clock } from '../domain/clock.ts';
 import type { ReferralContent } from '../db/referral.repository.ts';
 import { catalogRepository } from '../db/catalog.repository.ts';
 import type { Executor } from '../db/executor.ts';
+import { REFERRAL_FIELD_LABELS } from '../domain/labels.ts';
 
 /** Request fields; undefined leaves a stored value alone, null clears it. */
 export interface ReferralFieldsInput {
@@ -42,24 +43,11 @@ const FIELD_COLUMNS = {
   clinicalInfo: 'clinicalInfo',
 } as const satisfies Partial<Record<keyof ReferralFieldsInput, keyof ReferralContent>>;
 
-/** Words for the timeline ("updated the referral (patient name, clinical information)"). */
-const FIELD_WORDS: Readonly<Record<keyof ReferralFieldsInput, string>> = {
-  offeringId: 'offering',
-  referrerId: 'referrer ID',
-  referrerIdType: 'referrer ID type',
-  referrerName: 'referrer name',
-  referrerEmail: 'referrer email',
-  referrerContactNumber: 'referrer contact number',
-  patientUin: 'patient UIN',
-  patientName: 'patient name',
-  patientPhoneNumber: 'patient phone number',
-  dob: 'date of birth',
-  patientGender: 'patient gender',
-  nationality: 'nationality',
-  residentialStatus: 'residential status',
-  clinicalInfo: 'clinical information',
-  isUrgent: 'urgency',
-};
+/**
+ * Words for the timeline ("updated the referral (Service, Clinical information)"): the labels the web
+ * form gives the same fields, from the one table of them.
+ */
+const FIELD_WORDS: Readonly<Record<keyof ReferralFieldsInput, string>> = REFERRAL_FIELD_LABELS;
 
 export const EMPTY_CONTENT: ReferralContent = {
   offeringId: null,

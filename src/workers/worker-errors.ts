@@ -6,13 +6,16 @@ import type { Redis } from 'ioredis';
 import { createOutageLog, type Logger } from '../logger.ts';
 
 export function logWorkerErrors(worker: Worker, connection: Redis, logger: Logger): void {
-  const outage = createOutageLog(logger, {
+  // The worker's logger names the worker already (composition/background.ts binds `worker`); a line
+  // that named it again would carry the key twice. A logger without it gets it bound once.
+  const log = Object.hasOwn(logger.bindings(), 'worker') ? logger : logger.child({ worker: worker.name });
+  const outage = createOutageLog(log, {
     dependency: 'redis',
     down: `${worker.name} worker error: the queues cannot be reached; jobs wait`,
     up: `${worker.name} worker: the queues are reachable again`,
   });
   worker.on('error', (error) => {
-    outage.failed({ worker: worker.name, err: { message: error.message } });
+    outage.failed({ err: { message: error.message } });
   });
   connection.on('ready', () => {
     outage.recovered();

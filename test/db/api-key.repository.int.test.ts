@@ -182,6 +182,14 @@ describe.each(ENGINES)('API keys on %s', (engine) => {
     });
   });
 
+  it('refuses a key for refhub’s own system: no client may act as refhub', async () => {
+    const error = await rejection(
+      keys.create({ system: 'refhub', role: 'sender', institutions: [CLINIC], environment: 'test' }),
+    );
+    expect(error).toBeInstanceOf(ValidationError);
+    expect(error.errors).toEqual([{ path: 'system', message: expect.stringContaining('refhub') as string }]);
+  });
+
   it('accepts the Manual system, which is always in the catalog', async () => {
     const { record } = await keys.create({
       system: 'Manual',

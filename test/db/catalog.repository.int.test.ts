@@ -140,7 +140,8 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
     const first = await snapshot(store);
     await catalog.loadFile(DEMO_CATALOG_FILE);
     const second = await snapshot(store);
-    expect(second.systems).toHaveLength(DEMO.systems.length + 1);
+    // The catalog's systems, Manual, and refhub's own.
+    expect(second.systems).toHaveLength(DEMO.systems.length + 2);
     expect(second.institutions).toHaveLength(DEMO.institutions.length);
     expect(second.offerings).toHaveLength(DEMO.offerings.length);
     // Timestamps included: an identical load rewrites nothing.
@@ -204,6 +205,23 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
     await catalog.load(doc);
     expect(await catalogRepository(store.db).listSystems()).toContain('Manual');
     expect((await catalogRepository(store.db).findOffering('cgh-gastro'))?.system).toBe('Manual');
+  });
+
+  it('refuses a system named refhub, which names refhub’s own steps, and an offering of it', async () => {
+    const doc = demo();
+    doc.systems = [...doc.systems, 'refhub'];
+    const error = await rejection(catalog.load(doc));
+    expect(error.errors).toEqual([
+      { path: `/systems/${doc.systems.length - 1}`, message: expect.stringContaining('refhub') as string },
+    ]);
+    const offering = demo();
+    offering.offerings = offering.offerings.map((o) => ({ ...o, system: 'refhub' }));
+    const unknown = await rejection(catalog.load(offering));
+    expect(unknown.errors?.[0]).toMatchObject({ path: '/offerings/0/system' });
+    // The store holds refhub (its steps' timeline rows refer to it), but not as a catalog system.
+    expect(await catalogRepository(store.db).listSystems()).not.toContain('refhub');
+    const held = await store.db.selectFrom('systems').select('name').where('name', '=', 'refhub').execute();
+    expect(held).toEqual([{ name: 'refhub' }]);
   });
 
   it('accepts offerings naming systems loaded earlier', async () => {

@@ -69,10 +69,10 @@ describe.each(ENGINES)('migrations on %s', (engine) => {
     expect(await isMigrated(store.db)).toBe(true);
   });
 
-  it('seeds the Manual system', async () => {
+  it('seeds the Manual system, and refhub’s own for the steps refhub takes by itself', async () => {
     await migrateToLatest(store.db);
-    const rows = await store.db.selectFrom('systems').select('name').execute();
-    expect(rows.map((r) => r.name)).toEqual(['Manual']);
+    const rows = await store.db.selectFrom('systems').select('name').orderBy('name').execute();
+    expect(rows.map((r) => r.name)).toEqual(['Manual', 'refhub']);
   });
 
   it('does nothing when migrated again', async () => {

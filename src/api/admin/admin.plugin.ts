@@ -38,7 +38,7 @@ export const BOARD_CSP = [
 // leaving the link out spares every page load a blocked request and a console error.
 const THIRD_PARTY_LINK = /<link\b[^>]*\bhref="https?:\/\/[^"]*"[^>]*>\s*/gi;
 
-export type AdminDeps = Pick<ApiDeps, 'config'>;
+export type AdminDeps = Pick<ApiDeps, 'config' | 'displayTime'>;
 
 /**
  * `parts` come from the composition root: the board, the overview, their audit, and the sign-in
@@ -96,6 +96,7 @@ export function adminPlugin(deps: AdminDeps, parts: AdminParts) {
             writable,
             keyPrefix: session.key.prefix,
             requestId: request.id,
+            displayTime: deps.displayTime,
           }),
         );
     });

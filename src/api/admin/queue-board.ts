@@ -1,12 +1,15 @@
 // bull-board over refhub's queues, served under /admin/queues. Its queues are attached on the
 // first granted request, not when the app is built: the queue producer connects to Redis on first
 // use, and an API process whose dashboard nobody opens should not hold a Redis connection for it.
-// Every API answer of the board passes through the redaction hook (job-redaction.ts).
+// Every API answer of the board passes through the redaction hook (job-redaction.ts). The board's
+// page formats job times in the browser; it is told the display zone and the nearest format to the
+// one refhub writes everywhere else (display-time.ts).
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import type { QueueAdapterOptions } from '@bull-board/api/typings/app';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyPluginCallback } from 'fastify';
+import { BROWSER_TIME_LOCALE, browserDateTimeFormat } from '../../domain/display-time.ts';
 import type { QueueProducer } from '../../queue/producer.ts';
 import { QUEUE_NAMES, type QueueName } from '../../queue/registry.ts';
 import { ADMIN_PATH, BOARD_PATH } from '../../render/pages/admin-overview.page.ts';
@@ -17,6 +20,21 @@ export interface QueueBoardDeps {
   readonly producer: () => QueueProducer;
   /** OPS_DASHBOARD_WRITE: without it the board is read-only (and the server refuses changes). */
   readonly writable: boolean;
+  /** DISPLAY_TIME_ZONE: the board shows job times in it, as every other page does. */
+  readonly timeZone: string;
+}
+
+/**
+ * What the board's page is told about times: the locale it formats them in and, for each of its
+ * three cases (a time today, this year, or earlier), the same format, so that every time on it is
+ * written one way, with its zone, whatever the zone of the browser that shows it.
+ */
+export function boardTimeConfig(timeZone: string) {
+  const format = browserDateTimeFormat(timeZone);
+  return {
+    locale: { lng: BROWSER_TIME_LOCALE },
+    dateFormats: { short: format, common: format, full: format },
+  };
 }
 
 export interface QueueBoard {
@@ -54,6 +72,7 @@ export function createQueueBoard(deps: QueueBoardDeps): QueueBoard {
         boardTitle: 'refhub queues',
         hideDocsLink: true,
         miscLinks: [{ text: 'Ops overview', url: ADMIN_PATH }],
+        ...boardTimeConfig(deps.timeZone),
       },
       handlerHooks: {
         // The hook may reshape a body, which bull-board types as its declared response.

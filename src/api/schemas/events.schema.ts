@@ -37,7 +37,7 @@ export const ReferralEvent = named(
       institution: ref(EventInstitution),
       system: Type.String({
         maxLength: 64,
-        description: 'The system that acted (`Manual` for the web form)',
+        description: 'The system that acted (`Manual` for the web form, `refhub` for refhub’s own steps)',
       }),
       description: Type.String({ maxLength: 4000, description: 'The timeline’s sentence, for display' }),
     },

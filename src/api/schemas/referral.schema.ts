@@ -195,7 +195,11 @@ export const TimelineEvent = named(
   Type.Object({
     id: Type.String({ format: 'uuid' }),
     type: Type.String({ description: 'Do not branch on this; new types are added. Display `description`.' }),
-    system: Type.String({ description: '`Manual` or a system of the catalog.' }),
+    system: Type.String({
+      description:
+        'The system that performed the step: a system of the catalog, `Manual` for the web form, or ' +
+        '`refhub` for what refhub did by itself (a delivery to the EHR, a reminder).',
+    }),
     description: Type.String({ description: 'A complete sentence to display to users.' }),
     producedAt: At(),
   }),

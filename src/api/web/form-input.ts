@@ -2,6 +2,7 @@
 // the fields the person changed go to the update, so the timeline says what really changed
 // ("updated the referral (clinical information)"). What the person typed is kept as typed, to show
 // it again next to any error.
+import { formatCalendarDate, parseCalendarDate } from '../../domain/display-time.ts';
 import type { ReferralView } from '../../domain/referral-view.ts';
 import type { FieldError } from '../../errors.ts';
 import { INPUT_RULE_MESSAGES } from '../../services/input-rules.ts';
@@ -35,7 +36,7 @@ export function valuesOf(view: ReferralView): FormValues {
   return {
     patientName: patient.name ?? '',
     patientUin: patient.uin ?? '',
-    dob: patient.dob ?? '',
+    dob: dobText(patient.dob ?? ''),
     patientGender: patient.gender ?? '',
     nationality: patient.nationality ?? '',
     residentialStatus: patient.residentialStatus ?? '',
@@ -78,8 +79,58 @@ export function readForm(body: unknown): PostedForm {
   };
 }
 
-/** A value as it would be stored: single-line text trimmed, line breaks as the browser's CRLF → LF. */
+// The date of birth is a text field showing the date as every document writes it ("29 Feb 1960"),
+// whatever the browser's language: a native date input would show "02/29/1960" in an en-US browser.
+// The API keeps taking and storing YYYY-MM-DD; the form converts both ways.
+
+const MONTH_NAMES = [
+  'january',
+  'february',
+  'march',
+  'april',
+  'may',
+  'june',
+  'july',
+  'august',
+  'september',
+  'october',
+  'november',
+  'december',
+] as const;
+
+/** A stored date of birth as the documents write it ("29 Feb 1960"); any other value as stored. */
+export function dobText(stored: string): string {
+  const date = parseCalendarDate(stored);
+  return date === undefined ? stored : formatCalendarDate(date);
+}
+
+/**
+ * A typed date of birth as the API takes it (YYYY-MM-DD): a day, a month as a word (its first three
+ * letters or its whole name, in any case) and a year, as in "29 Feb 1960" or "29-feb-1960", or the
+ * API's own "1960-02-29". Anything else is returned as typed, for the field's rule to refuse next to
+ * the field: a date that does not exist, and numbers alone, which people in different countries read
+ * in different orders (is 03/04/1960 the 3rd of April or the 4th of March?).
+ */
+export function dobValue(typed: string): string {
+  const text = typed.trim();
+  if (parseCalendarDate(text) !== undefined) return text;
+  const [, day = '', monthWord = '', year = ''] =
+    /^(\d{1,2})[\s./-]*([a-z]{3,9})\.?[\s,./-]*(\d{4})$/i.exec(text) ?? [];
+  const word = monthWord.toLowerCase();
+  const month = MONTH_NAMES.findIndex(
+    (name) => word === name || word === name.slice(0, 3) || (word === 'sept' && name === 'september'),
+  );
+  if (month < 0) return text;
+  const iso = `${year}-${String(month + 1).padStart(2, '0')}-${day.padStart(2, '0')}`;
+  return parseCalendarDate(iso) === undefined ? text : iso;
+}
+
+/**
+ * A value as it would be stored: single-line text trimmed, line breaks as the browser's CRLF → LF,
+ * and a date of birth as YYYY-MM-DD when it reads as a date.
+ */
 function normalized(field: FormField, raw: string): string {
+  if (field === 'dob') return dobValue(raw);
   return field === 'clinicalInfo' ? raw.replace(/\r\n?/g, '\n').trim() : raw.trim();
 }
 
@@ -120,7 +171,7 @@ export function blankEntries(posted: FormValues, fields: readonly FormField[]): 
 const FIELD_RULES: Readonly<Record<FormField, string>> = {
   patientName: 'Enter the patient’s full name in 200 characters or fewer',
   patientUin: 'Enter the NRIC or FIN as a letter (S, T, F, G or M), 7 digits and a letter, like S1234567D',
-  dob: 'Enter the date of birth as a real date from 1900-01-01 on, like 1960-02-29',
+  dob: 'Enter the date of birth as a real date from 1 Jan 1900 on, like 29 Feb 1960',
   patientGender: 'Choose a gender from the list',
   nationality: 'Choose a nationality from the list',
   residentialStatus: 'Choose a residential status from the list',

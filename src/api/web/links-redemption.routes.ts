@@ -1,6 +1,8 @@
 // Opening a one-time link (contract §8): GET /l/{token} consumes the token, starts a session for
-// what it grants, and redirects (303) to the page for its action. A used or expired link gets 410,
-// an unknown one 404, each as a page a person can read.
+// what it grants, and redirects (303) to the page for its action. A used link opened again in the
+// browser whose session it started, while that session is live, goes to the same page (the session
+// is not extended). Otherwise a used or expired link gets 410, an unknown one 404, each as a page a
+// person can read.
 //
 // The token never leaves this handler: the request log names the route pattern (`/l/:token`), not
 // the URL, and nothing here logs or echoes it.
@@ -52,7 +54,7 @@ export function linkRoutes(deps: LinkRedemptionRoutesDeps, gate: SessionGate, fa
       }
       const { token } = request.params as { token: string };
       if (!TOKEN.test(token)) throw unknownFrom(request, reply);
-      const result = await deps.linkRedemption.redeem(token, request.id);
+      const result = await deps.linkRedemption.redeem(token, request.id, gate.heldLinkIds(request));
       switch (result.outcome) {
         case 'unknown':
           throw unknownFrom(request, reply);
@@ -66,6 +68,8 @@ export function linkRoutes(deps: LinkRedemptionRoutesDeps, gate: SessionGate, fa
             .setCookie(cookie.name, cookie.value, cookie.options)
             .redirect(PAGE_OF[result.grant.action](result.grant.referralId), 303);
         }
+        case 'reopened':
+          return reply.redirect(PAGE_OF[result.grant.action](result.grant.referralId), 303);
       }
     });
 

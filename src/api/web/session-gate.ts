@@ -15,6 +15,7 @@ import {
   SCOPE_OF,
   SESSION_TTL_SECONDS,
   sessionCookieName,
+  sessionCookiePrefix,
   type SessionCodec,
   type SessionScope,
   type WebSession,
@@ -93,6 +94,25 @@ export function createSessionGate(deps: SessionGateDeps) {
           inWebForm: true,
         },
       };
+    },
+
+    /**
+     * The links whose sessions this browser holds, live and each in its own cookie: a used link
+     * among them may reopen its session (`LinkRedemption.redeem`).
+     */
+    heldLinkIds(request: FastifyRequest): ReadonlySet<string> {
+      const now = deps.clock.now();
+      const prefix = sessionCookiePrefix(deps.secure);
+      const held = new Set<string>();
+      for (const [name, value] of Object.entries(request.cookies)) {
+        if (!name.startsWith(prefix)) continue;
+        const session = deps.codec.open(value, now);
+        if (session === undefined) continue;
+        if (name === sessionCookieName(SCOPE_OF[session.action], session.referralId, deps.secure)) {
+          held.add(session.linkId);
+        }
+      }
+      return held;
     },
 
     /** The token every form of this session carries. */

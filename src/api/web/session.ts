@@ -40,7 +40,12 @@ export interface WebSession {
  * browsers accept only with Secure, Path=/ and no Domain: no subdomain can plant or shadow it.
  */
 export function sessionCookieName(scope: SessionScope, referralId: string, secure: boolean): string {
-  return `${secure ? '__Host-' : ''}refhub_${scope}_${referralId}`;
+  return `${sessionCookiePrefix(secure)}${scope}_${referralId}`;
+}
+
+/** How every session cookie's name starts. */
+export function sessionCookiePrefix(secure: boolean): string {
+  return `${secure ? '__Host-' : ''}refhub_`;
 }
 
 const VERSION = 'v1';

@@ -30,7 +30,10 @@ export function sendPage(
     .send(render(nonce));
 }
 
-/** A page that explains why a request could not be served, and what to do. */
+/**
+ * A page that explains why a request could not be served, and what to do. The title says what
+ * happened; the paragraphs go on from it (why, what next) and never repeat it.
+ */
 export class WebPageError extends Error {
   override readonly name = 'WebPageError';
   readonly status: number;
@@ -60,18 +63,18 @@ export function sendMessagePage(reply: FastifyReply, error: WebPageError): Fasti
 
 export const LINK_GONE = (): WebPageError =>
   new WebPageError(410, 'This link is no longer valid', [
-    'This link is no longer valid. Ask your clinic system for a new one.',
-    'Each link opens once and only for a short time, to keep patient information safe.',
+    'Each link opens once, in one browser, and only for a short time, to keep patient information safe.',
+    'Ask your clinic system for a new link.',
   ]);
 
 export const LINK_UNKNOWN = (): WebPageError =>
   new WebPageError(404, 'This link is not valid', [
-    'This link is not valid. Check that you opened the whole link, or ask your clinic system for a new one.',
+    'Check that you opened the whole link, or ask your clinic system for a new one.',
   ]);
 
 export const LINKS_THROTTLED = (retryAfterSeconds: number): WebPageError =>
   new WebPageError(429, 'Too many links that are not valid', [
-    'Too many links that are not valid were opened from this network.',
+    'Check that you opened the whole link: a link cut short is not valid.',
     `Wait ${Math.ceil(retryAfterSeconds / 60)} minutes, then open the whole link again, or ask your clinic system for a new one.`,
   ]);
 

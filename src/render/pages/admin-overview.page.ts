@@ -1,6 +1,7 @@
 // The /admin page: a calm summary of the background work for the people on call, with a link to the
 // queue dashboard. Pure rendering: IDs, counts, ages and codes in, HTML out, escaped by construction.
 // No script runs; the one stylesheet carries the response's CSP nonce.
+import type { DisplayTime } from '../../domain/display-time.ts';
 import { html, trustedHtml, type SafeHtml } from '../html.ts';
 import { PAGE_CSS } from './page-style.ts';
 
@@ -63,7 +64,12 @@ export interface OverviewPageOptions {
   /** The display prefix of the ops key in use. */
   readonly keyPrefix: string;
   readonly requestId: string;
+  /** Times are written as on every page a person reads: in the display zone, with the zone named. */
+  readonly displayTime: Pick<DisplayTime, 'dateTime'>;
 }
+
+/** An instant as the page writes it ("Thu 4 Jun 2026, 11:15 SGT"). */
+type Instant = (at: Date) => string;
 
 /** The page's policy: its own nonce'd stylesheet, nothing else; no frames, no forms, no base. */
 export function overviewPageCsp(nonce: string): string {
@@ -92,12 +98,24 @@ const ADMIN_CSS = `
 .table .num { text-align: right; font-variant-numeric: tabular-nums; }
 .steps { margin: 0 0 16px; padding-left: 1.25em; }
 .steps li { margin: 0 0 8px; }
-`;
-
-/** `2026-06-04 03:15:07 UTC` */
-export function formatInstant(at: Date): string {
-  return `${at.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+/* On a phone every table becomes blocks: a row per block, each value beside its column's heading
+   (the cell's data-label), so no column is cut off and nothing scrolls sideways. */
+@media screen and (max-width: 700px) {
+  .table-wrap { overflow-x: visible; }
+  .table, .table tbody, .table tr, .table th, .table td { display: block; }
+  .table thead {
+    display: block; position: absolute; width: 1px; height: 1px; margin: -1px; padding: 0; overflow: hidden;
+    clip-path: inset(50%); white-space: nowrap; border: 0;
+  }
+  .table tbody > tr { padding: 10px 0; border-bottom: 1px solid var(--line); }
+  .table tbody > tr:last-child { border-bottom: 0; }
+  .table th, .table td { padding: 2px 0; border: 0; text-align: left; overflow-wrap: break-word; }
+  .table td[data-label] { display: grid; grid-template-columns: minmax(6.5em, 38%) minmax(0, 1fr); gap: 12px; }
+  .table td[data-label]::before { content: attr(data-label); content: attr(data-label) / ""; color: var(--muted); }
+  .table .num { text-align: left; }
+  .table .nowrap { white-space: normal; }
 }
+`;
 
 /** A duration as a person reads it on a status page: `45 s`, `3 min 12 s`, `2 h 5 min`, `3 d 4 h`. */
 export function formatAge(seconds: number): string {
@@ -172,16 +190,15 @@ function stats(o: OverviewView): SafeHtml {
   </div>`;
 }
 
-function circuitBanner(o: OverviewView): SafeHtml | null {
+function circuitBanner(o: OverviewView, when: Instant): SafeHtml | null {
   const c = o.ehrCircuit;
   if (c.state !== 'open') return null;
   return html`<div class="banner banner--warn" role="status" data-ehr-circuit="open">
     <span class="banner__title">Forwarding to the EHR is paused</span>
     <p>
-      The EHR kept failing, so the circuit
-      opened${c.openedAt === null ? '' : html` at ${formatInstant(c.openedAt)}`}. One forward probes the
-      EHR${c.probeAt === null ? '' : html`, next at ${formatInstant(c.probeAt)}`}; forwarding resumes by
-      itself once it answers. Forwards wait meanwhile: none is lost or counted as failed.
+      The EHR kept failing, so the circuit opened${c.openedAt === null ? '' : html` at ${when(c.openedAt)}`}.
+      One forward probes the EHR${c.probeAt === null ? '' : html`, next at ${when(c.probeAt)}`}; forwarding
+      resumes by itself once it answers. Forwards wait meanwhile: none is lost or counted as failed.
     </p>
   </div>`;
 }
@@ -198,6 +215,9 @@ function redisBanner(o: OverviewView): SafeHtml | null {
   </div>`;
 }
 
+const countOf = (counts: QueueCounts | undefined, state: CountedState): number | string =>
+  counts === undefined ? '–' : counts[state];
+
 function queueTable(o: OverviewView): SafeHtml {
   const header = COUNTED_STATES.map((s) => html`<th scope="col" class="num">${s}</th>`);
   const rows = o.queues.map(
@@ -205,7 +225,7 @@ function queueTable(o: OverviewView): SafeHtml {
       html`<tr data-queue="${q.name}">
         <th scope="row"><a href="${`${BOARD_PATH}/queue/${q.name}`}">${q.name}</a></th>
         ${COUNTED_STATES.map(
-          (s) => html`<td class="num" data-count="${s}">${q.counts === undefined ? '–' : q.counts[s]}</td>`,
+          (s) => html`<td class="num" data-count="${s}" data-label="${s}">${countOf(q.counts, s)}</td>`,
         )}
       </tr>`,
   );
@@ -230,7 +250,7 @@ function queueTable(o: OverviewView): SafeHtml {
   </section>`;
 }
 
-function disabledWebhooksTable(o: OverviewView): SafeHtml {
+function disabledWebhooksTable(o: OverviewView, when: Instant): SafeHtml {
   const rows = o.disabledWebhooks;
   const list =
     rows.length === 0
@@ -250,13 +270,17 @@ function disabledWebhooksTable(o: OverviewView): SafeHtml {
               ${rows.map(
                 (s) =>
                   html`<tr data-disabled-webhook="${s.id}">
-                    <td class="mono">${s.id}</td>
-                    <td class="mono">${s.institution.idType}:${s.institution.id}</td>
-                    <td>
+                    <td class="mono" data-label="Subscription">${s.id}</td>
+                    <td class="mono" data-label="Institution">${s.institution.idType}:${s.institution.id}</td>
+                    <td data-label="Why">
                       ${s.disabledReason === 'gone' ? 'the receiver answered 410 Gone' : 'kept failing'}
                     </td>
-                    <td class="nowrap">${s.disabledAt === null ? '–' : formatInstant(s.disabledAt)}</td>
-                    <td class="nowrap">${s.failingSince === null ? '–' : formatInstant(s.failingSince)}</td>
+                    <td class="nowrap" data-label="Disabled">
+                      ${s.disabledAt === null ? '–' : when(s.disabledAt)}
+                    </td>
+                    <td class="nowrap" data-label="Failing since">
+                      ${s.failingSince === null ? '–' : when(s.failingSince)}
+                    </td>
                   </tr>`,
               )}
             </tbody>
@@ -276,7 +300,7 @@ function disabledWebhooksTable(o: OverviewView): SafeHtml {
   </section>`;
 }
 
-function failedTable(o: OverviewView, writable: boolean): SafeHtml {
+function failedTable(o: OverviewView, writable: boolean, when: Instant): SafeHtml {
   const { total, rows, limit } = o.failedForwards;
   const shown =
     total > rows.length ? html`<p class="muted">The ${limit} most recent of ${total} are shown.</p>` : null;
@@ -297,12 +321,12 @@ function failedTable(o: OverviewView, writable: boolean): SafeHtml {
                 ${rows.map(
                   (r) =>
                     html`<tr data-failed-forward="${r.referralId}">
-                      <td class="mono">${r.referralId}</td>
-                      <td class="nowrap">
-                        ${r.lastAttemptAt === null ? '–' : formatInstant(r.lastAttemptAt)}
+                      <td class="mono" data-label="Referral">${r.referralId}</td>
+                      <td class="nowrap" data-label="Last attempt">
+                        ${r.lastAttemptAt === null ? '–' : when(r.lastAttemptAt)}
                       </td>
-                      <td class="mono" data-answer>${answerOf(r)}</td>
-                      <td class="num">${r.attempts}</td>
+                      <td class="mono" data-answer data-label="Last answer">${answerOf(r)}</td>
+                      <td class="num" data-label="Attempts">${r.attempts}</td>
                     </tr>`,
                 )}
               </tbody>
@@ -339,6 +363,7 @@ function failedTable(o: OverviewView, writable: boolean): SafeHtml {
 
 export function renderOverviewPage(options: OverviewPageOptions): string {
   const o = options.overview;
+  const when: Instant = (at) => options.displayTime.dateTime(at);
   return html`<!doctype html>
     <html lang="en">
       <head>
@@ -367,7 +392,7 @@ export function renderOverviewPage(options: OverviewPageOptions): string {
         <main class="page" id="main" tabindex="-1">
           <h1 class="page-title">Queues and forwarding</h1>
           <p class="page-lede">
-            <span>As of ${formatInstant(o.at)}</span>
+            <span>As of ${when(o.at)}</span>
             <span class="tag" data-mode
               >${options.writable ? 'Dashboard may change jobs' : 'Dashboard is read-only'}</span
             >
@@ -378,8 +403,8 @@ export function renderOverviewPage(options: OverviewPageOptions): string {
             >
             <a class="button button--secondary" href="/admin">Refresh</a>
           </div>
-          ${circuitBanner(o)} ${redisBanner(o)} ${stats(o)} ${queueTable(o)}
-          ${failedTable(o, options.writable)} ${disabledWebhooksTable(o)}
+          ${circuitBanner(o, when)} ${redisBanner(o)} ${stats(o)} ${queueTable(o)}
+          ${failedTable(o, options.writable, when)} ${disabledWebhooksTable(o, when)}
         </main>
         <footer class="site-footer">Request ID <span class="mono">${options.requestId}</span></footer>
       </body>

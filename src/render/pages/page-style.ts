@@ -3,7 +3,8 @@
 //
 // Choices: system fonts at 16px and up; text and controls at WCAG AA contrast or better; a thick
 // yellow focus ring that shows on every background; targets at least 44px high; one column on narrow
-// screens; and a print stylesheet that drops the page chrome and keeps sections whole.
+// screens, where tables become blocks (no sideways scrolling, nothing cut off, no word broken between
+// two letters); and a print stylesheet that drops the page chrome and keeps sections whole.
 export const PAGE_CSS = `
 :root {
   --ink: #1b2430; --muted: #4f5b69; --line: #d3d9e1; --canvas: #f3f5f8; --card: #ffffff;
@@ -140,6 +141,25 @@ legend { padding: 0; }
   .summary { grid-template-columns: 1fr; }
   .summary dt { border-bottom: 0; padding-bottom: 0; }
   .document { padding: 4px 14px; }
+}
+/* On a phone the EHR form's tables (the view and print pages) become blocks: a details table reads
+   label above value, and each row of a table with headings is a block with every value under its
+   column's heading, from the cell's data-label. The form's own inline styles (a 32% label column, a
+   time that never wraps) are overridden here, on the page only. */
+@media screen and (max-width: 700px) {
+  .document table, .document tbody, .document tr, .document th, .document td { display: block; width: auto !important; }
+  .document thead {
+    display: block; position: absolute; width: 1px; height: 1px; margin: -1px; padding: 0; overflow: hidden;
+    clip-path: inset(50%); white-space: nowrap; border: 0;
+  }
+  .document th, .document td { padding: 0 !important; border: 0 !important; overflow-wrap: break-word; }
+  .document tbody > tr { padding: 8px 0; border-bottom: 1px solid var(--line); }
+  .document tbody > tr:last-child { border-bottom: 0; }
+  .document td[data-label] + td[data-label] { margin-top: 6px; }
+  .document td[data-label]::before {
+    content: attr(data-label); content: attr(data-label) / "";
+    display: block; font-weight: 600; font-size: 0.875em; color: var(--muted);
+  }
 }
 @media print {
   @page { margin: 14mm; }

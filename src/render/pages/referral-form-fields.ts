@@ -4,6 +4,7 @@
 import {
   GENDER_LABELS,
   OFFERING_CATEGORY_GROUP_LABELS,
+  REFERRAL_FIELD_LABELS,
   REFERRER_ID_TYPE_CHOICE_LABELS,
   REFERRER_ID_TYPES,
   RESIDENTIAL_STATUS_LABELS,
@@ -35,24 +36,11 @@ export function isFormField(name: string): name is FormField {
   return (FORM_FIELDS as readonly string[]).includes(name);
 }
 
-/** Labels as the form shows them; error messages start with them ("Date of birth must …"). */
-export const FIELD_LABELS: Readonly<Record<FormField, string>> = {
-  patientName: 'Patient’s full name',
-  patientUin: 'NRIC or FIN',
-  dob: 'Date of birth',
-  patientGender: 'Gender',
-  nationality: 'Nationality',
-  residentialStatus: 'Residential status',
-  patientPhoneNumber: 'Patient’s phone number',
-  referrerName: 'Clinician’s name',
-  referrerIdType: 'Clinician ID type',
-  referrerId: 'Clinician ID',
-  referrerEmail: 'Clinician’s email',
-  referrerContactNumber: 'Clinician’s contact number',
-  offeringId: 'Service',
-  clinicalInfo: 'Clinical information',
-  isUrgent: 'Urgency',
-};
+/**
+ * Labels as the form shows them; error messages start with them ("Date of birth must …"). They are
+ * the words the timeline uses for the same fields (domain/labels.ts).
+ */
+export const FIELD_LABELS: Readonly<Record<FormField, string>> = REFERRAL_FIELD_LABELS;
 
 export interface Choice {
   readonly value: string;

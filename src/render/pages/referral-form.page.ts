@@ -86,7 +86,16 @@ function patientSection(model: ReferralFormModel): SafeHtml {
         size: 'narrow',
         maxLength: 9,
       })}
-      ${textInput({ ...control(model, 'dob'), type: 'date', size: 'date' })}
+      ${
+        // Text, not a date input: a date input shows the browser's format ("02/29/1960" in en-US),
+        // and every document writes "29 Feb 1960".
+        textInput({
+          ...control(model, 'dob'),
+          hint: 'Day, month and year, for example 29 Feb 1960',
+          size: 'date',
+          maxLength: 20,
+        })
+      }
       ${select({ ...control(model, 'patientGender'), choices: GENDER_CHOICES, emptyLabel: 'Not stated' })}
       ${select({ ...control(model, 'nationality'), choices: model.countries, emptyLabel: 'Not stated' })}
       ${select({
@@ -119,7 +128,10 @@ function referrerSection(model: ReferralFormModel): SafeHtml {
         choices: REFERRER_ID_TYPE_CHOICES,
         emptyLabel: 'Not stated',
       })}
-      ${textInput({ ...control(model, 'referrerId'), size: 'narrow', maxLength: 64 })}
+      ${
+        // As wide as its column: it often holds an email address (an ID of type email).
+        textInput({ ...control(model, 'referrerId'), maxLength: 64 })
+      }
       ${textInput({
         ...control(model, 'referrerEmail'),
         type: 'email',

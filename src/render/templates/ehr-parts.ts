@@ -142,7 +142,11 @@ export function detailsTable(rows: readonly (readonly [string, HtmlValue])[]): S
   </table>`;
 }
 
-/** A table with column headings, or a short sentence when there are no rows. */
+/**
+ * A table with column headings, or a short sentence when there are no rows. Each cell carries its
+ * column's heading in `data-label`, so a narrow screen can show the rows as blocks, each value under
+ * its heading (the web pages' stylesheet does; the EHR form itself shows the table).
+ */
 export function listTable(
   columns: readonly string[],
   rows: readonly (readonly HtmlValue[])[],
@@ -159,7 +163,7 @@ export function listTable(
       ${rows.map(
         (cells) =>
           html`<tr>
-            ${cells.map((c) => html`<td style="${STYLE.cell}">${c}</td>`)}
+            ${cells.map((c, i) => html`<td style="${STYLE.cell}" data-label="${columns[i] ?? ''}">${c}</td>`)}
           </tr>`,
       )}
     </tbody>

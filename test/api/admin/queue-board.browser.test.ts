@@ -48,9 +48,11 @@ describe('the ops pages in Chromium', () => {
 
   /** A page whose console errors, script errors and requests to anywhere else are collected. */
   async function watchedPage(credentials: { username: string; password: string } | undefined) {
-    const context = await browser.newContext(
-      credentials === undefined ? {} : { httpCredentials: credentials },
-    );
+    // A browser in a zone other than the display zone: the pages still show the display zone.
+    const context = await browser.newContext({
+      timezoneId: 'America/New_York',
+      ...(credentials === undefined ? {} : { httpCredentials: credentials }),
+    });
     const page = await context.newPage();
     const problems: string[] = [];
     page.on('console', (m) => {
@@ -99,6 +101,15 @@ describe('the ops pages in Chromium', () => {
     await page.getByText('ehr-forward', { exact: true }).first().click();
     await page.goto(`${base}/admin/queues/queue/ehr-forward?status=failed`);
     await page.getByText('HTTP_422').waitFor();
+    // The job's times, as the board writes them: in the display zone (Asia/Singapore), with the zone
+    // named, in the format nearest the one of every other page (domain/display-time.ts).
+    const times = await page.locator('time').allTextContents();
+    expect(times.length).toBeGreaterThan(0);
+    for (const shown of times) {
+      expect(shown).toMatch(
+        /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{1,2} [A-Z][a-z]{2} \d{4}, \d{2}:\d{2} GMT\+8$/,
+      );
+    }
     await page.screenshot({ path: path.join(ARTIFACTS, 'admin-queues-failed.png') });
     const shown = await text(page);
     expect(shown).toContain(draft.id);

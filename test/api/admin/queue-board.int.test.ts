@@ -9,6 +9,11 @@ import * as cheerio from 'cheerio';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NOT_SHOWN, REASON_NOT_SHOWN } from '../../../src/api/admin/job-redaction.ts';
+import {
+  BROWSER_TIME_LOCALE,
+  browserDateTimeFormat,
+  displayTimeIn,
+} from '../../../src/domain/display-time.ts';
 import { ENGINES } from '../../support/engines.ts';
 import { createBridgeApp, eventually, startEhr, testRedisUrl, type BridgeApp } from '../../support/bridge.ts';
 import { CANARY, CANARY_MARKERS } from '../../support/fixtures/patients.ts';
@@ -98,6 +103,25 @@ describe.each(ENGINES)('the queue dashboard on %s', (engine) => {
     eventually('the failed job', async () =>
       (await queue('ehr-forward', 'failed')).jobs.find((j) => j.data.referralId === referralId),
     );
+
+  it('tells the board’s page the display zone, and one format for every time it shows', async () => {
+    await open({ DISPLAY_TIME_ZONE: 'Europe/London' });
+    const res = await opsGet(t, '/admin/queues');
+    expect(res.statusCode, res.body).toBe(200);
+    const config = JSON.parse(cheerio.load(res.body)('script#__UI_CONFIG__').text()) as {
+      locale: { lng: string };
+      dateFormats: Record<'short' | 'common' | 'full', Intl.DateTimeFormatOptions>;
+    };
+    expect(config.locale).toEqual({ lng: BROWSER_TIME_LOCALE });
+    const format = browserDateTimeFormat('Europe/London');
+    expect(config.dateFormats).toEqual({ short: format, common: format, full: format });
+    // What a browser writes with it: the page's format, in the display zone, with the zone named.
+    const at = new Date('2026-07-25T00:05:00.000Z');
+    expect(new Intl.DateTimeFormat(config.locale.lng, config.dateFormats.full).format(at)).toBe(
+      'Sat, 25 Jul 2026, 01:05 BST',
+    );
+    expect(displayTimeIn('Europe/London').dateTime(at)).toBe('Sat 25 Jul 2026, 01:05 BST');
+  });
 
   it('is read-only by default, and the server refuses every change, not only the board', async () => {
     await open();
@@ -253,7 +277,14 @@ describe.each(ENGINES)('the queue dashboard on %s', (engine) => {
       .map((_i, el) => $(el).text().trim())
       .get();
     expect(row[0]).toBe(draft.id);
-    expect(row[1]).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/);
+    // The last attempt's time as every page writes times: in the display zone, with the zone named.
+    const failed = await t.ctx.db
+      .selectFrom('referrals')
+      .select('ehr_last_attempt_at')
+      .where('id', '=', draft.id)
+      .executeTakeFirstOrThrow();
+    expect(row[1]).toBe(t.ctx.displayTime.dateTime(failed.ehr_last_attempt_at!));
+    expect(row[1]).toMatch(/^(Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{1,2} [A-Z][a-z]{2} \d{4}, \d{2}:\d{2} SGT$/);
     expect(row.slice(2)).toEqual(['HTTP 422', '1']);
     expect($('[data-queue="ehr-forward"] [data-count="failed"]').text()).toBe('1');
 

@@ -428,7 +428,7 @@ describe.each(ENGINES)('endpoints on %s', (engine) => {
       expect(lastEvent(body)).toMatchObject({
         type: 'referral.updated',
         system: 'HAS',
-        description: `${SENDER_NAME} updated the referral (referrer name, clinical information, urgency).`,
+        description: `${SENDER_NAME} updated the referral (Referring clinician’s name, Clinical information, Urgency).`,
       });
     });
 

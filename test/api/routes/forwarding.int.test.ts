@@ -109,7 +109,7 @@ describe.each(ENGINES)('the EHR submissions ledger on %s', (engine) => {
     expect(view.version).toBe(referral.version);
     expect(view.timelineEvents.at(-1)).toMatchObject({
       type: 'ehr.forwarded',
-      system: 'HAS',
+      system: 'refhub',
       description: 'The referral form was delivered to the national health record (reference EHR-0001).',
     });
   });

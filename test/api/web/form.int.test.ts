@@ -66,8 +66,9 @@ describe.each(ENGINES)('the referral form on %s', (engine) => {
       const $ = cheerio.load(res.body);
       expect($('#field-patientName').val()).toBe(PATIENT.patientName);
       expect($('#field-patientUin').val()).toBe(PATIENT.patientUin);
-      expect($('#field-dob').attr('type')).toBe('date');
-      expect($('#field-dob').val()).toBe(PATIENT.dob);
+      // A text field showing the date as the documents write it, whatever the browser's language.
+      expect($('#field-dob').attr('type')).toBe('text');
+      expect($('#field-dob').val()).toBe('29 Feb 1960');
       expect($('#field-patientPhoneNumber').val()).toBe(PATIENT.patientPhoneNumber);
       expect($('#field-patientGender option[selected]').attr('value')).toBe('Male');
       expect($('#field-residentialStatus option[selected]').text()).toBe('Singapore Citizen');
@@ -171,7 +172,7 @@ describe.each(ENGINES)('the referral form on %s', (engine) => {
         expect.objectContaining({
           type: 'referral.updated',
           system: 'Manual',
-          description: `${WEB_REQUESTER} (Bukit Timah Family Clinic) updated the referral (clinical information).`,
+          description: `${WEB_REQUESTER} (Bukit Timah Family Clinic) updated the referral (Clinical information).`,
         }),
       );
 
@@ -336,15 +337,51 @@ describe.each(ENGINES)('the referral form on %s', (engine) => {
 
     it('refuses a date of birth before 1900 next to the field', async () => {
       const session = await newFormSession(t);
-      for (const dob of ['1800-01-01', '0001-01-01']) {
+      for (const dob of ['1800-01-01', '0001-01-01', '1 Jan 1899']) {
         const res = await postForm(t, session, 'save', { dob });
         expect(res.statusCode).toBe(400);
         expect(errorSummaryOf(res.body)).toEqual([
           {
-            text: 'Enter the date of birth as a real date from 1900-01-01 on, like 1960-02-29',
+            text: 'Enter the date of birth as a real date from 1 Jan 1900 on, like 29 Feb 1960',
             href: '#field-dob',
           },
         ]);
+      }
+      expect((await senderView(t, session.referralId)).patient).toMatchObject({ dob: PATIENT.dob });
+    });
+
+    it('takes a date of birth as the documents write it, and stores it as YYYY-MM-DD', async () => {
+      const session = await newFormSession(t);
+      const version = await versionOf(t, session.referralId);
+      // Shown as "29 Feb 1960" and posted back unchanged, or typed in another case: no change.
+      expect((await postForm(t, session, 'save', { dob: ' 29 feb 1960 ' })).statusCode).toBe(303);
+      expect(await versionOf(t, session.referralId)).toBe(version);
+      for (const [typed, stored] of [
+        ['1 March 1961', '1961-03-01'],
+        ['7-Sept-1962', '1962-09-07'],
+        ['1963-12-31', '1963-12-31'],
+      ] as const) {
+        const res = await postForm(t, session, 'save', { dob: typed });
+        expect(res.statusCode, typed).toBe(303);
+        expect((await senderView(t, session.referralId)).patient, typed).toMatchObject({ dob: stored });
+      }
+      const page = cheerio.load((await getPage(t, session, `/form/${session.referralId}`)).body);
+      expect(page('#field-dob').val()).toBe('31 Dec 1963');
+    });
+
+    it('refuses a date of birth that is not a date, or numbers alone, naming the field', async () => {
+      const session = await newFormSession(t);
+      for (const dob of ['02/29/1960', '29/02/1960', '30 Feb 1960', '29 Fbe 1960', 'yesterday']) {
+        const res = await postForm(t, session, 'save', { dob });
+        expect(res.statusCode, dob).toBe(400);
+        expect(errorSummaryOf(res.body), dob).toEqual([
+          {
+            text: 'Enter the date of birth as a real date from 1 Jan 1900 on, like 29 Feb 1960',
+            href: '#field-dob',
+          },
+        ]);
+        // What was typed comes back, to be corrected.
+        expect(cheerio.load(res.body)('#field-dob').val()).toBe(dob);
       }
       expect((await senderView(t, session.referralId)).patient).toMatchObject({ dob: PATIENT.dob });
     });

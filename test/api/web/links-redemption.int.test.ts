@@ -88,7 +88,10 @@ describe.each(ENGINES)('link redemption on %s', (engine) => {
     expectSecurityHeaders(again);
     const $ = cheerio.load(again.body);
     expect($('h1').text()).toBe('This link is no longer valid');
-    expect($('main').text()).toContain('This link is no longer valid. Ask your clinic system for a new one.');
+    expect($('main p').first().text()).toBe(
+      'Each link opens once, in one browser, and only for a short time, to keep patient information safe.',
+    );
+    expect($('main').text()).toContain('Ask your clinic system for a new link.');
 
     const rows = await redeemAudit(t, link.referralId);
     expect(rows.map((r) => r.outcome)).toEqual(['success', 'denied']);
@@ -101,6 +104,49 @@ describe.each(ENGINES)('link redemption on %s', (engine) => {
         requester_identifier: WEB_REQUESTER,
       });
     }
+  });
+
+  it('reopens a used link in the browser holding its live session, and nowhere else', async () => {
+    const link = await upsertLink(t);
+    const first = await redeem(t, link);
+    const other = await redeem(t, await upsertLink(t));
+
+    // The same browser: its cookie for this link's session goes along, so the page opens again.
+    const again = await open(t, link.path, { cookie: `${other.cookie}; ${first.cookie}` });
+    expect(again.statusCode).toBe(303);
+    expect(again.headers.location).toBe(`/form/${link.referralId}`);
+    // The session goes on as it was: no new cookie, so no new 2 hours.
+    expect(again.headers['set-cookie']).toBeUndefined();
+    expect((await getPage(t, first, String(again.headers.location))).statusCode).toBe(200);
+
+    // Another browser, or one holding only another link's session, or a forged cookie: 410.
+    const forged = first.cookie.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A'));
+    for (const cookie of [undefined, other.cookie, forged]) {
+      const res = await open(t, link.path, cookie === undefined ? {} : { cookie });
+      expect(res.statusCode, cookie).toBe(410);
+    }
+    // A session cookie moved under another referral's name is not this link's session.
+    const moved = `refhub_form_${other.referralId}=${first.cookie.slice(first.cookie.indexOf('=') + 1)}`;
+    expect((await open(t, link.path, { cookie: moved })).statusCode).toBe(410);
+
+    const reopened = await t.ctx.db
+      .selectFrom('audit_events')
+      .select(['outcome', 'system'])
+      .where('action', '=', 'link.reopen')
+      .where((eb) => eb(eb.val(link.referralId), '=', eb.fn.any('referral_ids')))
+      .execute();
+    expect(reopened).toEqual([{ outcome: 'success', system: 'Manual' }]);
+    expect((await redeemAudit(t, link.referralId)).map((r) => r.outcome)).toEqual([
+      'success',
+      'denied',
+      'denied',
+      'denied',
+      'denied',
+    ]);
+
+    // Once the session has ended, the same browser gets the 410 page too.
+    clock.advance(2 * 3600 * 1000 + 1000);
+    expect((await open(t, link.path, { cookie: first.cookie })).statusCode).toBe(410);
   });
 
   it('lets exactly one of many concurrent openings through', async () => {
@@ -120,7 +166,7 @@ describe.each(ENGINES)('link redemption on %s', (engine) => {
     clock.advance((TTL_SECONDS + 1) * 1000);
     const res = await open(t, link.path);
     expect(res.statusCode).toBe(410);
-    expect(res.body).toContain('This link is no longer valid. Ask your clinic system for a new one.');
+    expect(cheerio.load(res.body)('h1').text()).toBe('This link is no longer valid');
     expect(res.headers['set-cookie']).toBeUndefined();
     expect((await redeemAudit(t, link.referralId)).map((r) => r.outcome)).toEqual(['denied']);
   });

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
 import { ENGINES } from '../../support/engines.ts';
 import { PATIENT } from '../../support/fixtures/patients.ts';
-import { call, referralIn } from '../../support/scenarios.ts';
+import { call, createDraft, referralIn } from '../../support/scenarios.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
 import {
   WEB_REQUESTER,
@@ -130,6 +130,35 @@ describe.each(ENGINES)('web pages on %s', (engine) => {
       // The print stylesheet leaves only the document on paper.
       expect($('style').text()).toMatch(/@media print \{[\s\S]*\.site-header[\s\S]*display: none/);
     }
+  });
+
+  it('names the fields an update changed on the view page as the web form labels them', async () => {
+    const draft = await createDraft(t);
+    await call(t, t.sender, 'PATCH', `/api/v1/referrals/${draft.id}`, {
+      offeringId: 'erh-cardio',
+      referrerName: 'Dr Lim',
+    });
+    await call(t, t.sender, 'POST', `/api/v1/referrals/${draft.id}/submit`, {});
+    const page = await getPage(t, await redeem(t, (await linksOf(t, draft.id)).view!));
+    expect(page.statusCode).toBe(200);
+    const $ = cheerio.load(page.body);
+    const updates = $('[data-field="timeline.description"]')
+      .toArray()
+      .map((el) => $(el).text())
+      .filter((text) => text.includes('updated the referral'));
+    expect(updates).toEqual([
+      'Bukit Timah Family Clinic updated the referral (Referring clinician’s name, Service).',
+    ]);
+    // Each word for a field is a label the web form shows: its controls' labels and legends.
+    const form = cheerio.load((await getPage(t, await newFormSession(t))).body);
+    const formLabels = new Set(
+      form('label, legend')
+        .toArray()
+        .map((el) => form(el).text().replace(/\s+/g, ' ').trim()),
+    );
+    const named = /\(([^)]*)\)\.$/.exec(updates[0] ?? '')?.[1]?.split(', ') ?? [];
+    expect(named).toHaveLength(2);
+    for (const label of named) expect([...formLabels]).toContain(label);
   });
 
   it('opens view and print pages for the provider’s requester too, with the provider named', async () => {

@@ -2,14 +2,17 @@
 // no script and loads nothing, and that everything it prints is escaped.
 import * as cheerio from 'cheerio';
 import { describe, expect, it } from 'vitest';
+import { displayTimeIn } from '../../../src/domain/display-time.ts';
 import type { OpsOverview } from '../../../src/services/admin-overview.service.ts';
 import {
   answerOf,
   formatAge,
-  formatInstant,
   overviewPageCsp,
   renderOverviewPage,
 } from '../../../src/render/pages/admin-overview.page.ts';
+
+/** The display zone, as every page a person reads has it. */
+const DISPLAY = displayTimeIn('Asia/Singapore');
 
 const REFERRAL = '01970a4e-1c2b-7d3e-8f40-123456789abc';
 const counts = { waiting: 1, active: 2, delayed: 3, failed: 4, completed: 5 };
@@ -46,6 +49,7 @@ function render(o: OpsOverview, writable = false) {
     writable,
     keyPrefix: 'rfh_test_AbCdEfGh',
     requestId: 'req-1',
+    displayTime: DISPLAY,
   });
   return { page, $: cheerio.load(page) };
 }
@@ -68,8 +72,23 @@ describe('formatting', () => {
     expect(formatAge(seconds)).toBe(text);
   });
 
-  it('prints instants in UTC to the second, and the EHR’s answer as the ledger has it', () => {
-    expect(formatInstant(new Date('2026-06-04T03:15:07.999Z'))).toBe('2026-06-04 03:15:07 UTC');
+  it('writes times as every page does, in the display zone with the zone named', () => {
+    const { $ } = render(overview());
+    expect($('.page-lede').text()).toContain('As of Thu 4 Jun 2026, 11:15 SGT');
+    expect($('.page-lede').text()).toContain(`As of ${DISPLAY.dateTime(overview().at)}`);
+    // The format of another zone is the same, with that zone.
+    const london = renderOverviewPage({
+      nonce: 'bm9uY2U=',
+      overview: overview(),
+      writable: false,
+      keyPrefix: 'rfh_test_AbCdEfGh',
+      requestId: 'req-1',
+      displayTime: displayTimeIn('Europe/London'),
+    });
+    expect(cheerio.load(london)('.page-lede').text()).toContain('As of Thu 4 Jun 2026, 04:15 BST');
+  });
+
+  it('prints the EHR’s answer as the ledger has it', () => {
     const row = { referralId: REFERRAL, lastAttemptAt: null, attempts: 1, version: 2 };
     expect(answerOf({ ...row, httpStatus: 422, errorCode: null })).toBe('HTTP 422');
     expect(answerOf({ ...row, httpStatus: null, errorCode: 'UND_ERR_SOCKET' })).toBe('UND_ERR_SOCKET');
@@ -122,7 +141,7 @@ describe('the overview page', () => {
     const row = $(`[data-failed-forward="${REFERRAL}"] td`)
       .map((_i, el) => $(el).text().trim())
       .get();
-    expect(row).toEqual([REFERRAL, '2026-06-04 03:00:00 UTC', 'HTTP 503', '10']);
+    expect(row).toEqual([REFERRAL, 'Thu 4 Jun 2026, 11:00 SGT', 'HTTP 503', '10']);
     expect($('main').text()).toContain('The 50 most recent of 51 are shown.');
     expect($('[data-mode]').text()).toBe('Dashboard may change jobs');
     expect($('main').text()).toContain('This dashboard may retry jobs.');
@@ -226,8 +245,8 @@ describe('the EHR circuit', () => {
     expect(stat($, 'ehr-circuit')).toEqual({ value: 'Open', tone: 'alert' });
     const banner = $('[data-ehr-circuit="open"]').text().replace(/\s+/g, ' ');
     expect(banner).toContain('Forwarding to the EHR is paused');
-    expect(banner).toContain(formatInstant(new Date('2026-06-04T03:10:00.000Z')));
-    expect(banner).toContain(formatInstant(new Date('2026-06-04T03:16:00.000Z')));
+    expect(banner).toContain('opened at Thu 4 Jun 2026, 11:10 SGT');
+    expect(banner).toContain('next at Thu 4 Jun 2026, 11:16 SGT');
     expect(banner).toContain('none is lost or counted as failed');
   });
 });
@@ -259,6 +278,11 @@ describe('disabled webhook subscriptions', () => {
     const row = $(`[data-disabled-webhook="${id}"]`);
     expect(row.text()).toContain('hci:S9001Z');
     expect(row.text()).toContain('kept failing');
+    const times = row
+      .find('td.nowrap')
+      .map((_i, el) => $(el).text().trim())
+      .get();
+    expect(times).toEqual(['Thu 4 Jun 2026, 11:00 SGT', 'Sat 30 May 2026, 11:00 SGT']);
     // The URL is the institution's: it is not shown.
     expect($.html()).not.toContain('hooks.example.org');
   });

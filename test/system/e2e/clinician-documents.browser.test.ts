@@ -90,8 +90,8 @@ describe('what clinicians read, in Chromium', () => {
     });
 
   /** A tab that records console errors, script errors and requests to anywhere but refhub. */
-  async function watchedPage(): Promise<{ page: Page; problems: string[] }> {
-    const page = await context.newPage();
+  async function watchedPage(inContext = context): Promise<{ page: Page; problems: string[] }> {
+    const page = await inContext.newPage();
     const problems: string[] = [];
     page.on('console', (m) => {
       if (m.type() === 'error' && !/status of (400|403|404|409|410)\b/.test(m.text()))
@@ -306,8 +306,8 @@ describe('what clinicians read, in Chromium', () => {
   });
 
   describe('the web form’s pages', () => {
-    async function open(name: string, target: string, status = 200): Promise<Page> {
-      const { page, problems } = await watchedPage();
+    async function open(name: string, target: string, status = 200, inContext = context): Promise<Page> {
+      const { page, problems } = await watchedPage(inContext);
       const response = await page.goto(target);
       expect(response?.status(), name).toBe(status);
       await shoot(page, `web-${name}`);
@@ -381,7 +381,10 @@ describe('what clinicians read, in Chromium', () => {
     it('explains a used link, an unknown link, an ended session and a referral that can no longer change', async () => {
       const link = await upsertLink(t, { offeringId: 'cgh-gastro', ...PATIENT, ...REFERRER });
       const form = await open('link-first-use', link.url);
-      await (await open('link-used', link.url, 410)).close();
+      // Another browser: this one holds the session the link opened, and would reopen it.
+      const other = await browser.newContext({ locale: 'de-DE', timezoneId: 'America/Los_Angeles' });
+      await (await open('link-used', link.url, 410, other)).close();
+      await other.close();
       await (await open('link-unknown', `${base}/l/${'Z'.repeat(43)}`, 404)).close();
       await (await open('session-ended', `${base}/form/${referrals.gpfirst!}`, 403)).close();
 

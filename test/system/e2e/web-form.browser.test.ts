@@ -137,7 +137,7 @@ describe('the web form in Chromium', () => {
     await expect.poll(() => page.title()).toBe('Complete the referral – refhub');
     expect(await page.inputValue('#field-patientName')).toBe(PATIENT.patientName);
     expect(await page.inputValue('#field-patientUin')).toBe(PATIENT.patientUin);
-    expect(await page.inputValue('#field-dob')).toBe(PATIENT.dob);
+    expect(await page.inputValue('#field-dob')).toBe('29 Feb 1960');
     expect(await page.inputValue('#field-nationality')).toBe('SG');
     expect(await page.locator('#field-nationality option:checked').textContent()).toBe('Singapore');
     expect(await page.inputValue('#field-patientGender')).toBe('Male');
@@ -175,14 +175,16 @@ describe('the web form in Chromium', () => {
     });
   });
 
-  it('answers the same link, opened again, with the 410 page', async () => {
-    const { page } = await newPage(410);
+  it('answers the same link, opened again in another browser, with the 410 page', async () => {
+    // This browser still holds the session the link opened, so it would reopen it: another has none.
+    const other = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    const page = await other.newPage();
     const response = await page.goto(submittedLink.url);
     expect(response?.status()).toBe(410);
-    expect(await page.locator('main').textContent()).toContain(
-      'This link is no longer valid. Ask your clinic system for a new one.',
-    );
+    expect(await page.locator('h1').textContent()).toBe('This link is no longer valid');
+    expect(await page.locator('main').textContent()).toContain('Ask your clinic system for a new link.');
     await page.screenshot({ path: path.join(ARTIFACTS, 'web-link-used.png') });
+    await other.close();
   });
 
   it('answers an expired link with the 410 page', async () => {
@@ -218,7 +220,7 @@ describe('the web form in Chromium', () => {
     expect(view).toMatchObject({ status: 'draft', clinicalInfo: 'Second version, after review.' });
     expect((view.timelineEvents as { system: string; description: string }[]).at(-1)).toMatchObject({
       system: 'Manual',
-      description: `${WEB_REQUESTER} (Bukit Timah Family Clinic) updated the referral (clinical information).`,
+      description: `${WEB_REQUESTER} (Bukit Timah Family Clinic) updated the referral (Clinical information).`,
     });
   });
 
@@ -297,7 +299,7 @@ describe('the web form in Chromium', () => {
     const link = await upsertLink(t, { offeringId: 'cgh-gastro', ...PATIENT });
     const { page } = await newPage();
     await page.goto(link.url);
-    // A date input takes one Tab per part (day, month, year), so repeated stops collapse into one.
+    // Repeated stops on one control (a control with parts takes one Tab each) collapse into one.
     const order: string[] = [];
     for (let i = 0; i < 14; i++) {
       await page.keyboard.press('Tab');

@@ -86,12 +86,14 @@ describe.each(ENGINES)('forwarding to the EHR on %s', (engine) => {
 
     const after = await settled(draft.id, 'forwarded');
     expect(after.ehrForwarding).toMatchObject({ attempts: 1, sha256: sha256(before.ehrForm) });
-    // The forward is the bridge's bookkeeping: its sentence is on the timeline, in the sender's system,
-    // but the referral did not change: same version, same form.
+    // The forward is the bridge's bookkeeping: its sentence is on the timeline, named as refhub's own
+    // step (the submit before it stays the sender's), but the referral did not change: same version,
+    // same form.
     expect(after.version).toBe(before.version);
+    expect(after.timelineEvents.find((e) => e.type === 'referral.pending-acceptance')?.system).toBe('HAS');
     expect(after.timelineEvents.at(-1)).toMatchObject({
       type: 'ehr.forwarded',
-      system: 'HAS',
+      system: 'refhub',
       description: expect.stringMatching(
         /^The referral form was delivered to the national health record \(reference EHR-/,
       ) as unknown,
@@ -225,7 +227,7 @@ describe.each(ENGINES)('forwarding to the EHR on %s', (engine) => {
       const failed = await settled(draft.id, 'failed');
       expect(failed.timelineEvents.at(-1)).toMatchObject({
         type: 'ehr.forward-failed',
-        system: 'HAS',
+        system: 'refhub',
         description: `The referral form could not be delivered to the national health record: the EHR answered HTTP ${status}, which is final.`,
       });
       expect((await ledger(draft.id)).data).toEqual([
