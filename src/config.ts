@@ -291,3 +291,117 @@ function queuePrefix(env: Env): string {
 function optionalPath(cwd: string, value: string | undefined): string | undefined {
   return value === undefined ? undefined : path.resolve(cwd, value);
 }
+
+/**
+ * A setting as a running process may show it to its operators (`GET /doctor`): its variable, and
+ * its effective value unless it is a secret. A secret shows only whether it is set; a URL shows
+ * without its password and without the values of its query parameters (`***` in their place).
+ */
+export interface SettingView {
+  readonly variable: string;
+  readonly secret: boolean;
+  /** Whether the setting has a value (its default counts). */
+  readonly set: boolean;
+  /** The value, for a setting that is set and not secret. */
+  readonly value?: string;
+}
+
+type Shown = 'value' | 'url' | 'secret';
+
+/**
+ * Every setting, its variable and how it may be shown. Keyed by every field of Config, so that a new
+ * setting does not compile until someone has said whether it is a secret.
+ */
+const SHOWN: { readonly [K in keyof Config]-?: readonly [variable: string, shown: Shown] } = {
+  env: ['NODE_ENV', 'value'],
+  port: ['PORT', 'value'],
+  host: ['HOST', 'value'],
+  publicUrl: ['PUBLIC_URL', 'url'],
+  databaseUrl: ['DATABASE_URL', 'url'],
+  databasePreparedStatements: ['DATABASE_PREPARED_STATEMENTS', 'value'],
+  dataDir: ['DATA_DIR', 'value'],
+  linkTtlSeconds: ['LINK_TTL_SECONDS', 'value'],
+  catalogFile: ['CATALOG_FILE', 'value'],
+  rateLimitPerMinute: ['RATE_LIMIT_PER_MINUTE', 'value'],
+  logLevel: ['LOG_LEVEL', 'value'],
+  redisUrl: ['REDIS_URL', 'url'],
+  queuePrefix: ['QUEUE_PREFIX', 'value'],
+  ehrUrl: ['EHR_URL', 'url'],
+  ehrToken: ['EHR_TOKEN', 'secret'],
+  ehrAllowedAddresses: ['EHR_ALLOWED_ADDRESSES', 'value'],
+  ehrMaxAttempts: ['EHR_MAX_ATTEMPTS', 'value'],
+  ehrBackoffBaseMs: ['EHR_BACKOFF_BASE_MS', 'value'],
+  ehrAttemptTimeoutSeconds: ['EHR_ATTEMPT_TIMEOUT_SECONDS', 'value'],
+  ehrCircuitFailures: ['EHR_CIRCUIT_FAILURES', 'value'],
+  ehrCircuitWindowSeconds: ['EHR_CIRCUIT_WINDOW_SECONDS', 'value'],
+  ehrCircuitProbeSeconds: ['EHR_CIRCUIT_PROBE_SECONDS', 'value'],
+  reminderAfterSeconds: ['REMINDER_AFTER_SECONDS', 'value'],
+  reminderIntervalSeconds: ['REMINDER_INTERVAL_SECONDS', 'value'],
+  reminderMax: ['REMINDER_MAX', 'value'],
+  reconcileIntervalSeconds: ['RECONCILE_INTERVAL_SECONDS', 'value'],
+  opsDashboardWrite: ['OPS_DASHBOARD_WRITE', 'value'],
+  sessionSecret: ['SESSION_SECRET', 'secret'],
+  metricsToken: ['METRICS_TOKEN', 'secret'],
+  shutdownGraceSeconds: ['SHUTDOWN_GRACE_SECONDS', 'value'],
+  apiDocs: ['API_DOCS', 'value'],
+  displayTimeZone: ['DISPLAY_TIME_ZONE', 'value'],
+  httpRequestTimeoutSeconds: ['HTTP_REQUEST_TIMEOUT_SECONDS', 'value'],
+  httpHeadersTimeoutSeconds: ['HTTP_HEADERS_TIMEOUT_SECONDS', 'value'],
+  httpKeepAliveTimeoutSeconds: ['HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', 'value'],
+  eventRetentionDays: ['EVENT_RETENTION_DAYS', 'value'],
+  webhookRetryScheduleMs: ['WEBHOOK_RETRY_SCHEDULE', 'value'],
+  webhookAttemptTimeoutSeconds: ['WEBHOOK_ATTEMPT_TIMEOUT_SECONDS', 'value'],
+  webhookDisableAfterSeconds: ['WEBHOOK_DISABLE_AFTER_SECONDS', 'value'],
+  webhookAllowedAddresses: ['WEBHOOK_ALLOWED_ADDRESSES', 'value'],
+};
+
+/** A URL without what may be a credential: the password, and every query parameter's value. */
+function urlWithoutSecrets(raw: string): string {
+  const url = new URL(raw);
+  if (url.password === '' && url.search === '' && url.hash === '') return raw;
+  if (url.password !== '') url.password = '***';
+  for (const name of new Set(url.searchParams.keys())) url.searchParams.set(name, '***');
+  url.hash = '';
+  return url.toString().replaceAll('%2A%2A%2A', '***');
+}
+
+/** Milliseconds as the WEBHOOK_RETRY_SCHEDULE syntax writes them: `300000` is `5m`. */
+function duration(ms: number): string {
+  for (const [unit, size] of [
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+  ] as const) {
+    if (ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}
+
+function text(value: Config[keyof Config]): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
+    return String(value);
+  if ('size' in value) return value.size === 0 ? undefined : [...value].join(',');
+  return value.map(duration).join(',');
+}
+
+/** The effective configuration, every setting in the order of Config, secrets as set or unset. */
+export function describeConfig(config: Config): SettingView[] {
+  return (Object.keys(SHOWN) as (keyof Config)[]).map((field) => {
+    const [variable, shown] = SHOWN[field];
+    const value = text(config[field]);
+    if (value === undefined) return { variable, secret: shown === 'secret', set: false };
+    if (shown === 'secret') return { variable, secret: true, set: true };
+    return { variable, secret: false, set: true, value: shown === 'url' ? urlWithoutSecrets(value) : value };
+  });
+}
+
+/**
+ * The ops key `refhub doctor --server` presents when `--ops-key` gives none: REFHUB_OPS_KEY. An
+ * operator's setting, not the service's: no refhub process reads it, so it is neither in Config nor
+ * in .env.example.
+ */
+export function opsKeyFromEnv(env: Env = process.env): string | undefined {
+  const raw = env.REFHUB_OPS_KEY?.trim();
+  return raw === undefined || raw === '' ? undefined : raw;
+}

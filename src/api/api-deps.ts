@@ -6,6 +6,7 @@
 // import cycle back to the app that registers it.
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
+import type { Store } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { DisplayTime } from '../domain/display-time.ts';
@@ -35,6 +36,8 @@ export interface ApiDeps {
   readonly logger: Logger;
   /** For the API's own records: idempotency, the audit of turned-away requests, readiness. */
   readonly db: Kysely<Database>;
+  /** Which engine `db` runs on, for `/doctor`'s checks. */
+  readonly store: Pick<Store, 'engine'>;
   readonly clock: Clock;
   /** Times people read on the web pages, in DISPLAY_TIME_ZONE. */
   readonly displayTime: DisplayTime;

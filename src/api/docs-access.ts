@@ -6,10 +6,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiKeyRecord } from '../db/api-key.repository.ts';
 import { ForbiddenRoleError, UnauthorizedError } from '../errors.ts';
-import { BASIC_CHALLENGE, parseBasic } from './admin/ops-auth.ts';
+import { BASIC_CHALLENGE, presentedKey } from './admin/ops-auth.ts';
 import { sendProblem } from './plugins/problem.ts';
-
-const API_KEY = /^ApiKey\s+(\S+)\s*$/i;
 
 export function isDocsRoute(url: string | undefined): boolean {
   return url === '/openapi.json' || url === '/docs' || url?.startsWith('/docs/') === true;
@@ -19,9 +17,7 @@ export function isDocsRoute(url: string | undefined): boolean {
 export function opsOnlyDocs(authenticate: (presented: string) => Promise<ApiKeyRecord | undefined>) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     if (!isDocsRoute(request.routeOptions.url)) return undefined;
-    const header = request.headers.authorization;
-    const presented =
-      parseBasic(header)?.password ?? (header === undefined ? undefined : API_KEY.exec(header)?.[1]);
+    const presented = presentedKey(request.headers.authorization);
     const key = presented === undefined ? undefined : await authenticate(presented);
     if (key === undefined) {
       void reply.header('WWW-Authenticate', BASIC_CHALLENGE);

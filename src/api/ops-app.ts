@@ -1,9 +1,12 @@
-// The HTTP surface of a worker process (`refhub worker`): liveness, readiness and metrics, nothing
-// else. Orchestrators probe it and Prometheus scrapes it like an API process.
+// The HTTP surface of a worker process (`refhub worker`): liveness, readiness, metrics and the
+// doctor's report, nothing else. Orchestrators probe it and Prometheus scrapes it like an API
+// process; `refhub doctor --server` asks it for the settings a worker runs with (EHR_URL is used
+// by workers).
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { ApiDeps } from './api-deps.ts';
 import { httpEdgeOptions } from './http-edge.ts';
 import { registerProblemHandlers, type ProblemDeps } from './plugins/problem.ts';
+import { doctorRoutes, type DoctorRoutesDeps } from './routes/doctor.routes.ts';
 import { healthRoutes, type HealthDeps } from './routes/health.routes.ts';
 import { metricsRoutes, type MetricsRoutesDeps } from './routes/metrics.routes.ts';
 import { observeRequests, type RequestLogDeps } from './request-log.ts';
@@ -12,6 +15,7 @@ export type OpsAppDeps = Pick<ApiDeps, 'config'> &
   ProblemDeps &
   HealthDeps &
   MetricsRoutesDeps &
+  DoctorRoutesDeps &
   RequestLogDeps;
 
 export async function buildOpsApp(deps: OpsAppDeps): Promise<FastifyInstance> {
@@ -29,5 +33,6 @@ export async function buildOpsApp(deps: OpsAppDeps): Promise<FastifyInstance> {
   registerProblemHandlers(app, deps);
   await app.register(healthRoutes(deps));
   await app.register(metricsRoutes(deps));
+  await app.register(doctorRoutes(deps));
   return app;
 }

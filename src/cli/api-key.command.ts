@@ -1,8 +1,12 @@
 // `refhub keys create|list|revoke`: API keys for the operator. A new key is printed once, alone on
 // the last line, so a script can take it with `tail -n 1`; a listing shows display prefixes only.
+// An ops key belongs to refhub's operators, not to a clinic's or hospital's system: the system it
+// was created under is kept (every key row names one) but shown as `operators`.
+import type { ApiKeyRecord } from '../db/api-key.repository.ts';
 import { InvalidArgumentError } from 'commander';
 import type { Config } from '../config.ts';
 import type { InstitutionRef } from '../domain/access.ts';
+import type { DisplayTime } from '../domain/display-time.ts';
 import type { Role } from '../domain/statuses.ts';
 import type { ApiKeyService } from '../services/api-key.service.ts';
 
@@ -30,20 +34,39 @@ export async function createKey(deps: ApiKeyCommandDeps, options: CreateKeyOptio
     label: options.label,
     environment,
   });
-  const where = record.institutions.map((i) => `${i.idType}:${i.id}`).join(', ') || 'no institutions';
+  const where = record.institutions.map((i) => `${i.idType}:${i.id}`).join(', ');
   process.stdout.write(
-    `Created ${record.role} key ${record.id} (${record.prefix}…) for ${record.system}, acting for ${where}.\n`,
+    record.role === 'ops'
+      ? `Created ops key ${record.id} (${record.prefix}…) for refhub's operators.\n`
+      : `Created ${record.role} key ${record.id} (${record.prefix}…) for ${record.system}, acting for ${where}.\n`,
   );
   process.stdout.write('Store it now: it is not shown again.\n');
   process.stdout.write(`${key}\n`);
 }
 
-export async function listKeys(deps: Pick<ApiKeyCommandDeps, 'apiKeys'>): Promise<void> {
-  for (const k of await deps.apiKeys.list()) {
+/** The listing's first line: the names of its tab-separated columns. */
+export const KEYS_HEADER = ['ID', 'PREFIX', 'ROLE', 'SYSTEM', 'INSTITUTIONS', 'STATE', 'LABEL'].join('\t');
+
+/** Who holds a key, as the listing shows it: a clinic's or hospital's system, or refhub's operators. */
+export function holderOf(key: Pick<ApiKeyRecord, 'role' | 'system'>): string {
+  return key.role === 'ops' ? 'operators' : key.system;
+}
+
+/** A listing writes times as the pages do: in the display zone, with the zone named. */
+export async function listKeys(
+  deps: Pick<ApiKeyCommandDeps, 'apiKeys'> & { readonly displayTime: Pick<DisplayTime, 'dateTime'> },
+): Promise<void> {
+  const keys = await deps.apiKeys.list();
+  if (keys.length === 0) {
+    process.stdout.write('No API keys.\n');
+    return;
+  }
+  process.stdout.write(`${KEYS_HEADER}\n`);
+  for (const k of keys) {
     const where = k.institutions.map((i) => `${i.idType}:${i.id}`).join(',') || '-';
-    const state = k.revokedAt === null ? 'active' : `revoked ${k.revokedAt.toISOString()}`;
+    const state = k.revokedAt === null ? 'active' : `revoked ${deps.displayTime.dateTime(k.revokedAt)}`;
     process.stdout.write(
-      [k.id, `${k.prefix}…`, k.role, k.system, where, state, k.label ?? ''].join('\t') + '\n',
+      [k.id, `${k.prefix}…`, k.role, holderOf(k), where, state, k.label ?? ''].join('\t') + '\n',
     );
   }
 }

@@ -1,6 +1,7 @@
 // `refhub catalog load FILE`: loads the catalog of systems, institutions and offerings, an upsert by
 // ID, and says how much it loaded.
 import type { CatalogService } from '../services/catalog.service.ts';
+import { plural } from './plural.ts';
 
 export interface LoadCatalogDeps {
   readonly catalog: Pick<CatalogService, 'loadFile'>;
@@ -9,6 +10,6 @@ export interface LoadCatalogDeps {
 export async function loadCatalog(deps: LoadCatalogDeps, file: string): Promise<void> {
   const loaded = await deps.catalog.loadFile(file);
   process.stdout.write(
-    `Loaded ${loaded.systems} systems, ${loaded.institutions} institutions and ${loaded.offerings} offerings.\n`,
+    `Loaded ${plural(loaded.systems, 'system')}, ${plural(loaded.institutions, 'institution')} and ${plural(loaded.offerings, 'offering')}.\n`,
   );
 }

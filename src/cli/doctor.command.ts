@@ -1,16 +1,33 @@
 // `refhub doctor`: checks an installation the way an operator would before trusting it with
-// referrals, and says for each check what it found, one line each. It opens what it checks (through
-// the openers the composition root gives it) and closes it again, so it can run beside a live
-// PostgreSQL installation at any time. With embedded PGlite it does not touch a DATA_DIR that a
-// running refhub holds: it names the holder instead. It exits 1 when a check fails.
+// referrals, and says for each check whether it passed, failed or was not checked, and why, one line
+// each. It opens what it checks (through the openers the composition root gives it) and closes it
+// again, so it can run beside a live PostgreSQL installation at any time. With embedded PGlite it
+// does not touch a DATA_DIR that a running refhub holds: it names the holder, lists the checks it
+// could not make, and never says that every check passed. It exits 1 when a check fails.
+//
+// It checks with the settings of the shell it runs in, which need not be those a running refhub was
+// started with. `refhub doctor --server URL` asks the running process instead (`GET /doctor`, with
+// an ops key): its own checks and its effective settings, secrets only as set or unset.
 import type { Redis } from 'ioredis';
-import { sql, type Kysely } from 'kysely';
-import { ConfigError, type Config } from '../config.ts';
-import { DataDirLockedError } from '../db/data-dir-lock.ts';
-import { isMigrated, ping, type Store } from '../db/database.ts';
-import type { Database } from '../db/schema.ts';
+import { describeConfig, type Config, type SettingView } from '../config.ts';
+import { DataDirLockedError, type LockHolder } from '../db/data-dir-lock.ts';
+import type { Store } from '../db/database.ts';
 import { checkRedis } from '../queue/connections.ts';
-import { checkEhrAddress } from '../services/outbound-address.ts';
+import {
+  CHECK_STATUSES,
+  ehrUrlCheck,
+  failed,
+  notChecked,
+  passed,
+  redisCheck,
+  storeCheckNames,
+  storeChecks,
+  type CheckStatus,
+  type DoctorCheck,
+  type DoctorReport,
+} from '../services/doctor-checks.ts';
+import { fail } from './failure.ts';
+import { plural } from './plural.ts';
 
 export interface DoctorDeps {
   readonly config: Config;
@@ -20,133 +37,177 @@ export interface DoctorDeps {
   readonly connectRedis: () => Redis;
 }
 
-export interface DoctorCheck {
-  readonly name: string;
-  readonly ok: boolean;
-  readonly detail: string;
+/** What the doctor found in this shell, and the refhub that holds DATA_DIR, if one does. */
+export interface DoctorFindings {
+  readonly checks: DoctorCheck[];
+  readonly holder: LockHolder | undefined;
 }
 
-/** PostgreSQL settings that must stay on, or a crash can lose or corrupt committed referrals. */
-const DURABILITY = [
-  { name: 'fsync', safe: ['on'] },
-  { name: 'synchronous_commit', safe: ['on', 'remote_write', 'remote_apply'] },
-  { name: 'full_page_writes', safe: ['on'] },
-] as const;
-
-async function durabilityChecks(db: Kysely<Database>): Promise<DoctorCheck[]> {
-  const checks: DoctorCheck[] = [];
-  for (const setting of DURABILITY) {
-    const { rows } = await sql<{ value: string }>`select current_setting(${setting.name}) as value`.execute(
-      db,
-    );
-    const value = rows[0]?.value ?? 'unknown';
-    const ok = (setting.safe as readonly string[]).includes(value);
-    checks.push({
-      name: `postgres ${setting.name}`,
-      ok,
-      detail: ok ? value : `${value}: a crash can lose committed referrals; set ${setting.name} = on`,
-    });
-  }
-  return checks;
-}
-
-async function storeChecks({ config, openStore }: DoctorDeps): Promise<DoctorCheck[]> {
+async function localStoreChecks({ config, openStore }: DoctorDeps): Promise<DoctorFindings> {
+  const engine = config.databaseUrl === undefined ? 'pglite' : 'postgres';
   let store: Store;
   try {
     store = await openStore();
   } catch (error) {
     if (error instanceof DataDirLockedError) {
-      return [
-        {
-          name: 'pglite lock',
-          ok: true,
-          detail: `DATA_DIR is held by process ${error.holder.pid} ("${error.holder.command}"): the running refhub owns it`,
-        },
-      ];
+      const { holder } = error;
+      const why = `PGlite in DATA_DIR is held by the running refhub, process ${holder.pid} ("${holder.command}")`;
+      return {
+        holder,
+        checks: [
+          passed(
+            'pglite lock',
+            `DATA_DIR ${config.dataDir} is held by process ${holder.pid} ("${holder.command}")`,
+          ),
+          ...storeCheckNames('pglite').map((name) => notChecked(name, why)),
+        ],
+      };
     }
-    return [{ name: 'database', ok: false, detail: `cannot open: ${(error as Error).message}` }];
+    return {
+      holder: undefined,
+      checks: [
+        failed('database', `cannot open: ${(error as Error).message}`),
+        ...storeCheckNames(engine)
+          .slice(1)
+          .map((name) => notChecked(name, 'the database could not be opened')),
+      ],
+    };
   }
   try {
-    const checks: DoctorCheck[] = [];
-    if (store.engine === 'pglite') {
-      checks.push({
-        name: 'pglite lock',
-        ok: true,
-        detail: `DATA_DIR ${config.dataDir} is free; no refhub holds it`,
-      });
-    }
-    try {
-      await ping(store.db);
-      checks.push({
-        name: 'database',
-        ok: true,
-        detail: store.engine === 'pglite' ? 'embedded PGlite answers' : 'PostgreSQL answers',
-      });
-    } catch (error) {
-      return [...checks, { name: 'database', ok: false, detail: `no answer: ${(error as Error).message}` }];
-    }
-    const migrated = await isMigrated(store.db);
-    checks.push({
-      name: 'migrations',
-      ok: migrated,
-      detail: migrated ? 'every migration is applied' : 'migrations are pending: run `refhub migrate`',
-    });
-    if (store.engine === 'postgres') checks.push(...(await durabilityChecks(store.db)));
-    return checks;
+    const lock =
+      store.engine === 'pglite'
+        ? [passed('pglite lock', `DATA_DIR ${config.dataDir} is free; no refhub holds it`)]
+        : [];
+    return { holder: undefined, checks: [...lock, ...(await storeChecks(store.db, store.engine))] };
   } finally {
     await store.close();
   }
 }
 
-async function redisCheck(deps: DoctorDeps): Promise<DoctorCheck> {
+async function localRedisCheck(deps: DoctorDeps): Promise<DoctorCheck> {
   const redis = deps.connectRedis();
   try {
-    const health = await checkRedis(redis);
-    return {
-      name: 'redis',
-      ok: health.problem === undefined,
-      detail: health.problem ?? 'reachable, maxmemory-policy noeviction',
-    };
+    return redisCheck((await checkRedis(redis)).problem);
   } finally {
     redis.disconnect();
   }
 }
 
-async function ehrCheck(config: Config): Promise<DoctorCheck> {
-  if (config.ehrUrl === undefined) {
-    return {
-      name: 'ehr url',
-      ok: config.env !== 'production',
-      detail: 'unset: forms go to the in-process sandbox EHR (never in production)',
-    };
-  }
-  const https = new URL(config.ehrUrl).protocol === 'https:';
-  try {
-    await checkEhrAddress(config);
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    return { name: 'ehr url', ok: false, detail: error.message };
-  }
+/** The checks, made with this shell's settings. */
+export async function runDoctor(deps: DoctorDeps): Promise<DoctorFindings> {
+  const [store, redis] = await Promise.all([localStoreChecks(deps), localRedisCheck(deps)]);
+  // Where forms go is a setting, and this shell's need not be the running refhub's: say whose it is.
+  const ehr = await ehrUrlCheck(deps.config);
+  const whose = store.holder === undefined ? 'this shell' : 'this shell; the running refhub may have its own';
   return {
-    name: 'ehr url',
-    ok: https || config.env !== 'production',
-    detail: https ? `https, ${new URL(config.ehrUrl).host}` : `${config.ehrUrl} is not https`,
+    holder: store.holder,
+    checks: [...store.checks, redis, { ...ehr, detail: `${ehr.detail} (EHR_URL of ${whose})` }],
   };
 }
 
-export async function runDoctor(deps: DoctorDeps): Promise<DoctorCheck[]> {
-  const [store, redis] = await Promise.all([storeChecks(deps), redisCheck(deps)]);
-  return [...store, redis, await ehrCheck(deps.config)];
+const SHOWN_STATUS: Readonly<Record<CheckStatus, string>> = {
+  passed: 'passed',
+  failed: 'FAILED',
+  'not-checked': 'not checked',
+};
+const STATUS_WIDTH = Math.max(...CHECK_STATUSES.map((s) => SHOWN_STATUS[s].length));
+
+/** One line per check: its status, its name and what was found (or why it was not checked). */
+export function checkLines(checks: readonly DoctorCheck[]): string {
+  const width = Math.max(0, ...checks.map((c) => c.name.length));
+  return checks
+    .map((c) => `${SHOWN_STATUS[c.status].padEnd(STATUS_WIDTH)}  ${c.name.padEnd(width)}  ${c.detail}\n`)
+    .join('');
 }
 
-/** Runs the checks and prints them; the exit status is 1 when one failed. */
+/** "Every check passed." only when every check was made and passed; otherwise the counts. */
+export function summaryOf(checks: readonly DoctorCheck[]): string {
+  const count = (status: CheckStatus) => checks.filter((c) => c.status === status).length;
+  if (count('passed') === checks.length) return 'Every check passed.';
+  const parts = [`${plural(count('passed'), 'check')} passed`];
+  if (count('not-checked') > 0) parts.push(`${count('not-checked')} not checked`);
+  if (count('failed') > 0) parts.push(`${count('failed')} failed`);
+  return `${parts.join(', ')}.`;
+}
+
+/** Runs the checks with this shell's settings and prints them; the exit status is 1 when one failed. */
 export async function doctor(deps: DoctorDeps): Promise<void> {
-  const checks = await runDoctor(deps);
-  const width = Math.max(...checks.map((c) => c.name.length));
-  for (const c of checks) {
-    process.stdout.write(`${c.ok ? 'ok  ' : 'FAIL'}  ${c.name.padEnd(width)}  ${c.detail}\n`);
+  const { checks, holder } = await runDoctor(deps);
+  process.stdout.write(
+    "Checked with this shell's settings; a running refhub may have others (see `refhub doctor --server`).\n",
+  );
+  process.stdout.write(checkLines(checks));
+  process.stdout.write(`${summaryOf(checks)}\n`);
+  if (holder !== undefined) {
+    process.stdout.write(
+      `The running refhub (process ${holder.pid}) can make these checks itself and show its settings: ` +
+        'run `refhub doctor --server URL` with the URL it serves at and an ops key in REFHUB_OPS_KEY.\n',
+    );
   }
-  const failed = checks.filter((c) => !c.ok).length;
-  process.stdout.write(failed === 0 ? 'Every check passed.\n' : `${failed} check(s) failed.\n`);
-  process.exitCode = failed === 0 ? 0 : 1;
+  process.exitCode = checks.some((c) => c.status === 'failed') ? 1 : 0;
+}
+
+/** How long the server may take to answer: its own checks are bounded by 3 seconds each. */
+const SERVER_TIMEOUT_MS = 15_000;
+
+/** Asks a running refhub for its report; undefined `opsKey` is refused before anything is sent. */
+export async function askServer(server: string, opsKey: string | undefined): Promise<DoctorReport> {
+  if (opsKey === undefined) fail('--server needs an ops key: set REFHUB_OPS_KEY (or pass --ops-key)');
+  let url: URL;
+  try {
+    url = new URL('doctor', server.endsWith('/') ? server : `${server}/`);
+  } catch {
+    fail(`--server: ${server} is not a URL (for example http://127.0.0.1:3000)`);
+  }
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      headers: { authorization: `ApiKey ${opsKey}`, accept: 'application/json' },
+      signal: AbortSignal.timeout(SERVER_TIMEOUT_MS),
+    });
+  } catch (error) {
+    const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).name;
+    fail(`cannot reach refhub at ${url.origin} (${cause})`);
+  }
+  if (response.status === 401) fail(`${url.origin} did not accept the ops key: it is unknown or revoked`);
+  if (response.status === 403) fail(`${url.origin} refused the key: /doctor is for ops keys only`);
+  if (response.status === 404) fail(`${url.href} is not there: is this a refhub of this version?`);
+  if (!response.ok) fail(`${url.href} answered HTTP ${response.status}`);
+  return (await response.json()) as DoctorReport;
+}
+
+/** The server's settings, each marked where this shell's differs. */
+function settingLines(server: readonly SettingView[], shell: readonly SettingView[] | undefined): string {
+  const shown = (s: SettingView | undefined) =>
+    s === undefined ? 'not known' : !s.set ? 'unset' : s.secret ? 'set (secret)' : (s.value ?? '');
+  const width = Math.max(0, ...server.map((s) => s.variable.length));
+  return server
+    .map((s) => {
+      const here = shell?.find((h) => h.variable === s.variable);
+      const differs =
+        shell !== undefined && shown(here) !== shown(s) ? `   (this shell: ${shown(here)})` : '';
+      return `  ${s.variable.padEnd(width)}  ${shown(s)}${differs}\n`;
+    })
+    .join('');
+}
+
+/**
+ * `refhub doctor --server URL`: the running process's own checks and settings. `shell` is this
+ * shell's configuration, when it loads, to mark where it differs from the server's.
+ */
+export async function doctorServer(
+  server: string,
+  opsKey: string | undefined,
+  shell: Config | undefined,
+): Promise<void> {
+  const report = await askServer(server, opsKey);
+  const store = report.store === 'pglite' ? 'embedded PGlite' : 'PostgreSQL';
+  process.stdout.write(`Checked by refhub at ${server} (process ${report.pid}, on ${store}):\n`);
+  process.stdout.write(checkLines(report.checks));
+  process.stdout.write(`${summaryOf(report.checks)}\n\n`);
+  process.stdout.write('Its settings (secrets only as set or unset):\n');
+  process.stdout.write(
+    settingLines(report.configuration, shell === undefined ? undefined : describeConfig(shell)),
+  );
+  process.exitCode = report.checks.some((c) => c.status === 'failed') ? 1 : 0;
 }

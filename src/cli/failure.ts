@@ -4,7 +4,10 @@
 import { InvalidArgumentError } from 'commander';
 import { ConfigError } from '../config.ts';
 import { DataDirLockedError } from '../db/data-dir-lock.ts';
+import { MigrationFailedError, SchemaBehindError, StoreUnavailableError } from '../db/store-failure.ts';
 import { AppError } from '../errors.ts';
+import { QUEUE_UNAVAILABLE } from '../queue/connections.ts';
+import { QueuePrefixTakenError } from '../queue/prefix-claim.ts';
 
 export function fail(message: string): never {
   process.stderr.write(`refhub: ${message}\n`);
@@ -16,14 +19,23 @@ export function failFor(error: unknown): never {
   if (
     error instanceof ConfigError ||
     error instanceof DataDirLockedError ||
+    error instanceof QueuePrefixTakenError ||
+    error instanceof StoreUnavailableError ||
+    error instanceof SchemaBehindError ||
+    (error instanceof MigrationFailedError && error.byDatabase) ||
     error instanceof InvalidArgumentError
   ) {
     fail(error.message);
   }
-  const code = (error as { code?: unknown } | null)?.code;
-  if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+  const { code, syscall } = (error ?? {}) as { code?: unknown; syscall?: unknown };
+  if (syscall === 'listen' && (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL')) {
     const { address, port } = error as { address?: string; port?: number };
     fail(`cannot listen on ${address ?? 'HOST'}:${port ?? 'PORT'} (${code}); set PORT or HOST`);
+  }
+  if (code === QUEUE_UNAVAILABLE) {
+    fail(
+      'Redis cannot be reached, so the queues are unavailable: start Redis, or correct REDIS_URL, then run the command again',
+    );
   }
   if (error instanceof AppError) {
     const problems = error.errors?.map((e) => `\n  ${e.path}: ${e.message}`).join('') ?? '';

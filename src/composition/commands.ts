@@ -2,8 +2,8 @@
 // Redis or the sandbox), hands the command the few things it uses, and closes what it opened however
 // the command ends. main.ts calls these after parsing the command line; the commands themselves are
 // in src/cli. Modules only some commands need are loaded by those commands.
-import { loadConfig, type Config } from '../config.ts';
-import { configuredStoreTarget, openStore } from '../db/database.ts';
+import { loadConfig, opsKeyFromEnv, type Config } from '../config.ts';
+import { configuredStoreTarget, MIGRATION_NAMES, openStore } from '../db/database.ts';
 import { webhookSubscriptionRepository } from '../db/webhooks-subscription.repository.ts';
 import { createLogger } from '../logger.ts';
 import { connectRedis } from '../queue/connections.ts';
@@ -21,7 +21,10 @@ import {
 import { listWebhooks, replayWebhooks, type ReplayOptions } from '../cli/webhooks.command.ts';
 import { createContext, openConfiguredStore, type AppContext } from './context.ts';
 
-/** Runs `work` with a context, closing the store (and the PGlite lock) however it ends. */
+/**
+ * Runs `work` with a context, closing the store (and the PGlite lock) however it ends. The schema must
+ * be current: these commands never migrate (`refhub migrate` does).
+ */
 async function withContext<T>(command: string, work: (ctx: AppContext) => Promise<T>): Promise<T> {
   const ctx = await createContext(loadConfig(), command);
   try {
@@ -37,7 +40,10 @@ export function forwardsRetryCommand(referralIds: string[], options: { allFailed
 
 export function webhooksListCommand(): Promise<void> {
   return withContext('refhub webhooks list', (ctx) =>
-    listWebhooks({ allSubscriptions: () => webhookSubscriptionRepository(ctx.db).all() }),
+    listWebhooks({
+      allSubscriptions: () => webhookSubscriptionRepository(ctx.db).all(),
+      displayTime: ctx.displayTime,
+    }),
   );
 }
 
@@ -45,10 +51,22 @@ export function webhooksReplayCommand(options: ReplayOptions): Promise<void> {
   return withContext('refhub webhooks replay', (ctx) => replayWebhooks(ctx, options));
 }
 
-/** The doctor opens nothing for long and migrates nothing: it gets openers, and a silent logger. */
-export async function doctorCommand(): Promise<void> {
+/**
+ * The doctor opens nothing for long and migrates nothing: it gets openers, and a silent logger. With
+ * `--server` it asks that refhub instead, and needs no valid settings in this shell.
+ */
+export async function doctorCommand(options: { server?: string; opsKey?: string } = {}): Promise<void> {
+  const { doctor, doctorServer } = await import('../cli/doctor.command.ts');
+  if (options.server !== undefined) {
+    let shell: Config | undefined;
+    try {
+      shell = loadConfig();
+    } catch {
+      shell = undefined;
+    }
+    return doctorServer(options.server, options.opsKey ?? opsKeyFromEnv(), shell);
+  }
   const config = loadConfig();
-  const { doctor } = await import('../cli/doctor.command.ts');
   const logger = createLogger({ ...config, logLevel: 'silent' });
   await doctor({
     config,
@@ -64,10 +82,12 @@ export function reconcileCommand(): Promise<void> {
   });
 }
 
+/** The one operator's command that changes the schema; the serving modes migrate as they start. */
 export function migrateCommand(): Promise<void> {
   return migrate({
-    migrate: async () => {
-      const store = await openConfiguredStore(loadConfig(), 'refhub migrate');
+    known: MIGRATION_NAMES.length,
+    migrate: async (progress) => {
+      const store = await openConfiguredStore(loadConfig(), 'refhub migrate', { migrate: progress });
       await store.close();
     },
   });

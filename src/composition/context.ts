@@ -5,7 +5,17 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import { systemClock, type Clock } from '../domain/clock.ts';
 import { displayTimeIn, type DisplayTime } from '../domain/display-time.ts';
-import { configuredStoreTarget, migrateToLatest, openStore, type Store } from '../db/database.ts';
+import {
+  configuredStoreTarget,
+  MIGRATION_NAMES,
+  migrateToLatest,
+  openStore,
+  pendingMigrations,
+  ping,
+  type MigrationProgress,
+  type Store,
+} from '../db/database.ts';
+import { MigrationFailedError, SchemaBehindError, storeUnavailable } from '../db/store-failure.ts';
 import type { Database } from '../db/schema.ts';
 import type { EhrFormSource } from '../domain/referral-view.ts';
 import { createLogger, type Logger } from '../logger.ts';
@@ -26,11 +36,13 @@ import { deliverOnce, type DeliveryDeps } from '../workers/webhooks/delivery.ts'
 import { createWebhookReplay, type WebhookReplay } from '../services/webhooks-replay.service.ts';
 import { createWebhookSubscriptions, type WebhookSubscriptions } from '../services/webhooks.service.ts';
 import { createQueueProducer, type QueueProducer } from '../queue/producer.ts';
+import { claimLeaseMs } from '../queue/prefix-claim.ts';
 import { createMetrics, type Metrics } from '../observability/metrics.ts';
 import { QUEUE_NAMES } from '../queue/registry.ts';
 import { outboxRepository } from '../db/outbox.repository.ts';
 import { webhookSubscriptionRepository } from '../db/webhooks-subscription.repository.ts';
 import { ehrCircuitRepository } from '../db/forwarding-circuit.repository.ts';
+import { installationSecretRepository } from '../db/installation-secret.repository.ts';
 import { createReferralFhir, type ReferralFhir } from '../services/fhir.service.ts';
 
 export interface AppContext {
@@ -67,6 +79,15 @@ export interface AppContext {
   readonly webhookReplay: WebhookReplay;
   /** The queue producer, connected to Redis on first use (operator commands never touch Redis). */
   readonly queues: QueueProducer;
+  /** This installation's ID, kept in its database (made on first use). */
+  installationId(): Promise<string>;
+  /**
+   * Claims the queue prefix for this installation in Redis (queue/prefix-claim.ts): anything that
+   * runs or adds queue work does it first, and refuses to go on when another installation holds it.
+   */
+  claimQueues(): Promise<void>;
+  /** Gives the claim back (an embedded installation, which is one process, as it stops). */
+  releaseQueues(): Promise<void>;
   /** This process's Prometheus metrics. */
   readonly metrics: Metrics;
   /** Set when the process begins to stop: readiness fails, so load balancers stop sending requests. */
@@ -80,28 +101,87 @@ export interface ContextOverrides {
   readonly logger?: Logger;
 }
 
-/** Opens the store for `command` (PGlite holds DATA_DIR for this process), and migrates it. */
-export async function openConfiguredStore(config: Config, command: string): Promise<Store> {
-  const store = await openStore(
-    configuredStoreTarget(config, command, { preparedStatements: config.databasePreparedStatements }),
-  );
+/**
+ * What opening the store does to its schema. Only `refhub migrate` and the serving modes (`all`, `api`,
+ * `worker`, which log it) change the schema: they pass `migrate`. Every other command needs the
+ * schema `current` and refuses, in one line, to run on one with migrations pending.
+ */
+export type SchemaUse = { readonly migrate: MigrationProgress } | 'current';
+
+/**
+ * Opens the store for `command` (PGlite holds DATA_DIR for this process), asks it once, and migrates
+ * it or checks that it is migrated. Every command that uses the store opens it here, so a database
+ * that is missing, unreachable or refuses the user stops each of them with the same one line and what
+ * to do (StoreUnavailableError), never with a driver's stack.
+ */
+export async function openConfiguredStore(
+  config: Config,
+  command: string,
+  schema: SchemaUse,
+): Promise<Store> {
+  const target = configuredStoreTarget(config, command, {
+    preparedStatements: config.databasePreparedStatements,
+  });
+  let store: Store | undefined;
   try {
-    await migrateToLatest(store.db);
+    store = await openStore(target);
+    // node-postgres connects on the first statement: one here turns a wrong DATABASE_URL into the
+    // reason, before any work starts.
+    await ping(store.db);
+  } catch (error) {
+    await store?.close();
+    throw storeUnavailable(error, target) ?? error;
+  }
+  try {
+    if (schema === 'current') {
+      const pending = await pendingMigrations(store.db);
+      if (pending.length > 0) throw new SchemaBehindError(pending, MIGRATION_NAMES.length);
+    } else {
+      await migrateToLatest(store.db, schema.migrate, target);
+    }
   } catch (error) {
     await store.close();
-    throw error;
+    const ours = error instanceof SchemaBehindError || error instanceof MigrationFailedError;
+    throw ours ? error : (storeUnavailable(error, target) ?? error);
   }
   return store;
 }
 
+/** A serving process's migrations, in its log: each one as it starts and ends, then the total. */
+async function openServingStore(config: Config, command: string, logger: Logger): Promise<Store> {
+  let applied = 0;
+  const store = await openConfiguredStore(config, command, {
+    migrate: {
+      started: (migration) => {
+        logger.info({ migration }, 'migration started');
+      },
+      finished: (migration, ms) => {
+        applied += 1;
+        logger.info({ migration, ms: Math.round(ms) }, 'migration finished');
+      },
+    },
+  });
+  if (applied > 0) logger.info({ migrations: applied }, 'database schema migrated');
+  return store;
+}
+
+/**
+ * Builds the context for `command`. `schema: 'migrate'` (the serving modes only) applies pending
+ * migrations and logs them; otherwise a schema with migrations pending is refused.
+ */
 export async function createContext(
   config: Config,
   command: string,
   overrides: ContextOverrides = {},
+  schema: 'migrate' | 'current' = 'current',
 ): Promise<AppContext> {
   const logger = overrides.logger ?? createLogger(config);
   const clock = overrides.clock ?? systemClock;
-  const store = overrides.store ?? (await openConfiguredStore(config, command));
+  const store =
+    overrides.store ??
+    (schema === 'migrate'
+      ? await openServingStore(config, command, logger)
+      : await openConfiguredStore(config, command, 'current'));
   const db = store.db;
   const linkMinter = createLinkMinter({
     publicUrl: config.publicUrl,
@@ -113,6 +193,13 @@ export async function createContext(
   const deps = { db, clock, links: linkMinter };
   let queues: QueueProducer | undefined;
   const queueProducer = () => (queues ??= createQueueProducer(config, logger));
+  let installation: Promise<string> | undefined;
+  const installationId = () => (installation ??= installationSecretRepository(db).installationId());
+  // Renewed by each reconciler pass, so it outlives the gaps between them.
+  const claimLease = claimLeaseMs(config.reconcileIntervalSeconds * 1000);
+  const claimQueues = async () => queueProducer().claim(await installationId(), claimLease);
+  const releaseQueues = async () => queueProducer().release(await installationId());
+  let claimed: Promise<void> | undefined;
   const metrics = createMetrics();
   metrics.setSources({
     queueCounts: async () =>
@@ -183,11 +270,23 @@ export async function createContext(
     webhookDelivery,
     webhookReplay: createWebhookReplay({
       db,
-      queues: { enqueueWebhooks: (jobs, replay) => queueProducer().enqueueWebhooks(jobs, replay) },
+      queues: {
+        enqueueWebhooks: async (jobs, replay) => {
+          // A replay runs outside the serving processes (`refhub webhooks replay`): it claims first.
+          await (claimed ??= claimQueues().catch((error: unknown) => {
+            claimed = undefined;
+            throw error;
+          }));
+          await queueProducer().enqueueWebhooks(jobs, replay);
+        },
+      },
     }),
     get queues() {
       return queueProducer();
     },
+    installationId,
+    claimQueues,
+    releaseQueues,
     metrics,
     lifecycle: { draining: false },
     close: async () => {

@@ -8,6 +8,8 @@ import { fail } from '../cli/failure.ts';
 import { VERSION } from '../cli/version.ts';
 import { setUpDemo } from './demo-setup.ts';
 import { checkEhrAddress } from '../services/outbound-address.ts';
+import { QUEUE_UNAVAILABLE } from '../queue/connections.ts';
+import { errorCode } from '../queue/poll-loop.ts';
 import { createContext, type AppContext } from './context.ts';
 
 export type ServeCommand = 'all' | 'api' | 'worker';
@@ -31,6 +33,29 @@ async function ehrTarget(ctx: AppContext): Promise<{ url: string; close: () => P
   return sandbox;
 }
 
+/**
+ * Claims the queue prefix for this installation before anything touches the queues, and refuses to
+ * start when another installation holds it (queue/prefix-claim.ts). Redis down at start does not stop
+ * a start (work waits in the outbox): the reconciler of a process with workers claims it on its first
+ * pass after Redis is back.
+ */
+async function claimQueues(ctx: AppContext, withBackground: boolean): Promise<void> {
+  try {
+    await ctx.claimQueues();
+  } catch (error) {
+    if ((error as { code?: unknown }).code === QUEUE_UNAVAILABLE) {
+      const later = withBackground ? '; it is claimed once Redis is back' : '';
+      ctx.logger.warn(
+        { check: 'redis' },
+        `Redis is unreachable: the queue prefix ${ctx.config.queuePrefix} is not claimed yet${later}`,
+      );
+      return;
+    }
+    await ctx.close();
+    throw error;
+  }
+}
+
 export async function serve(command: ServeCommand): Promise<void> {
   const config: Config = loadConfig();
   if (command !== 'all' && config.databaseUrl === undefined) {
@@ -41,13 +66,18 @@ export async function serve(command: ServeCommand): Promise<void> {
   const withApi = command !== 'worker';
   const withBackground = command !== 'api';
   if (withBackground) await checkEhrAddress(config);
-  const ctx = await createContext(config, `refhub ${command}`);
-  let demoKeys;
+  const ctx = await createContext(config, `refhub ${command}`, {}, 'migrate');
+  await claimQueues(ctx, withBackground);
+  let demo;
   if (config.catalogFile !== undefined) {
     const loaded = await ctx.catalog.loadFile(config.catalogFile);
     ctx.logger.info(loaded, 'catalog loaded');
   } else if (config.env !== 'production' && withApi) {
-    demoKeys = await setUpDemo(ctx.db, config.dataDir);
+    demo = await setUpDemo(ctx.db, {
+      dataDir: config.dataDir,
+      engine: ctx.store.engine,
+      installationId: await ctx.installationId(),
+    });
   }
   const redis = await ctx.queues.health();
   if (redis.problem !== undefined)
@@ -85,6 +115,14 @@ export async function serve(command: ServeCommand): Promise<void> {
     await app.close();
     await background?.stop();
     await ehr?.close();
+    // An embedded installation is this one process: nothing of it uses the queues any more, so its
+    // prefix is free for whatever runs next (queue/prefix-claim.ts). A PostgreSQL installation's
+    // claim lapses by itself once its last process is gone.
+    if (ctx.store.engine === 'pglite') {
+      await ctx.releaseQueues().catch((error: unknown) => {
+        ctx.logger.warn({ err: { code: errorCode(error) } }, 'the queue prefix claim was not given back');
+      });
+    }
     await ctx.close();
     ctx.logger.info('stopped');
     ctx.logger.flush(() => process.exit(0));
@@ -105,11 +143,11 @@ export async function serve(command: ServeCommand): Promise<void> {
   }
   if (ehr !== undefined)
     banner.push(`  Forms go to ${config.ehrUrl === undefined ? 'the sandbox EHR' : 'the EHR'} at ${ehr.url}`);
-  if (demoKeys) {
+  if (demo) {
     banner.push(
       '',
-      'The demo catalog was loaded. These test keys are shown once (also in demo-keys.txt, mode 600):',
-      ...demoKeys.map((k) => `  ${k.label.padEnd(14)} ${k.key}  (${k.description})`),
+      `The demo catalog was loaded. These test keys are shown once (also in ${demo.file}, mode 600):`,
+      ...demo.keys.map((k) => `  ${k.label.padEnd(14)} ${k.key}  (${k.description})`),
     );
   }
   process.stdout.write(`${banner.join('\n')}\n\n`);

@@ -8,6 +8,7 @@ import { Migrator, type MigrationResultSet } from 'kysely/migration';
 import pg from 'pg';
 import { lockDataDir } from './data-dir-lock.ts';
 import { migrations } from './migrations/index.ts';
+import { MigrationFailedError, type StorePlace } from './store-failure.ts';
 import type { Database } from './schema.ts';
 
 export type Engine = 'postgres' | 'pglite';
@@ -230,27 +231,62 @@ export async function openStore(target: StoreTarget): Promise<Store> {
   }
 }
 
-export function createMigrator(db: Kysely<Database>): Migrator {
-  return new Migrator({
-    db,
-    provider: { getMigrations: () => Promise.resolve(migrations) },
-  });
+/** Told as each migration of a run starts and ends (inside the run's one transaction). */
+export interface MigrationProgress {
+  started?(name: string): void;
+  finished?(name: string, ms: number): void;
 }
 
-/** Applies every pending migration; throws the first failure. */
-export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResultSet> {
-  const result = await createMigrator(db).migrateToLatest();
+/** Every migration this refhub knows, in order. */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(migrations);
+
+export function createMigrator(db: Kysely<Database>, progress: MigrationProgress = {}): Migrator {
+  const timed = Object.fromEntries(
+    Object.entries(migrations).map(([name, migration]) => [
+      name,
+      {
+        ...migration,
+        up: async (trx: Kysely<unknown>) => {
+          progress.started?.(name);
+          const start = performance.now();
+          await migration.up(trx);
+          progress.finished?.(name, performance.now() - start);
+        },
+      },
+    ]),
+  );
+  return new Migrator({ db, provider: { getMigrations: () => Promise.resolve(timed) } });
+}
+
+/**
+ * Applies every pending migration, in one transaction, telling `progress` as each starts and ends;
+ * throws MigrationFailedError when one fails (the transaction is then rolled back). With nothing
+ * pending it does not touch the migrator's bookkeeping, so a refhub older than the database's schema
+ * (a rolling restart) starts without complaint.
+ */
+export async function migrateToLatest(
+  db: Kysely<Database>,
+  progress: MigrationProgress = {},
+  place?: StorePlace,
+): Promise<MigrationResultSet> {
+  if ((await pendingMigrations(db)).length === 0) return { results: [] };
+  const result = await createMigrator(db, progress).migrateToLatest();
   if (result.error !== undefined) {
-    const failed = result.results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
-    throw new Error(`Migration ${failed} failed`, { cause: result.error });
+    const failed = result.results?.find((r) => r.status === 'Error')?.migrationName;
+    throw new MigrationFailedError(failed, result.error, place);
   }
   return result;
 }
 
+/** The migrations this refhub knows that the database has not applied, in order. */
+export async function pendingMigrations(db: Kysely<Database>): Promise<string[]> {
+  const list = await createMigrator(db).getMigrations();
+  return list.filter((m) => m.executedAt === undefined).map((m) => m.name);
+}
+
 /** True when every known migration has been applied (used by /readyz). */
 export async function isMigrated(db: Kysely<Database>): Promise<boolean> {
-  const list = await createMigrator(db).getMigrations();
-  return list.every((m) => m.executedAt !== undefined);
+  return (await pendingMigrations(db)).length === 0;
 }
 
 const UNREACHABLE_NETWORK_CODES = new Set([

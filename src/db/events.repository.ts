@@ -183,6 +183,17 @@ export function referralEventRepository(db: Executor) {
       return rows.map(toEvent);
     },
 
+    /** How many events occurred at or after `since`: the work of a replay, before it starts. */
+    async countOccurredSince(since: Date): Promise<number> {
+      const row = await db
+        .selectFrom('referral_events')
+        .select(sql<number>`count(*)::int`.as('count'))
+        .where('occurred_at', '>=', since)
+        .where(settled)
+        .executeTakeFirstOrThrow();
+      return row.count;
+    },
+
     /** How many events lie after `from`, and how old the oldest of them is (the relay's lag). */
     async backlogAfter(
       from: FeedPosition,

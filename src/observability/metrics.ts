@@ -60,6 +60,14 @@ export function createMetrics() {
     labelNames: ['queue'] as const,
     registers: [registry],
   });
+  const foreignJobs = new Counter({
+    name: 'refhub_jobs_foreign_total',
+    help:
+      "Jobs for a referral this installation's database does not have (another installation shares " +
+      'the queue prefix), failed without acting, by queue',
+    labelNames: ['queue'] as const,
+    registers: [registry],
+  });
   const authFailures = new Counter({
     name: 'refhub_auth_failures_total',
     help: 'Failed authentications (wrong API keys, unknown link tokens), refused or throttled, by kind',
@@ -173,6 +181,10 @@ export function createMetrics() {
     /** A job this process found stalled (another worker's lock expired) and gave back. */
     jobStalled(queue: string): void {
       stalledJobs.inc({ queue });
+    },
+    /** A job for a referral this installation does not have (queue/prefix-claim.ts), by queue. */
+    foreignJob(queue: string): void {
+      foreignJobs.inc({ queue });
     },
     /** A failed authentication: answered 401/404 (`refused`) or, past the limit, 429 (`throttled`). */
     authFailure(kind: 'api-key' | 'link-token', outcome: 'refused' | 'throttled'): void {

@@ -42,6 +42,44 @@ export function connectRedis(url: string, role: ConnectionRole, logger: Logger):
   return redis;
 }
 
+/**
+ * Waits, at most `settleMs`, while a connection is still connecting: until it is ready or has failed.
+ * A connection cut in its handshake (the socket open, the ready check not yet answered) fails that
+ * check, and ioredis reports it as a connection `error` ("Stream isn't writeable …"); a short command
+ * such as `refhub reconcile` would hit this whenever it finished before the queues' first round trip.
+ */
+export async function settled(redis: Redis, settleMs = 5_000): Promise<void> {
+  if (redis.status !== 'connecting' && redis.status !== 'connect') return;
+  let timer: NodeJS.Timeout | undefined;
+  let settle = (): void => undefined;
+  await new Promise<void>((resolve) => {
+    settle = resolve;
+    redis.once('ready', settle);
+    redis.once('close', settle);
+    timer = setTimeout(settle, settleMs);
+  });
+  clearTimeout(timer);
+  redis.off('ready', settle);
+  redis.off('close', settle);
+}
+
+/**
+ * Closes a connection quietly: once it has `settled`, a ready one with QUIT, which lets the commands
+ * already sent finish; any other (down, reconnecting) at once.
+ */
+export async function closeRedis(redis: Redis): Promise<void> {
+  await settled(redis);
+  if (redis.status === 'ready') {
+    try {
+      await redis.quit();
+      return;
+    } catch {
+      // Lost meanwhile: nothing is left to let finish.
+    }
+  }
+  redis.disconnect();
+}
+
 /** Per connection, the wait for its next `ready` that every caller of `whenReady` shares. */
 const nextReady = new WeakMap<Redis, Promise<void>>();
 

@@ -4,7 +4,8 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createOutageLog, type Logger } from '../logger.ts';
-import { checkRedis, connectRedis, connected, type RedisHealth } from './connections.ts';
+import { checkRedis, closeRedis, connectRedis, connected, settled, type RedisHealth } from './connections.ts';
+import { claimQueuePrefix, releaseQueuePrefix } from './prefix-claim.ts';
 import {
   QUEUE_NAMES,
   RETENTION,
@@ -65,6 +66,13 @@ export interface QueueProducer {
    */
   enqueueWebhooks(payloads: readonly QueuePayloads['webhooks'][], replay?: string): Promise<void>;
   health(): Promise<RedisHealth>;
+  /**
+   * Claims the queue prefix for the installation (prefix-claim.ts); throws QueuePrefixTakenError when
+   * another installation holds it, and an error coded QUEUE_UNAVAILABLE when Redis cannot be reached.
+   */
+  claim(installationId: string, leaseMs: number): Promise<void>;
+  /** Gives the claim back if the installation holds it (prefix-claim.ts). */
+  release(installationId: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -183,9 +191,26 @@ export function createQueueProducer(settings: QueueSettings, logger: Logger): Qu
 
     health: () => checkRedis(redis, `${settings.queuePrefix}:readiness-probe`),
 
+    async claim(installationId, leaseMs) {
+      await connected(redis);
+      await claimQueuePrefix(redis, settings.queuePrefix, installationId, leaseMs);
+    },
+
+    async release(installationId) {
+      await connected(redis);
+      await releaseQueuePrefix(redis, settings.queuePrefix, installationId);
+    },
+
     async close() {
+      // The queues begin to connect when they are built, and each then reads the server's version.
+      // Closing in the middle of that would fail it and log a connection error after a command that
+      // went well, so the connection and the queues are let finish starting first (connections.ts).
+      await settled(redis);
+      if (redis.status === 'ready') {
+        await Promise.allSettled(QUEUE_NAMES.map((name) => queues[name].waitUntilReady()));
+      }
       await Promise.allSettled(QUEUE_NAMES.map((name) => queues[name].close()));
-      redis.disconnect();
+      await closeRedis(redis);
     },
   };
 }

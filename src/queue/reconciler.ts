@@ -19,6 +19,7 @@ import type { Database } from '../db/schema.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { QueueProducer, ReminderSchedule } from './producer.ts';
+import { QueuePrefixTakenError } from './prefix-claim.ts';
 import { forwardJobId } from './registry.ts';
 
 /** The job states in which a forward is still to run or running (as `ensureForward` sees them). */
@@ -32,6 +33,11 @@ export interface ReconcilerDeps {
   /** The schedule a referral should have now (the reminder service's). */
   readonly reminderScheduleFor: (referralId: string) => Promise<ReminderSchedule | null>;
   readonly metrics: Pick<Metrics, 'reconcilerRepaired'>;
+  /**
+   * Claims the queue prefix for this installation before each pass (prefix-claim.ts), so that a claim
+   * lost with Redis's data is put back, and a prefix another installation holds stops the pass.
+   */
+  readonly claim?: () => Promise<void>;
   /** A forward untouched for this long, with no live job, is re-enqueued. */
   readonly quietMs?: number;
   /** How many referrals one read of the database returns. */
@@ -110,6 +116,7 @@ export function createReconciler(deps: ReconcilerDeps) {
 
   const reconciler = {
     async reconcileOnce(): Promise<Repairs> {
+      await deps.claim?.();
       const repairs = {
         forwardsRequeued: await requeueForwards(),
         schedulersRebuilt: await rebuildSchedulers(),
@@ -129,6 +136,11 @@ export function createReconciler(deps: ReconcilerDeps) {
         inFlight = reconciler
           .reconcileOnce()
           .catch((error: unknown) => {
+            if (error instanceof QueuePrefixTakenError) {
+              // Its message names the prefix and the two installations, nothing else.
+              deps.logger.error({ err: { name: error.name, code: error.code } }, error.message);
+              return;
+            }
             deps.logger.warn(
               { err: { name: (error as Error).name } },
               'reconciler run failed; it will run again',

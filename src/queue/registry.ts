@@ -28,7 +28,9 @@ export type FireResult =
   /** This firing was recorded before (a retry); nothing new was sent. */
   | { readonly kind: 'already-sent'; readonly remaining: number }
   /** The referral left pending-acceptance, was deleted, or has had every reminder. */
-  | { readonly kind: 'done' };
+  | { readonly kind: 'done' }
+  /** No such referral in this installation's database (workers/foreign-job.ts): nothing was done. */
+  | { readonly kind: 'unknown-referral' };
 
 /** How a webhook job ended without a retry, in words the dashboard may show. */
 export type SettledWebhook =

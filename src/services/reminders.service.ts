@@ -7,7 +7,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
-import { decide } from '../domain/lifecycle.ts';
+import { decide, REFHUB_SYSTEM } from '../domain/lifecycle.ts';
 import { timeline } from '../domain/timeline.ts';
 import { timelineRepository } from '../db/referral-children.repository.ts';
 import { referralRepository } from '../db/referral.repository.ts';
@@ -68,6 +68,10 @@ export function createReminders(deps: ReminderDeps) {
     async fire(referralId: string, firingKey: string, requestId: string): Promise<FireResult> {
       const result = await deps.db.transaction().execute(async (trx): Promise<FireResult> => {
         const record = await referralRepository(trx).lockForSystem(referralId);
+        // A deleted referral keeps its row (and its sender); one with none is not in this database.
+        if (record === undefined && (await referralRepository(trx).senderOf(referralId)) === undefined) {
+          return { kind: 'unknown-referral' };
+        }
         if (record?.status !== 'pending-acceptance' || record.offering === null) return { kind: 'done' };
         const p = await progress(trx, referralId);
         if (p === undefined || p.sent >= policy.max) return { kind: 'done' };
@@ -86,9 +90,10 @@ export function createReminders(deps: ReminderDeps) {
         if (!inserted) return { kind: 'already-sent', remaining: policy.max - p.sent };
         decide('reminder-sent', 'system', { status: record.status, offeringCancellable: true });
         await changeLogRepository(trx).record({
+          // refhub sends the reminder: the provider's system took no part in it.
           timeline: timelineEventsOf(
             referralId,
-            record.offering.system,
+            REFHUB_SYSTEM,
             [timeline.reminderSent(record.offering.institution.name)],
             now,
           ),

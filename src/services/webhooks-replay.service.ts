@@ -59,9 +59,15 @@ export function createWebhookReplay(deps: ReplayDeps) {
       return { events: 1, deliveries: jobs.length };
     },
 
-    async replaySince(since: Date, subscriptionId?: string): Promise<ReplayResult> {
+    /** `onProgress` hears, after each batch, how many of the events found at the start are done. */
+    async replaySince(
+      since: Date,
+      subscriptionId?: string,
+      onProgress?: (done: number, total: number) => void,
+    ): Promise<ReplayResult> {
       const only = await named(subscriptionId);
       const replay = uuidv7();
+      const expected = onProgress === undefined ? 0 : await events.countOccurredSince(since);
       let from = FEED_START;
       let total = { events: 0, deliveries: 0 };
       for (;;) {
@@ -71,6 +77,7 @@ export function createWebhookReplay(deps: ReplayDeps) {
         const jobs = await targets(batch, only);
         await deps.queues.enqueueWebhooks(jobs, replay);
         total = { events: total.events + batch.length, deliveries: total.deliveries + jobs.length };
+        onProgress?.(total.events, expected);
         from = last.at;
       }
     },

@@ -4,28 +4,31 @@
 // the last one, it removes the scheduler.
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { Logger } from '../logger.ts';
 import { logWorkerErrors } from './worker-errors.ts';
+import { foreignJob, type ForeignJobDeps } from './foreign-job.ts';
 import { WORKER_DEFAULTS, type QueuePayloads } from '../queue/registry.ts';
 import type { FireResult } from '../queue/registry.ts';
 import type { Reminders } from '../services/reminders.service.ts';
 
 export type ReminderPayload = QueuePayloads['reminders'];
 
-export interface ReminderWorkerDeps {
+export interface ReminderWorkerDeps extends ForeignJobDeps {
   readonly reminders: Reminders;
   /** Removes the referral's schedule (the producer's). */
   readonly removeSchedule: (referralId: string) => Promise<void>;
-  readonly logger: Logger;
 }
 
-/** One firing; `firingKey` is the job's ID, unique per firing of the schedule. */
+/**
+ * One firing; `firingKey` is the job's ID, unique per firing of the schedule. A firing for a referral
+ * this installation does not have leaves the schedule alone (it is another installation's) and fails.
+ */
 export async function fireReminder(
   deps: ReminderWorkerDeps,
   payload: ReminderPayload,
   firingKey: string,
 ): Promise<FireResult> {
   const result = await deps.reminders.fire(payload.referralId, firingKey, `reminder.${firingKey}`);
+  if (result.kind === 'unknown-referral') throw foreignJob(deps, 'reminders');
   if (result.kind === 'done' || result.remaining === 0) await deps.removeSchedule(payload.referralId);
   if (result.kind === 'sent') {
     deps.logger.info(

@@ -20,7 +20,8 @@ export type RefhubCommand = 'worker' | 'api' | 'all';
 const STOP_GRACE_MS = 10_000;
 
 export interface WorkerProcessSettings {
-  readonly databaseUrl: string;
+  /** Unset only for `refhub all` on embedded PGlite (give DATA_DIR in `env`). */
+  readonly databaseUrl: string | undefined;
   readonly redisUrl: string;
   /** The bare prefix (without braces), as QUEUE_PREFIX takes it. */
   readonly queuePrefix: string;
@@ -63,7 +64,7 @@ export async function startRefhubProcess(
       // Its health and metrics listen on a free port, so several workers can run side by side.
       HOST: '127.0.0.1',
       PORT: '0',
-      DATABASE_URL: settings.databaseUrl,
+      ...(settings.databaseUrl === undefined ? {} : { DATABASE_URL: settings.databaseUrl }),
       REDIS_URL: settings.redisUrl,
       QUEUE_PREFIX: settings.queuePrefix,
       EHR_URL: settings.ehrUrl,

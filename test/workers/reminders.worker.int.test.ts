@@ -73,8 +73,9 @@ describe.each(ENGINES)('provider reminders on %s', (engine) => {
 
     const events = await remindedTimes(app, draft.id, 2);
     expect(events).toEqual([
-      expect.objectContaining({ type: REMINDER, system: 'Epic', description: SENTENCE }),
-      expect.objectContaining({ type: REMINDER, system: 'Epic', description: SENTENCE }),
+      // refhub sends the reminder, not the provider's system (Epic).
+      expect.objectContaining({ type: REMINDER, system: 'refhub', description: SENTENCE }),
+      expect.objectContaining({ type: REMINDER, system: 'refhub', description: SENTENCE }),
     ]);
     // REMINDER_AFTER_SECONDS after the referral entered pending-acceptance, then every interval.
     const since = Date.parse(
@@ -173,6 +174,7 @@ describe.each(ENGINES)('provider reminders on %s', (engine) => {
       reminders: app.ctx.reminders,
       removeSchedule: (id: string) => app.ctx.queues.removeReminders(id),
       logger: app.ctx.logger,
+      metrics: app.ctx.metrics,
     };
     const fire = (firingKey: string) => fireReminder(deps, { referralId: draft.id }, firingKey);
 

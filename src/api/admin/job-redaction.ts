@@ -22,6 +22,7 @@ const RESULT_WORDS: ReadonlySet<string> = new Set(
     sent: true,
     'already-sent': true,
     done: true,
+    'unknown-referral': true,
     'subscription-deleted': true,
     'subscription-disabled': true,
     'event-expired': true,

@@ -30,6 +30,17 @@ export function parseBasic(header: string | undefined): BasicCredentials | undef
   return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
+const API_KEY = /^ApiKey\s+(\S+)\s*$/i;
+
+/**
+ * The key a request presents where ops keys are taken outside the ops pages (the API docs,
+ * `/doctor`): `Authorization: ApiKey <key>` from a script, or the password of HTTP Basic from a
+ * browser that answered the Basic challenge.
+ */
+export function presentedKey(header: string | undefined): string | undefined {
+  return parseBasic(header)?.password ?? (header === undefined ? undefined : API_KEY.exec(header)?.[1]);
+}
+
 /** The ops session of a granted request. */
 export interface OpsSession {
   readonly key: ApiKeyRecord;

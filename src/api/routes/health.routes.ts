@@ -10,9 +10,10 @@ type Check = { readonly state: 'ok' } | { readonly state: 'failing'; readonly pr
 const OK: Check = { state: 'ok' };
 const failing = (problem: string): Check => ({ state: 'failing', problem });
 
-const CHECK_TIMEOUT_MS = 3_000;
+/** How long a check of a dependency may take before it counts as unanswered. */
+export const CHECK_TIMEOUT_MS = 3_000;
 
-function within<T>(work: Promise<T>, ms: number): Promise<T> {
+export function within<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => {

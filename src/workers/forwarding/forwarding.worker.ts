@@ -15,6 +15,7 @@ import {
   type SettledForward,
 } from '../../queue/registry.ts';
 import { logWorkerErrors } from '../worker-errors.ts';
+import { foreignJob, UNKNOWN_REFERRAL, type ForeignJobDeps } from '../foreign-job.ts';
 import { createFairShare, fairShareDelayMs, setAside } from '../fair-share.ts';
 
 export interface WorkerSettings {
@@ -31,7 +32,7 @@ export interface WorkerSettings {
 const SENDERS_KEPT = 10_000;
 
 export function startEhrForwardWorker(
-  deps: EhrForwardDeps,
+  deps: EhrForwardDeps & Pick<ForeignJobDeps, 'metrics'>,
   settings: WorkerSettings,
 ): Worker<EhrForwardPayload, SettledForward> {
   const share = createFairShare(settings.perInstitution ?? FAIR_SHARE['ehr-forward'].perInstitution);
@@ -51,9 +52,12 @@ export function startEhrForwardWorker(
   const worker = new Worker<EhrForwardPayload, SettledForward>(
     'ehr-forward',
     async (job: Job<EhrForwardPayload>, token?: string) => {
-      // A referral not known has no sender to count; its plan ends the job at once.
+      // Every referral has a sender, deleted or not: a referral without one is not in this database.
       const sender = await senderOf(job.data.referralId);
-      const giveBack = share.take(sender ?? `referral:${job.data.referralId}`);
+      if (sender === undefined) {
+        throw foreignJob({ ...deps, logger: deps.logger.child({ jobId: job.id }) }, 'ehr-forward');
+      }
+      const giveBack = share.take(sender);
       if (giveBack === undefined) return setAside(job, token, fairShareDelayMs(job));
       let result;
       try {
@@ -87,8 +91,13 @@ export function startEhrForwardWorker(
   );
   logWorkerErrors(worker, settings.connection, deps.logger);
   worker.on('failed', (job, error) => {
-    // Messages of unexpected errors are not logged: a driver's message may quote a value.
-    if (job !== undefined && !(error instanceof RetryableForwardError)) {
+    // Messages of unexpected errors are not logged: a driver's message may quote a value. A foreign
+    // job was logged already.
+    if (
+      job !== undefined &&
+      !(error instanceof RetryableForwardError) &&
+      error.message !== UNKNOWN_REFERRAL
+    ) {
       deps.logger.warn(
         { referralId: job.data.referralId, jobId: job.id, attemptsMade: job.attemptsMade, error: error.name },
         'ehr forward job failed',

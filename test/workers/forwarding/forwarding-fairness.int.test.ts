@@ -78,6 +78,7 @@ describe('fair forwarding across institutions', () => {
         }),
         renderEhrForm: t.ctx.renderEhrForm,
         clock: t.ctx.clock,
+        metrics: t.ctx.metrics,
         logger: t.ctx.logger,
         maxAttempts: 3,
       },

@@ -1,0 +1,113 @@
+// The checks of `refhub doctor`, shared by the command (which runs them with the configuration of
+// the shell it runs in) and by `GET /doctor` (which runs them inside a serving process, with the
+// configuration that process started with). Each check says whether it passed, failed or was not
+// checked, and why: a check that could not run is never reported as passed.
+import { sql, type Kysely } from 'kysely';
+import { ConfigError, type Config, type SettingView } from '../config.ts';
+import { isMigrated, ping, type Engine } from '../db/database.ts';
+import type { Database } from '../db/schema.ts';
+import { checkEhrAddress } from './outbound-address.ts';
+
+export const CHECK_STATUSES = ['passed', 'failed', 'not-checked'] as const;
+export type CheckStatus = (typeof CHECK_STATUSES)[number];
+
+export interface DoctorCheck {
+  readonly name: string;
+  readonly status: CheckStatus;
+  /** What was found; for a check not made, why it was not. */
+  readonly detail: string;
+}
+
+/** What a serving process reports of itself (`GET /doctor`), and `refhub doctor --server` reads. */
+export interface DoctorReport {
+  readonly pid: number;
+  readonly store: Engine;
+  readonly checks: readonly DoctorCheck[];
+  /** Its effective settings; secrets only as set or unset (config.ts, `describeConfig`). */
+  readonly configuration: readonly SettingView[];
+}
+
+export const passed = (name: string, detail: string): DoctorCheck => ({ name, status: 'passed', detail });
+export const failed = (name: string, detail: string): DoctorCheck => ({ name, status: 'failed', detail });
+export const notChecked = (name: string, why: string): DoctorCheck => ({
+  name,
+  status: 'not-checked',
+  detail: why,
+});
+
+/** PostgreSQL settings that must stay on, or a crash can lose or corrupt committed referrals. */
+const DURABILITY = [
+  { name: 'fsync', safe: ['on'] },
+  { name: 'synchronous_commit', safe: ['on', 'remote_write', 'remote_apply'] },
+  { name: 'full_page_writes', safe: ['on'] },
+] as const;
+
+/** The names of the checks `storeChecks` makes on `engine`, in order. */
+export function storeCheckNames(engine: Engine): string[] {
+  return [
+    'database',
+    'migrations',
+    ...(engine === 'postgres' ? DURABILITY.map((s) => `postgres ${s.name}`) : []),
+  ];
+}
+
+async function durabilityChecks(db: Kysely<Database>): Promise<DoctorCheck[]> {
+  const checks: DoctorCheck[] = [];
+  for (const setting of DURABILITY) {
+    const { rows } = await sql<{ value: string }>`select current_setting(${setting.name}) as value`.execute(
+      db,
+    );
+    const value = rows[0]?.value ?? 'unknown';
+    const name = `postgres ${setting.name}`;
+    checks.push(
+      (setting.safe as readonly string[]).includes(value)
+        ? passed(name, value)
+        : failed(name, `${value}: a crash can lose committed referrals; set ${setting.name} = on`),
+    );
+  }
+  return checks;
+}
+
+/** The database answers, every migration is applied, and on PostgreSQL the durability settings are on. */
+export async function storeChecks(db: Kysely<Database>, engine: Engine): Promise<DoctorCheck[]> {
+  try {
+    await ping(db);
+  } catch (error) {
+    return [
+      failed('database', `no answer: ${(error as Error).message}`),
+      ...storeCheckNames(engine)
+        .slice(1)
+        .map((name) => notChecked(name, 'the database did not answer')),
+    ];
+  }
+  const database = passed('database', engine === 'pglite' ? 'embedded PGlite answers' : 'PostgreSQL answers');
+  const migration = (await isMigrated(db))
+    ? passed('migrations', 'every migration is applied')
+    : failed('migrations', 'migrations are pending: run `refhub migrate`');
+  return [database, migration, ...(engine === 'postgres' ? await durabilityChecks(db) : [])];
+}
+
+/** Redis answers, never evicts keys and takes writes (`problem` from queue/connections.ts). */
+export function redisCheck(problem: string | undefined): DoctorCheck {
+  return problem === undefined
+    ? passed('redis', 'reachable, maxmemory-policy noeviction')
+    : failed('redis', problem);
+}
+
+/** Where forms go: EHR_URL, https and on a public (or allowed) address in production. */
+export async function ehrUrlCheck(config: Config): Promise<DoctorCheck> {
+  if (config.ehrUrl === undefined) {
+    const detail = 'unset: forms go to the in-process sandbox EHR, never in production';
+    return config.env === 'production' ? failed('ehr url', detail) : passed('ehr url', detail);
+  }
+  try {
+    await checkEhrAddress(config);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    return failed('ehr url', error.message);
+  }
+  const url = new URL(config.ehrUrl);
+  if (url.protocol === 'https:') return passed('ehr url', `https, ${url.host}`);
+  const detail = `${url.protocol}//${url.host} is not https`;
+  return config.env === 'production' ? failed('ehr url', detail) : passed('ehr url', detail);
+}
