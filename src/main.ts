@@ -81,8 +81,12 @@ program
     "check the database, migrations, durability settings, Redis and the EHR URL with this shell's " +
       'settings, or ask a running refhub (--server); exit 1 if a check fails',
   )
-  .option('--server <url>', "ask the refhub at this URL for its own checks and settings (GET /doctor)")
-  .option('--ops-key <key>', 'the ops key for --server (default: REFHUB_OPS_KEY, which keeps it out of ps)', tokenArg)
+  .option('--server <url>', 'ask the refhub at this URL for its own checks and settings (GET /doctor)')
+  .option(
+    '--ops-key <key>',
+    'the ops key for --server (default: REFHUB_OPS_KEY, which keeps it out of ps)',
+    tokenArg,
+  )
   .action((options: { server?: string; opsKey?: string }) => doctorCommand(options));
 
 program

@@ -16,12 +16,15 @@ import { httpEdgeOptions, MAX_PARAM_LENGTH } from './http-edge.ts';
 import { refuseMalformedQuery, registerStrictJsonParser } from './request-encoding.ts';
 import { registerAuth } from './plugins/auth.ts';
 import { opsOnlyDocs } from './docs-access.ts';
+import { DOCUMENT_PATH, swaggerUiOptions } from './docs-page.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
 import { registerProblemHandlers } from './plugins/problem.ts';
 import { registerWebhookWarning } from './webhooks-warning.ts';
 import { createValidatorCompiler } from './validation.ts';
 import { healthRoutes } from './routes/health.routes.ts';
+import { homeRoutes } from './routes/home.routes.ts';
 import { metricsRoutes } from './routes/metrics.routes.ts';
+import { doctorRoutes } from './routes/doctor.routes.ts';
 import { observeRequests } from './request-log.ts';
 import { ehrSubmissionRoutes } from './routes/forwarding.routes.ts';
 import { eventRoutes } from './routes/events.routes.ts';
@@ -127,12 +130,14 @@ export async function buildApp(deps: ApiDeps, parts: ApiParts): Promise<FastifyI
         opsOnlyDocs((key) => deps.apiKeys.authenticate(key)),
       );
     }
-    await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
-    app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
+    await app.register(swaggerUi, swaggerUiOptions());
+    app.get(DOCUMENT_PATH, { schema: { hide: true } }, () => app.swagger());
   }
 
+  await app.register(homeRoutes(deps));
   await app.register(healthRoutes(deps));
   await app.register(metricsRoutes(deps));
+  await app.register(doctorRoutes(deps));
   await app.register(referralRoutes(deps), { prefix: API_PREFIX });
   await app.register(providerRoutes(deps), { prefix: API_PREFIX });
   await app.register(linkRoutes(deps), { prefix: API_PREFIX });

@@ -1,8 +1,10 @@
 // The OpenAPI document's front matter: what refhub is, how to authenticate, the tags that group the
 // operations, and the interface's changelog (spec §9), so the document carries the history its
-// clients were written against. `swaggerOptions` is how app.ts registers @fastify/swagger.
+// clients were written against. `swaggerOptions` is how app.ts registers @fastify/swagger, with the
+// examples of schemas/examples.ts.
 import type { SwaggerOptions } from '@fastify/swagger';
 import { documentedRouteSchema } from './schemas/documented.ts';
+import { withExamples } from './schemas/examples.ts';
 
 export const API_VERSION = '0.0.71';
 
@@ -105,6 +107,6 @@ export function swaggerOptions(publicUrl: string): SwaggerOptions {
       buildLocalReference: (json, _baseUri, _fragment, i) =>
         typeof json.$id === 'string' ? json.$id : `def-${i}`,
     },
-    transform: ({ schema, url }) => ({ schema: documentedRouteSchema(schema), url }),
+    transform: ({ schema, url }) => ({ schema: withExamples(documentedRouteSchema(schema)), url }),
   };
 }

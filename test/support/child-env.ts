@@ -19,3 +19,12 @@ export function childEnv(settings: Readonly<Record<string, string>>): Record<str
   );
   return { ...Object.fromEntries(inherited), ...settings };
 }
+
+/**
+ * PATH as a reader's shell has it outside npm scripts: without the node_modules/.bin that npm and npx
+ * put first (and with it the Node.js 24 of the `node` devDependency), so `node` is the machine's own.
+ */
+export const SYSTEM_PATH = (process.env.PATH ?? '')
+  .split(path.delimiter)
+  .filter((dir) => dir !== '' && !dir.split(path.sep).includes('node_modules'))
+  .join(path.delimiter);

@@ -706,7 +706,7 @@ export interface components {
       id: string;
       /** @description Do not branch on this; new types are added. Display `description`. */
       type: string;
-      /** @description `Manual` or a system of the catalog. */
+      /** @description The system that performed the step: a system of the catalog, `Manual` for the web form, or `refhub` for what refhub did by itself (a delivery to the EHR, a reminder). */
       system: string;
       /** @description A complete sentence to display to users. */
       description: string;
@@ -854,7 +854,7 @@ export interface components {
       /** @description The referral’s version once the change was made (compare it with the ETag you hold) */
       referralVersion: number;
       institution: components['schemas']['EventInstitution'];
-      /** @description The system that acted (`Manual` for the web form) */
+      /** @description The system that acted (`Manual` for the web form, `refhub` for refhub’s own steps) */
       system: string;
       /** @description The timeline’s sentence, for display */
       description: string;
@@ -1006,21 +1006,42 @@ export interface operations {
   listReferrals: {
     parameters: {
       query?: {
-        /** @description coreStatus values; repeatable. `sender-action-required` selects the referrals that need the caller to act. */
+        /**
+         * @description coreStatus values; repeatable. `sender-action-required` selects the referrals that need the caller to act.
+         * @example [
+         *       "draft",
+         *       "pending"
+         *     ]
+         */
         status?: ('draft' | 'pending' | 'confirmed' | 'rejected' | 'cancelled' | 'sender-action-required')[];
-        /** @description Only referrals the institution sends, or receives. */
+        /**
+         * @description Only referrals the institution sends, or receives.
+         * @example sender
+         */
         role?: 'sender' | 'provider';
+        /** @example 0 */
         offset?: number;
+        /** @example 10 */
         pageSize?: number;
-        /** @description Always descending. */
+        /**
+         * @description Always descending.
+         * @example updatedAt
+         */
         sort?: 'updatedAt' | 'submittedAt' | 'createdAt';
-        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
         requesterIdentifier?: string;
       };
       header?: never;
       path: {
-        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
         institutionIdType: 'hci';
+        /** @example S1234A */
         institutionId: string;
       };
       cookie?: never;
@@ -1119,18 +1140,35 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409. */
+        /**
+         * @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409.
+         * @example dd0f61fb-47e3-5392-80c0-30b4bdd77b07
+         */
         'Idempotency-Key'?: string;
       };
       path: {
-        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
         institutionIdType: 'hci';
+        /** @example S1234A */
         institutionId: string;
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "status": [
+         *         "pending"
+         *       ],
+         *       "role": "sender",
+         *       "pageSize": 10,
+         *       "patientUin": "S1234567D"
+         *     }
+         */
         'application/json': {
           /** @description coreStatus values; repeatable. `sender-action-required` selects the referrals that need the caller to act. */
           status?: (
@@ -1256,16 +1294,29 @@ export interface operations {
   getReferral: {
     parameters: {
       query: {
-        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
         requesterIdentifier: string;
-        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
         institutionIdType: 'hci';
+        /** @example S1234A */
         institutionId: string;
-        /** @description Extra fields to include. Repeatable; comma-separated values are accepted too. `ehrForm` adds `ehrForm` and `ehrFormType`. */
+        /**
+         * @description Extra fields to include. Repeatable; comma-separated values are accepted too. `ehrForm` adds `ehrForm` and `ehrFormType`.
+         * @example [
+         *       "ehrForm"
+         *     ]
+         */
         additionalField?: 'ehrForm'[];
       };
       header?: never;
       path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
         referralId: string;
       };
       cookie?: never;
@@ -1365,17 +1416,28 @@ export interface operations {
   deleteReferral: {
     parameters: {
       query: {
-        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
         institutionIdType: 'hci';
+        /** @example S1234A */
         institutionId: string;
-        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
         requesterIdentifier?: string;
       };
       header?: {
-        /** @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version. */
+        /**
+         * @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version.
+         * @example W/"1"
+         */
         'If-Match'?: string;
       };
       path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
         referralId: string;
       };
       cookie?: never;
@@ -1474,16 +1536,29 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version. */
+        /**
+         * @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version.
+         * @example W/"1"
+         */
         'If-Match'?: string;
       };
       path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
         referralId: string;
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "institutionIdType": "hci",
+         *       "institutionId": "S1234A",
+         *       "requesterIdentifier": "dr.lim@bukittimah.example",
+         *       "clinicalInfo": "Dyspepsia for 3 months; weight loss of 3 kg.",
+         *       "isUrgent": true
+         *     }
+         */
         'application/json': {
           /**
            * @description The kind of institution identifier. `hci` is the healthcare institution code.
@@ -1858,7 +1933,10 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409. */
+        /**
+         * @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409.
+         * @example b064a3f4-1877-572f-b6fd-8bf8c1fb9305
+         */
         'Idempotency-Key'?: string;
       };
       path?: never;
@@ -1866,6 +1944,28 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "institutionIdType": "hci",
+         *       "institutionId": "S1234A",
+         *       "requesterIdentifier": "dr.lim@bukittimah.example",
+         *       "offeringId": "cgh-gastro",
+         *       "referrerName": "Dr Lim Wei Ming",
+         *       "referrerIdType": "mcr",
+         *       "referrerId": "M12345A",
+         *       "referrerEmail": "dr.lim@bukittimah.example",
+         *       "referrerContactNumber": "64561234",
+         *       "patientUin": "S1234567D",
+         *       "patientName": "Tan Ah Kow",
+         *       "patientPhoneNumber": "91234567",
+         *       "dob": "1960-02-29",
+         *       "patientGender": "Male",
+         *       "nationality": "SG",
+         *       "residentialStatus": "SC",
+         *       "clinicalInfo": "Dyspepsia for 3 months, not relieved by antacids.",
+         *       "isUrgent": false
+         *     }
+         */
         'application/json': {
           /**
            * @description The kind of institution identifier. `hci` is the healthcare institution code.
@@ -2248,18 +2348,32 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version. */
+        /**
+         * @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version.
+         * @example W/"1"
+         */
         'If-Match'?: string;
-        /** @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409. */
+        /**
+         * @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409.
+         * @example ccef61bf-7f5e-524b-8bfe-d33390eb4a3d
+         */
         'Idempotency-Key'?: string;
       };
       path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
         referralId: string;
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "institutionIdType": "hci",
+         *       "institutionId": "S1234A",
+         *       "requesterIdentifier": "dr.lim@bukittimah.example"
+         *     }
+         */
         'application/json': {
           /**
            * @description The kind of institution identifier. `hci` is the healthcare institution code.
@@ -2373,18 +2487,34 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version. */
+        /**
+         * @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version.
+         * @example W/"1"
+         */
         'If-Match'?: string;
-        /** @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409. */
+        /**
+         * @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409.
+         * @example 271a1529-4d8f-5bd9-a23e-797d969b0534
+         */
         'Idempotency-Key'?: string;
       };
       path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
         referralId: string;
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "institutionIdType": "hci",
+         *       "institutionId": "S1234A",
+         *       "requesterIdentifier": "dr.lim@bukittimah.example",
+         *       "cancelNote": "Patient recovered.",
+         *       "cancelledByName": "Dr Lim Wei Ming"
+         *     }
+         */
         'application/json': {
           /**
            * @description The kind of institution identifier. `hci` is the healthcare institution code.
@@ -2500,18 +2630,32 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version. */
+        /**
+         * @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version.
+         * @example W/"1"
+         */
         'If-Match'?: string;
-        /** @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409. */
+        /**
+         * @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409.
+         * @example fa0fed2a-1e3e-5a2c-85e1-d69ff10dff0c
+         */
         'Idempotency-Key'?: string;
       };
       path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
         referralId: string;
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "institutionIdType": "hci",
+         *       "institutionId": "S1234A",
+         *       "requesterIdentifier": "dr.lim@bukittimah.example"
+         *     }
+         */
         'application/json': {
           /**
            * @description The kind of institution identifier. `hci` is the healthcare institution code.
@@ -2625,18 +2769,34 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version. */
+        /**
+         * @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version.
+         * @example W/"1"
+         */
         'If-Match'?: string;
-        /** @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409. */
+        /**
+         * @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409.
+         * @example 20f9c42f-265f-527f-9f8a-5c6be4e29d1a
+         */
         'Idempotency-Key'?: string;
       };
       path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
         referralId: string;
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "institutionIdType": "hci",
+         *       "institutionId": "S1234A",
+         *       "requesterIdentifier": "dr.lim@bukittimah.example",
+         *       "content": "The patient prefers morning appointments.",
+         *       "authorName": "Dr Lim Wei Ming"
+         *     }
+         */
         'application/json': {
           /**
            * @description The kind of institution identifier. `hci` is the healthcare institution code.
@@ -2750,18 +2910,33 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version. */
+        /**
+         * @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version.
+         * @example W/"1"
+         */
         'If-Match'?: string;
-        /** @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409. */
+        /**
+         * @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409.
+         * @example ae5dc371-c114-57f9-9d35-baa84a61e4b3
+         */
         'Idempotency-Key'?: string;
       };
       path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
         referralId: string;
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "institutionIdType": "hci",
+         *       "institutionId": "S9001Z",
+         *       "requesterIdentifier": "dr.wong@centralgeneral.example",
+         *       "acceptedByName": "Dr Wong Mei Ling"
+         *     }
+         */
         'application/json': {
           /**
            * @description The kind of institution identifier. `hci` is the healthcare institution code.
@@ -2876,18 +3051,34 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version. */
+        /**
+         * @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version.
+         * @example W/"1"
+         */
         'If-Match'?: string;
-        /** @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409. */
+        /**
+         * @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409.
+         * @example 54b78a98-53ed-535b-99e0-3820f6b57f9a
+         */
         'Idempotency-Key'?: string;
       };
       path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
         referralId: string;
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "institutionIdType": "hci",
+         *       "institutionId": "S9001Z",
+         *       "requesterIdentifier": "dr.wong@centralgeneral.example",
+         *       "reason": "Please refer to the polyclinic first.",
+         *       "rejectedByName": "Dr Wong Mei Ling"
+         *     }
+         */
         'application/json': {
           /**
            * @description The kind of institution identifier. `hci` is the healthcare institution code.
@@ -3003,18 +3194,34 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version. */
+        /**
+         * @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version.
+         * @example W/"1"
+         */
         'If-Match'?: string;
-        /** @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409. */
+        /**
+         * @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409.
+         * @example 1b18831a-c665-5832-b4e0-72c283e2446d
+         */
         'Idempotency-Key'?: string;
       };
       path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
         referralId: string;
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "institutionIdType": "hci",
+         *       "institutionId": "S9001Z",
+         *       "requesterIdentifier": "dr.wong@centralgeneral.example",
+         *       "reason": "Please add the results of the recent blood tests.",
+         *       "requestedByName": "Dr Wong Mei Ling"
+         *     }
+         */
         'application/json': {
           /**
            * @description The kind of institution identifier. `hci` is the healthcare institution code.
@@ -3130,17 +3337,32 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version. */
+        /**
+         * @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version.
+         * @example W/"1"
+         */
         'If-Match'?: string;
       };
       path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
         referralId: string;
+        /** @example APPT-20270301-01 */
         appointmentId: string;
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "institutionIdType": "hci",
+         *       "institutionId": "S9001Z",
+         *       "requesterIdentifier": "dr.wong@centralgeneral.example",
+         *       "status": "scheduled",
+         *       "startAt": "2027-03-01T01:30:00.000Z",
+         *       "location": "Clinic 2C, Level 2"
+         *     }
+         */
         'application/json': {
           /**
            * @description The kind of institution identifier. `hci` is the healthcare institution code.
@@ -3256,9 +3478,15 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version. */
+        /**
+         * @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version.
+         * @example W/"1"
+         */
         'If-Match'?: string;
-        /** @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409. */
+        /**
+         * @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409.
+         * @example a05a25da-06d7-57ae-a620-a5e9a93e135a
+         */
         'Idempotency-Key'?: string;
       };
       path?: never;
@@ -3266,6 +3494,19 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "institutionIdType": "hci",
+         *       "institutionId": "S1234A",
+         *       "requesterIdentifier": "dr.lim@bukittimah.example",
+         *       "offeringId": "cgh-gastro",
+         *       "patientUin": "S1234567D",
+         *       "patientName": "Tan Ah Kow",
+         *       "dob": "1960-02-29",
+         *       "nationality": "SG",
+         *       "clinicalInfo": "Dyspepsia for 3 months."
+         *     }
+         */
         'application/json': {
           /** @description The person using the client system; an email address is preferred. Audited with every call. */
           requesterIdentifier: string;
@@ -3645,14 +3886,22 @@ export interface operations {
   listEhrSubmissions: {
     parameters: {
       query?: {
-        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
         institutionIdType?: 'hci';
+        /** @example S1234A */
         institutionId?: string;
-        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
         requesterIdentifier?: string;
       };
       header?: never;
       path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
         referralId: string;
       };
       cookie?: never;
@@ -3750,15 +3999,24 @@ export interface operations {
   getEhrSentForm: {
     parameters: {
       query: {
-        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
         institutionIdType: 'hci';
+        /** @example S1234A */
         institutionId: string;
-        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
         requesterIdentifier?: string;
       };
       header?: never;
       path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
         referralId: string;
+        /** @example 01970a52-4e5f-7a60-9b72-3456789abcde */
         attemptId: string;
       };
       cookie?: never;
@@ -3856,14 +4114,22 @@ export interface operations {
   getReferralFhir: {
     parameters: {
       query: {
-        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
         requesterIdentifier: string;
-        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
         institutionIdType: 'hci';
+        /** @example S1234A */
         institutionId: string;
       };
       header?: never;
       path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
         referralId: string;
       };
       cookie?: never;
@@ -3963,19 +4229,35 @@ export interface operations {
   listEvents: {
     parameters: {
       query?: {
-        /** @description The cursor of the last page read (`metadata.next`); omit to start at the oldest */
+        /**
+         * @description The cursor of the last page read (`metadata.next`); omit to start at the oldest
+         * @example MC4w
+         */
         after?: string;
-        /** @description Page size */
+        /**
+         * @description Page size
+         * @example 100
+         */
         limit?: number;
-        /** @description Seconds to wait for an event when none is ready (long polling) */
+        /**
+         * @description Seconds to wait for an event when none is ready (long polling)
+         * @example 0
+         */
         wait?: number;
-        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
         requesterIdentifier?: string;
       };
       header?: never;
       path: {
-        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
         institutionIdType: 'hci';
+        /** @example S1234A */
         institutionId: string;
       };
       cookie?: never;
@@ -4073,13 +4355,20 @@ export interface operations {
   listWebhookSubscriptions: {
     parameters: {
       query?: {
-        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
         requesterIdentifier?: string;
       };
       header?: never;
       path: {
-        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
         institutionIdType: 'hci';
+        /** @example S1234A */
         institutionId: string;
       };
       cookie?: never;
@@ -4177,22 +4466,42 @@ export interface operations {
   createWebhookSubscription: {
     parameters: {
       query?: {
-        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
         requesterIdentifier?: string;
       };
       header?: {
-        /** @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409. */
+        /**
+         * @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409.
+         * @example 42defab2-c975-56b6-b0e6-5164e771b854
+         */
         'Idempotency-Key'?: string;
       };
       path: {
-        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
         institutionIdType: 'hci';
+        /** @example S1234A */
         institutionId: string;
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "url": "https://his.bukittimah.example/refhub/events",
+         *       "eventTypes": [
+         *         "referral.accepted",
+         *         "referral.cancelled"
+         *       ],
+         *       "description": "Referral status updates"
+         *     }
+         */
         'application/json': {
           /** @description Where deliveries are POSTed: `https` (plain `http` only outside production); in production its host must resolve to public addresses only, unless an operator allowed it (WEBHOOK_ALLOWED_ADDRESSES). */
           url: string;
@@ -4301,14 +4610,22 @@ export interface operations {
   getWebhookSubscription: {
     parameters: {
       query?: {
-        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
         requesterIdentifier?: string;
       };
       header?: never;
       path: {
-        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
         institutionIdType: 'hci';
+        /** @example S1234A */
         institutionId: string;
+        /** @example 01970a50-2d3c-7e4f-8a51-23456789abcd */
         subscriptionId: string;
       };
       cookie?: never;
@@ -4406,14 +4723,22 @@ export interface operations {
   deleteWebhookSubscription: {
     parameters: {
       query?: {
-        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
         requesterIdentifier?: string;
       };
       header?: never;
       path: {
-        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
         institutionIdType: 'hci';
+        /** @example S1234A */
         institutionId: string;
+        /** @example 01970a50-2d3c-7e4f-8a51-23456789abcd */
         subscriptionId: string;
       };
       cookie?: never;
@@ -4511,20 +4836,36 @@ export interface operations {
   updateWebhookSubscription: {
     parameters: {
       query?: {
-        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
         requesterIdentifier?: string;
       };
       header?: never;
       path: {
-        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
         institutionIdType: 'hci';
+        /** @example S1234A */
         institutionId: string;
+        /** @example 01970a50-2d3c-7e4f-8a51-23456789abcd */
         subscriptionId: string;
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "eventTypes": [
+         *         "referral.accepted"
+         *       ],
+         *       "enabled": true
+         *     }
+         */
         'application/json': {
           /** @description Where deliveries are POSTed: `https` (plain `http` only outside production); in production its host must resolve to public addresses only, unless an operator allowed it (WEBHOOK_ALLOWED_ADDRESSES). */
           url?: string;
@@ -4628,17 +4969,28 @@ export interface operations {
   rotateWebhookSecret: {
     parameters: {
       query?: {
-        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
         requesterIdentifier?: string;
       };
       header?: {
-        /** @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409. */
+        /**
+         * @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409.
+         * @example fda06080-d9d7-5c52-938d-d4ae092c4b3e
+         */
         'Idempotency-Key'?: string;
       };
       path: {
-        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
         institutionIdType: 'hci';
+        /** @example S1234A */
         institutionId: string;
+        /** @example 01970a50-2d3c-7e4f-8a51-23456789abcd */
         subscriptionId: string;
       };
       cookie?: never;
@@ -4742,17 +5094,28 @@ export interface operations {
   sendWebhookTest: {
     parameters: {
       query?: {
-        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
         requesterIdentifier?: string;
       };
       header?: {
-        /** @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409. */
+        /**
+         * @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409.
+         * @example 699dd1bd-06f6-5191-9eaa-d38aabf17e5c
+         */
         'Idempotency-Key'?: string;
       };
       path: {
-        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
         institutionIdType: 'hci';
+        /** @example S1234A */
         institutionId: string;
+        /** @example 01970a50-2d3c-7e4f-8a51-23456789abcd */
         subscriptionId: string;
       };
       cookie?: never;
@@ -4856,17 +5219,29 @@ export interface operations {
   listWebhookAttempts: {
     parameters: {
       query?: {
-        /** @description Only this event’s attempts */
+        /**
+         * @description Only this event’s attempts
+         * @example 01970a4e-1c2b-7d3e-8f40-123456789abc
+         */
         eventId?: string;
+        /** @example 100 */
         limit?: number;
-        /** @description The person using the client system; an email address is preferred. Audited with every call. */
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
         requesterIdentifier?: string;
       };
       header?: never;
       path: {
-        /** @description The kind of institution identifier. `hci` is the healthcare institution code. */
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
         institutionIdType: 'hci';
+        /** @example S1234A */
         institutionId: string;
+        /** @example 01970a50-2d3c-7e4f-8a51-23456789abcd */
         subscriptionId: string;
       };
       cookie?: never;

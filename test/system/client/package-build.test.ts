@@ -1,5 +1,6 @@
 // @refhub/client builds into a package a clinic system can install: `npm run build -w @refhub/client`
-// compiles it to JavaScript with declarations, and the compiled module loads and works on its own.
+// compiles it to JavaScript with declarations, and the compiled module loads and works on its own;
+// `npm pack -w @refhub/client` makes the tarball, which stays out of git.
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -9,7 +10,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type * as ClientSource from '../../../clients/typescript/src/index.ts';
 import { childEnv } from '../../support/child-env.ts';
 
-const PACKAGE = path.resolve(import.meta.dirname, '../../../clients/typescript');
+const ROOT = path.resolve(import.meta.dirname, '../../..');
+const PACKAGE = path.join(ROOT, 'clients/typescript');
 const TSC = path.resolve(import.meta.dirname, '../../../node_modules/typescript/bin/tsc');
 
 describe('the @refhub/client package', () => {
@@ -44,5 +46,24 @@ describe('the @refhub/client package', () => {
       .referral('01890a5d-ac96-774b-bcce-b302099a8057')
       .read();
     await expect(read).rejects.toBeInstanceOf(RefhubNetworkError);
+  });
+
+  it('packs, as docs/client.md says, into a tarball that git ignores', async () => {
+    // `npm pack -w @refhub/client` writes the tarball into the directory it runs in, the repository's
+    // root; the dry run names it without writing it.
+    const { stdout } = await promisify(execFile)(
+      'npm',
+      ['pack', '-w', '@refhub/client', '--dry-run', '--json', '--loglevel=error'],
+      { cwd: ROOT, env: childEnv({}), timeout: 60_000 },
+    );
+    const [packed] = JSON.parse(stdout) as { filename: string }[];
+    expect(packed?.filename).toBe('refhub-client-0.1.0.tgz');
+    expect(await fs.readFile(path.join(ROOT, 'docs/client.md'), 'utf8')).toContain(
+      `npm pack -w @refhub/client          # writes ${packed!.filename}`,
+    );
+    // check-ignore exits 0 when a rule ignores the path, 1 when none does.
+    await promisify(execFile)('git', ['check-ignore', '--quiet', '--no-index', packed!.filename], {
+      cwd: ROOT,
+    });
   });
 });
