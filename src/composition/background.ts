@@ -4,9 +4,10 @@
 // closes the connections it opened.
 import type { Worker } from 'bullmq';
 import type { AppContext } from './context.ts';
+import { listenForChanges } from '../db/change-notifications.ts';
 import { createEhrClient, type EhrClient } from '../workers/forwarding/ehr-client.ts';
 import { createEhrCircuit, type CircuitSettings } from '../workers/forwarding/ehr-circuit.ts';
-import { connectRedis } from '../queue/connections.ts';
+import { closeRedis, connectRedis } from '../queue/connections.ts';
 import { createOutboxRelay, type OutboxRelay } from '../queue/outbox-relay.ts';
 import { outboxBatchHandlers, outboxHandlers } from '../queue/outbox-topics.ts';
 import { createReconciler, type Reconciler } from '../queue/reconciler.ts';
@@ -40,6 +41,7 @@ export function createReconcilerFor(ctx: AppContext): Reconciler {
     producer: ctx.queues,
     metrics: ctx.metrics,
     reminderScheduleFor: (id) => ctx.reminders.scheduleFor(id),
+    claim: () => ctx.claimQueues(),
   });
 }
 
@@ -82,6 +84,7 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
         renderEhrForm: ctx.renderEhrForm,
         clock: ctx.clock,
         logger: logger.child({ worker: 'ehr-forward' }),
+        metrics: ctx.metrics,
         maxAttempts: config.ehrMaxAttempts,
       },
       { connection, queuePrefix: config.queuePrefix, backoffBaseMs: config.ehrBackoffBaseMs },
@@ -91,6 +94,7 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
         reminders: ctx.reminders,
         removeSchedule: (id) => ctx.queues.removeReminders(id),
         logger: logger.child({ worker: 'reminders' }),
+        metrics: ctx.metrics,
       },
       { connection, queuePrefix: config.queuePrefix },
     ),
@@ -117,6 +121,22 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
     logger: logger.child({ component: 'webhook-relay' }),
     enqueue: (jobs) => ctx.queues.enqueueWebhooks(jobs),
   });
+  // On PostgreSQL a commit wakes the relays; they poll as well, which PGlite relies on alone.
+  const changes =
+    ctx.store.engine === 'postgres' && config.databaseUrl !== undefined
+      ? listenForChanges(
+          config.databaseUrl,
+          {
+            outbox: () => {
+              relay.wake();
+            },
+            events: () => {
+              webhookRelay.wake();
+            },
+          },
+          { logger: logger.child({ component: 'change-listener' }) },
+        )
+      : undefined;
   const reconciler = createReconcilerFor(ctx);
   relay.start();
   webhookRelay.start();
@@ -130,11 +150,12 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
     workers,
     async stop() {
       await Promise.all(workers.map((w) => w.close()));
+      await changes?.close();
       await relay.stop();
       await webhookRelay.stop();
       await reconciler.stop();
       await ehr.close();
-      connection.disconnect();
+      await closeRedis(connection);
     },
   };
 }

@@ -7,6 +7,8 @@ import * as m0004 from './0004-list-counts.ts';
 import * as m0005 from './0005-keyed-writes-in-one-transaction.ts';
 import * as m0006 from './0006-forwarding-forms-and-circuit.ts';
 import * as m0007 from './0007-events-and-webhooks.ts';
+import * as m0008 from './0008-refhub-system.ts';
+import * as m0009 from './0009-change-notifications.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -16,4 +18,6 @@ export const migrations: Record<string, Migration> = {
   '0005-keyed-writes-in-one-transaction': m0005,
   '0006-forwarding-forms-and-circuit': m0006,
   '0007-events-and-webhooks': m0007,
+  '0008-refhub-system': m0008,
+  '0009-change-notifications': m0009,
 };
