@@ -92,7 +92,7 @@ describe.each(ENGINES)('the link upsert’s referring clinician on %s', (engine)
     expect(referral.version).toBe(draft.version + 1);
     const last = referral.timelineEvents.at(-1);
     expect(last?.type).toBe('referral.updated');
-    expect(last?.description).toContain('referrer email');
+    expect(last?.description).toContain('Clinician’s email');
   });
 
   it('never replaces the referrer an existing referral already names', async () => {
