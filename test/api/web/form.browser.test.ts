@@ -2,12 +2,12 @@
 // a field is prefilled with is shown whole (a Clinician ID that is an email address is not cut off),
 // on a desktop and on a phone, and the date of birth reads "29 Feb 1960", as in every document, not
 // the browser's "02/29/1960"; typed in that style, it is stored as YYYY-MM-DD.
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHROMIUM, CHROMIUM_ARGS, freePort } from '../../support/browser.ts';
 import { PATIENT } from '../../support/fixtures/patients.ts';
 import { senderView } from '../../support/store-inspection.ts';
-import { createTestApp, type TestApp } from '../../support/test-app.ts';
+import { serveWithBrowser, type ServedApp } from '../../support/served-app.ts';
+import type { TestApp } from '../../support/test-app.ts';
 import { WEB_REQUESTER, upsertLink } from '../../support/web.ts';
 
 /**
@@ -34,19 +34,17 @@ const CLIPPED_FIELDS = `(() => {
 })()`;
 
 describe('the form’s fields in Chromium, in en-US', () => {
+  let served: ServedApp;
   let t: TestApp;
   let browser: Browser;
 
   beforeAll(async () => {
-    const port = await freePort();
-    t = await createTestApp('postgres', { env: { PUBLIC_URL: `http://127.0.0.1:${port}` } });
-    await t.app.listen({ port, host: '127.0.0.1' });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    served = await serveWithBrowser('postgres');
+    ({ t, browser } = served);
   }, 60_000);
 
   afterAll(async () => {
-    await browser.close();
-    await t.close();
+    await served.close();
   });
 
   async function openForm(width: number, fields: Record<string, unknown>): Promise<Page> {

@@ -1,27 +1,25 @@
 // Opening a link again in a real browser (Chromium, with its own cookie jar): the browser that opened
 // it, whose session is still live, gets the open form back; another browser gets the 410 page, whose
 // text goes on from its heading without repeating it.
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHROMIUM, CHROMIUM_ARGS, freePort } from '../../support/browser.ts';
 import { PATIENT } from '../../support/fixtures/patients.ts';
-import { createTestApp, type TestApp } from '../../support/test-app.ts';
+import { serveWithBrowser, type ServedApp } from '../../support/served-app.ts';
+import type { TestApp } from '../../support/test-app.ts';
 import { upsertLink } from '../../support/web.ts';
 
 describe('a link opened again, in Chromium', () => {
+  let served: ServedApp;
   let t: TestApp;
   let browser: Browser;
 
   beforeAll(async () => {
-    const port = await freePort();
-    t = await createTestApp('postgres', { env: { PUBLIC_URL: `http://127.0.0.1:${port}` } });
-    await t.app.listen({ port, host: '127.0.0.1' });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    served = await serveWithBrowser('postgres');
+    ({ t, browser } = served);
   }, 60_000);
 
   afterAll(async () => {
-    await browser.close();
-    await t.close();
+    await served.close();
   });
 
   it('shows the open form in the browser that opened it, and the 410 page in another', async () => {
