@@ -14,6 +14,7 @@ import { testDatabaseUrl } from '../../support/engines.ts';
 import { childEnv } from '../../support/child-env.ts';
 import { testRedisUrl } from '../../support/bridge.ts';
 import { freePort } from '../../support/free-port.ts';
+import { describeRun, runRefhub, type CliResult } from '../../support/refhub-cli.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const BIN = path.join(ROOT, 'bin', 'refhub.js');
@@ -21,12 +22,6 @@ const ANY_KEY = /rfh_test_[0-9A-Za-z]{43}/g;
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 /** Every queue prefix this file uses starts so, to be removed at the end. */
 const RUN = `installations-${randomUUID()}`;
-
-interface Result {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
 
 const children = new Set<ChildProcess>();
 const tempDirs: string[] = [];
@@ -48,22 +43,9 @@ function spawnRefhub(args: readonly string[], env: Record<string, string>): Chil
   return child;
 }
 
-function run(args: readonly string[], env: Record<string, string>): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawnRefhub(args, env);
-    let stdout = '';
-    let stderr = '';
-    child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.once('error', reject);
-    child.once('close', (code) => {
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-const describeResult = (args: readonly string[], r: Result) =>
-  `refhub ${args.join(' ')} → exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
+/** A command run once, on this file's Redis. */
+const run = (args: readonly string[], env: Record<string, string>) =>
+  runRefhub(args, { REDIS_URL: testRedisUrl(), ...env });
 
 interface Server {
   output(): string;
@@ -72,7 +54,7 @@ interface Server {
 }
 
 /** Starts `refhub all`; resolves once it serves, or with its result when it exits first. */
-function startServer(env: Record<string, string>): Promise<Server | Result> {
+function startServer(env: Record<string, string>): Promise<Server | CliResult> {
   return new Promise((resolve) => {
     const child = spawnRefhub(['all'], { HOST: '127.0.0.1', ...env });
     let stdout = '';
@@ -140,7 +122,7 @@ describe('installations side by side', () => {
         PORT: String(await freePort()),
         QUEUE_PREFIX: prefix,
       });
-      if (!('stop' in first)) throw new Error(describeResult(['all'], first));
+      if (!('stop' in first)) throw new Error(describeRun(['all'], first));
       try {
         const secondDir = tempDir();
         const second = await startServer({
@@ -152,7 +134,7 @@ describe('installations side by side', () => {
           await second.stop();
           throw new Error(`the second installation served on the first one's queues:\n${second.output()}`);
         }
-        expect(second.code, describeResult(['all'], second)).toBe(1);
+        expect(second.code, describeRun(['all'], second)).toBe(1);
         expect(second.stdout).not.toMatch(/is serving/);
         // One line, naming the prefix, both installations and what to do.
         expect(second.stderr).toMatch(
@@ -169,7 +151,7 @@ describe('installations side by side', () => {
 
         // Its operator's commands that use the queues refuse too, with the same line.
         const reconcile = await run(['reconcile'], { DATA_DIR: secondDir, QUEUE_PREFIX: prefix });
-        expect(reconcile.code, describeResult(['reconcile'], reconcile)).toBe(1);
+        expect(reconcile.code, describeRun(['reconcile'], reconcile)).toBe(1);
         expect(reconcile.stderr).toContain(`belongs to installation ${holder}`);
         expect(reconcile.stderr).not.toMatch(/\n\s+at /);
       } finally {
@@ -182,7 +164,7 @@ describe('installations side by side', () => {
         PORT: String(await freePort()),
         QUEUE_PREFIX: prefix,
       });
-      if (!('stop' in fresh)) throw new Error(describeResult(['all'], fresh));
+      if (!('stop' in fresh)) throw new Error(describeRun(['all'], fresh));
       expect(await fresh.stop()).toBe(0);
     },
   );
@@ -198,7 +180,7 @@ describe('installations side by side', () => {
         PORT: String(await freePort()),
         QUEUE_PREFIX: `${RUN}-embedded`,
       });
-      if (!('stop' in embedded)) throw new Error(describeResult(['all'], embedded));
+      if (!('stop' in embedded)) throw new Error(describeRun(['all'], embedded));
       const embeddedKeys = embedded.output().match(ANY_KEY);
       expect(embedded.output()).toContain(`also in ${plain}, mode 600`);
       expect(await embedded.stop()).toBe(0);
@@ -210,7 +192,7 @@ describe('installations side by side', () => {
         PORT: String(await freePort()),
         QUEUE_PREFIX: `${RUN}-postgres`,
       });
-      if (!('stop' in postgres)) throw new Error(describeResult(['all'], postgres));
+      if (!('stop' in postgres)) throw new Error(describeRun(['all'], postgres));
       try {
         const banner = postgres.output();
         const postgresKeys = banner.match(ANY_KEY);
@@ -232,17 +214,17 @@ describe('installations side by side', () => {
     async ({ expect }) => {
       const env = { DATABASE_URL: pgUrl, DATA_DIR: tempDir(), QUEUE_PREFIX: `${RUN}-commands` };
       const migrated = await run(['migrate'], env);
-      expect(migrated.code, describeResult(['migrate'], migrated)).toBe(0);
+      expect(migrated.code, describeRun(['migrate'], migrated)).toBe(0);
       // A short run closed Redis in the middle of its handshake some of the time: each runs twice.
       const commands = [['reconcile'], ['webhooks', 'replay', '--since', '2020-01-01T00:00:00Z']];
       for (let round = 0; round < 2; round++) {
         const results = await Promise.all(commands.map((args) => run(args, env)));
         results.forEach((r, i) => {
           const args = commands[i]!;
-          expect(r.code, describeResult(args, r)).toBe(0);
-          expect(r.stderr, describeResult(args, r)).toBe('');
+          expect(r.code, describeRun(args, r)).toBe(0);
+          expect(r.stderr, describeRun(args, r)).toBe('');
           // Logs are JSON lines on stdout: none at warn or above.
-          expect(r.stdout, describeResult(args, r)).not.toMatch(/^\{/m);
+          expect(r.stdout, describeRun(args, r)).not.toMatch(/^\{/m);
         });
       }
     },
