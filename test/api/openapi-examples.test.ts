@@ -17,6 +17,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createRequestSchemaCompiler } from '../../src/services/referral-fields.ts';
 import { openTestStore } from '../support/engines.ts';
+import { resolved } from '../support/openapi-references.ts';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 
@@ -74,17 +75,6 @@ function missingExamples(operation: Operation): string[] {
   const body = bodyMedia(operation);
   if (operation.requestBody !== undefined && examplesOf(body).length === 0) missing.push('body');
   return missing;
-}
-
-/** A schema with its `#/components/schemas/…` references replaced by what they name. */
-function resolved(node: unknown, schemas: Record<string, unknown>): unknown {
-  if (Array.isArray(node)) return node.map((item) => resolved(item, schemas));
-  if (node === null || typeof node !== 'object') return node;
-  const reference = (node as { $ref?: unknown }).$ref;
-  if (typeof reference === 'string') {
-    return resolved(schemas[reference.replace('#/components/schemas/', '')], schemas);
-  }
-  return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, resolved(value, schemas)]));
 }
 
 /** Every example the document gives, with the schema it must pass and how that part is validated. */

@@ -22,6 +22,7 @@ import { CatalogDocument, createCatalogService } from '../../../src/services/cat
 import { createRequestSchemaCompiler } from '../../../src/services/referral-fields.ts';
 import { openTestStore } from '../../support/engines.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
+import { resolved } from '../../support/openapi-references.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const DOCS = path.join(ROOT, 'docs');
@@ -71,17 +72,6 @@ function blocksOf(page: { file: string; text: string }): Block[] {
 }
 
 const where = (block: Block) => `${block.file}:${block.line}`;
-
-/** A schema with its `#/components/schemas/…` references replaced by what they name. */
-function resolved(node: unknown, schemas: Record<string, object>): unknown {
-  if (Array.isArray(node)) return node.map((item) => resolved(item, schemas));
-  if (node === null || typeof node !== 'object') return node;
-  const reference = (node as { $ref?: unknown }).$ref;
-  if (typeof reference === 'string') {
-    return resolved(schemas[reference.replace('#/components/schemas/', '')], schemas);
-  }
-  return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, resolved(value, schemas)]));
-}
 
 const typed = createRequestSchemaCompiler(false);
 const text = createRequestSchemaCompiler('array');
