@@ -10,7 +10,6 @@ import { v7 as uuidv7 } from 'uuid';
 import type { InstitutionRef } from '../domain/access.ts';
 import { REFHUB_SYSTEM } from '../domain/lifecycle.ts';
 import type { Executor } from './executor.ts';
-import { linkTokenRows, type NewLinkToken } from './links.repository.ts';
 import type { AuditEventsTable } from './schema.ts';
 
 export interface AuditEvent {
@@ -122,19 +121,6 @@ export function auditRepository(db: Executor) {
   return {
     async record(event: AuditEvent): Promise<void> {
       await db.insertInto('audit_events').values(auditRow(event)).execute();
-    },
-
-    /**
-     * The audit row of a read together with the one-time links the read hands out, in one statement:
-     * both are stored or neither is, without a transaction of their own (see referral-queries.ts).
-     */
-    async recordWithLinks(event: AuditEvent, links: readonly NewLinkToken[]): Promise<void> {
-      if (links.length === 0) return this.record(event);
-      await db
-        .with('minted', (q) => q.insertInto('link_tokens').values(linkTokenRows(links)))
-        .insertInto('audit_events')
-        .values(auditRow(event))
-        .execute();
     },
   };
 }

@@ -4,13 +4,23 @@
 // trip for all of them rather than one for each; inside the change's transaction they commit or roll
 // back with it.
 //
+// A write of the API (a command on a referral) is one statement, and so its own transaction: no BEGIN
+// and COMMIT round trips, and no transaction held open while the process works (`writeReferralChange`).
+// The referral's row (an INSERT, or an UPDATE that is a compare-and-set on its version), its other
+// rows (notes, appointments), its timeline, feed, outbox and audit rows, the one-time links its answer
+// hands out and the keyed write's stored response are its common table expressions. A compare-and-set
+// that finds the row changed since it was read ends the statement with `refhub_abort` (migration
+// 0010), which rolls all of it back.
+//
 // A change that must write its timeline rows its own way (an EHR forward attempt writes its event only
 // from the statuses the lifecycle allows, in the statement that locks the referral) composes the same
 // parts into its statement through `changeLogCtes`: the feed, the outbox and the audit row are written
 // here and nowhere else.
-import { sql, type RawBuilder } from 'kysely';
-import { auditInsert, type AuditEvent } from './audit.repository.ts';
+import { sql, type Compilable, type RawBuilder } from 'kysely';
+import { auditInsert, auditRow, type AuditEvent } from './audit.repository.ts';
 import type { Executor } from './executor.ts';
+import { keyClaimInsert, type StoredKey } from './idempotency.repository.ts';
+import { linkTokenRows, type NewLinkToken } from './links.repository.ts';
 import { outboxRows, type NewOutboxMessage } from './outbox.repository.ts';
 import { EVENT_COLUMNS } from './events.repository.ts';
 import { providerSees } from './provider-visibility.ts';
@@ -42,8 +52,12 @@ export interface LeftBehind {
    */
   readonly feedFrom: string | undefined;
   readonly outbox: readonly NewOutboxMessage[];
-  readonly audit: AuditEvent;
-  /** A CTE of the statement that must have a row for the audit row to be written (see `auditInsert`). */
+  /** The audit row, or rows (written in this order). */
+  readonly audit: AuditEvent | readonly [AuditEvent, ...AuditEvent[]];
+  /**
+   * A CTE of the statement that must have a row for the audit row to be written (see `auditInsert`);
+   * for one audit row only.
+   */
   readonly auditOnlyWith?: string;
 }
 
@@ -52,6 +66,10 @@ export interface LeftBehind {
  * referral's version and parties as `referral` holds them: the provider only while the referral is
  * not a draft, so a provider never reads an event of a referral it may not see.
  */
+function isAuditList(audit: LeftBehind['audit']): audit is readonly [AuditEvent, ...AuditEvent[]] {
+  return Array.isArray(audit);
+}
+
 function feedInsert(referral: string): RawBuilder<unknown> {
   const columns = sql.join(EVENT_COLUMNS.map((column) => sql.ref(column)));
   return sql`insert into referral_events (${columns})
@@ -75,8 +93,111 @@ export function changeLogCtes(db: Executor, change: LeftBehind): RawBuilder<unkn
   if (change.outbox.length > 0) {
     ctes.push(sql`outbox_rows as (${db.insertInto('outbox').values(outboxRows(change.outbox))})`);
   }
-  ctes.push(sql`audit as (${auditInsert(change.audit, change.auditOnlyWith)})`);
+  const audit = change.audit;
+  if (!isAuditList(audit)) {
+    ctes.push(sql`audit as (${auditInsert(audit, change.auditOnlyWith)})`);
+  } else if (change.auditOnlyWith === undefined) {
+    ctes.push(sql`audit as (${db.insertInto('audit_events').values(audit.map(auditRow))})`);
+  } else {
+    throw new Error('an audit row written only with another part of the statement must be alone');
+  }
   return ctes;
+}
+
+/**
+ * The columns the referral's own write returns: the feed reads each event's referral version and
+ * parties from them.
+ */
+export const REFERRAL_WRITE_RETURNING = [
+  'id',
+  'version',
+  'status',
+  'sender_id_type',
+  'sender_id',
+  'provider_id_type',
+  'provider_id',
+] as const;
+
+/** A command's write on one referral, for `writeReferralChange`. */
+export interface ReferralWrite extends ChangeRecord {
+  /**
+   * The referral's own write, returning REFERRAL_WRITE_RETURNING: an INSERT, or an UPDATE that is a
+   * compare-and-set and finds no row when the referral changed since it was read. It must have
+   * `guard` among its conditions. Undefined when the referral does not change (a command that would
+   * change nothing stores only its audit row, links and key).
+   */
+  readonly referral?: (guard: RawBuilder<boolean>) => Compilable;
+  /** Writes to the referral's other tables (notes, appointments). */
+  readonly children?: readonly Compilable[];
+  /** The one-time links the answer hands out. */
+  readonly links: readonly NewLinkToken[];
+  /** A second audit row, for what the answer hands out besides the referral (a link upsert's link). */
+  readonly alsoAudit?: AuditEvent;
+  /** A keyed write's key, with the response it stores. */
+  readonly key?: StoredKey;
+}
+
+/** Raised by `refhub_abort` (migration 0010): the statement rolled back on purpose. */
+const ABORTED = 'RH409';
+
+function pgCodeOf(error: unknown): unknown {
+  return (error as { code?: unknown } | null)?.code;
+}
+
+/**
+ * Runs `write` as one statement. Returns false, with nothing written, when the referral's
+ * compare-and-set found it changed since it was read (the caller reads and decides again).
+ *
+ * A keyed write waits for a lock held by another request (the referral's row, or the same key being
+ * claimed) at most `key.waitMs`: the statement's first step sets `lock_timeout` for its own
+ * transaction, and both writes that can wait take `guard`, which reads that setting, so it is in force
+ * before either of them waits. Past it, PostgreSQL raises LOCK_NOT_AVAILABLE. A key another request
+ * stored first makes the claim fail on its primary key (UNIQUE_VIOLATION), which rolls the whole
+ * statement back too.
+ */
+export async function writeReferralChange(db: Executor, write: ReferralWrite): Promise<boolean> {
+  const ctes: RawBuilder<unknown>[] = [];
+  let guard = sql<boolean>`true`;
+  if (write.key !== undefined) {
+    ctes.push(
+      sql`settings as (select set_config('lock_timeout', ${`${write.key.waitMs}ms`}, true) as lock_timeout)`,
+    );
+    guard = sql<boolean>`(select lock_timeout from settings) is not null`;
+  }
+  if (write.referral !== undefined) ctes.push(sql`referral as (${write.referral(guard)})`);
+  (write.children ?? []).forEach((child, i) => ctes.push(sql`${sql.id(`child_${i}`)} as (${child})`));
+  const timeline = write.timeline.length > 0;
+  if (timeline) {
+    if (write.referral === undefined) throw new Error('timeline events need the referral they belong to');
+    ctes.push(
+      sql`timeline as (${db
+        .insertInto('timeline_events')
+        .values(timelineRows(write.timeline))
+        .returning([...TIMELINE_RETURNING])})`,
+    );
+  }
+  ctes.push(
+    ...changeLogCtes(db, {
+      feedFrom: timeline ? 'referral' : undefined,
+      outbox: write.outbox,
+      audit: write.alsoAudit === undefined ? write.audit : [write.audit, write.alsoAudit],
+    }),
+  );
+  if (write.links.length > 0) {
+    ctes.push(sql`minted as (${db.insertInto('link_tokens').values(linkTokenRows(write.links))})`);
+  }
+  if (write.key !== undefined) ctes.push(sql`claimed as (${keyClaimInsert(write.key, guard)})`);
+  const last =
+    write.referral === undefined
+      ? sql`select 1`
+      : sql`select refhub_abort('the referral changed since it was read') where not exists (select 1 from referral)`;
+  try {
+    await sql`with ${sql.join(ctes)} ${last}`.execute(db);
+    return true;
+  } catch (error) {
+    if (pgCodeOf(error) === ABORTED) return false;
+    throw error;
+  }
 }
 
 export function changeLogRepository(db: Executor) {

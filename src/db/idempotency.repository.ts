@@ -1,10 +1,10 @@
 // Stored results of POST requests sent with an Idempotency-Key (contract §5), kept for 24 hours.
 //
-// A write claims its key inside its own transaction and stores its response before that transaction
-// commits (services/write-transaction.ts), so a committed row always holds a response. A second
-// request with the same key waits on the claim's unique index until the first transaction ends: then
-// it finds the key taken (and replays it) or free (the first rolled back, and it runs).
-import { sql } from 'kysely';
+// A write claims its key and stores its response in the statement that makes its change
+// (db/change-log.repository.ts), so a committed row always holds a response. A second request with the
+// same key waits on the claim's unique index until the first statement ends: then its claim fails on
+// the key (and it replays the first one's response), or succeeds (the first rolled back).
+import { sql, type RawBuilder } from 'kysely';
 import type { Executor } from './executor.ts';
 
 export interface StoredResponse {
@@ -27,6 +27,45 @@ export interface KeyClaim {
   readonly requestHash: string;
   readonly now: Date;
   readonly expiresAt: Date;
+}
+
+/** A claim of a key with the response it stores, as one row of a write's statement. */
+export interface StoredKey {
+  readonly claim: KeyClaim;
+  readonly response: StoredResponse;
+  /** How long the write may wait for a lock another request holds (see writeReferralChange). */
+  readonly waitMs: number;
+}
+
+/** Raised by PostgreSQL when an INSERT meets a row with the same key (here: a key stored first). */
+export const UNIQUE_VIOLATION = '23505';
+
+/**
+ * The INSERT of a stored key, for a common table expression of a write's statement, made only when
+ * `guard` holds (it runs before the row is inserted, so a setting it reads is in force when the
+ * insert waits). The values come as one JSON document, typed by the table's own row type.
+ */
+export function keyClaimInsert(
+  { claim, response }: StoredKey,
+  guard: RawBuilder<boolean>,
+): RawBuilder<unknown> {
+  const row = JSON.stringify({
+    api_key_id: claim.apiKeyId,
+    key: claim.key,
+    request_hash: claim.requestHash,
+    state: 'completed',
+    response_status: response.status,
+    response_headers: response.headers,
+    response_body: response.body,
+    created_at: claim.now,
+    expires_at: claim.expiresAt,
+  });
+  return sql`insert into idempotency_keys (api_key_id, key, request_hash, state, response_status,
+      response_headers, response_body, created_at, expires_at)
+    select api_key_id, key, request_hash, state, response_status, response_headers, response_body,
+      created_at, expires_at
+    from json_populate_record(null::idempotency_keys, ${row}::json)
+    where ${guard}`;
 }
 
 /** Raised by PostgreSQL when a wait for a lock (here: another request's claim) passes lock_timeout. */
@@ -52,47 +91,6 @@ export function idempotencyRepository(db: Executor) {
           expiresAt: row.expires_at,
         }
       );
-    },
-
-    /**
-     * Claims the key in the current transaction; false when a committed record holds it. While
-     * another transaction holds the same claim, this waits for it, at most `waitMs` (then PostgreSQL
-     * raises LOCK_NOT_AVAILABLE). The bound holds for every lock wait in the rest of the transaction
-     * too: a keyed write never waits long for anything.
-     */
-    async claim(claim: KeyClaim, waitMs: number): Promise<boolean> {
-      await sql`select set_config('lock_timeout', ${`${waitMs}ms`}, true)`.execute(db);
-      const rows = await db
-        .insertInto('idempotency_keys')
-        .values({
-          api_key_id: claim.apiKeyId,
-          key: claim.key,
-          request_hash: claim.requestHash,
-          state: 'completed',
-          response_status: null,
-          response_headers: null,
-          response_body: null,
-          created_at: claim.now,
-          expires_at: claim.expiresAt,
-        })
-        .onConflict((oc) => oc.columns(['api_key_id', 'key']).doNothing())
-        .returning('key')
-        .execute();
-      return rows.length === 1;
-    },
-
-    /** Stores the response of a claimed key (in the claim's transaction). */
-    async complete(apiKeyId: string, key: string, response: StoredResponse): Promise<void> {
-      await db
-        .updateTable('idempotency_keys')
-        .set({
-          response_status: response.status,
-          response_headers: JSON.stringify(response.headers),
-          response_body: response.body,
-        })
-        .where('api_key_id', '=', apiKeyId)
-        .where('key', '=', key)
-        .execute();
     },
 
     /**

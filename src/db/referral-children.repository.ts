@@ -34,6 +34,59 @@ export interface NewTimelineEvent {
   readonly producedAt: Date;
 }
 
+/** The writes of a referral's parts, as statements for a change's statement or to run on their own. */
+export const childWrites = {
+  upsertAppointment(
+    db: Executor,
+    referralId: string,
+    appointment: Omit<AppointmentRecord, 'updatedAt'>,
+    now: Date,
+  ) {
+    return db
+      .insertInto('appointments')
+      .values({
+        referral_id: referralId,
+        id: appointment.id,
+        status: appointment.status,
+        start_at: appointment.startAt,
+        location: appointment.location,
+        created_at: now,
+        updated_at: now,
+      })
+      .onConflict((oc) =>
+        oc.columns(['referral_id', 'id']).doUpdateSet({
+          status: appointment.status,
+          start_at: appointment.startAt,
+          location: appointment.location,
+          updated_at: now,
+        }),
+      );
+  },
+
+  /** Marks every scheduled appointment of the referral cancelled. */
+  cancelScheduled(db: Executor, referralId: string, now: Date) {
+    return db
+      .updateTable('appointments')
+      .set({ status: 'cancelled', updated_at: now })
+      .where('referral_id', '=', referralId)
+      .where('status', '=', 'scheduled');
+  },
+
+  insertNote(db: Executor, note: NewNote) {
+    return db.insertInto('notes').values({
+      id: note.id,
+      referral_id: note.referralId,
+      content: note.content,
+      author_name: note.authorName,
+      author_institution_id_type: note.authorInstitution.idType,
+      author_institution_id: note.authorInstitution.id,
+      requester_identifier: note.requesterIdentifier,
+      system: note.system,
+      created_at: note.createdAt,
+    });
+  },
+};
+
 export function appointmentRepository(db: Executor) {
   return {
     async list(referralId: string): Promise<AppointmentRecord[]> {
@@ -58,35 +111,13 @@ export function appointmentRepository(db: Executor) {
       appointment: Omit<AppointmentRecord, 'updatedAt'>,
       now: Date,
     ): Promise<void> {
-      await db
-        .insertInto('appointments')
-        .values({
-          referral_id: referralId,
-          id: appointment.id,
-          status: appointment.status,
-          start_at: appointment.startAt,
-          location: appointment.location,
-          created_at: now,
-          updated_at: now,
-        })
-        .onConflict((oc) =>
-          oc.columns(['referral_id', 'id']).doUpdateSet({
-            status: appointment.status,
-            start_at: appointment.startAt,
-            location: appointment.location,
-            updated_at: now,
-          }),
-        )
-        .execute();
+      await childWrites.upsertAppointment(db, referralId, appointment, now).execute();
     },
 
     /** Marks every scheduled appointment cancelled; returns those it changed. */
     async cancelScheduled(referralId: string, now: Date): Promise<AppointmentRecord[]> {
-      const rows = await db
-        .updateTable('appointments')
-        .set({ status: 'cancelled', updated_at: now })
-        .where('referral_id', '=', referralId)
-        .where('status', '=', 'scheduled')
+      const rows = await childWrites
+        .cancelScheduled(db, referralId, now)
         .returning(['id', 'status', 'start_at', 'location', 'updated_at'])
         .execute();
       return rows
@@ -164,20 +195,7 @@ export function noteRepository(db: Executor) {
     },
 
     async insert(note: NewNote): Promise<void> {
-      await db
-        .insertInto('notes')
-        .values({
-          id: note.id,
-          referral_id: note.referralId,
-          content: note.content,
-          author_name: note.authorName,
-          author_institution_id_type: note.authorInstitution.idType,
-          author_institution_id: note.authorInstitution.id,
-          requester_identifier: note.requesterIdentifier,
-          system: note.system,
-          created_at: note.createdAt,
-        })
-        .execute();
+      await childWrites.insertNote(db, note).execute();
     },
   };
 }

@@ -1,14 +1,22 @@
 // Referrals and their timeline. Tenancy lives here: every read takes the caller's institution and
 // sees only referrals it sends, or receives once they have left draft (contract §2). Writes are
 // compare-and-set on `version`, so concurrent transitions cannot both win (contract §4).
-import { sql, type ExpressionBuilder, type Insertable, type Selectable } from 'kysely';
+import { sql, type ExpressionBuilder, type Insertable, type RawBuilder, type Selectable } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
 import { ReferralNotFoundError } from '../errors.ts';
 import type { InstitutionView, PatientView, ReferrerView } from '../domain/referral-view.ts';
 import type { EhrForwardingState } from '../domain/referral-view.ts';
 import { statusesOf, type CoreStatus, type OfferingCategory, type Status } from '../domain/statuses.ts';
+import type { LinkAction } from '../domain/referral-view.ts';
+import { auditRow, type AuditEvent } from './audit.repository.ts';
 import type { OfferingRecord } from './catalog.repository.ts';
-import { referralPartsColumns, toReferralParts, type ReferralParts } from './referral-children.repository.ts';
+import { linkTokenRows, type NewLinkToken } from './links.repository.ts';
+import {
+  referralPartsColumns,
+  toReferralParts,
+  type ReferralParts,
+  type ReferralPartsColumns,
+} from './referral-children.repository.ts';
 import { compiledOnce, type CompiledOnce } from './compiled-once.ts';
 import type { Executor } from './executor.ts';
 import { providerSees } from './provider-visibility.ts';
@@ -74,9 +82,21 @@ export interface ReferralPatch extends Partial<ReferralContent> {
   readonly ehrDue?: number;
 }
 
+/** A one-time link a read may hand out, and the statuses in which it may (see readAudited). */
+export interface CandidateLink {
+  readonly token: NewLinkToken;
+  readonly asSender: readonly Status[];
+  readonly asOther: readonly Status[];
+}
+
 export interface ReferralWithParts {
   readonly record: ReferralRecord;
   readonly parts: ReferralParts;
+}
+
+/** A referral as one read saw it, with the row it was made from: the start of a change. */
+export interface ReferralSnapshot extends ReferralWithParts {
+  readonly row: ReferralRow;
 }
 
 export type ListSort = 'updatedAt' | 'submittedAt' | 'createdAt';
@@ -108,6 +128,9 @@ function newestFirst(sort: ListSort, column = `r.${SORTS[sort].column}`) {
   const ref = sql.ref(column);
   return SORTS[sort].nullsLast ? sql`${ref} desc nulls last` : sql`${ref} desc`;
 }
+
+/** A referral's row as the reads select it; opaque outside this file. */
+export type ReferralRow = Row;
 
 type Row = Selectable<ReferralsTable> & {
   sender_name: string;
@@ -280,11 +303,72 @@ const readVisible = compiledOnce(3, (db, id: string, idType: string, institution
     .where(visibleTo({ idType, id: institutionId })),
 );
 const readForSystem = compiledOnce(1, (db, id: string) => baseQuery(db).where('r.id', '=', id));
-const readVisibleWithParts = compiledOnce(3, (db, id: string, idType: string, institutionId: string) =>
-  baseQuery(db)
+function visibleWithParts(db: Executor, id: string, idType: string, institutionId: string) {
+  return baseQuery(db)
     .select(referralPartsColumns(sql.ref('r.id')))
     .where('r.id', '=', id)
-    .where(visibleTo({ idType, id: institutionId })),
+    .where(visibleTo({ idType, id: institutionId }));
+}
+const readVisibleWithParts = compiledOnce(3, visibleWithParts);
+
+/** How many of FULL_READ_COLUMNS a read without parts selects (the list's). */
+const BASE_COLUMN_COUNT = REFERRAL_COLUMNS.length + 10;
+
+/** The columns of a full read, by name (a prepared statement must not select `*`). */
+const FULL_READ_COLUMNS = [
+  ...REFERRAL_COLUMNS.map((column) => column.slice('r.'.length)),
+  'sender_name',
+  'o_name',
+  'o_category',
+  'o_description',
+  'o_specialty',
+  'o_ehr_code',
+  'o_system',
+  'o_cancellable',
+  'o_active',
+  'p_name',
+  'appointments',
+  'notes',
+  'timelineEvents',
+];
+
+/**
+ * A full read with what it writes, in one statement: the referral (if the institution may see it),
+ * its audit row, and the one-time links the caller may use in the referral's status. `audit` is the
+ * audit row as JSON (its referral is the one read); `links` are candidate link rows as JSON, one per
+ * action, each with the statuses in which the sender (`as_sender`) or another party (`as_other`) gets
+ * it. The statement returns the actions it stored links for. Nothing is written when the referral is
+ * not found.
+ */
+const readVisibleAudited = compiledOnce(
+  5,
+  (db, id: string, idType: string, institutionId: string, audit: string, links: string) => ({
+    compile: () =>
+      sql<
+        Row & ReferralPartsColumns & { minted: string[] }
+      >`with r as (${visibleWithParts(db, id, idType, institutionId)}),
+        audit as (
+          insert into audit_events (id, occurred_at, request_id, api_key_id, system, institution_id_type,
+            institution_id, requester_identifier, action, outcome, referral_ids)
+          select a.id, a.occurred_at, a.request_id, a.api_key_id, a.system, a.institution_id_type,
+            a.institution_id, a.requester_identifier, a.action, a.outcome, array[r.id]
+          from json_populate_record(null::audit_events, ${audit}::json) a, r),
+        minted as (
+          insert into link_tokens (id, token_hash, referral_id, action, institution_id_type, institution_id,
+            requester_identifier, api_key_id, created_at, expires_at, used_at)
+          select l.id, l.token_hash, r.id, l.action, l.institution_id_type, l.institution_id,
+            l.requester_identifier, l.api_key_id, l.created_at, l.expires_at, null
+          from json_to_recordset(${links}::json) as l(id uuid, token_hash text, action text,
+            institution_id_type text, institution_id text, requester_identifier text, api_key_id uuid,
+            created_at timestamptz, expires_at timestamptz, as_sender text[], as_other text[])
+          cross join r
+          where r.status = any(case when r.sender_id_type = ${idType} and r.sender_id = ${institutionId}
+            then l.as_sender else l.as_other end)
+          returning action)
+        select ${sql.join(FULL_READ_COLUMNS.map((column) => sql.id(column)))},
+          array(select action from minted) as minted
+        from r`.compile(db),
+  }),
 );
 const readForSystemWithParts = compiledOnce(1, (db, id: string) =>
   baseQuery(db)
@@ -340,6 +424,12 @@ function sideMatches(
 type ListStatements = {
   /** Arguments: idType, id, [patientUin], reach, limit, offset. Each row carries the total. */
   readonly page: CompiledOnce<string[], Row & { total: number | string }>;
+  /**
+   * `page` with the list's audit row written in the same statement. Arguments: those of `page`, then
+   * the audit row as JSON and the page size (the audit names the page's referrals, not the one past
+   * it that tells whether there is a next page).
+   */
+  readonly auditedPage: CompiledOnce<string[], Row & { total: number | string }>;
   /** Arguments: idType, id, [patientUin]. */
   readonly count: CompiledOnce<string[], { total: number | string }>;
 };
@@ -374,40 +464,63 @@ function listStatements(filter: ListFilter): ListStatements {
       paging: withUin ? rest.slice(1) : rest,
     };
   };
+  const pageQuery = (db: Executor, ...placeholders: string[]) => {
+    const { inst, uin, paging } = args(placeholders);
+    const [reach = '', limit = '', offset = ''] = paging;
+    const keys = sides
+      .map((side) =>
+        db
+          .selectFrom(
+            db
+              .selectFrom('referrals as r')
+              .select(['r.id', sql.ref<Date | null>(`r.${column}`).as('sort_key')])
+              .where('r.deleted_at', 'is', null)
+              .where(sideMatches(filter, side, inst, uin))
+              .orderBy(newestFirst(filter.sort))
+              .orderBy('r.id', 'desc')
+              .limit(sql<number>`${reach}::bigint`)
+              .as(side),
+          )
+          .select([`${side}.id`, `${side}.sort_key`]),
+      )
+      .reduce((all, next) => all.unionAll(next));
+    const pageIds = db
+      .selectFrom(keys.as('k'))
+      .select('k.id')
+      .orderBy(newestFirst(filter.sort, 'k.sort_key'))
+      .orderBy('k.id', 'desc')
+      .limit(sql<number>`${limit}::bigint`)
+      .offset(sql<number>`${offset}::bigint`);
+    return baseQuery(db)
+      .select(counted(db, inst, uin).as('total'))
+      .where('r.id', 'in', pageIds)
+      .orderBy(newestFirst(filter.sort))
+      .orderBy('r.id', 'desc');
+  };
+  const pageArity = withUin ? 6 : 5;
   statements = {
-    page: compiledOnce(withUin ? 6 : 5, (db, ...placeholders: string[]) => {
-      const { inst, uin, paging } = args(placeholders);
-      const [reach = '', limit = '', offset = ''] = paging;
-      const keys = sides
-        .map((side) =>
-          db
-            .selectFrom(
-              db
-                .selectFrom('referrals as r')
-                .select(['r.id', sql.ref<Date | null>(`r.${column}`).as('sort_key')])
-                .where('r.deleted_at', 'is', null)
-                .where(sideMatches(filter, side, inst, uin))
-                .orderBy(newestFirst(filter.sort))
-                .orderBy('r.id', 'desc')
-                .limit(sql<number>`${reach}::bigint`)
-                .as(side),
-            )
-            .select([`${side}.id`, `${side}.sort_key`]),
-        )
-        .reduce((all, next) => all.unionAll(next));
-      const pageIds = db
-        .selectFrom(keys.as('k'))
-        .select('k.id')
-        .orderBy(newestFirst(filter.sort, 'k.sort_key'))
-        .orderBy('k.id', 'desc')
-        .limit(sql<number>`${limit}::bigint`)
-        .offset(sql<number>`${offset}::bigint`);
-      return baseQuery(db)
-        .select(counted(db, inst, uin).as('total'))
-        .where('r.id', 'in', pageIds)
-        .orderBy(newestFirst(filter.sort))
-        .orderBy('r.id', 'desc');
-    }),
+    page: compiledOnce(pageArity, pageQuery),
+    auditedPage: compiledOnce(pageArity + 2, (db, ...placeholders: string[]) => ({
+      compile: () => {
+        const audit = placeholders[pageArity] ?? '';
+        const pageSize = placeholders[pageArity + 1] ?? '';
+        return sql<
+          Row & { total: number | string }
+        >`with page as (${pageQuery(db, ...placeholders.slice(0, pageArity))}),
+          audit as (
+            insert into audit_events (id, occurred_at, request_id, api_key_id, system, institution_id_type,
+              institution_id, requester_identifier, action, outcome, referral_ids)
+            select a.id, a.occurred_at, a.request_id, a.api_key_id, a.system, a.institution_id_type,
+              a.institution_id, a.requester_identifier, a.action, a.outcome,
+              array(select p.id from page p
+                    order by ${newestFirst(filter.sort, `p.${column}`)}, p.id desc
+                    limit ${pageSize}::bigint)
+            from json_populate_record(null::audit_events, ${audit}::json) a)
+          select ${sql.join([...FULL_READ_COLUMNS.slice(0, BASE_COLUMN_COUNT), 'total'].map((c) => sql.ref(`page.${c}`)))}
+          from page
+          order by ${newestFirst(filter.sort, `page.${column}`)}, page.id desc`.compile(db);
+      },
+    })),
     count: compiledOnce(withUin ? 3 : 2, (db, ...placeholders: string[]) => {
       const { inst, uin } = args(placeholders);
       return db.selectNoFrom(counted(db, inst, uin).as('total'));
@@ -445,9 +558,39 @@ export function referralRepository(db: Executor) {
     async findVisibleWithParts(
       id: string,
       institution: InstitutionRef,
-    ): Promise<ReferralWithParts | undefined> {
+    ): Promise<ReferralSnapshot | undefined> {
       const [row] = await readVisibleWithParts(db, id, institution.idType, institution.id);
-      return row && { record: toRecord(row), parts: toReferralParts(row) };
+      return row && { record: toRecord(row), parts: toReferralParts(row), row };
+    },
+
+    /**
+     * `findVisibleWithParts` with its audit row and one-time links written in the same statement (see
+     * readVisibleAudited), so that they are stored before anything read is handed out, in one round
+     * trip. Returns the actions whose links were stored.
+     */
+    async readAudited(
+      id: string,
+      institution: InstitutionRef,
+      audit: AuditEvent,
+      links: readonly CandidateLink[],
+    ): Promise<(ReferralWithParts & { readonly linked: readonly LinkAction[] }) | undefined> {
+      const [row] = await readVisibleAudited(
+        db,
+        id,
+        institution.idType,
+        institution.id,
+        JSON.stringify(auditRow(audit)),
+        JSON.stringify(
+          links.map(({ token, asSender, asOther }) => ({
+            ...linkTokenRows([token])[0],
+            as_sender: asSender,
+            as_other: asOther,
+          })),
+        ),
+      );
+      return (
+        row && { record: toRecord(row), parts: toReferralParts(row), linked: row.minted as LinkAction[] }
+      );
     },
 
     /** `findForSystem` with the referral's parts, in one statement (the forwarder renders from them). */
@@ -478,8 +621,12 @@ export function referralRepository(db: Executor) {
      * then merged; only the page's rows are joined with the catalog. (One query with `sender OR
      * provider` cannot use either index: it reads and sorts every referral the institution has.) The
      * total comes in the same statement, and each shape of filter is compiled once (see listStatement).
+     * With `audit`, the list's audit row, naming the page's referrals, is written by the same statement.
      */
-    async list(filter: ListFilter): Promise<{ records: ReferralRecord[]; total: number; hasNext: boolean }> {
+    async list(
+      filter: ListFilter,
+      audit?: AuditEvent,
+    ): Promise<{ records: ReferralRecord[]; total: number; hasNext: boolean }> {
       const statements = listStatements(filter);
       const args = [
         filter.institution.idType,
@@ -489,7 +636,15 @@ export function referralRepository(db: Executor) {
         String(filter.pageSize + 1),
         String(filter.offset),
       ];
-      const rows = await statements.page(db, ...args);
+      const rows =
+        audit === undefined
+          ? await statements.page(db, ...args)
+          : await statements.auditedPage(
+              db,
+              ...args,
+              JSON.stringify(auditRow(audit)),
+              String(filter.pageSize),
+            );
       let total = rows[0]?.total;
       if (total === undefined) {
         // An empty page: from the start there is nothing at all; further on, count what there is.
@@ -516,36 +671,148 @@ export function referralRepository(db: Executor) {
       patch: ReferralPatch,
       now: Date,
     ): Promise<boolean> {
-      const result = await db
-        .updateTable('referrals')
-        .set((eb) => ({
-          ...contentColumns(patch),
-          ...(patch.status === undefined ? {} : { status: patch.status }),
-          ...(patch.submittedAt === undefined ? {} : { submitted_at: patch.submittedAt }),
-          ...(patch.ehrDue === undefined
-            ? {}
-            : { ehr_state: 'queued', ehr_due_version: patch.ehrDue, ehr_attempts: 0 }),
-          version: eb('version', '+', 1),
-          updated_at: now,
-        }))
-        .where('id', '=', id)
-        .where('version', '=', expectedVersion)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst();
+      const result = await compareAndSetQuery(db, id, expectedVersion, patch, now).executeTakeFirst();
       return result.numUpdatedRows === 1n;
     },
 
     /** Soft-deletes: the row stays for the audit trail but is never visible again. */
     async softDelete(id: string, expectedVersion: number, now: Date): Promise<boolean> {
-      const result = await db
-        .updateTable('referrals')
-        .set((eb) => ({ deleted_at: now, updated_at: now, version: eb('version', '+', 1) }))
-        .where('id', '=', id)
-        .where('version', '=', expectedVersion)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst();
+      const result = await softDeleteQuery(db, id, expectedVersion, now).executeTakeFirst();
       return result.numUpdatedRows === 1n;
     },
+  };
+}
+
+/** The columns `patch` sets, besides `version` and `updated_at`; those it does not name are left out. */
+function patchColumns(patch: ReferralPatch) {
+  const columns = {
+    ...contentColumns(patch),
+    status: patch.status,
+    submitted_at: patch.submittedAt,
+    ...(patch.ehrDue === undefined
+      ? {}
+      : { ehr_state: 'queued', ehr_due_version: patch.ehrDue, ehr_attempts: 0 }),
+  };
+  return Object.fromEntries(Object.entries(columns).filter(([, value]) => value !== undefined)) as Partial<
+    Selectable<ReferralsTable>
+  >;
+}
+
+/**
+ * The UPDATE that applies `patch` and increments `version` only if the row is still at
+ * `expectedVersion` (and `guard` holds), returning `returning`: no row when another write got there
+ * first.
+ */
+function compareAndSetQuery(
+  db: Executor,
+  id: string,
+  expectedVersion: number,
+  patch: ReferralPatch,
+  now: Date,
+  guard: RawBuilder<boolean> = sql<boolean>`true`,
+) {
+  return db
+    .updateTable('referrals')
+    .set((eb) => ({ ...patchColumns(patch), version: eb('version', '+', 1), updated_at: now }))
+    .where('id', '=', id)
+    .where('version', '=', expectedVersion)
+    .where('deleted_at', 'is', null)
+    .where(guard);
+}
+
+/** The UPDATE that soft-deletes the referral if it is still at `expectedVersion` (and `guard` holds). */
+function softDeleteQuery(
+  db: Executor,
+  id: string,
+  expectedVersion: number,
+  now: Date,
+  guard: RawBuilder<boolean> = sql<boolean>`true`,
+) {
+  return db
+    .updateTable('referrals')
+    .set((eb) => ({ deleted_at: now, updated_at: now, version: eb('version', '+', 1) }))
+    .where('id', '=', id)
+    .where('version', '=', expectedVersion)
+    .where('deleted_at', 'is', null)
+    .where(guard);
+}
+
+/**
+ * The writes of a change on a referral, each a statement for a common table expression of the change's
+ * statement (db/change-log.repository.ts) that returns `returning`, with the record the referral is
+ * after it. The record is made from the row the read saw by the same columns the statement sets, so it
+ * is exactly what a read after the statement would return.
+ */
+export const referralWrites = {
+  /** Inserts a new draft. */
+  insert(
+    db: Executor,
+    referral: NewReferral,
+    returning: readonly (keyof ReferralsTable)[],
+    names: NewDraftNames,
+  ) {
+    const row = newReferralRow(referral);
+    return {
+      query: () => db.insertInto('referrals').values(row).returning(returning),
+      after: toRecord({ ...(row as Row), ...offeringColumns(names.offering), sender_name: names.sender }),
+    };
+  },
+
+  /** The compare-and-set of `patch` on the referral `before` saw; `offering` is the one `patch` names. */
+  compareAndSet(
+    db: Executor,
+    before: ReferralSnapshot,
+    patch: ReferralPatch,
+    now: Date,
+    returning: readonly (keyof ReferralsTable)[],
+    offering?: OfferingRecord | null,
+  ) {
+    const row: Row = {
+      ...before.row,
+      ...patchColumns(patch),
+      ...(patch.offeringId === undefined ? {} : offeringColumns(offering ?? null)),
+      version: before.row.version + 1,
+      updated_at: now,
+    };
+    return {
+      query: (guard: RawBuilder<boolean>) =>
+        compareAndSetQuery(db, before.record.id, before.record.version, patch, now, guard).returning(
+          returning,
+        ),
+      after: toRecord(row),
+    };
+  },
+
+  /** Soft-deletes the referral `before` saw, if it is still at its version. */
+  softDelete(
+    db: Executor,
+    before: ReferralSnapshot,
+    now: Date,
+    returning: readonly (keyof ReferralsTable)[],
+  ) {
+    return (guard: RawBuilder<boolean>) =>
+      softDeleteQuery(db, before.record.id, before.record.version, now, guard).returning(returning);
+  },
+};
+
+/** What a new draft's record names besides its own columns. */
+export interface NewDraftNames {
+  readonly sender: string;
+  readonly offering: OfferingRecord | null;
+}
+
+/** The catalog columns a read joins for `offering` (and its provider). */
+function offeringColumns(offering: OfferingRecord | null) {
+  return {
+    o_name: offering?.name ?? null,
+    o_category: offering?.category ?? null,
+    o_description: offering?.description ?? null,
+    o_specialty: offering?.specialty ?? null,
+    o_ehr_code: offering?.ehrCode ?? null,
+    o_system: offering?.system ?? null,
+    o_cancellable: offering?.cancellable ?? null,
+    o_active: offering?.active ?? null,
+    p_name: offering?.institution.name ?? null,
   };
 }
 
@@ -553,6 +820,8 @@ export function referralRepository(db: Executor) {
 export function newReferralRow(referral: NewReferral): Insertable<ReferralsTable> {
   return {
     id: referral.id,
+    // Every column named, defaults too: the record of a new draft is made from this row.
+    version: 1,
     status: 'draft',
     sender_id_type: referral.sender.idType,
     sender_id: referral.sender.id,
@@ -562,8 +831,12 @@ export function newReferralRow(referral: NewReferral): Insertable<ReferralsTable
     updated_at: referral.now,
     submitted_at: null,
     deleted_at: null,
+    ehr_state: 'not-sent',
+    ehr_attempts: 0,
     ehr_last_attempt_at: null,
     ehr_sha256: null,
+    ehr_due_version: null,
+    ehr_forwarded_version: null,
   };
 }
 

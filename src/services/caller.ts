@@ -2,7 +2,7 @@
 // person behind it. Every service function takes one, and every audit row is written from it.
 import type { InstitutionRef } from '../domain/access.ts';
 import type { Role } from '../domain/statuses.ts';
-import type { IdempotentWrite } from './write-transaction.ts';
+import type { IdempotentWrite } from './keyed-write.ts';
 
 export interface Caller {
   readonly apiKeyId: string;
@@ -18,6 +18,6 @@ export interface Caller {
    * links: `links[]` are buttons for a client system's screen, and this person is already in the form.
    */
   readonly inWebForm?: boolean;
-  /** The request's Idempotency-Key record, written in the write's own transaction. */
+  /** The request's Idempotency-Key record, written in the write's own statement. */
   readonly idempotency?: IdempotentWrite | undefined;
 }

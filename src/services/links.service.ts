@@ -10,17 +10,17 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { upsertLinkAction } from '../domain/links.ts';
-import type { ReferrerView } from '../domain/referral-view.ts';
+import type { LinkAction, ReferrerView } from '../domain/referral-view.ts';
 import { ForbiddenRoleError, InvalidTransitionError } from '../errors.ts';
-import { referralRepository } from '../db/referral.repository.ts';
+import { auditEventOf } from '../db/audit.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';
 import type { LinkMinter } from './links-minter.ts';
 import { createReferralFieldsCheck } from './referral-fields.ts';
 import type { ReferralFieldsInput } from './referral-input.ts';
-import { audit, createMutationRunner } from './referral-mutation.ts';
-import { insertDraft, planUpdate } from './referral-commands.ts';
-import { writeTransaction } from './write-transaction.ts';
+import { runWrite } from './keyed-write.ts';
+import { createMutationRunner } from './referral-mutation.ts';
+import { newDraft, planUpdate } from './referral-commands.ts';
 
 export interface LinkDeps {
   readonly db: Kysely<Database>;
@@ -83,18 +83,28 @@ export function createLinkService(deps: LinkDeps) {
         apiKeyId: caller.apiKeyId,
       });
 
-      if (referralId === undefined) {
-        return writeTransaction(deps.db, caller, async (trx) => {
-          const fields = withRequesterAsReferrer(prefill, caller.requesterIdentifier, null);
-          const id = await insertDraft(trx, deps.clock, caller, fields, 'link.upsert');
-          const link = await deps.links.mintOne(trx, grant(id), 'edit');
-          return {
+      /** The answer: a fresh link of `action` to the referral, whose row the write stores. */
+      const answerWith = (id: string, action: LinkAction) => {
+        const minted = deps.links.prepare(grant(id), [action]);
+        const [link] = minted.links;
+        if (link === undefined) throw new Error('preparing a link returned nothing');
+        return {
+          result: {
             referralId: id,
             url: link.url,
             type: 'upsert' as const,
             expiresAt: link.expiresAt.toISOString(),
-          };
-        });
+          },
+          links: minted.rows,
+        };
+      };
+
+      if (referralId === undefined) {
+        const fields = withRequesterAsReferrer(prefill, caller.requesterIdentifier, null);
+        const draft = await newDraft(deps.db, deps.clock, caller, fields, 'link.upsert');
+        const answer = answerWith(draft.after.record.id, 'edit');
+        await runWrite(deps.db, caller, draft.write, answer);
+        return answer.result;
       }
 
       return mutate(
@@ -108,23 +118,18 @@ export function createLinkService(deps: LinkDeps) {
             ctx,
             withRequesterAsReferrer(prefill, caller.requesterIdentifier, ctx.record.referrer),
           ),
-        async (trx) => {
-          const current = await referralRepository(trx).getVisible(referralId, caller.institution);
-          const action = upsertLinkAction(current.status);
+        ({ after }) => {
+          const action = upsertLinkAction(after.record.status);
           if (action === undefined) {
             throw new InvalidTransitionError(
-              current.status,
+              after.record.status,
               'not-in-status',
-              `Cannot open a link to edit a referral whose status is ${current.status}.`,
+              `Cannot open a link to edit a referral whose status is ${after.record.status}.`,
             );
           }
-          await audit(trx, caller, 'link.upsert', [referralId], deps.clock.now());
-          const link = await deps.links.mintOne(trx, grant(referralId), action);
           return {
-            referralId,
-            url: link.url,
-            type: 'upsert' as const,
-            expiresAt: link.expiresAt.toISOString(),
+            ...answerWith(referralId, action),
+            audit: auditEventOf(caller, 'link.upsert', [referralId], deps.clock.now()),
           };
         },
       );

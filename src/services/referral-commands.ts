@@ -1,7 +1,7 @@
 // Writes on referrals. Each command is a plan for the mutation runner: it asks the lifecycle table
 // whether the operation is allowed, and says what changes and which sentences go on the timeline.
 import { v7 as uuidv7 } from 'uuid';
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely } from 'kysely';
 import { APPOINTMENT_WINDOW_YEARS, isWithinAppointmentWindow } from '../domain/appointment-window.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { DisplayTime } from '../domain/display-time.ts';
@@ -17,17 +17,25 @@ import {
   LimitExceededError,
   ValidationError,
 } from '../errors.ts';
+import type { InstitutionRef } from '../domain/access.ts';
 import { catalogRepository } from '../db/catalog.repository.ts';
-import { appointmentRepository, noteRepository } from '../db/referral-children.repository.ts';
-import { referralRepository, type ReferralRecord } from '../db/referral.repository.ts';
+import { auditEventOf } from '../db/audit.repository.ts';
+import { REFERRAL_WRITE_RETURNING, type ReferralWrite } from '../db/change-log.repository.ts';
+import type { Executor } from '../db/executor.ts';
+import { childWrites, type AppointmentRecord } from '../db/referral-children.repository.ts';
+import { referralWrites, type ReferralRecord, type ReferralWithParts } from '../db/referral.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';
+import { runWrite } from './keyed-write.ts';
 import type { LinkMinter } from './links-minter.ts';
-import { writeTransaction } from './write-transaction.ts';
-import { createMutationRunner, timelineEventsOf, type PlanContext } from './referral-mutation.ts';
-import { auditEventOf } from '../db/audit.repository.ts';
-import { changeLogRepository } from '../db/change-log.repository.ts';
-import { reloadReferralView } from './referral-queries.ts';
+import {
+  createMutationRunner,
+  timelineEventsOf,
+  timelineViewsOf,
+  type Change,
+  type PlanContext,
+} from './referral-mutation.ts';
+import { referralAnswer } from './referral-queries.ts';
 import { toSummary } from './referral-presenter.ts';
 import {
   EMPTY_CONTENT,
@@ -69,10 +77,14 @@ export function personIn(caller: Caller): string | null {
 
 export function createReferralCommands(deps: CommandDeps) {
   const mutate = createMutationRunner(deps);
-  const fullView = (caller: Caller, id: string) => (trx: Transaction<Database>) =>
-    reloadReferralView(trx, deps.links, caller, id);
-  const summaryView = (caller: Caller, id: string) => async (trx: Transaction<Database>) =>
-    toSummary(await referralRepository(trx).getVisible(id, caller.institution), caller);
+  const fullView =
+    (caller: Caller) =>
+    ({ after }: Change) =>
+      referralAnswer(deps.links, caller, after);
+  const summaryView = (caller: Caller, of: 'before' | 'after') => (change: Change) => ({
+    result: toSummary(change[of].record, caller),
+    links: [],
+  });
 
   /** A transition whose only change is the status and one timeline sentence. */
   function simple(
@@ -93,7 +105,7 @@ export function createReferralCommands(deps: CommandDeps) {
           decision: decide(operation, party, statusInput(record)),
           events: [sentence(actorName(record, party, personName))],
         }),
-      fullView(caller, id),
+      fullView(caller),
     );
   }
 
@@ -101,10 +113,10 @@ export function createReferralCommands(deps: CommandDeps) {
     async create(caller: Caller, input: ReferralFieldsInput): Promise<ReferralView> {
       if (caller.role !== 'sender')
         throw new ForbiddenRoleError(`A ${caller.role} key may not create referrals.`);
-      return writeTransaction(deps.db, caller, async (trx) => {
-        const id = await insertDraft(trx, deps.clock, caller, input, 'referral.create');
-        return reloadReferralView(trx, deps.links, caller, id);
-      });
+      const draft = await newDraft(deps.db, deps.clock, caller, input, 'referral.create');
+      const answer = referralAnswer(deps.links, caller, draft.after);
+      await runWrite(deps.db, caller, draft.write, answer);
+      return answer.result;
     },
 
     update(caller: Caller, id: string, input: ReferralFieldsInput, ifMatch?: number): Promise<ReferralView> {
@@ -114,7 +126,7 @@ export function createReferralCommands(deps: CommandDeps) {
         'update',
         ifMatch,
         (ctx) => planUpdate(deps.clock, ctx, input, personIn(caller)),
-        fullView(caller, id),
+        fullView(caller),
       );
     },
 
@@ -124,7 +136,7 @@ export function createReferralCommands(deps: CommandDeps) {
         id,
         'submit',
         ifMatch,
-        async ({ record, party, now, trx }) => {
+        ({ record, party, now }) => {
           const decision = decide('submit', party, statusInput(record));
           const missing = missingForSubmit({
             offeringId: record.offering?.id ?? null,
@@ -132,21 +144,24 @@ export function createReferralCommands(deps: CommandDeps) {
             patientUin: record.patient.uin,
           });
           if (missing.length > 0 || record.offering === null) throw new IncompleteReferralError(missing);
-          const offering = await catalogRepository(trx).findOffering(record.offering.id);
-          if (!offering?.active) {
+          // The read joined the offering as the catalog has it now.
+          if (!record.offering.active) {
             throw new ValidationError([
               { path: 'offeringId', message: 'is no longer offered; choose another' },
             ]);
           }
-          return {
+          return Promise.resolve({
             decision,
             patch: { submittedAt: record.submittedAt ?? now },
             events: [
-              timeline.submitted(actorName(record, party, personIn(caller)), offering.institution.name),
+              timeline.submitted(
+                actorName(record, party, personIn(caller)),
+                record.offering.institution.name,
+              ),
             ],
-          };
+          });
         },
-        fullView(caller, id),
+        fullView(caller),
       );
     },
 
@@ -158,7 +173,7 @@ export function createReferralCommands(deps: CommandDeps) {
         ifMatch,
         ({ record, party }) =>
           Promise.resolve({ decision: decide('delete', party, statusInput(record)), events: [] }),
-        (_trx, before) => Promise.resolve(toSummary(before, caller)),
+        summaryView(caller, 'before'),
       );
     },
 
@@ -173,15 +188,11 @@ export function createReferralCommands(deps: CommandDeps) {
         id,
         'cancel',
         ifMatch,
-        async ({ record, party, trx }) => {
+        ({ record, parts, party, now }) => {
           const decision = decide('cancel', party, statusInput(record));
           const actor = actorName(record, party, input.cancelledByName);
-          // Appointments change only through a compare-and-set on the referral, so the ones read here
-          // are the ones cancelled below.
-          const scheduled = (await appointmentRepository(trx).list(record.id)).filter(
-            (a) => a.status === 'scheduled',
-          );
-          return {
+          const scheduled = parts.appointments.filter((a) => a.status === 'scheduled');
+          return Promise.resolve({
             decision,
             events: [
               timeline.cancelled(actor, input.cancelNote),
@@ -189,12 +200,18 @@ export function createReferralCommands(deps: CommandDeps) {
                 timeline.appointment(actor, 'cancelled', a.startAt, a.location, deps.displayTime),
               ),
             ],
-            writeChildren: async (tx, now) => {
-              await appointmentRepository(tx).cancelScheduled(record.id, now);
+            children: {
+              writes: (db: Executor) => [childWrites.cancelScheduled(db, record.id, now)],
+              parts: (before) => ({
+                ...before,
+                appointments: before.appointments.map((a) =>
+                  a.status === 'scheduled' ? { ...a, status: 'cancelled' as const, updatedAt: now } : a,
+                ),
+              }),
             },
-          };
+          });
         },
-        summaryView(caller, id),
+        summaryView(caller, 'after'),
       );
     },
 
@@ -210,7 +227,7 @@ export function createReferralCommands(deps: CommandDeps) {
             patch: { submittedAt: null },
             events: [timeline.backToDraft(actorName(record, party))],
           }),
-        summaryView(caller, id),
+        summaryView(caller, 'after'),
       );
     },
 
@@ -263,8 +280,8 @@ export function createReferralCommands(deps: CommandDeps) {
         id,
         'upsert-appointment',
         ifMatch,
-        async ({ record, party, trx }) => {
-          const existing = await appointmentRepository(trx).list(record.id);
+        ({ record, parts, party, now }) => {
+          const existing = parts.appointments;
           const previous = existing.find((a) => a.id === appointmentId);
           if (!previous && existing.length >= MAX_APPOINTMENTS) {
             throw new LimitExceededError(`A referral can have at most ${MAX_APPOINTMENTS} appointments.`);
@@ -282,7 +299,8 @@ export function createReferralCommands(deps: CommandDeps) {
             previous.status === input.status &&
             previous.startAt.getTime() === startAt.getTime() &&
             previous.location === input.location;
-          return {
+          const appointment = { id: appointmentId, status: input.status, startAt, location: input.location };
+          return Promise.resolve({
             decision,
             unchanged,
             events: [
@@ -294,15 +312,19 @@ export function createReferralCommands(deps: CommandDeps) {
                 deps.displayTime,
               ),
             ],
-            writeChildren: (tx, now) =>
-              appointmentRepository(tx).upsert(
-                record.id,
-                { id: appointmentId, status: input.status, startAt, location: input.location },
-                now,
-              ),
-          };
+            children: {
+              writes: (db: Executor) => [childWrites.upsertAppointment(db, record.id, appointment, now)],
+              parts: (before) => ({
+                ...before,
+                appointments: inAppointmentOrder([
+                  ...before.appointments.filter((a) => a.id !== appointmentId),
+                  { ...appointment, updatedAt: now },
+                ]),
+              }),
+            },
+          });
         },
-        fullView(caller, id),
+        fullView(caller),
       );
     },
 
@@ -318,58 +340,98 @@ export function createReferralCommands(deps: CommandDeps) {
         id,
         'add-note',
         ifMatch,
-        async ({ record, party, trx }) => {
+        ({ record, parts, party, now }) => {
           const decision = decide('add-note', party, statusInput(record));
-          if ((await noteRepository(trx).count(record.id)) >= MAX_NOTES) {
+          if (parts.notes.length >= MAX_NOTES) {
             throw new LimitExceededError(`A referral can have at most ${MAX_NOTES} notes.`);
           }
-          return {
+          const note = {
+            id: noteId,
+            referralId: record.id,
+            content: input.content,
+            authorName: input.authorName?.trim() || null,
+            authorInstitution: caller.institution,
+            requesterIdentifier: caller.requesterIdentifier,
+            system: caller.system,
+            createdAt: now,
+          };
+          const view: NoteView = {
+            id: note.id,
+            content: note.content,
+            authorName: note.authorName,
+            authorInstitution: {
+              idType: caller.institution.idType,
+              id: caller.institution.id,
+              name: institutionName(record, caller.institution),
+            },
+            createdAt: now.toISOString(),
+          };
+          return Promise.resolve({
             decision,
             events: [timeline.noteAdded(actorName(record, party, input.authorName))],
-            writeChildren: (tx, now) =>
-              noteRepository(tx).insert({
-                id: noteId,
-                referralId: record.id,
-                content: input.content,
-                authorName: input.authorName?.trim() || null,
-                authorInstitution: caller.institution,
-                requesterIdentifier: caller.requesterIdentifier,
-                system: caller.system,
-                createdAt: now,
-              }),
-          };
+            children: {
+              writes: (db: Executor) => [childWrites.insertNote(db, note)],
+              parts: (before) => ({ ...before, notes: [...before.notes, view] }),
+            },
+          });
         },
-        (trx) => noteRepository(trx).get(noteId),
+        ({ after }) => {
+          const note = after.parts.notes.find((n) => n.id === noteId);
+          if (!note) throw new Error(`note ${noteId} is missing from its answer`);
+          return { result: note, links: [] };
+        },
       );
     },
   };
 }
 
-/** Inserts a draft from `input`, with its `referral.created` event and audit row; returns its ID. */
-export async function insertDraft(
-  trx: Transaction<Database>,
+/** Appointments in the order a read lists them: by start, then ID. */
+function inAppointmentOrder(appointments: AppointmentRecord[]): AppointmentRecord[] {
+  return appointments.sort(
+    (a, b) => a.startAt.getTime() - b.startAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+  );
+}
+
+/** The name of a party of the referral: its sender, or the provider of its offering. */
+function institutionName(record: ReferralRecord, institution: InstitutionRef): string {
+  const isSender = record.sender.idType === institution.idType && record.sender.id === institution.id;
+  return isSender ? record.sender.name : (record.offering?.institution.name ?? '');
+}
+
+/**
+ * A new draft from `input`, with its `referral.created` event and audit row, as the write of one
+ * statement, and the draft as a read after that statement returns it.
+ */
+export async function newDraft(
+  db: Executor,
   clock: Clock,
   caller: Caller,
   input: ReferralFieldsInput,
   auditAction: string,
-): Promise<string> {
+): Promise<{ write: Omit<ReferralWrite, 'links' | 'key'>; after: ReferralWithParts }> {
   const now = clock.now();
-  const content = { ...EMPTY_CONTENT, ...(await resolveContent(trx, clock, input)) };
+  const { content, offering = null } = await resolveContent(db, clock, input);
+  const sender = await catalogRepository(db).findInstitution(caller.institution);
   const id = uuidv7();
-  await referralRepository(trx).insert({
-    id,
-    sender: caller.institution,
-    senderSystem: caller.system,
-    now,
-    ...content,
-  });
-  const sender = await catalogRepository(trx).findInstitution(caller.institution);
-  await changeLogRepository(trx).record({
-    timeline: timelineEventsOf(id, caller.system, [timeline.created(sender?.name ?? 'The sender')], now),
-    outbox: [],
-    audit: auditEventOf(caller, auditAction, [id], now),
-  });
-  return id;
+  const inserted = referralWrites.insert(
+    db,
+    { id, sender: caller.institution, senderSystem: caller.system, now, ...EMPTY_CONTENT, ...content },
+    REFERRAL_WRITE_RETURNING,
+    { sender: sender?.name ?? '', offering },
+  );
+  const events = timelineEventsOf(id, caller.system, [timeline.created(sender?.name ?? 'The sender')], now);
+  return {
+    write: {
+      referral: inserted.query,
+      timeline: events,
+      outbox: [],
+      audit: auditEventOf(caller, auditAction, [id], now),
+    },
+    after: {
+      record: inserted.after,
+      parts: { appointments: [], notes: [], timelineEvents: timelineViewsOf(events) },
+    },
+  };
 }
 
 function statusInput(record: ReferralRecord) {
@@ -378,7 +440,7 @@ function statusInput(record: ReferralRecord) {
 
 async function planUpdate(
   clock: Clock,
-  { trx, record, party }: PlanContext,
+  { db, record, party }: PlanContext,
   input: ReferralFieldsInput,
   person: string | null = null,
 ) {
@@ -396,11 +458,12 @@ async function planUpdate(
       'The offering can change only while the referral is a draft; return it to draft first.',
     );
   }
-  const patch = await resolveContent(trx, clock, input);
+  const { content, offering } = await resolveContent(db, clock, input);
   const fields = fieldsIn(input);
   return {
     decision,
-    patch,
+    patch: content,
+    ...(offering === undefined ? {} : { offering }),
     unchanged: fields.length === 0,
     events: [timeline.updated(actorName(record, party, person), fieldWords(fields))],
   };

@@ -4,7 +4,7 @@
 import { ValidationError, type FieldError } from '../errors.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { ReferralContent } from '../db/referral.repository.ts';
-import { catalogRepository } from '../db/catalog.repository.ts';
+import { catalogRepository, type OfferingRecord } from '../db/catalog.repository.ts';
 import type { Executor } from '../db/executor.ts';
 import { REFERRAL_FIELD_LABELS } from '../domain/labels.ts';
 
@@ -82,11 +82,17 @@ export function fieldsIn(input: ReferralFieldsInput): (keyof ReferralFieldsInput
  * The content changes that `input` asks for. Resolves the offering (and with it the provider), and
  * checks what schemas cannot.
  */
+/** The stored content of a referral's input, and the offering it names (undefined: it names none). */
+export interface ResolvedContent {
+  readonly content: Partial<ReferralContent>;
+  readonly offering?: OfferingRecord | null;
+}
+
 export async function resolveContent(
   db: Executor,
   clock: Clock,
   input: ReferralFieldsInput,
-): Promise<Partial<ReferralContent>> {
+): Promise<ResolvedContent> {
   const errors: FieldError[] = [];
   const content: Partial<Record<keyof ReferralContent, string | boolean | null>> = {};
   for (const [field, column] of Object.entries(FIELD_COLUMNS) as [
@@ -100,10 +106,12 @@ export async function resolveContent(
   if (typeof content.patientDob === 'string' && isInTheFuture(content.patientDob, clock.now())) {
     errors.push({ path: 'body.dob', message: 'must not be in the future' });
   }
+  let offering: OfferingRecord | null | undefined;
   if (input.offeringId === null) {
+    offering = null;
     Object.assign(content, { offeringId: null, providerIdType: null, providerId: null });
   } else if (input.offeringId !== undefined) {
-    const offering = await catalogRepository(db).findOffering(input.offeringId);
+    offering = (await catalogRepository(db).findOffering(input.offeringId)) ?? null;
     // The message never quotes the value: a client that mixed up fields may have sent a patient UIN.
     if (!offering) errors.push({ path: 'body.offeringId', message: 'is not a known offering' });
     else if (!offering.active) errors.push({ path: 'body.offeringId', message: 'is no longer offered' });
@@ -116,7 +124,7 @@ export async function resolveContent(
     }
   }
   if (errors.length > 0) throw new ValidationError(errors);
-  return content as Partial<ReferralContent>;
+  return { content: content as Partial<ReferralContent>, ...(offering === undefined ? {} : { offering }) };
 }
 
 /**

@@ -1,16 +1,22 @@
 // Reads: one referral in full, and the list of an institution's referrals. Each read is audited, and
 // a full read mints the one-time links the requester may use now; what a read writes is stored, in
 // one statement, before anything it read is handed out.
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely } from 'kysely';
 import { partiesOf } from '../domain/access.ts';
 import type { Clock } from '../domain/clock.ts';
-import { linkActionsFor } from '../domain/links.ts';
-import type { EhrFormSource, LinkView, ReferralSummaryView, ReferralView } from '../domain/referral-view.ts';
+import { LINK_STATUSES, linkActionsFor } from '../domain/links.ts';
+import type {
+  EhrFormSource,
+  LinkAction,
+  LinkView,
+  ReferralSummaryView,
+  ReferralView,
+} from '../domain/referral-view.ts';
 import type { CoreStatus } from '../domain/statuses.ts';
 import { toAppointmentView, type ReferralParts } from '../db/referral-children.repository.ts';
-import { auditEventOf, auditRepository } from '../db/audit.repository.ts';
+import { auditEventOf } from '../db/audit.repository.ts';
 import { ehrFormRepository } from '../db/forwarding-form.repository.ts';
-import { linkTokenRepository } from '../db/links.repository.ts';
+import type { NewLinkToken } from '../db/links.repository.ts';
 import {
   referralRepository,
   type ListSort,
@@ -18,7 +24,6 @@ import {
   type ReferralWithParts,
 } from '../db/referral.repository.ts';
 import { ReferralNotFoundError } from '../errors.ts';
-import type { Executor } from '../db/executor.ts';
 import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';
 import type { LinkMinter } from './links-minter.ts';
@@ -50,6 +55,27 @@ function presentParts({ appointments, notes, timelineEvents }: ReferralParts) {
   return { appointments: appointments.map(toAppointmentView), notes, timelineEvents };
 }
 
+/**
+ * A link of every action for the caller's requester, each with the statuses it applies in, for a read
+ * that stores those that apply; none for a caller without a requester, or in the web form.
+ */
+function offeredLinks(links: LinkMinter, caller: Caller, referralId: string) {
+  if (caller.requesterIdentifier === null || caller.inWebForm === true) return { candidates: [], links: [] };
+  const prepared = links.prepare(
+    {
+      referralId,
+      institution: caller.institution,
+      requesterIdentifier: caller.requesterIdentifier,
+      apiKeyId: caller.apiKeyId,
+    },
+    Object.keys(LINK_STATUSES) as LinkAction[],
+  );
+  return {
+    candidates: prepared.rows.map((token) => ({ token, ...LINK_STATUSES[token.action] })),
+    links: prepared.links,
+  };
+}
+
 /** The links the caller's requester may use now; none for a caller without one, or in the web form. */
 function linksFor(links: LinkMinter, caller: Caller, record: ReferralRecord) {
   if (caller.requesterIdentifier === null || caller.inWebForm === true) return { rows: [], links: [] };
@@ -77,42 +103,22 @@ function presentReferral(
   };
 }
 
-/** The full referral as the caller sees it, with links minted (in `trx`) for the caller's requester. */
-export async function loadReferralView(
-  trx: Transaction<Database>,
+/**
+ * The full referral as the caller sees it, with links for the caller's requester, and the rows that
+ * make those links valid: the write that answers with it stores them in its statement.
+ */
+export function referralAnswer(
   links: LinkMinter,
   caller: Caller,
   found: ReferralWithParts,
-): Promise<ReferralView> {
+): { result: ReferralView; links: NewLinkToken[] } {
   const minted = linksFor(links, caller, found.record);
-  await linkTokenRepository(trx).insert(minted.rows);
-  return presentReferral(caller, found, minted.links);
+  return { result: presentReferral(caller, found, minted.links), links: minted.rows };
 }
 
 /** The form's source for a referral read for the system (the forwarder), not for a caller. */
 export function ehrFormSourceFor({ record, parts }: ReferralWithParts): EhrFormSource {
   return ehrFormSourceOf({ ...toStoredSummary(record), ...presentParts(parts) });
-}
-
-/** The referral with its parts if the caller's institution may see it; 404 referral_not_found otherwise. */
-async function getVisibleWithParts(
-  db: Executor,
-  referralId: string,
-  caller: Caller,
-): Promise<ReferralWithParts> {
-  const found = await referralRepository(db).findVisibleWithParts(referralId, caller.institution);
-  if (!found) throw new ReferralNotFoundError(referralId);
-  return found;
-}
-
-/** Reads the referral again inside the transaction (after a write) and presents it. */
-export async function reloadReferralView(
-  trx: Transaction<Database>,
-  links: LinkMinter,
-  caller: Caller,
-  referralId: string,
-): Promise<ReferralView> {
-  return loadReferralView(trx, links, caller, await getVisibleWithParts(trx, referralId, caller));
 }
 
 /** The form is drawn from the stored referral only, never from per-caller links or forwarding state. */
@@ -142,23 +148,28 @@ export function ehrFormSourceOf(view: EhrFormSource): EhrFormSource {
 export function createReferralQueries(deps: QueryDeps) {
   return {
     async get(caller: Caller, referralId: string, options: { ehrForm: boolean }): Promise<ReferralView> {
-      // A read writes two things: its audit row and the links it hands out. They go in one statement,
-      // so both are stored or neither is, and they are committed before any data leaves; if that
-      // fails, the caller gets an error and no data. So the read needs no transaction of its own, and
-      // the hottest call saves the BEGIN and COMMIT round trips. (In READ COMMITTED the statements of
-      // a transaction saw different snapshots anyway: the referral is read by one statement either way.)
-      const found = await getVisibleWithParts(deps.db, referralId, caller);
-      const minted = linksFor(deps.links, caller, found.record);
-      await auditRepository(deps.db).recordWithLinks(
+      // A read writes two things: its audit row and the links it hands out. They are written by the
+      // statement that reads the referral, so both are stored or neither is, and they are committed
+      // before any data leaves; if that fails, the caller gets an error and no data. The links the
+      // caller may use depend on the status read, so every action's link is offered with the statuses
+      // it applies in, and the statement stores those that apply. One round trip, no transaction.
+      const offered = offeredLinks(deps.links, caller, referralId);
+      const found = await referralRepository(deps.db).readAudited(
+        referralId,
+        caller.institution,
         auditEventOf(
           caller,
           options.ehrForm ? 'referral.read-ehr-form' : 'referral.read',
-          [found.record.id],
+          [referralId],
           deps.clock.now(),
         ),
-        minted.rows,
+        offered.candidates,
       );
-      const view = presentReferral(caller, found, minted.links);
+      if (!found) throw new ReferralNotFoundError(referralId);
+      const shown = linkActionsFor(found.record.status, partiesOf(found.record, caller.institution))
+        .filter((action) => found.linked.includes(action))
+        .flatMap((action) => offered.links.filter((link) => link.type === action));
+      const view = presentReferral(caller, found, shown);
       if (!options.ehrForm) return view;
       // A version that was sent to the EHR answers with the bytes that were sent: the ledger's hash
       // holds for them whatever changed since (a catalog name, the templates in an upgrade). Any other
@@ -178,10 +189,13 @@ export function createReferralQueries(deps: QueryDeps) {
      * form rendered. As for `get`, the audit row is stored before anything read is handed out.
      */
     async getContent(caller: Caller, referralId: string, action: string): Promise<EhrFormSource> {
-      const found = await getVisibleWithParts(deps.db, referralId, caller);
-      await auditRepository(deps.db).record(
-        auditEventOf(caller, action, [found.record.id], deps.clock.now()),
+      const found = await referralRepository(deps.db).readAudited(
+        referralId,
+        caller.institution,
+        auditEventOf(caller, action, [referralId], deps.clock.now()),
+        [],
       );
+      if (!found) throw new ReferralNotFoundError(referralId);
       return ehrFormSourceFor(found);
     },
 
@@ -190,16 +204,11 @@ export function createReferralQueries(deps: QueryDeps) {
       query: ListQuery,
       action: 'referral.list' | 'referral.search' = 'referral.list',
     ): Promise<ReferralPage> {
-      // As for a full read: the audit row is the list's only write, one statement, stored before the
-      // page leaves; no transaction of its own is needed.
-      const page = await referralRepository(deps.db).list({ institution: caller.institution, ...query });
-      await auditRepository(deps.db).record(
-        auditEventOf(
-          caller,
-          action,
-          page.records.map((r) => r.id),
-          deps.clock.now(),
-        ),
+      // As for a full read: the audit row is the list's only write, written by the statement that
+      // reads the page, so it is stored before the page leaves, with no transaction of its own.
+      const page = await referralRepository(deps.db).list(
+        { institution: caller.institution, ...query },
+        auditEventOf(caller, action, [], deps.clock.now()),
       );
       return {
         data: page.records.map((record) => toSummary(record, caller)),

@@ -2,11 +2,12 @@
 // stored for 24 hours and replayed for the same key and body (`Idempotent-Replayed: true`). The same
 // key with a different body is 422.
 //
-// Exactly-once: a write claims its key and stores its response inside its own transaction
-// (services/write-transaction.ts), through the `IdempotentWrite` this plugin hands the service. A
-// crash leaves the change with its response, or neither; no claim outlives its transaction. A second
-// request with the same key waits on the claim until the first transaction ends, then replays its
-// response, or runs if the first rolled back; past a short bound it gets 409 with Retry-After.
+// Exactly-once: a write claims its key and stores its response in the statement that makes its change
+// (services/keyed-write.ts), through the `IdempotentWrite` this plugin hands the service. A crash
+// leaves the change with its response, or neither; no claim outlives its statement. A second request
+// with the same key waits on the claim (or on the referral's row) until the first statement ends, then
+// replays its response, or runs if the first rolled back; past a short bound it gets 409 with
+// Retry-After.
 //
 // A keyed request that writes nothing (a search, or a refusal such as 409 invalid_transition) has its
 // response recorded after it is sent. A 5xx is never stored, so the client can retry.
@@ -17,7 +18,6 @@
 // stored at all: a replay answers without it and with `secretShown: false`. It cannot be minted
 // again like a link, since the one in use is the one the first answer showed.
 import { createHash } from 'node:crypto';
-import type { Transaction } from 'kysely';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { IdempotencyKeyInUseError, IdempotencyKeyReusedError, ValidationError } from '../../errors.ts';
 import type { Executor } from '../../db/executor.ts';
@@ -25,21 +25,22 @@ import { isUuid } from '../../domain/ids.ts';
 import {
   idempotencyRepository,
   LOCK_NOT_AVAILABLE,
+  UNIQUE_VIOLATION,
   type KeyClaim,
+  type StoredKey,
   type StoredResponse,
 } from '../../db/idempotency.repository.ts';
-import { linkTokenRepository } from '../../db/links.repository.ts';
-import type { Database } from '../../db/schema.ts';
+import { linkTokenRepository, type NewLinkToken } from '../../db/links.repository.ts';
 import type { ApiDeps } from '../api-deps.ts';
 import { actionOf, auditRequest } from '../request-audit.ts';
 import { hashLinkToken } from '../../services/links-minter.ts';
-import type { IdempotentWrite } from '../../services/write-transaction.ts';
+import type { IdempotentWrite } from '../../services/keyed-write.ts';
 import { responseHeadersOf } from '../http.ts';
 
 /** The Idempotency-Key of a request, and whether its write stored the response itself. */
 export interface KeyedRequest extends IdempotentWrite {
   readonly claimOf: KeyClaim;
-  /** The write stored its response in its own transaction. */
+  /** The write stored its response in its own statement. */
   readonly stored: boolean;
   /** Answers with the response of the request that took the key first (see IdempotencyKeyTaken). */
   replayTaken(reply: FastifyReply): Promise<FastifyReply>;
@@ -59,8 +60,8 @@ declare module 'fastify' {
 }
 
 /**
- * Thrown inside a write's transaction when its key turns out to be taken by a request that
- * committed first; the transaction rolls back and the error handler replays that request's response.
+ * Thrown when a write's key turns out to be taken by a request that committed first; the write's
+ * statement rolled back, and the error handler replays that request's response.
  */
 export class IdempotencyKeyTaken extends Error {
   override readonly name = 'IdempotencyKeyTaken';
@@ -136,6 +137,13 @@ function pgCodeOf(error: unknown): unknown {
   return (error as { code?: unknown } | null)?.code;
 }
 
+/** Whether `error` is a claim meeting a key that another request stored first. */
+function isKeyTaken(error: unknown): boolean {
+  if (pgCodeOf(error) !== UNIQUE_VIOLATION) return false;
+  const { constraint, message } = error as { constraint?: unknown; message?: unknown };
+  return constraint === 'idempotency_keys_pkey' || String(message).includes('idempotency_keys_pkey');
+}
+
 export type IdempotencyDeps = Pick<ApiDeps, 'config' | 'db' | 'clock' | 'linkMinter'>;
 
 export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps): void {
@@ -145,18 +153,25 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
   );
   const marker = /\{\{refhub-link:([0-9a-f-]{36})\}\}/g;
 
-  async function withMarkers(db: Executor, body: string): Promise<string> {
-    let out = body;
-    for (const [url, token = ''] of body.matchAll(tokenUrl)) {
-      const row = await linkTokenRepository(db).findByHash(hashLinkToken(token));
-      if (row) out = out.replace(url, `{{refhub-link:${row.id}}}`);
+  /** `body` with no secret shown once, and each link URL whose token `rowOf` knows as a marker. */
+  function storable(request: FastifyRequest, body: string, rowOf: ReadonlyMap<string, string>): string {
+    let out = withoutSecret(body, request.routeOptions.config.shownOnce);
+    for (const [url, token = ''] of out.matchAll(tokenUrl)) {
+      const id = rowOf.get(hashLinkToken(token));
+      if (id !== undefined) out = out.replace(url, `{{refhub-link:${id}}}`);
     }
     return out;
   }
 
-  /** What is stored of a response: no secret shown once, and link tokens as markers. */
-  function storedBodyOf(db: Executor, request: FastifyRequest, body: string): Promise<string> {
-    return withMarkers(db, withoutSecret(body, request.routeOptions.config.shownOnce));
+  /** What is stored of a response whose links were minted elsewhere: their rows are looked up. */
+  async function storedBodyOf(db: Executor, request: FastifyRequest, body: string): Promise<string> {
+    const rowOf = new Map<string, string>();
+    for (const [, token = ''] of body.matchAll(tokenUrl)) {
+      const hash = hashLinkToken(token);
+      const row = await linkTokenRepository(db).findByHash(hash);
+      if (row) rowOf.set(hash, row.id);
+    }
+    return storable(request, body, rowOf);
   }
 
   async function withFreshLinks(body: string): Promise<string> {
@@ -194,28 +209,34 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
         return stored;
       },
       replayTaken: (to) => answerFromRecord(request, to, claim),
-      async claim(trx: Transaction<Database>) {
-        let claimed: boolean;
-        try {
-          claimed = await idempotencyRepository(trx).claim(claim, CLAIM_WAIT_MS);
-        } catch (error) {
-          if (pgCodeOf(error) === LOCK_NOT_AVAILABLE) throw new IdempotencyKeyInUseError();
-          throw error;
-        }
-        if (!claimed) throw new IdempotencyKeyTaken();
-      },
-      async complete(trx: Transaction<Database>, result: unknown) {
+      storedKey(result: unknown, links: readonly NewLinkToken[]): StoredKey {
         const status = successStatusOf(request);
         // The route's own serializer, so the stored body is the bytes the live response carries.
         const body = String(
           reply.serializeInput(result as Record<string, unknown>, String(status), 'application/json'),
         );
-        await idempotencyRepository(trx).complete(claim.apiKeyId, claim.key, {
-          status,
-          headers: { 'content-type': JSON_TYPE, ...responseHeadersOf(request, result) },
-          body: await storedBodyOf(trx, request, body),
-        });
+        return {
+          claim,
+          waitMs: CLAIM_WAIT_MS,
+          response: {
+            status,
+            headers: { 'content-type': JSON_TYPE, ...responseHeadersOf(request, result) },
+            body: storable(request, body, new Map(links.map((link) => [link.tokenHash, link.id]))),
+          },
+        };
+      },
+      committed() {
         stored = true;
+      },
+      refusal(error: unknown) {
+        if (pgCodeOf(error) === LOCK_NOT_AVAILABLE) return new IdempotencyKeyInUseError();
+        if (isKeyTaken(error)) return new IdempotencyKeyTaken();
+        return undefined;
+      },
+      async replayIfTaken() {
+        if ((await idempotencyRepository(deps.db).find(claim.apiKeyId, claim.key)) !== undefined) {
+          throw new IdempotencyKeyTaken();
+        }
       },
     };
   }

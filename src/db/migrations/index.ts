@@ -9,6 +9,7 @@ import * as m0006 from './0006-forwarding-forms-and-circuit.ts';
 import * as m0007 from './0007-events-and-webhooks.ts';
 import * as m0008 from './0008-refhub-system.ts';
 import * as m0009 from './0009-change-notifications.ts';
+import * as m0010 from './0010-one-statement-writes.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '0007-events-and-webhooks': m0007,
   '0008-refhub-system': m0008,
   '0009-change-notifications': m0009,
+  '0010-one-statement-writes': m0010,
 };
