@@ -311,11 +311,8 @@ function visibleWithParts(db: Executor, id: string, idType: string, institutionI
 }
 const readVisibleWithParts = compiledOnce(3, visibleWithParts);
 
-/** How many of FULL_READ_COLUMNS a read without parts selects (the list's). */
-const BASE_COLUMN_COUNT = REFERRAL_COLUMNS.length + 10;
-
-/** The columns of a full read, by name (a prepared statement must not select `*`). */
-const FULL_READ_COLUMNS = [
+/** The columns `baseQuery` selects, by name (a prepared statement must not select `*`). */
+const READ_COLUMNS = [
   ...REFERRAL_COLUMNS.map((column) => column.slice('r.'.length)),
   'sender_name',
   'o_name',
@@ -327,10 +324,10 @@ const FULL_READ_COLUMNS = [
   'o_cancellable',
   'o_active',
   'p_name',
-  'appointments',
-  'notes',
-  'timelineEvents',
 ];
+
+/** The columns of a full read (`referralPartsColumns` added to `baseQuery`), by name. */
+const FULL_READ_COLUMNS = [...READ_COLUMNS, 'appointments', 'notes', 'timelineEvents'];
 
 /**
  * A full read with what it writes, in one statement: the referral (if the institution may see it),
@@ -516,7 +513,7 @@ function listStatements(filter: ListFilter): ListStatements {
                     order by ${newestFirst(filter.sort, `p.${column}`)}, p.id desc
                     limit ${pageSize}::bigint)
             from json_populate_record(null::audit_events, ${audit}::json) a)
-          select ${sql.join([...FULL_READ_COLUMNS.slice(0, BASE_COLUMN_COUNT), 'total'].map((c) => sql.ref(`page.${c}`)))}
+          select ${sql.join([...READ_COLUMNS, 'total'].map((c) => sql.ref(`page.${c}`)))}
           from page
           order by ${newestFirst(filter.sort, `page.${column}`)}, page.id desc`.compile(db);
       },
