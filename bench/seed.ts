@@ -133,7 +133,7 @@ export async function seedDrafts(db: Kysely<Database>, batch: DraftBatch): Promi
     if (!sender) throw new Error(`${batch.party.institution.id} is not in the catalog`);
     const created = timeline.created(sender.name);
     // The offering and its provider resolve once; each row's own fields need no database.
-    const resolved = await resolveContent(trx, systemClock, {
+    const { content: resolved } = await resolveContent(trx, systemClock, {
       offeringId: typicalReferralFields(offset).offeringId,
     });
     const ids: string[] = [];
@@ -149,7 +149,7 @@ export async function seedDrafts(db: Kysely<Database>, batch: DraftBatch): Promi
         const content = {
           ...EMPTY_CONTENT,
           ...resolved,
-          ...(await resolveContent(trx, systemClock, fields)),
+          ...(await resolveContent(trx, systemClock, fields)).content,
         };
         ids.push(id);
         referrals.push(
