@@ -1,8 +1,10 @@
 // The transactional outbox. A request that needs background work writes a row here in its own
-// transaction; the relay later turns rows into queue jobs. So no work is lost when Redis is down,
-// and no job exists for a change that rolled back. Rows carry IDs only, never patient data.
+// transaction; the relay later turns rows into queue jobs and deletes them. So no work is lost when
+// Redis is down, no job exists for a change that rolled back, and the table holds only work still to
+// do: what the relay and the reconciler read does not grow with the work done (migration
+// `0011-outbox-pending-work`). Rows carry IDs only, never patient data.
 import type { OutboxTopic } from '../domain/lifecycle.ts';
-import { sql, type Insertable } from 'kysely';
+import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Executor } from './executor.ts';
 import { referralEventRepository } from './events.repository.ts';
 import type { OutboxTable } from './schema.ts';
@@ -49,29 +51,22 @@ export function outboxRepository(db: Executor) {
      * Claims up to `limit` rows that are due, oldest first, by pushing their `available_at` past the
      * lease: another relay skips them (SKIP LOCKED while this runs, the lease after), and if this
      * process dies they become due again when the lease ends. No transaction stays open while the
-     * rows are dispatched.
+     * rows are dispatched. The claim is `refhub_claim_outbox` (migration `0011-outbox-pending-work`):
+     * it walks the pending rows in ID order and stops at `limit`, so rows not yet due, and entries of
+     * rows already deleted, are all it passes on the way, whatever the planner knows of the table.
      */
     async claim(
       limit: number,
       now: Date,
       leaseUntil: Date,
     ): Promise<(OutboxMessage & { attempts: number })[]> {
-      const rows = await db
-        .updateTable('outbox')
-        .set((eb) => ({ available_at: leaseUntil, attempts: eb('attempts', '+', 1) }))
-        .where('id', 'in', (eb) =>
-          eb
-            .selectFrom('outbox')
-            .select('id')
-            .where('processed_at', 'is', null)
-            .where('available_at', '<=', now)
-            .orderBy('id')
-            .limit(limit)
-            .forUpdate()
-            .skipLocked(),
-        )
-        .returning(['id', 'topic', 'referral_id', 'version', 'request_id', 'created_at', 'attempts'])
-        .execute();
+      const { rows } = await sql<
+        Pick<
+          Selectable<OutboxTable>,
+          'id' | 'topic' | 'referral_id' | 'version' | 'request_id' | 'created_at' | 'attempts'
+        >
+      >`select id, topic, referral_id, version, request_id, created_at, attempts
+        from refhub_claim_outbox(${limit}, ${now}, ${leaseUntil})`.execute(db);
       return rows
         .map((r) => ({
           id: r.id,
@@ -85,11 +80,11 @@ export function outboxRepository(db: Executor) {
         .sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
     },
 
-    async markProcessed(ids: readonly string[], now: Date): Promise<void> {
+    /** Rows dispatched: their work is in the queues now, so they leave the outbox. */
+    async removeDispatched(ids: readonly string[]): Promise<void> {
       if (ids.length === 0) return;
       await db
-        .updateTable('outbox')
-        .set({ processed_at: now, last_error: null })
+        .deleteFrom('outbox')
         .where('id', 'in', [...ids])
         .execute();
     },

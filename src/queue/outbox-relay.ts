@@ -1,6 +1,6 @@
 // The outbox relay: turns outbox rows into queue work. It claims due rows in batches (FOR UPDATE
 // SKIP LOCKED under a lease, so several relays share the work and a dead one's rows come back),
-// dispatches each through its topic's handler, and marks it processed. Handlers are idempotent
+// dispatches each through its topic's handler, and deletes it. Handlers are idempotent
 // (deterministic job IDs, deduplication, schedulers upserted by ID), so a row dispatched twice after
 // a crash does no harm. While Redis is down, dispatch fails fast, the rows wait with a growing delay,
 // and API writes go on succeeding.
@@ -144,7 +144,7 @@ export function createOutboxRelay(deps: RelayDeps): OutboxRelay {
         }
       }),
     ]);
-    await outbox.markProcessed(done, deps.clock.now());
+    await outbox.removeDispatched(done);
     if (failed > 0) {
       deps.logger.warn(
         { dispatched: done.length, failed },

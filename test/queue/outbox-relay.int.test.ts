@@ -1,8 +1,8 @@
-// The outbox relay on both engines, with real Redis under a queue prefix of its own: it claims due
-// rows oldest first, shares them between relays without dispatching one twice, takes back the rows
-// of a relay that died once their lease ends, and records failures as codes. Dispatching a row again
-// (after a crash between the dispatch and the mark) adds no second job, and triggers that come while
-// a job waits coalesce into it.
+// The outbox relay on both engines, with real Redis under a queue prefix of its own: it claims due rows
+// oldest first, deletes each once dispatched, shares them between relays without dispatching one twice,
+// takes back the rows of a relay that died once their lease ends, and records failures as codes.
+// Dispatching a row again (after a crash between the dispatch and the delete) adds no second job, and
+// triggers that come while a job waits coalesce into it.
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { outboxRepository, type OutboxMessage } from '../../src/db/outbox.repository.ts';
@@ -63,7 +63,7 @@ describe.each(ENGINES)('the outbox relay on %s', (engine) => {
   };
   const rows = () => t.ctx.db.selectFrom('outbox').selectAll().orderBy('id').execute();
 
-  it('claims due rows in batches, oldest first, and marks them processed', async () => {
+  it('claims due rows in batches, oldest first, and deletes them once dispatched', async () => {
     const ids = await addRows(25);
     // One row waits for a later try: it is not due, so it is not claimed.
     await outboxRepository(t.ctx.db).markFailed(ids[0] ?? '', 'ECONNREFUSED', new Date(Date.now() + 60_000));
@@ -76,8 +76,9 @@ describe.each(ENGINES)('the outbox relay on %s', (engine) => {
     expect(await relay.drainOnce()).toEqual({ dispatched: 4, failed: 0 });
     expect(await relay.drainOnce()).toEqual({ dispatched: 0, failed: 0 });
     expect(seen).toEqual(ids.slice(1));
+    // Only the row waiting for its later try is left.
     const after = await rows();
-    expect(after.filter((r) => r.processed_at !== null).map((r) => r.id)).toEqual(ids.slice(1));
+    expect(after).toHaveLength(1);
     expect(after[0]).toMatchObject({ id: ids[0], processed_at: null, last_error: 'ECONNREFUSED' });
   });
 
@@ -112,7 +113,7 @@ describe.each(ENGINES)('the outbox relay on %s', (engine) => {
     expect(first + second).toBe(200);
     expect([...counts.keys()].sort()).toEqual([...ids].sort());
     expect([...counts.values()].every((n) => n === 1)).toBe(true);
-    expect((await rows()).every((r) => r.processed_at !== null)).toBe(true);
+    expect(await rows()).toEqual([]);
   });
 
   it('takes back the rows of a relay that died holding them, once their lease has ended', async () => {
@@ -128,14 +129,14 @@ describe.each(ENGINES)('the outbox relay on %s', (engine) => {
       dispatched: 0,
       failed: 0,
     });
+    // Claimed once, by the relay that died.
+    expect((await rows()).map((r) => r.attempts)).toEqual(ids.map(() => 1));
     expect(await relayWith(handlers, { clock: later(31_000) }).drainOnce()).toEqual({
       dispatched: 5,
       failed: 0,
     });
     expect(seen).toEqual(ids);
-    expect((await rows()).map((r) => [r.attempts, r.processed_at !== null])).toEqual(
-      ids.map(() => [2, true]),
-    );
+    expect(await rows()).toEqual([]);
   });
 
   it('leaves a row whose dispatch failed for later, with a code and never a message', async () => {
@@ -161,8 +162,7 @@ describe.each(ENGINES)('the outbox relay on %s', (engine) => {
     });
     const finished = Date.now();
     const byId = new Map((await rows()).map((r) => [r.id, r]));
-    expect(byId.get(fine ?? '')?.last_error).toBeNull();
-    expect(byId.get(fine ?? '')?.processed_at).toBeInstanceOf(Date);
+    expect(byId.has(fine ?? '')).toBe(false);
     expect([refused, broken, hanging].map((id) => byId.get(id ?? '')?.last_error)).toEqual([
       'ECONNREFUSED',
       'TypeError',
@@ -194,17 +194,15 @@ describe.each(ENGINES)('the outbox relay on %s', (engine) => {
       dispatched: 3,
       failed: 0,
     });
-    expect((await rows()).map((r) => [r.last_error, r.processed_at !== null])).toEqual(
-      [0, 1, 2, 3].map(() => [null, true]),
-    );
+    expect(await rows()).toEqual([]);
   });
 
   /** The relay as refhub runs it: forward rows a batch at a time (addBulk), or row by row. */
-  const production = (mode: 'in a batch' | 'row by row') =>
-    relayWith(
-      outboxHandlers(t.ctx),
-      mode === 'in a batch' ? { batchHandlers: outboxBatchHandlers(t.ctx) } : {},
-    );
+  const production = (mode: 'in a batch' | 'row by row', options: Partial<RelayDeps> = {}) =>
+    relayWith(outboxHandlers(t.ctx), {
+      ...(mode === 'in a batch' ? { batchHandlers: outboxBatchHandlers(t.ctx) } : {}),
+      ...options,
+    });
   const MODES = ['in a batch', 'row by row'] as const;
 
   it('dispatches a topic with a batch handler in one call, in order, and fails it as one', async () => {
@@ -240,16 +238,19 @@ describe.each(ENGINES)('the outbox relay on %s', (engine) => {
     async (mode) => {
       const draft = await createDraft(t);
       const submitted = (await submit(draft.id)) as ReferralJson;
-      const relay = production(mode);
-      // The forward and the reminder schedule.
-      expect(await relay.drainOnce()).toEqual({ dispatched: 2, failed: 0 });
-      // A relay that dispatched the rows and died before marking them: they come back and go again.
-      await t.ctx.db
-        .updateTable('outbox')
-        .set({ processed_at: null, available_at: new Date(0) })
-        .where('referral_id', '=', draft.id)
-        .execute();
-      expect(await relay.drainOnce()).toEqual({ dispatched: 2, failed: 0 });
+      // A relay claims the forward and the reminder schedule, dispatches them as refhub does, and
+      // dies before it deletes them.
+      const now = new Date();
+      const claimed = await outboxRepository(t.ctx.db).claim(10, now, new Date(now.getTime() + 30_000));
+      expect(claimed.map((m) => m.topic).sort()).toEqual(['ehr-forward', 'reminders']);
+      const handlers = outboxHandlers(t.ctx);
+      for (const message of claimed) await handlers[message.topic](message);
+      // Once its lease has ended, the rows come back and go again.
+      expect(await production(mode, { clock: later(31_000) }).drainOnce()).toEqual({
+        dispatched: 2,
+        failed: 0,
+      });
+      expect(await rows()).toEqual([]);
 
       const forwards = t.ctx.queues.queues['ehr-forward'];
       const jobs = await forwards.getJobs(['wait', 'delayed', 'active', 'prioritized']);

@@ -10,6 +10,7 @@ import * as m0007 from './0007-events-and-webhooks.ts';
 import * as m0008 from './0008-refhub-system.ts';
 import * as m0009 from './0009-change-notifications.ts';
 import * as m0010 from './0010-one-statement-writes.ts';
+import * as m0011 from './0011-outbox-pending-work.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '0008-refhub-system': m0008,
   '0009-change-notifications': m0009,
   '0010-one-statement-writes': m0010,
+  '0011-outbox-pending-work': m0011,
 };
