@@ -1,6 +1,6 @@
 // The arithmetic of the benchmark: percentiles, medians of rounds, ratios against a baseline, the
-// interleaved A B A B schedule, goal checks and the printed table. No I/O here, so `npm test` can
-// check it on its own.
+// interleaved A B A B schedule, each round's row and the trend from first round to last, goal checks
+// and the printed table. No I/O here, so `npm test` can check it on its own.
 //
 // Why ratios: the machine is shared and noisy, so an absolute figure means little from one run to the
 // next. Every figure is set against a bare baseline measured in the same run, in rounds that alternate
@@ -81,6 +81,77 @@ export function medianOfRounds(rounds: readonly Measurement[]): Measurement {
   };
 }
 
+/** The last value over the first: how a figure moved from the first round to the last (NaN for one). */
+export function trend(values: readonly number[]): number {
+  if (values.length < 2) return Number.NaN;
+  return ratio(values.at(-1) ?? Number.NaN, values[0] ?? Number.NaN);
+}
+
+/**
+ * How one side's rounds moved, metric by metric: the last round over the first. Rounds run on one
+ * database, so a trend far below 1 (a rate) or above it (a latency) says that something grows with the
+ * work done. Errors are summed, as in `medianOfRounds`.
+ */
+export function trendOf(rounds: readonly Measurement[]): Measurement {
+  return {
+    rate: trend(rounds.map((r) => r.rate)),
+    p50: trend(rounds.map((r) => r.p50)),
+    tail: trend(rounds.map((r) => r.tail)),
+    rssMiB: trend(rounds.map((r) => r.rssMiB)),
+    errors: rounds.reduce((sum, r) => sum + r.errors, 0),
+  };
+}
+
+/**
+ * A scenario's figure broken down by round: one row per round, with each side's own round (refhub's
+ * round n beside the baseline's round n, which ran right after it), then a trend row with each side's
+ * last round over its first. Nothing for a single round, which is the scenario's row already. `note`
+ * adds what else a round measured (its CPU, how busy the machine was).
+ */
+export function roundRows(
+  row: ResultRow,
+  rounds: { readonly refhub: readonly Measurement[]; readonly baseline: readonly Measurement[] | null },
+  note?: (round: number) => string | undefined,
+): ResultRow[] {
+  const { refhub, baseline } = rounds;
+  if (baseline !== null && baseline.length !== refhub.length) {
+    throw new RangeError(`${refhub.length} rounds of refhub against ${baseline.length} of the baseline`);
+  }
+  if (refhub.length < 2) return [];
+  // The round rows keep the scenario's units and baseline; its goal and note are its own row's.
+  const { unit, percentiles, baselineName, refhubAll } = row;
+  const shape = {
+    unit,
+    baselineName,
+    ...(percentiles === undefined ? {} : { percentiles }),
+    ...(refhubAll === undefined ? {} : { refhubAll }),
+  };
+  const perRound = refhub.map((measured, i): ResultRow => {
+    const text = note?.(i + 1);
+    return {
+      ...shape,
+      scenario: `${row.scenario} round ${i + 1}`,
+      refhub: measured,
+      baseline: baseline?.[i] ?? null,
+      rounds: 1,
+      round: i + 1,
+      ...(text === undefined ? {} : { note: text }),
+    };
+  });
+  return [
+    ...perRound,
+    {
+      ...shape,
+      scenario: `${row.scenario} trend`,
+      unit: 'last ÷ first round',
+      refhub: trendOf(refhub),
+      baseline: baseline === null ? null : trendOf(baseline),
+      rounds: refhub.length,
+      round: 'trend',
+    },
+  ];
+}
+
 export interface Goal {
   /** What the goal says, for the table ("≥ 50% of baseline req/s, p99 ≤ 2.5×"). */
   readonly text: string;
@@ -104,6 +175,11 @@ export interface ResultRow {
   readonly note?: string;
   /** False when `refhub.rssMiB` is not that of one `refhub all` (the memory goal leaves it out). */
   readonly refhubAll?: boolean;
+  /**
+   * Set on the rows that break a scenario's figure down (`roundRows`): the round it is, or `trend`
+   * for the last round over the first. The memory goal reads the scenario's own row instead.
+   */
+  readonly round?: number | 'trend';
 }
 
 export interface RowRatios {
@@ -142,7 +218,11 @@ export function memoryRow(
   wholeRun?: { readonly peakMiB: number; readonly settings: string },
 ): ResultRow | undefined {
   const measured = rows.filter(
-    (row) => row.refhubAll !== false && Number.isFinite(row.refhub.rssMiB) && row.refhub.rssMiB > 0,
+    (row) =>
+      row.refhubAll !== false &&
+      row.round === undefined &&
+      Number.isFinite(row.refhub.rssMiB) &&
+      row.refhub.rssMiB > 0,
   );
   if (measured.length === 0) return undefined;
   const worst = measured.reduce((a, b) => (b.refhub.rssMiB > a.refhub.rssMiB ? b : a));
@@ -228,13 +308,14 @@ export function formatTable(rows: readonly ResultRow[]): string {
       .trimEnd();
   const out = [line(COLUMNS), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)];
   const notes = rows.flatMap((row) => {
-    const parts = [`baseline: ${row.baselineName}`];
+    // A round's row has the scenario's baseline, named on the scenario's own line.
+    const parts = row.round === undefined ? [`baseline: ${row.baselineName}`] : [];
     if (row.goal !== undefined) parts.push(`goal: ${row.goal.text} (${row.goal.met ? 'met' : 'NOT met'})`);
     if (row.refhub.errors > 0 || (row.baseline?.errors ?? 0) > 0) {
       parts.push(`errors: refhub ${row.refhub.errors}, baseline ${row.baseline?.errors ?? 0}`);
     }
     if (row.note !== undefined) parts.push(row.note);
-    return [`  ${row.scenario}: ${parts.join('; ')}`];
+    return parts.length === 0 ? [] : [`  ${row.scenario}: ${parts.join('; ')}`];
   });
   return [...out, '', ...notes].join('\n');
 }

@@ -28,6 +28,7 @@ import {
   median,
   medianOfRounds,
   percentile,
+  roundRows,
   throughputGoal,
   type Measurement,
   type ResultRow,
@@ -356,6 +357,17 @@ async function noopBurst(
   };
 }
 
+/** One burst's figures on one line of the progress log. */
+function roundLine(f: BurstFigures): string {
+  const ms = (value: number) => `${Math.round(value)} ms`;
+  return (
+    `${Math.round(f.delivery.rate)} referrals/s (submit→EHR p95 ${ms(f.delivery.tail)}), ` +
+    `submits ${Math.round(f.submit.rate)}/s (p95 ${ms(f.submit.tail)}), ` +
+    `CPU ${f.cpuMsPerReferral.toFixed(2)} ms per referral, machine busy ${Math.round(f.machineBusy * 100)}%` +
+    (f.delivery.errors > 0 ? `, ${f.delivery.errors} errors` : '')
+  );
+}
+
 /** Submit→EHR latency of one referral at a time, each waited for, on one side. */
 async function idleLatencies(env: BenchEnv, side: ForwardSide, samples: number): Promise<number[]> {
   const sandbox = sandboxControl(env.sandbox);
@@ -421,13 +433,13 @@ export async function forwardScenario(env: BenchEnv, plan: ForwardPlan): Promise
     for (let round = 1; round <= plan.rounds; round++) {
       const r = await burst(env, refhub, plan);
       figures.refhub.push(r);
-      env.log(`  forward round ${round}: refhub ${Math.round(r.delivery.rate)} referrals/s`);
+      env.log(`  forward round ${round}: refhub ${roundLine(r)}`);
       // The tail (ledger rows, reminder schedules) settles before the next side runs.
       await settle(env);
       if (bare !== undefined) {
         const b = await burst(env, bare, plan);
         figures.bare.push(b);
-        env.log(`  forward round ${round}: bare pipeline ${Math.round(b.delivery.rate)} referrals/s`);
+        env.log(`  forward round ${round}: bare pipeline ${roundLine(b)}`);
       }
       noop.push(await noopBurst(queue, worker, plan, round));
     }
@@ -445,6 +457,22 @@ export async function forwardScenario(env: BenchEnv, plan: ForwardPlan): Promise
       side.length === 0 ? null : medianOfRounds(side.map(pick));
     const cpu = (side: BurstFigures[]) => median(side.map((f) => f.cpuMsPerReferral)).toFixed(2);
     const busy = (side: BurstFigures[]) => `${Math.round(median(side.map((f) => f.machineBusy)) * 100)}%`;
+    // Each round's CPU and machine load, for the rows of that round.
+    const roundNote = (round: number) => {
+      const sides: [string, BurstFigures | undefined][] = [['refhub', figures.refhub[round - 1]]];
+      if (bare !== undefined) sides.push(['bare', figures.bare[round - 1]]);
+      return sides
+        .map(([name, f]) =>
+          f === undefined
+            ? `${name}: –`
+            : `${name}: CPU ${f.cpuMsPerReferral.toFixed(2)} ms per referral, machine busy ${Math.round(f.machineBusy * 100)}%`,
+        )
+        .join('; ');
+    };
+    const byRound = (pick: (f: BurstFigures) => Measurement) => ({
+      refhub: figures.refhub.map(pick),
+      baseline: bare === undefined ? null : figures.bare.map(pick),
+    });
     const bareName =
       'bare pipeline: node:http submit (1 transaction + outbox row), SKIP LOCKED relay of 100 with addBulk, ' +
       `BullMQ worker (concurrency ${WORKER_CONCURRENCY}): read row, render ~19 KiB escaped HTML, POST with an ` +
@@ -465,6 +493,16 @@ export async function forwardScenario(env: BenchEnv, plan: ForwardPlan): Promise
         `; machine busy: refhub rounds ${busy(figures.refhub)}` +
         (bare === undefined ? '' : `, bare rounds ${busy(figures.bare)}`),
     };
+    const submit: ResultRow = {
+      scenario: 'forward submit',
+      unit: 'submits/s',
+      percentiles: ['p50', 'p95'],
+      refhub: medianOfRounds(figures.refhub.map((f) => f.submit)),
+      baseline: of(figures.bare, (f) => f.submit),
+      baselineName: bare === undefined ? 'none' : 'the bare pipeline’s submit',
+      rounds: plan.rounds,
+      note: 'submits accepted per second during the burst; latency is the submit’s response time, in ms',
+    };
     const rows: ResultRow[] = [
       bare === undefined
         ? delivery
@@ -475,16 +513,18 @@ export async function forwardScenario(env: BenchEnv, plan: ForwardPlan): Promise
               text: `rate ≥ ${FORWARD_GOAL.minRate * 100}%, p95 ≤ ${FORWARD_GOAL.maxP95}× the bare pipeline`,
             },
           },
-      {
-        scenario: 'forward submit',
-        unit: 'submits/s',
-        percentiles: ['p50', 'p95'],
-        refhub: medianOfRounds(figures.refhub.map((f) => f.submit)),
-        baseline: of(figures.bare, (f) => f.submit),
-        baselineName: bare === undefined ? 'none' : 'the bare pipeline’s submit',
-        rounds: plan.rounds,
-        note: 'submits accepted per second during the burst; latency is the submit’s response time, in ms',
-      },
+      // Every round runs on the same database as the ones before it: a trend says what the work done
+      // so far costs the next burst.
+      ...roundRows(
+        delivery,
+        byRound((f) => f.delivery),
+        roundNote,
+      ),
+      submit,
+      ...roundRows(
+        submit,
+        byRound((f) => f.submit),
+      ),
       {
         scenario: 'forward idle',
         unit: 'ms',

@@ -10,8 +10,11 @@ import {
   percentile,
   ratio,
   ratiosOf,
+  roundRows,
   runInterleaved,
   throughputGoal,
+  trend,
+  trendOf,
   type Measurement,
   type ResultRow,
 } from '../../../bench/stats.ts';
@@ -188,5 +191,115 @@ describe('the memory goal', () => {
 
   it('is left out when no scenario measured the process', () => {
     expect(memoryRow([at('render', 0)])).toBeUndefined();
+  });
+});
+
+describe('rounds on one database', () => {
+  // Three rounds of each side, run A B A B A B on the same database: refhub slows, the baseline does not.
+  const refhubRounds = [run(300, 10, 40), run(185, 20, 60), run(150, 30, 80, 1)];
+  const baselineRounds = [run(900, 5, 20), run(1070, 4, 18), run(1170, 4, 16)];
+  const forward: ResultRow = {
+    scenario: 'forward',
+    unit: 'referrals/s',
+    percentiles: ['p50', 'p95'],
+    refhub: medianOfRounds(refhubRounds),
+    baseline: medianOfRounds(baselineRounds),
+    baselineName: 'bare pipeline',
+    rounds: 3,
+    goal: { text: 'rate ≥ 50%', met: false },
+  };
+
+  it('takes the last round over the first, and NaN where there is no such ratio', () => {
+    expect(trend([300, 185, 150])).toBe(0.5);
+    expect(trend([900, 1070, 1170])).toBe(1.3);
+    expect(trend([42])).toBeNaN();
+    expect(trend([])).toBeNaN();
+    expect(trend([0, 5])).toBeNaN();
+    expect(trend([Number.NaN, 5])).toBeNaN();
+  });
+
+  it('gives the trend of rate, p50 and tail, and keeps every round’s errors', () => {
+    expect(trendOf(refhubRounds)).toEqual({ rate: 0.5, p50: 3, tail: 2, rssMiB: 1, errors: 1 });
+  });
+
+  it('makes a row per round, each side’s own round beside the other’s, in the order they ran', () => {
+    const rows = roundRows(forward, { refhub: refhubRounds, baseline: baselineRounds });
+    expect(rows.map((r) => r.scenario)).toEqual([
+      'forward round 1',
+      'forward round 2',
+      'forward round 3',
+      'forward trend',
+    ]);
+    const [first, second, third] = rows;
+    expect(first?.refhub).toEqual(refhubRounds[0]);
+    expect(first?.baseline).toEqual(baselineRounds[0]);
+    expect(third?.refhub.errors).toBe(1);
+    expect(ratiosOf(second ?? forward).rate).toBeCloseTo(185 / 1070, 10);
+    expect(rows.map((r) => r.rounds)).toEqual([1, 1, 1, 3]);
+    for (const r of rows) {
+      expect(r.goal).toBeUndefined();
+      expect(r.percentiles).toEqual(['p50', 'p95']);
+      expect(r.baselineName).toBe('bare pipeline');
+    }
+    expect(rows.map((r) => r.round)).toEqual([1, 2, 3, 'trend']);
+  });
+
+  it('ends with each side’s trend, last round ÷ first, and their ratio', () => {
+    const trendRow = roundRows(forward, { refhub: refhubRounds, baseline: baselineRounds }).at(-1);
+    expect(trendRow?.unit).toBe('last ÷ first round');
+    expect(trendRow?.refhub.rate).toBe(0.5);
+    expect(trendRow?.baseline?.rate).toBe(1.3);
+    expect(trendRow?.refhub.tail).toBe(2);
+    expect(ratiosOf(trendRow ?? forward).rate).toBeCloseTo(0.5 / 1.3, 10);
+  });
+
+  it('adds each round’s own note, and none for a single round', () => {
+    const rows = roundRows(
+      forward,
+      { refhub: refhubRounds, baseline: baselineRounds },
+      (round) => `refhub CPU ${round} ms per referral`,
+    );
+    expect(rows[1]?.note).toBe('refhub CPU 2 ms per referral');
+    expect(rows.at(-1)?.note).toBeUndefined();
+    expect(roundRows(forward, { refhub: [run(1, 1, 1)], baseline: [run(2, 2, 2)] })).toEqual([]);
+  });
+
+  it('works without a baseline, and refuses rounds that do not pair up', () => {
+    const rows = roundRows({ ...forward, baseline: null }, { refhub: refhubRounds, baseline: null });
+    expect(rows.map((r) => r.baseline)).toEqual([null, null, null, null]);
+    expect(rows.at(-1)?.refhub.rate).toBe(0.5);
+    expect(() => roundRows(forward, { refhub: refhubRounds, baseline: baselineRounds.slice(1) })).toThrow(
+      RangeError,
+    );
+  });
+
+  it('shows the rounds in the table and leaves them out of the memory goal', () => {
+    const rows = [forward, ...roundRows(forward, { refhub: refhubRounds, baseline: baselineRounds })];
+    const lines = formatTable(rows).split('\n');
+    expect(lines.find((l) => l.startsWith('forward round 2'))).toMatch(
+      /^forward round 2\s+referrals\/s \(p50\/p95\)\s+185\s+20\.0\s+60\.0\s+100\s+1070\s+4\.00\s+18\.0\s+100\s+0\.17\s+3\.33$/,
+    );
+    expect(lines.find((l) => l.startsWith('forward trend'))).toMatch(
+      /^forward trend\s+last ÷ first round \(p50\/p95\)\s+0\.500\s+3\.00\s+2\.00\s+1\.00\s+1\.30\s+0\.800\s+0\.800\s+1\.00\s+0\.38\s+2\.50$/,
+    );
+    expect(memoryRow(rows)?.note).toBe('highest in forward; by scenario: forward 100');
+  });
+
+  it('explains a round only with what that round measured, not the baseline again', () => {
+    const rows = [
+      forward,
+      ...roundRows(forward, { refhub: refhubRounds, baseline: baselineRounds }, (round) =>
+        round === 2 ? 'refhub: CPU 8.0 ms per referral' : undefined,
+      ),
+    ];
+    const notes = formatTable(rows)
+      .split('\n')
+      .filter((l) => l.startsWith('  '));
+    expect(notes).toEqual([
+      '  forward: baseline: bare pipeline; goal: rate ≥ 50% (NOT met); errors: refhub 1, baseline 0',
+      '  forward round 2: refhub: CPU 8.0 ms per referral',
+      '  forward round 3: errors: refhub 1, baseline 0',
+      '  forward trend: errors: refhub 1, baseline 0',
+    ]);
   });
 });
