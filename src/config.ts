@@ -40,6 +40,11 @@ export interface Config {
   readonly ehrCircuitWindowSeconds: number;
   /** The first probe of an open circuit waits this long; each failed probe doubles it, to 10 minutes. */
   readonly ehrCircuitProbeSeconds: number;
+  /**
+   * MiB of EHR forms one process's forward jobs hold at once (four bytes per byte of form, for its
+   * copies in flight); a job whose form does not fit waits its turn (workers/forwarding/form-budget.ts).
+   */
+  readonly ehrFormsInFlightMib: number;
   readonly reminderAfterSeconds: number;
   readonly reminderIntervalSeconds: number;
   readonly reminderMax: number;
@@ -235,6 +240,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     ehrCircuitFailures: integer(env, 'EHR_CIRCUIT_FAILURES', 10, 0, 10_000),
     ehrCircuitWindowSeconds: integer(env, 'EHR_CIRCUIT_WINDOW_SECONDS', 60, 1, 86_400),
     ehrCircuitProbeSeconds: integer(env, 'EHR_CIRCUIT_PROBE_SECONDS', 15, 1, 600),
+    ehrFormsInFlightMib: integer(env, 'EHR_FORMS_IN_FLIGHT_MIB', 32, 1, 4096),
     reminderAfterSeconds: integer(env, 'REMINDER_AFTER_SECONDS', 86_400, 1, 31_536_000),
     reminderIntervalSeconds: integer(env, 'REMINDER_INTERVAL_SECONDS', 86_400, 1, 31_536_000),
     reminderMax: integer(env, 'REMINDER_MAX', 3, 0, 100),
@@ -335,6 +341,7 @@ const SHOWN: { readonly [K in keyof Config]-?: readonly [variable: string, shown
   ehrCircuitFailures: ['EHR_CIRCUIT_FAILURES', 'value'],
   ehrCircuitWindowSeconds: ['EHR_CIRCUIT_WINDOW_SECONDS', 'value'],
   ehrCircuitProbeSeconds: ['EHR_CIRCUIT_PROBE_SECONDS', 'value'],
+  ehrFormsInFlightMib: ['EHR_FORMS_IN_FLIGHT_MIB', 'value'],
   reminderAfterSeconds: ['REMINDER_AFTER_SECONDS', 'value'],
   reminderIntervalSeconds: ['REMINDER_INTERVAL_SECONDS', 'value'],
   reminderMax: ['REMINDER_MAX', 'value'],

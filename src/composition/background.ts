@@ -87,7 +87,12 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
         metrics: ctx.metrics,
         maxAttempts: config.ehrMaxAttempts,
       },
-      { connection, queuePrefix: config.queuePrefix, backoffBaseMs: config.ehrBackoffBaseMs },
+      {
+        connection,
+        queuePrefix: config.queuePrefix,
+        backoffBaseMs: config.ehrBackoffBaseMs,
+        formBytes: config.ehrFormsInFlightMib * 1024 * 1024,
+      },
     ),
     startReminderWorker(
       {

@@ -18,6 +18,7 @@ import type { QueuePayloads, SettledForward } from '../../queue/registry.ts';
 import type { RenderedEhrForm } from '../../render/ehr-form.ts';
 import { assertSelfContained, NotSelfContainedError } from '../../render/self-contained.ts';
 import type { EhrCircuit } from './ehr-circuit.ts';
+import { FORM_COPIES_IN_FLIGHT, type FormBudget } from './form-budget.ts';
 import type { EhrClient } from './ehr-client.ts';
 import type { EhrForwardRequest } from '../../domain/forwarding/forward-request.ts';
 import { messageIdOf } from '../../domain/ids.ts';
@@ -34,6 +35,8 @@ export interface EhrForwardDeps {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly maxAttempts: number;
+  /** The bytes of forms this process's jobs hold at once (form-budget.ts). */
+  readonly formBudget: FormBudget;
 }
 
 export type ForwardResult =
@@ -83,74 +86,102 @@ export async function forwardReferral(
     requestId: payload.requestId,
   };
 
-  let form: RenderedEhrForm & { readonly sha256: string };
+  // The form's bytes are held from its rendering until the attempt is recorded (form-budget.ts).
+  let release: () => void = () => undefined;
   try {
-    const rendered = deps.renderEhrForm(source);
-    assertSelfContained(rendered.html);
-    const kept = await deps.forwarding.keepForm(messageId, record.id, record.version, rendered);
-    if (kept.changed) {
-      // The same version rendered to other bytes (the catalog's names changed, or the templates did
-      // in an upgrade): the EHR may hold the first bytes under this message ID, so they go again.
-      deps.logger.warn({ referralId: record.id, messageId }, 'ehr form changed within one version');
+    let form: RenderedEhrForm & { readonly sha256: string };
+    try {
+      const rendered = await renderWithin(deps, source, (taken) => {
+        release = taken;
+      });
+      assertSelfContained(rendered.html);
+      const kept = await deps.forwarding.keepForm(messageId, record.id, record.version, rendered);
+      if (kept.changed) {
+        // The same version rendered to other bytes (the catalog's names changed, or the templates did
+        // in an upgrade): the EHR may hold the first bytes under this message ID, so they go again.
+        deps.logger.warn({ referralId: record.id, messageId }, 'ehr form changed within one version');
+      }
+      form = kept.form;
+    } catch (error) {
+      // A form that cannot be rendered or is not self-contained is a defect, not a passing outage:
+      // retrying would send nothing better. It is recorded and the job fails for good.
+      const code = error instanceof NotSelfContainedError ? 'not_self_contained' : 'render_failed';
+      await deps.forwarding.recordAttempt({
+        ...base,
+        durationMs: elapsed(started),
+        sha256: null,
+        outcome: 'failed',
+        httpStatus: null,
+        errorCode: code,
+        reference: null,
+        reason: 'the form could not be prepared',
+      });
+      throw new FinalForwardError(code);
     }
-    form = kept.form;
-  } catch (error) {
-    // A form that cannot be rendered or is not self-contained is a defect, not a passing outage:
-    // retrying would send nothing better. It is recorded and the job fails for good.
-    const code = error instanceof NotSelfContainedError ? 'not_self_contained' : 'render_failed';
-    await deps.forwarding.recordAttempt({
+
+    const body = Buffer.from(
+      JSON.stringify(forwardRequest(messageId, record.id, record.version, source, form)),
+    );
+    const answer = await deps.ehr.send(body, messageId);
+    const judgement = judge(answer, attempt, deps.maxAttempts);
+    const recorded: AttemptOutcome = {
       ...base,
       durationMs: elapsed(started),
-      sha256: null,
-      outcome: 'failed',
-      httpStatus: null,
-      errorCode: code,
-      reference: null,
-      reason: 'the form could not be prepared',
-    });
-    throw new FinalForwardError(code);
+      sha256: form.sha256,
+      outcome: judgement.outcome,
+      httpStatus: answer.kind === 'response' ? answer.status : null,
+      errorCode: answer.kind === 'network-error' ? answer.code : null,
+      reference: answer.kind === 'response' && judgement.outcome === 'delivered' ? answer.reference : null,
+      ...(judgement.reason === undefined ? {} : { reason: judgement.reason }),
+    };
+    await deps.forwarding.recordAttempt(recorded);
+    await deps.circuit.observe(answer, admission.kind === 'probe');
+    deps.logger.info(
+      {
+        referralId: record.id,
+        messageId,
+        attempt,
+        outcome: recorded.outcome,
+        httpStatus: recorded.httpStatus,
+        errorCode: recorded.errorCode,
+        ms: recorded.durationMs,
+      },
+      'ehr forward attempt',
+    );
+    switch (judgement.outcome) {
+      case 'delivered':
+        return 'delivered';
+      case 'retrying':
+        throw new RetryableForwardError(
+          recorded.errorCode ?? `HTTP_${recorded.httpStatus}`,
+          answer.kind === 'response' ? answer.retryAfterMs : undefined,
+        );
+      case 'failed':
+        throw new FinalForwardError(recorded.errorCode ?? `HTTP_${recorded.httpStatus}`);
+    }
+  } finally {
+    release();
   }
+}
 
-  const body = Buffer.from(
-    JSON.stringify(forwardRequest(messageId, record.id, record.version, source, form)),
-  );
-  const answer = await deps.ehr.send(body, messageId);
-  const judgement = judge(answer, attempt, deps.maxAttempts);
-  const recorded: AttemptOutcome = {
-    ...base,
-    durationMs: elapsed(started),
-    sha256: form.sha256,
-    outcome: judgement.outcome,
-    httpStatus: answer.kind === 'response' ? answer.status : null,
-    errorCode: answer.kind === 'network-error' ? answer.code : null,
-    reference: answer.kind === 'response' && judgement.outcome === 'delivered' ? answer.reference : null,
-    ...(judgement.reason === undefined ? {} : { reason: judgement.reason }),
-  };
-  await deps.forwarding.recordAttempt(recorded);
-  await deps.circuit.observe(answer, admission.kind === 'probe');
-  deps.logger.info(
-    {
-      referralId: record.id,
-      messageId,
-      attempt,
-      outcome: recorded.outcome,
-      httpStatus: recorded.httpStatus,
-      errorCode: recorded.errorCode,
-      ms: recorded.durationMs,
-    },
-    'ehr forward attempt',
-  );
-  switch (judgement.outcome) {
-    case 'delivered':
-      return 'delivered';
-    case 'retrying':
-      throw new RetryableForwardError(
-        recorded.errorCode ?? `HTTP_${recorded.httpStatus}`,
-        answer.kind === 'response' ? answer.retryAfterMs : undefined,
-      );
-    case 'failed':
-      throw new FinalForwardError(recorded.errorCode ?? `HTTP_${recorded.httpStatus}`);
+/**
+ * Renders the form within the budget. One that does not fit now is dropped while it waits for room,
+ * and rendered again once there is: rendering is deterministic, so the bytes are the same.
+ */
+async function renderWithin(
+  deps: EhrForwardDeps,
+  source: EhrFormSource,
+  hold: (release: () => void) => void,
+): Promise<RenderedEhrForm> {
+  const rendered = deps.renderEhrForm(source);
+  const bytes = FORM_COPIES_IN_FLIGHT * rendered.html.length;
+  const now = deps.formBudget.tryTake(bytes);
+  if (now !== undefined) {
+    hold(now);
+    return rendered;
   }
+  hold(await deps.formBudget.take(bytes));
+  return deps.renderEhrForm(source);
 }
 
 function elapsed(started: number): number {

@@ -7,6 +7,7 @@ import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { forwardReferral, type EhrForwardDeps, type EhrForwardPayload } from './forward-referral.ts';
 import { forwardBackoff, RetryableForwardError } from './forward-policy.ts';
+import { createFormBudget, FORMS_IN_FLIGHT_BYTES } from './form-budget.ts';
 import {
   FAIR_SHARE,
   FORWARD_BACKOFF,
@@ -26,16 +27,19 @@ export interface WorkerSettings {
   readonly concurrency?: number;
   /** Forwards of one sending institution this process runs at once (FAIR_SHARE by default). */
   readonly perInstitution?: number;
+  /** Bytes of forms this process's jobs hold at once (form-budget.ts; FORMS_IN_FLIGHT_BYTES by default). */
+  readonly formBytes?: number;
 }
 
 /** How many referrals' senders a worker remembers (a sender never changes; an entry is ~100 bytes). */
 const SENDERS_KEPT = 10_000;
 
 export function startEhrForwardWorker(
-  deps: EhrForwardDeps & Pick<ForeignJobDeps, 'metrics'>,
+  deps: Omit<EhrForwardDeps, 'formBudget'> & Pick<ForeignJobDeps, 'metrics'>,
   settings: WorkerSettings,
 ): Worker<EhrForwardPayload, SettledForward> {
   const share = createFairShare(settings.perInstitution ?? FAIR_SHARE['ehr-forward'].perInstitution);
+  const formBudget = createFormBudget(settings.formBytes ?? FORMS_IN_FLIGHT_BYTES);
   // The sender is read before the plan (one row, two columns) and remembered, so a forward set aside
   // for its institution costs no render and, after the first time, no read at all.
   const senders = new Map<string, string>();
@@ -63,7 +67,7 @@ export function startEhrForwardWorker(
       try {
         // Every line the job logs carries its job ID.
         result = await forwardReferral(
-          { ...deps, logger: deps.logger.child({ jobId: job.id }) },
+          { ...deps, formBudget, logger: deps.logger.child({ jobId: job.id }) },
           job.data,
           job.attemptsMade + 1,
         );
