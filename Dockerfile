@@ -27,6 +27,12 @@ ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=3000 \
     DATA_DIR=/data
+# The memory limits `npm start` runs with (package.json; docs/performance.md, "Memory"): V8's heap is
+# capped, so that it collects instead of growing with the machine's memory, and glibc keeps two malloc
+# arenas instead of one per thread. A process then stays within about 340 MiB on PostgreSQL (460 MiB
+# with PGlite); a container limited to less needs a smaller heap: set NODE_OPTIONS in its environment.
+ENV NODE_OPTIONS="--max-old-space-size=160 --max-semi-space-size=16" \
+    MALLOC_ARENA_MAX=2
 WORKDIR /app
 # Everything under /app stays owned by root, so the service cannot rewrite its own code. npm, npx and
 # corepack are removed: nothing runs them in the container, and they only add files to patch.

@@ -67,7 +67,7 @@ export interface BenchEnv {
   peakRssMiB(): number;
   /** The run's scratch directory, removed at tear-down. */
   readonly dataDir: string;
-  /** Node options the refhub process runs with (none: the settings `npm start` uses). */
+  /** Node options the refhub process runs with after those of `npm start` (none: `npm start`'s alone). */
   readonly refhubNodeOptions: readonly string[];
   readonly log: (message: string) => void;
   tearDown(): Promise<void>;

@@ -158,6 +158,29 @@ export function machineCpuSeconds(): { busy: number; total: number } {
   }
 }
 
+/**
+ * How `npm start` runs refhub: the variables its start script sets (`NAME=value` before `exec`) and the
+ * Node options between `node` and `bin/refhub.js` (the heap limits). Every refhub process the
+ * benchmark starts runs with them, as the container image does; BENCH_REFHUB_NODE_OPTIONS goes after
+ * the options (a later V8 flag wins).
+ */
+export function npmStart(): { env: Record<string, string>; nodeOptions: string[] } {
+  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+    scripts: { start: string };
+  };
+  const words = pkg.scripts.start.trim().split(/\s+/);
+  const node = words.indexOf('node');
+  const bin = words.indexOf('bin/refhub.js');
+  if (node < 0 || bin < node) throw new Error("package.json's start script does not run node bin/refhub.js");
+  const env = Object.fromEntries(
+    words.slice(0, node).flatMap((word) => {
+      const [, name, value] = /^([A-Z_][A-Z0-9_]*)=(\S*)$/.exec(word) ?? [];
+      return name === undefined || value === undefined ? [] : [[name, value]];
+    }),
+  );
+  return { env, nodeOptions: words.slice(node + 1, bin) };
+}
+
 export interface RefhubSettings {
   /** PostgreSQL URL, or undefined for embedded PGlite in `dataDir`. */
   readonly databaseUrl: string | undefined;
@@ -166,17 +189,19 @@ export interface RefhubSettings {
   readonly queuePrefix: string;
   readonly ehrUrl: string;
   readonly env?: Readonly<Record<string, string>>;
+  /** Node options after those of `npm start`. */
   readonly nodeOptions?: readonly string[];
 }
 
-/** `refhub all`: the API, the outbox relay and the workers in one process, as `npm start` runs it. */
+/** `refhub all`: the API, the outbox relay and the workers in one process, as `npm start` runs it (its Node options too). */
 export function startRefhub(settings: RefhubSettings): Promise<Service> {
   return startService({
     name: 'refhub all',
     args: [REFHUB, 'all'],
     ready: /is serving (http:\/\/\S+) on /,
-    nodeOptions: settings.nodeOptions ?? [],
+    nodeOptions: [...npmStart().nodeOptions, ...(settings.nodeOptions ?? [])],
     env: {
+      ...npmStart().env,
       HOST: '127.0.0.1',
       PORT: '0',
       DATA_DIR: settings.dataDir,
@@ -270,8 +295,9 @@ export function startRefhubRole(role: 'api' | 'worker', settings: RefhubSettings
     name: `refhub ${role}`,
     args: [REFHUB, role],
     ready: role === 'api' ? /is serving (http:\/\/\S+) on / : WORKER_READY,
-    nodeOptions: settings.nodeOptions ?? [],
+    nodeOptions: [...npmStart().nodeOptions, ...(settings.nodeOptions ?? [])],
     env: {
+      ...npmStart().env,
       HOST: '127.0.0.1',
       PORT: '0',
       DATA_DIR: settings.dataDir,

@@ -16,8 +16,9 @@
 // Settings: BENCH_ROUNDS (3), BENCH_SECONDS per run (8), BENCH_FORWARD_BURST (5000),
 // BENCH_FORWARD_ROUNDS (2), BENCH_WRITE_DRAFTS (15000), BENCH_SOAK_SECONDS (600),
 // BENCH_SCALE_BURST (2000), BENCH_GROWTH_SIZES (10000,100000; add 1000000 for the full growth),
-// BENCH_BACKLOG (100000), BENCH_WEBHOOK_BURST (1000), BENCH_REFHUB_NODE_OPTIONS (extra Node flags for
-// the refhub processes, such as heap limits or --cpu-prof), REDIS_URL (redis://127.0.0.1:6379).
+// BENCH_BACKLOG (100000), BENCH_WEBHOOK_BURST (1000), BENCH_REFHUB_NODE_OPTIONS (Node flags for the
+// refhub processes after those of npm start, such as other heap limits or --cpu-prof), REDIS_URL
+// (redis://127.0.0.1:6379).
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -267,7 +268,7 @@ async function main(): Promise<void> {
           settings:
             refhubNodeOptions.length === 0
               ? 'with the settings npm start uses'
-              : `with Node options ${refhubNodeOptions.join(' ')} (not those of npm start)`,
+              : `with Node options ${refhubNodeOptions.join(' ')} after those of npm start`,
         },
   );
   if (memory !== undefined) rows.push(memory);

@@ -16,6 +16,21 @@ export type ServeCommand = 'all' | 'api' | 'worker';
 
 const HOUSEKEEPING_INTERVAL_MS = 15 * 60_000;
 
+/** The stages of a start, in order, at which LOG_LEVEL=debug logs the process's memory. */
+type StartStage = 'loaded' | 'store' | 'catalog' | 'background' | 'app' | 'listening';
+
+const MiB = 1024 * 1024;
+
+/** `process.memoryUsage()` in MiB, one decimal: what the `start-up memory` debug line reports. */
+function memoryInMiB(usage: NodeJS.MemoryUsage = process.memoryUsage()): Record<string, number> {
+  return Object.fromEntries(
+    (['rss', 'heapUsed', 'heapTotal', 'external', 'arrayBuffers'] as const).map((field) => [
+      field,
+      Math.round((usage[field] / MiB) * 10) / 10,
+    ]),
+  );
+}
+
 /** How long a stopping API process keeps its listener open while load balancers take it out. */
 export function drainMs(graceSeconds: number): number {
   return Math.min(2_000, (graceSeconds * 1000) / 4);
@@ -57,6 +72,8 @@ async function claimQueues(ctx: AppContext, withBackground: boolean): Promise<vo
 }
 
 export async function serve(command: ServeCommand): Promise<void> {
+  // The code main.ts loaded, before anything is opened; logged once the logger exists.
+  const loaded = process.memoryUsage();
   const config: Config = loadConfig();
   if (command !== 'all' && config.databaseUrl === undefined) {
     fail(
@@ -67,6 +84,13 @@ export async function serve(command: ServeCommand): Promise<void> {
   const withBackground = command !== 'api';
   if (withBackground) await checkEhrAddress(config);
   const ctx = await createContext(config, `refhub ${command}`, {}, 'migrate');
+  // At debug level, the memory after each stage of the start (docs/performance.md, "Memory").
+  const memoryAt = (stage: StartStage, usage?: NodeJS.MemoryUsage) => {
+    if (ctx.logger.isLevelEnabled('debug'))
+      ctx.logger.debug({ stage, memoryMiB: memoryInMiB(usage) }, 'start-up memory');
+  };
+  memoryAt('loaded', loaded);
+  memoryAt('store');
   await claimQueues(ctx, withBackground);
   let demo;
   if (config.catalogFile !== undefined) {
@@ -79,6 +103,7 @@ export async function serve(command: ServeCommand): Promise<void> {
       installationId: await ctx.installationId(),
     });
   }
+  memoryAt('catalog');
   const redis = await ctx.queues.health();
   if (redis.problem !== undefined)
     ctx.logger.error({ check: 'redis' }, `${redis.problem}; /readyz fails until it is fixed`);
@@ -86,11 +111,13 @@ export async function serve(command: ServeCommand): Promise<void> {
   const ehr = withBackground ? await ehrTarget(ctx) : undefined;
   const { startBackground } = await import('./background.ts');
   const background = ehr === undefined ? undefined : startBackground(ctx, { ehrUrl: ehr.url });
+  memoryAt('background');
   // Loaded here, so that operator commands do not pay for the HTTP stack. A worker serves only its
   // health checks and metrics.
   const app = withApi
     ? await (await import('./api-app.ts')).createApiApp(ctx)
     : await (await import('../api/ops-app.ts')).buildOpsApp(ctx);
+  memoryAt('app');
   const stopHousekeeping = withApi ? ctx.housekeeping.start(HOUSEKEEPING_INTERVAL_MS) : () => undefined;
 
   let closing = false;
@@ -132,6 +159,7 @@ export async function serve(command: ServeCommand): Promise<void> {
 
   const storeName = ctx.store.engine === 'pglite' ? `embedded PGlite in ${config.dataDir}` : 'PostgreSQL';
   const address = await app.listen({ port: config.port, host: config.host });
+  memoryAt('listening');
   const banner = [''];
   if (withApi) {
     banner.push(

@@ -1,8 +1,7 @@
 // Opens the store: PostgreSQL through a pg pool when DATABASE_URL is set, embedded PGlite in DATA_DIR
 // otherwise. Both speak the same SQL and run the same migrations.
-import { PGlite } from '@electric-sql/pglite';
-import { createPgConfig } from '@electric-sql/pglite/node-postgres';
 import { createHash } from 'node:crypto';
+import v8 from 'node:v8';
 import { Kysely, PostgresDialect, sql, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import { Migrator, type MigrationResultSet } from 'kysely/migration';
 import pg from 'pg';
@@ -174,6 +173,29 @@ function attributed(pool: PostgresPool): PostgresPool {
   };
 }
 
+/**
+ * PGlite's own settings, beside its defaults. Its PostgreSQL keeps shared buffers inside its
+ * WebAssembly memory and fills them as it starts, so PostgreSQL's default of 128 MB is 128 MB of
+ * resident memory from the first moment. An embedded installation is small (docs/scaling.md), and a
+ * page that is not in the buffers is read from the operating system's file cache, so 32 MB is enough
+ * (docs/performance.md, "Memory").
+ */
+export const PGLITE_SETTINGS: Readonly<Record<string, string>> = { shared_buffers: '32MB' };
+
+/**
+ * Keeps WebAssembly on V8's baseline compiler (Liftoff), for the whole process, before PGlite's
+ * PostgreSQL (9 MB of WebAssembly) is compiled. By default V8 recompiles the functions that run often
+ * with its optimising compiler, and for one of PostgreSQL's largest functions (105 KB of WebAssembly)
+ * that takes more than 600 MB of compiler memory for a moment: most of an embedded installation's
+ * peak. refhub's statements ran as fast on Liftoff's code, measured under load (docs/performance.md,
+ * "Memory"). V8 reads these flags when it compiles a module; Node lets them be set only on its own
+ * command line, not in NODE_OPTIONS, so they are set here, where PGlite is opened.
+ */
+function keepWebAssemblyOnLiftoff(): void {
+  v8.setFlagsFromString('--no-wasm-dynamic-tiering');
+  v8.setFlagsFromString('--no-wasm-tier-up');
+}
+
 export async function openStore(target: StoreTarget): Promise<Store> {
   if (target.engine === 'postgres') {
     const pool = new pg.Pool({
@@ -202,7 +224,20 @@ export async function openStore(target: StoreTarget): Promise<Store> {
   const release =
     target.dataDir === undefined ? () => undefined : lockDataDir(target.dataDir, target.command);
   try {
-    const client = target.dataDir === undefined ? new PGlite() : new PGlite(`${target.dataDir}/pgdata`);
+    // Loaded here, so that a PostgreSQL process never loads PGlite.
+    const [{ PGlite }, { createPgConfig }] = await Promise.all([
+      import('@electric-sql/pglite'),
+      import('@electric-sql/pglite/node-postgres'),
+    ]);
+    keepWebAssemblyOnLiftoff();
+    const options = {
+      startParams: [
+        ...PGlite.defaultStartParams,
+        ...Object.entries(PGLITE_SETTINGS).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+      ],
+    };
+    const client =
+      target.dataDir === undefined ? new PGlite(options) : new PGlite(`${target.dataDir}/pgdata`, options);
     // Opening fails here, not at the first query, when the data directory is unusable.
     await client.waitReady;
     // PGlite speaks PostgreSQL's wire protocol to node-postgres, so both engines run the same

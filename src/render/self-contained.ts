@@ -12,7 +12,11 @@
 // no foreign or raw-text elements) and applies the same rules to every tag and attribute. Anything
 // it does not fully understand goes to the full check, which decides; so the scan can only make the
 // guard faster, never laxer. A property test holds the two to that.
-import * as cheerio from 'cheerio';
+//
+// cheerio and its parsers hold about 7 MiB of heap once loaded, and the forms the renderer writes
+// never need them, so they are loaded the first time a document needs the full check.
+import { createRequire } from 'node:module';
+import type * as Cheerio from 'cheerio';
 import { EHR_FORM_CSP, URL_ATTRIBUTES } from './document-policy.ts';
 
 export { EHR_FORM_CSP };
@@ -50,6 +54,12 @@ const ANIMATION_ELEMENTS = new Set(['animate', 'set']);
 const ALLOWED_HTTP_EQUIV = new Set(['content-security-policy', 'content-type']);
 
 const DOCTYPE = /^\uFEFF?[\t\n\f\r ]*<!doctype\s+html\s*>/i;
+
+let parser: typeof Cheerio | undefined;
+/** cheerio, loaded on first use (synchronously: the check is a plain function). */
+function cheerio(): typeof Cheerio {
+  return (parser ??= createRequire(import.meta.url)('cheerio') as typeof Cheerio);
+}
 
 // The URL parser ignores leading/trailing C0 controls and spaces, and tabs/newlines anywhere.
 function normalizeUrl(value: string): string {
@@ -137,7 +147,7 @@ function shortName(name: string): string {
   return name.length > 40 ? `${name.slice(0, 40)}…` : name;
 }
 
-function elementProblems($: cheerio.CheerioAPI, report: (problem: string) => void): void {
+function elementProblems($: Cheerio.CheerioAPI, report: (problem: string) => void): void {
   for (const el of $('*').toArray()) {
     if (!('attribs' in el)) continue;
     const tag = shortName(el.name.toLowerCase());
@@ -157,7 +167,7 @@ function elementProblems($: cheerio.CheerioAPI, report: (problem: string) => voi
   }
 }
 
-function hasRequiredCsp($: cheerio.CheerioAPI): boolean {
+function hasRequiredCsp($: Cheerio.CheerioAPI): boolean {
   // A CSP <meta> outside <head> is ignored by browsers, so only <head> counts.
   return $('head > meta')
     .toArray()
@@ -177,9 +187,9 @@ export function checkSelfContained(html: string): string[] {
     problems.add(problem);
   };
   if (!DOCTYPE.test(html)) report('it does not start with <!doctype html>');
-  let $: cheerio.CheerioAPI;
+  let $: Cheerio.CheerioAPI;
   try {
-    $ = cheerio.load(html);
+    $ = cheerio().load(html);
   } catch {
     return [...problems, 'it could not be parsed as HTML'];
   }

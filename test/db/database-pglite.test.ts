@@ -136,6 +136,11 @@ describe('the embedded PGlite store', () => {
     expect(await systemNames(store.db)).toEqual(['Scripted1', 'Scripted2']);
   });
 
+  it('keeps 32 MB of shared buffers, not the 128 MB of PostgreSQL: they are resident from the start', async () => {
+    const { rows } = await sql<{ shared_buffers: string }>`show shared_buffers`.execute(store.db);
+    expect(rows[0]?.shared_buffers).toBe('32MB');
+  });
+
   it('honours the isolation level of a transaction', async () => {
     const level = await store.db
       .transaction()

@@ -1,5 +1,7 @@
 // The self-containment guard against small hand-written documents: one valid, and one bad document
 // per rule, each of which must be caught.
+import { execFileSync } from 'node:child_process';
+import { pathToFileURL } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -157,6 +159,36 @@ describe('assertSelfContained', () => {
     expect(error.code).toBe('not_self_contained');
     expect(error.name).toBe('NotSelfContainedError');
     expect(error.problems).toEqual(checkSelfContained(doc));
+  });
+});
+
+describe('the HTML parser', () => {
+  // cheerio and parse5 hold megabytes of heap once loaded: a process whose forms all pass the scan
+  // never loads them. Checked in a process of its own, which records every module it loads.
+  it('is loaded only when a document needs the full check', () => {
+    const guard = pathToFileURL(new URL('../../src/render/self-contained.ts', import.meta.url).pathname);
+    const script = `
+      import { registerHooks } from 'node:module';
+      const loaded = [];
+      registerHooks({ load(url, context, next) { loaded.push(url); return next(url, context); } });
+      const parserLoaded = () => loaded.some((url) => url.includes('/node_modules/cheerio/'));
+      const { assertSelfContained, checkSelfContained, EHR_FORM_CSP } = await import(${JSON.stringify(guard.href)});
+      const csp = EHR_FORM_CSP.replaceAll("'", '&#39;');
+      const head = '<meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="' + csp + '">';
+      const plain = '<!doctype html>\\n<html lang="en"><head>' + head + '<title>T</title></head><body><p>x</p></body></html>';
+      assertSelfContained(plain);
+      const afterScan = parserLoaded();
+      const problems = checkSelfContained(plain.replace('<p>x</p>', '<script>x</script>'));
+      console.log(JSON.stringify({ afterScan, afterFullCheck: parserLoaded(), problems }));
+    `;
+    const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+    });
+    expect(JSON.parse(output)).toEqual({
+      afterScan: false,
+      afterFullCheck: true,
+      problems: ['<script> elements are not allowed'],
+    });
   });
 });
 

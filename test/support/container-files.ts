@@ -77,13 +77,14 @@ export function flags(args: string): { flags: Readonly<Record<string, string>>; 
   return { flags: found, rest };
 }
 
-/** `ENV A=1 B=2` (unquoted values only; the legacy `ENV A 1` form is refused). */
+/** `ENV A=1 B="2 3"` (a value unquoted, or double-quoted without escapes; the legacy `ENV A 1` form is refused). */
 export function envPairs(args: string): Record<string, string> {
   const pairs: Record<string, string> = {};
-  for (const word of args.trim().split(/\s+/)) {
-    const match = /^([A-Za-z_][A-Za-z0-9_]*)=([^"'\s]*)$/.exec(word);
+  // A value is one word, or a double-quoted string that may hold spaces.
+  for (const word of args.trim().match(/(?:[^\s"]+|"[^"]*")+/g) ?? []) {
+    const match = /^([A-Za-z_][A-Za-z0-9_]*)=(?:"([^"]*)"|([^"'\s]*))$/.exec(word);
     if (match === null) throw new Error(`ENV: expected NAME=value, got "${word}"`);
-    pairs[match[1]!] = match[2]!;
+    pairs[match[1]!] = match[2] ?? match[3]!;
   }
   return pairs;
 }

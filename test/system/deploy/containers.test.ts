@@ -33,6 +33,7 @@ const ROOT = path.resolve(import.meta.dirname, '../../..');
 const read = (file: string) => fs.readFileSync(path.join(ROOT, file), 'utf8');
 
 const pkg = JSON.parse(read('package.json')) as {
+  scripts: { start: string };
   engines: { node: string };
   bin: Record<string, string>;
   dependencies: Record<string, string>;
@@ -73,6 +74,25 @@ const PINNED_IMAGE = /^[\w./-]+(:[\w.-]+)?@sha256:[0-9a-f]{64}$/;
 
 /** Variables Node itself reads, which a container may set beside refhub's own. */
 const NODE_VARIABLES = new Set(['NODE_EXTRA_CA_CERTS']);
+
+/** What `npm start` sets for the memory refhub may use: the C library's arenas and V8's heap limits. */
+const MEMORY_VARIABLES = new Set(['MALLOC_ARENA_MAX', 'NODE_OPTIONS']);
+
+/** How package.json's start script runs refhub: its variables, and the Node options before bin/refhub.js. */
+function npmStart(): { env: Record<string, string>; nodeOptions: string[] } {
+  const words = pkg.scripts.start.trim().split(/\s+/);
+  const node = words.indexOf('node');
+  const bin = words.indexOf(pkg.bin.refhub!);
+  expect(node, 'the start script runs node').toBeGreaterThanOrEqual(0);
+  expect(bin, `the start script runs ${pkg.bin.refhub!}`).toBeGreaterThan(node);
+  const env = Object.fromEntries(
+    words.slice(0, node).flatMap((word) => {
+      const match = /^([A-Z_][A-Z0-9_]*)=(\S*)$/.exec(word);
+      return match === null ? [] : [[match[1]!, match[2]!]];
+    }),
+  );
+  return { env, nodeOptions: words.slice(node + 1, bin) };
+}
 
 /** Values for the variables an operator must set, as compose would take them from the environment. */
 const OPERATOR_VARIABLES = {
@@ -290,10 +310,26 @@ describe('Dockerfile', () => {
   it('sets production defaults that fit a container', () => {
     const env = runtimeEnv();
     expect(env).toMatchObject({ NODE_ENV: 'production', HOST: '0.0.0.0', DATA_DIR: '/data' });
-    for (const name of Object.keys(env)) expect(CONFIG_VARIABLES).toContain(name);
+    for (const name of Object.keys(env)) {
+      if (!MEMORY_VARIABLES.has(name)) expect(CONFIG_VARIABLES).toContain(name);
+    }
     expect(lastOf(runtime, 'EXPOSE').args).toBe(env.PORT);
     expect(lastOf(runtime, 'WORKDIR').args).toBe('/app');
     expect(lastOf(runtime, 'STOPSIGNAL').args).toBe('SIGTERM');
+  });
+
+  it('runs refhub with the memory limits `npm start` sets: the heap limits and the malloc arenas', () => {
+    const env = runtimeEnv();
+    const start = npmStart();
+    // Both limit the heap: they may not drift apart, and a later edit may not drop either.
+    expect(start.nodeOptions).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^--max-old-space-size=\d+$/),
+        expect.stringMatching(/^--max-semi-space-size=\d+$/),
+      ]),
+    );
+    expect(env.NODE_OPTIONS?.split(/\s+/)).toEqual(start.nodeOptions);
+    expect(start.env).toEqual({ MALLOC_ARENA_MAX: env.MALLOC_ARENA_MAX });
   });
 
   it('starts `refhub` from PATH in exec form, with `all` as the default command', () => {
