@@ -696,42 +696,47 @@ function patchColumns(patch: ReferralPatch) {
 }
 
 /**
- * The UPDATE that applies `patch` and increments `version` only if the row is still at
- * `expectedVersion` (and `guard` holds), returning `returning`: no row when another write got there
- * first.
+ * The UPDATE that sets `columns` and increments `version` only if the row is still at
+ * `expectedVersion` (and `guard` holds): no row when another write got there first.
  */
-function compareAndSetQuery(
+function versionedUpdate(
   db: Executor,
   id: string,
   expectedVersion: number,
-  patch: ReferralPatch,
+  columns: Partial<Selectable<ReferralsTable>>,
   now: Date,
   guard: RawBuilder<boolean> = sql<boolean>`true`,
 ) {
   return db
     .updateTable('referrals')
-    .set((eb) => ({ ...patchColumns(patch), version: eb('version', '+', 1), updated_at: now }))
+    .set((eb) => ({ ...columns, version: eb('version', '+', 1), updated_at: now }))
     .where('id', '=', id)
     .where('version', '=', expectedVersion)
     .where('deleted_at', 'is', null)
     .where(guard);
 }
 
-/** The UPDATE that soft-deletes the referral if it is still at `expectedVersion` (and `guard` holds). */
+/** The compare-and-set of `patch`. */
+function compareAndSetQuery(
+  db: Executor,
+  id: string,
+  expectedVersion: number,
+  patch: ReferralPatch,
+  now: Date,
+  guard?: RawBuilder<boolean>,
+) {
+  return versionedUpdate(db, id, expectedVersion, patchColumns(patch), now, guard);
+}
+
+/** The soft delete: the row stays for the audit trail but is never visible again. */
 function softDeleteQuery(
   db: Executor,
   id: string,
   expectedVersion: number,
   now: Date,
-  guard: RawBuilder<boolean> = sql<boolean>`true`,
+  guard?: RawBuilder<boolean>,
 ) {
-  return db
-    .updateTable('referrals')
-    .set((eb) => ({ deleted_at: now, updated_at: now, version: eb('version', '+', 1) }))
-    .where('id', '=', id)
-    .where('version', '=', expectedVersion)
-    .where('deleted_at', 'is', null)
-    .where(guard);
+  return versionedUpdate(db, id, expectedVersion, { deleted_at: now }, now, guard);
 }
 
 /**
