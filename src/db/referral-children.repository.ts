@@ -95,7 +95,7 @@ export function appointmentRepository(db: Executor) {
         .select(['id', 'status', 'start_at', 'location', 'updated_at'])
         .where('referral_id', '=', referralId)
         .orderBy('start_at')
-        .orderBy('id')
+        .orderBy(sql`id collate "C"`)
         .execute();
       return rows.map((r) => ({
         id: r.id,
@@ -266,7 +266,8 @@ export interface ReferralPartsColumns {
 
 /**
  * A referral's appointments, notes and timeline as three JSON columns, in the orders of the lists
- * above, for the referral whose ID is `referralId` (a value, or a reference to the outer query's
+ * above (appointments by start, then by ID in byte order, whatever the database's collation, so that
+ * a write's answer, which orders them in code, lists them as a read does), for the referral whose ID is `referralId` (a value, or a reference to the outer query's
  * column). Every full read of a referral needs all three; reading them in the same statement as the
  * referral saves three round trips, during which the request holds a pooled connection inside its
  * transaction.
@@ -276,7 +277,7 @@ export function referralPartsColumns(referralId: string | RawBuilder<unknown>) {
     sql<ReferralPartsColumns['appointments']>`(
       select coalesce(json_agg(json_build_object(
                'id', a.id, 'status', a.status, 'startAt', a.start_at, 'location', a.location,
-               'updatedAt', a.updated_at) order by a.start_at, a.id), '[]'::json)
+               'updatedAt', a.updated_at) order by a.start_at, a.id collate "C"), '[]'::json)
         from appointments a where a.referral_id = ${referralId})`.as('appointments'),
     sql<ReferralPartsColumns['notes']>`(
       select coalesce(json_agg(json_build_object(

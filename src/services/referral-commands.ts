@@ -385,7 +385,7 @@ export function createReferralCommands(deps: CommandDeps) {
   };
 }
 
-/** Appointments in the order a read lists them: by start, then ID. */
+/** Appointments in the order a read lists them: by start, then ID in byte order (`collate "C"`). */
 function inAppointmentOrder(appointments: AppointmentRecord[]): AppointmentRecord[] {
   return appointments.sort(
     (a, b) => a.startAt.getTime() - b.startAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),

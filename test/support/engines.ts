@@ -25,6 +25,8 @@ export interface TestStoreOptions {
   readonly migrate?: boolean;
   /** How refhub reaches PostgreSQL: for example through a proxy a test can cut. */
   readonly reach?: (url: URL) => URL;
+  /** A PostgreSQL database whose text sorts by this ICU locale (for example `en-US`), not by bytes. */
+  readonly icuLocale?: string;
 }
 
 /** A migrated, empty store on `engine`. Closing it drops the PostgreSQL database. */
@@ -35,7 +37,11 @@ export async function openTestStore(engine: Engine, options: TestStoreOptions = 
     store = await openStore({ engine: 'pglite', dataDir: undefined, command: 'test' });
   } else {
     const name = `refhub_test_${randomUUID().replaceAll('-', '')}`;
-    await admin((c) => c.query(`CREATE DATABASE ${name}`));
+    const collation =
+      options.icuLocale === undefined
+        ? ''
+        : ` TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '${options.icuLocale}' LOCALE 'C.UTF-8'`;
+    await admin((c) => c.query(`CREATE DATABASE ${name}${collation}`));
     const url = new URL(testDatabaseUrl());
     url.pathname = `/${name}`;
     const reached = options.reach?.(new URL(url)) ?? url;

@@ -149,14 +149,7 @@ describe.each(ENGINES)('round trips of a command on %s', (engine) => {
     return row.n;
   }
 
-  async function read(party: TestParty, id: string): Promise<Record<string, unknown>> {
-    const res = await t.request(party, {
-      method: 'GET',
-      url: `/api/v1/referrals/${id}?${new URLSearchParams({ ...party.institution, requesterIdentifier: REQUESTER }).toString()}`,
-    });
-    expect(res.statusCode, res.body).toBe(200);
-    return res.json();
-  }
+  const read = (party: TestParty, id: string) => readAs(t, party, id);
 
   it.each(WRITES)('%s answers what a read right after it returns', async (name, route) => {
     const referral = await referralIn(t, route.status);
@@ -183,40 +176,20 @@ describe.each(ENGINES)('round trips of a command on %s', (engine) => {
   });
 
   it('an appointment changed and a note added answer with every part a read returns', async () => {
-    const referral = await referralIn(t, 'accepted');
-    const url = `/api/v1/referrals/${referral.id}`;
-    const first = await t.request(t.provider, {
-      method: 'PUT',
-      url: `${url}/appointments/appt-b`,
-      payload: {
-        ...t.provider.institution,
-        status: 'scheduled',
-        startAt: '2030-03-01T02:00:00.000Z',
-        location: 'B',
-      },
-    });
-    expect(first.statusCode, first.body).toBe(200);
-    // An earlier appointment, then the first one moved: the answer lists them in the read's order.
-    for (const [id, startAt] of [
-      ['appt-a', '2030-02-01T02:00:00.000Z'],
-      ['appt-b', '2030-01-15T02:00:00.000Z'],
-    ] as const) {
-      const res = await t.request(t.provider, {
-        method: 'PUT',
-        url: `${url}/appointments/${id}`,
-        payload: { ...t.provider.institution, status: 'scheduled', startAt, location: `Room ${id}` },
-      });
-      expect(res.statusCode, res.body).toBe(200);
-      expect(withoutLinks(res.json())).toEqual(withoutLinks(await read(t.provider, referral.id)));
-    }
-    const note = await t.request(t.provider, {
-      method: 'POST',
-      url: `${url}/notes`,
-      payload: { ...t.provider.institution, content: 'Seen in clinic.', authorName: ' Dr Lim ' },
-    });
-    expect(note.statusCode, note.body).toBe(201);
-    expect((await read(t.provider, referral.id)).notes).toContainEqual(note.json());
+    await appointmentsAnswerAsRead(t);
   });
+
+  it.runIf(engine === 'postgres')(
+    'appointments at the same start are answered in a read’s order where text sorts by language',
+    async () => {
+      const english = await createTestApp(engine, { store: { icuLocale: 'en-US' } });
+      try {
+        await appointmentsAnswerAsRead(english);
+      } finally {
+        await english.close();
+      }
+    },
+  );
 
   it('an update that changes the offering answers with the new offering and provider', async () => {
     const referral = await referralIn(t, 'draft');
@@ -237,4 +210,54 @@ function withoutTokens(body: string): unknown {
 
 function withoutLinks(view: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(view).filter(([field]) => field !== 'links'));
+}
+
+/** Three appointments (one moved, two at the same start) and a note: each answer is what a read returns. */
+async function appointmentsAnswerAsRead(t: TestApp): Promise<void> {
+  const read = (party: TestParty, id: string) => readAs(t, party, id);
+  const referral = await referralIn(t, 'accepted');
+  const url = `/api/v1/referrals/${referral.id}`;
+  const first = await t.request(t.provider, {
+    method: 'PUT',
+    url: `${url}/appointments/appt-b`,
+    payload: {
+      ...t.provider.institution,
+      status: 'scheduled',
+      startAt: '2030-03-01T02:00:00.000Z',
+      location: 'B',
+    },
+  });
+  expect(first.statusCode, first.body).toBe(200);
+  // An earlier appointment, then the first one moved: the answer lists them in the read's order.
+  // Then one at the same start as another: by ID, in the same order whatever the collation.
+  for (const [id, startAt] of [
+    ['appt-a', '2030-02-01T02:00:00.000Z'],
+    ['appt-b', '2030-01-15T02:00:00.000Z'],
+    ['APPT-C', '2030-02-01T02:00:00.000Z'],
+  ] as const) {
+    const res = await t.request(t.provider, {
+      method: 'PUT',
+      url: `${url}/appointments/${id}`,
+      payload: { ...t.provider.institution, status: 'scheduled', startAt, location: `Room ${id}` },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(withoutLinks(res.json())).toEqual(withoutLinks(await read(t.provider, referral.id)));
+  }
+  const note = await t.request(t.provider, {
+    method: 'POST',
+    url: `${url}/notes`,
+    payload: { ...t.provider.institution, content: 'Seen in clinic.', authorName: ' Dr Lim ' },
+  });
+  expect(note.statusCode, note.body).toBe(201);
+  expect((await read(t.provider, referral.id)).notes).toContainEqual(note.json());
+}
+
+/** The referral as `party` reads it, with links for the requester. */
+async function readAs(t: TestApp, party: TestParty, id: string): Promise<Record<string, unknown>> {
+  const res = await t.request(party, {
+    method: 'GET',
+    url: `/api/v1/referrals/${id}?${new URLSearchParams({ ...party.institution, requesterIdentifier: REQUESTER }).toString()}`,
+  });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json();
 }
