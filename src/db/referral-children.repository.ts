@@ -34,7 +34,7 @@ export interface NewTimelineEvent {
   readonly producedAt: Date;
 }
 
-/** The writes of a referral's parts, as statements for a change's statement or to run on their own. */
+/** The writes of a referral's parts, as statements for a change's statement (change-log.repository.ts). */
 export const childWrites = {
   upsertAppointment(
     db: Executor,
@@ -87,52 +87,6 @@ export const childWrites = {
   },
 };
 
-export function appointmentRepository(db: Executor) {
-  return {
-    async list(referralId: string): Promise<AppointmentRecord[]> {
-      const rows = await db
-        .selectFrom('appointments')
-        .select(['id', 'status', 'start_at', 'location', 'updated_at'])
-        .where('referral_id', '=', referralId)
-        .orderBy('start_at')
-        .orderBy(sql`id collate "C"`)
-        .execute();
-      return rows.map((r) => ({
-        id: r.id,
-        status: r.status as AppointmentStatus,
-        startAt: r.start_at,
-        location: r.location,
-        updatedAt: r.updated_at,
-      }));
-    },
-
-    async upsert(
-      referralId: string,
-      appointment: Omit<AppointmentRecord, 'updatedAt'>,
-      now: Date,
-    ): Promise<void> {
-      await childWrites.upsertAppointment(db, referralId, appointment, now).execute();
-    },
-
-    /** Marks every scheduled appointment cancelled; returns those it changed. */
-    async cancelScheduled(referralId: string, now: Date): Promise<AppointmentRecord[]> {
-      const rows = await childWrites
-        .cancelScheduled(db, referralId, now)
-        .returning(['id', 'status', 'start_at', 'location', 'updated_at'])
-        .execute();
-      return rows
-        .map((r) => ({
-          id: r.id,
-          status: r.status as AppointmentStatus,
-          startAt: r.start_at,
-          location: r.location,
-          updatedAt: r.updated_at,
-        }))
-        .sort((a, b) => a.startAt.getTime() - b.startAt.getTime() || a.id.localeCompare(b.id));
-    },
-  };
-}
-
 export function toAppointmentView(a: AppointmentRecord): AppointmentView {
   return {
     id: a.id,
@@ -140,63 +94,6 @@ export function toAppointmentView(a: AppointmentRecord): AppointmentView {
     startAt: a.startAt.toISOString(),
     location: a.location,
     updatedAt: a.updatedAt.toISOString(),
-  };
-}
-
-export function noteRepository(db: Executor) {
-  return {
-    list(referralId: string): Promise<NoteView[]> {
-      return this.listWhere('n.referral_id', referralId);
-    },
-
-    async listWhere(column: 'n.id' | 'n.referral_id', value: string): Promise<NoteView[]> {
-      const rows = await db
-        .selectFrom('notes as n')
-        .innerJoin('institutions as i', (j) =>
-          j
-            .onRef('i.id_type', '=', 'n.author_institution_id_type')
-            .onRef('i.id', '=', 'n.author_institution_id'),
-        )
-        .select([
-          'n.id',
-          'n.content',
-          'n.author_name',
-          'n.created_at',
-          'i.id_type',
-          'i.id as inst_id',
-          'i.name',
-        ])
-        .where(column, '=', value)
-        .orderBy('n.created_at')
-        .orderBy('n.id')
-        .execute();
-      return rows.map((r) => ({
-        id: r.id,
-        content: r.content,
-        authorName: r.author_name,
-        authorInstitution: { idType: r.id_type, id: r.inst_id, name: r.name },
-        createdAt: r.created_at.toISOString(),
-      }));
-    },
-
-    async get(noteId: string): Promise<NoteView> {
-      const note = (await this.listWhere('n.id', noteId))[0];
-      if (!note) throw new Error(`note ${noteId} is missing`);
-      return note;
-    },
-
-    async count(referralId: string): Promise<number> {
-      const row = await db
-        .selectFrom('notes')
-        .select(sql<number>`count(*)::int`.as('n'))
-        .where('referral_id', '=', referralId)
-        .executeTakeFirstOrThrow();
-      return row.n;
-    },
-
-    async insert(note: NewNote): Promise<void> {
-      await childWrites.insertNote(db, note).execute();
-    },
   };
 }
 
