@@ -205,7 +205,7 @@ export async function createContext(
     queueCounts: async () =>
       Object.fromEntries(
         await Promise.all(
-          QUEUE_NAMES.map(async (name) => [name, await queueProducer().queues[name].getJobCounts()] as const),
+          QUEUE_NAMES.map(async (name) => [name, await queueProducer().jobCounts(name)] as const),
         ),
       ),
     outboxBacklog: () => outboxRepository(db).backlogWithEvents(clock.now()),

@@ -1,6 +1,7 @@
 // The EHR forwarding ledger (one row per attempt) and the forwarding state kept on each referral.
 // Rows hold IDs, hashes and outcomes only: never the form, never patient data.
 import { sql } from 'kysely';
+import type { InstitutionRef } from '../domain/access.ts';
 import type { AuditEvent } from './audit.repository.ts';
 import { changeLogCtes, TIMELINE_RETURNING } from './change-log.repository.ts';
 import type { Executor } from './executor.ts';
@@ -41,6 +42,7 @@ export interface DueForward {
   readonly id: string;
   readonly dueVersion: number;
   readonly updatedAt: Date;
+  readonly sender: InstitutionRef;
 }
 
 /** The forwarding columns of a referral, read under a row lock. */
@@ -76,7 +78,7 @@ export interface AttemptRecord {
 function dueWithoutProgressQuery(db: Executor, quietSince: Date) {
   return db
     .selectFrom('referrals as r')
-    .select(['r.id', 'r.ehr_due_version', 'r.updated_at'])
+    .select(['r.id', 'r.ehr_due_version', 'r.updated_at', 'r.sender_id_type', 'r.sender_id'])
     .where('r.ehr_state', '=', 'queued')
     .where('r.ehr_due_version', 'is not', null)
     .where('r.updated_at', '<', quietSince)
@@ -319,7 +321,12 @@ export function ehrSubmissionRepository(db: Executor) {
         );
       }
       const rows = await query.orderBy('r.updated_at').orderBy('r.id').limit(limit).execute();
-      return rows.map((r) => ({ id: r.id, dueVersion: r.ehr_due_version ?? 0, updatedAt: r.updated_at }));
+      return rows.map((r) => ({
+        id: r.id,
+        dueVersion: r.ehr_due_version ?? 0,
+        updatedAt: r.updated_at,
+        sender: { idType: r.sender_id_type, id: r.sender_id },
+      }));
     },
 
     /**

@@ -3,6 +3,7 @@
 // Redis is down, no job exists for a change that rolled back, and the table holds only work still to
 // do: what the relay and the reconciler read does not grow with the work done (migration
 // `0011-outbox-pending-work`). Rows carry IDs only, never patient data.
+import type { InstitutionRef } from '../domain/access.ts';
 import type { OutboxTopic } from '../domain/lifecycle.ts';
 import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Executor } from './executor.ts';
@@ -25,6 +26,8 @@ export interface OutboxMessage {
   readonly version: number;
   readonly requestId: string;
   readonly createdAt: Date;
+  /** The referral's sending institution, whose backlog a forward joins (queue/forward-order.ts). */
+  readonly sender: InstitutionRef;
 }
 
 export function outboxRows(messages: readonly NewOutboxMessage[]): Insertable<OutboxTable>[] {
@@ -54,6 +57,7 @@ export function outboxRepository(db: Executor) {
      * rows are dispatched. The claim is `refhub_claim_outbox` (migration `0011-outbox-pending-work`):
      * it walks the pending rows in ID order and stops at `limit`, so rows not yet due, and entries of
      * rows already deleted, are all it passes on the way, whatever the planner knows of the table.
+     * Each row comes with its referral's sender, read by key in the same statement.
      */
     async claim(
       limit: number,
@@ -64,9 +68,11 @@ export function outboxRepository(db: Executor) {
         Pick<
           Selectable<OutboxTable>,
           'id' | 'topic' | 'referral_id' | 'version' | 'request_id' | 'created_at' | 'attempts'
-        >
-      >`select id, topic, referral_id, version, request_id, created_at, attempts
-        from refhub_claim_outbox(${limit}, ${now}, ${leaseUntil})`.execute(db);
+        > & { sender_id_type: string; sender_id: string }
+      >`select o.id, o.topic, o.referral_id, o.version, o.request_id, o.created_at, o.attempts,
+          r.sender_id_type, r.sender_id
+        from refhub_claim_outbox(${limit}, ${now}, ${leaseUntil}) o
+        join referrals r on r.id = o.referral_id`.execute(db);
       return rows
         .map((r) => ({
           id: r.id,
@@ -76,6 +82,7 @@ export function outboxRepository(db: Executor) {
           requestId: r.request_id,
           createdAt: r.created_at,
           attempts: r.attempts,
+          sender: { idType: r.sender_id_type, id: r.sender_id },
         }))
         .sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
     },
@@ -128,24 +135,6 @@ export function outboxRepository(db: Executor) {
         count: rows.count + events.count,
         oldestAgeSeconds: ages.length === 0 ? null : Math.max(...ages),
       };
-    },
-
-    async pendingFor(referralId: string): Promise<OutboxMessage[]> {
-      const rows = await db
-        .selectFrom('outbox')
-        .select(['id', 'topic', 'referral_id', 'version', 'request_id', 'created_at'])
-        .where('referral_id', '=', referralId)
-        .where('processed_at', 'is', null)
-        .orderBy('id')
-        .execute();
-      return rows.map((r) => ({
-        id: r.id,
-        topic: r.topic as OutboxTopic,
-        referralId: r.referral_id,
-        version: r.version,
-        requestId: r.request_id,
-        createdAt: r.created_at,
-      }));
     },
   };
 }

@@ -1,8 +1,11 @@
 // What each outbox topic becomes on the queues: a forward (one at a time or a batch), a forward made
 // sure of again, or a provider's reminder schedule set or removed. The outbox relay claims the rows
 // and calls these; the lifecycle table decides which topics a change writes.
+import type { OutboxMessage } from '../db/outbox.repository.ts';
+import type { QueuedForward } from './forward-order.ts';
 import type { OutboxBatchHandlers, OutboxHandlers } from './outbox-relay.ts';
 import type { QueueProducer, ReminderSchedule } from './producer.ts';
+import { institutionKey } from './registry.ts';
 
 export interface OutboxTopicDeps {
   readonly queues: Pick<
@@ -13,27 +16,29 @@ export interface OutboxTopicDeps {
   readonly reminders: { scheduleFor(referralId: string): Promise<ReminderSchedule | null> };
 }
 
+/** The forward an outbox row asks for, in its sender's backlog. */
+function forwardOf(m: OutboxMessage): QueuedForward {
+  return {
+    referralId: m.referralId,
+    version: m.version,
+    requestId: m.requestId,
+    institution: institutionKey(m.sender),
+  };
+}
+
 /** Outbox topics whose rows go to the queues a batch at a time. */
 export function outboxBatchHandlers(deps: Pick<OutboxTopicDeps, 'queues'>): OutboxBatchHandlers {
   return {
-    'ehr-forward': (messages) =>
-      deps.queues.enqueueForwards(
-        messages.map((m) => ({ referralId: m.referralId, version: m.version, requestId: m.requestId })),
-      ),
+    'ehr-forward': (messages) => deps.queues.enqueueForwards(messages.map(forwardOf)),
   };
 }
 
 /** The handlers that turn outbox rows into queue work. */
 export function outboxHandlers(deps: OutboxTopicDeps): OutboxHandlers {
   return {
-    'ehr-forward': (m) =>
-      deps.queues.enqueueForward({ referralId: m.referralId, version: m.version, requestId: m.requestId }),
+    'ehr-forward': (m) => deps.queues.enqueueForward(forwardOf(m)),
     'ehr-forward-again': async (m) => {
-      await deps.queues.ensureForward({
-        referralId: m.referralId,
-        version: m.version,
-        requestId: m.requestId,
-      });
+      await deps.queues.ensureForward(forwardOf(m));
     },
     reminders: async (m) => {
       const schedule = await deps.reminders.scheduleFor(m.referralId);

@@ -5,6 +5,7 @@ import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createOutageLog, type Logger } from '../logger.ts';
 import { checkRedis, closeRedis, connectRedis, connected, settled, type RedisHealth } from './connections.ts';
+import { forgetForwards, forwardPriority, rankForwards, type QueuedForward } from './forward-order.ts';
 import { claimQueuePrefix, releaseQueuePrefix } from './prefix-claim.ts';
 import {
   QUEUE_NAMES,
@@ -35,6 +36,10 @@ export interface ReminderSchedule {
   readonly limit: number;
 }
 
+/** The states `jobCounts` reports. */
+export const JOB_STATES = ['waiting', 'active', 'delayed', 'failed', 'completed'] as const;
+export type JobState = (typeof JOB_STATES)[number];
+
 const LIVE = new Set<string>(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
 
 export type Queues = { readonly [N in QueueName]: Queue<QueuePayloads[N]> };
@@ -43,19 +48,25 @@ export interface QueueProducer {
   readonly queues: Queues;
   readonly redis: Redis;
   /**
-   * Adds the forward job for `payload.version`. Jobs for one referral coalesce (deduplication keyed
-   * by the referral): while one waits, a new trigger adds nothing, because the waiting job sends the
-   * latest state when it runs; while one runs, one more is kept to run after it.
+   * Adds the forward job for `forward.version`, ranked in its institution's backlog (forward-order.ts).
+   * Jobs for one referral coalesce (deduplication keyed by the referral): while one waits, a new
+   * trigger adds nothing, because the waiting job sends the latest state when it runs; while one
+   * runs, one more is kept to run after it.
    */
-  enqueueForward(payload: QueuePayloads['ehr-forward']): Promise<void>;
-  /** `enqueueForward` for many, in one round trip to Redis, in order. */
-  enqueueForwards(payloads: readonly QueuePayloads['ehr-forward'][]): Promise<void>;
+  enqueueForward(forward: QueuedForward): Promise<void>;
+  /** `enqueueForward` for many, in order: the ranks in one round trip to Redis, the jobs in another. */
+  enqueueForwards(forwards: readonly QueuedForward[]): Promise<void>;
   /**
    * Makes sure a forward job is live for the referral: does nothing when one is waiting, delayed or
    * running; otherwise clears what is left of an earlier one (a finished job under the same ID, a
    * deduplication key whose job is gone) and adds it. Returns whether it added one.
    */
-  ensureForward(payload: QueuePayloads['ehr-forward']): Promise<boolean>;
+  ensureForward(forward: QueuedForward): Promise<boolean>;
+  /**
+   * The queue's jobs by state. `waiting` counts every job waiting for a worker, in whichever of
+   * BullMQ's lists it waits: forwards wait in the ordered one (`prioritized`, forward-order.ts).
+   */
+  jobCounts(name: QueueName): Promise<Record<JobState, number>>;
   hasReminderSchedule(referralId: string): Promise<boolean>;
   /** Creates or replaces the referral's reminder schedule. */
   scheduleReminders(referralId: string, schedule: ReminderSchedule): Promise<void>;
@@ -101,46 +112,71 @@ export function createQueueProducer(settings: QueueSettings, logger: Logger): Qu
     webhooks: make('webhooks'),
   };
 
-  const forwardOptions = (payload: QueuePayloads['ehr-forward']): JobsOptions => ({
+  const forwardOptions = (payload: QueuePayloads['ehr-forward'], rank: number): JobsOptions => ({
     jobId: forwardJobId(payload.referralId, payload.version),
     deduplication: { id: payload.referralId, keepLastIfActive: true },
+    priority: forwardPriority(rank),
     ...forwardJobOptions({ maxAttempts: settings.ehrMaxAttempts }),
     removeOnComplete: RETENTION.completed,
     removeOnFail: RETENTION.failed,
   });
 
+  /**
+   * Ranks the forwards in their institutions' backlogs and adds their jobs. A job the queue coalesced
+   * into the referral's live one (its ID comes back as the live job's) leaves the backlog again.
+   */
+  async function addForwards(forwards: readonly QueuedForward[]): Promise<void> {
+    const ranks = await rankForwards(redis, settings.queuePrefix, forwards, Date.now());
+    const jobs = await queues['ehr-forward'].addBulk(
+      forwards.map(({ institution: _, ...payload }, i) => ({
+        name: 'forward',
+        data: payload,
+        opts: forwardOptions(payload, ranks[i] ?? 1),
+      })),
+    );
+    const coalesced = forwards.flatMap((forward, i) => {
+      const jobId = forwardJobId(forward.referralId, forward.version);
+      return jobs[i]?.id === jobId ? [] : [{ institution: forward.institution, jobId }];
+    });
+    await forgetForwards(redis, settings.queuePrefix, coalesced);
+  }
+
   return {
     queues,
     redis,
 
-    async enqueueForward(payload) {
+    async enqueueForward(forward) {
       await connected(redis);
-      await queues['ehr-forward'].add('forward', payload, forwardOptions(payload));
+      await addForwards([forward]);
     },
 
-    async enqueueForwards(payloads) {
-      if (payloads.length === 0) return;
+    async enqueueForwards(forwards) {
+      if (forwards.length === 0) return;
       await connected(redis);
-      await queues['ehr-forward'].addBulk(
-        payloads.map((payload) => ({ name: 'forward', data: payload, opts: forwardOptions(payload) })),
-      );
+      await addForwards(forwards);
     },
 
-    async ensureForward(payload) {
+    async ensureForward(forward) {
       await connected(redis);
       const queue = queues['ehr-forward'];
-      const current = await queue.getDeduplicationJobId(payload.referralId);
+      const current = await queue.getDeduplicationJobId(forward.referralId);
       if (current !== null) {
         if (LIVE.has(await queue.getJobState(current))) return false;
-        await queue.removeDeduplicationKey(payload.referralId);
+        await queue.removeDeduplicationKey(forward.referralId);
       }
-      const leftover = await queue.getJob(forwardJobId(payload.referralId, payload.version));
+      const leftover = await queue.getJob(forwardJobId(forward.referralId, forward.version));
       if (leftover !== undefined) {
         if (LIVE.has(await leftover.getState())) return false;
         await leftover.remove();
       }
-      await queue.add('forward', payload, forwardOptions(payload));
+      await addForwards([forward]);
       return true;
+    },
+
+    async jobCounts(name) {
+      const raw = await queues[name].getJobCounts('waiting', 'prioritized', ...JOB_STATES.slice(1));
+      const counts = Object.fromEntries(JOB_STATES.map((state) => [state, raw[state] ?? 0]));
+      return { ...counts, waiting: (raw.waiting ?? 0) + (raw.prioritized ?? 0) } as Record<JobState, number>;
     },
 
     async hasReminderSchedule(referralId) {

@@ -20,7 +20,7 @@ import type { Logger } from '../logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { QueueProducer, ReminderSchedule } from './producer.ts';
 import { QueuePrefixTakenError } from './prefix-claim.ts';
-import { forwardJobId } from './registry.ts';
+import { forwardJobId, institutionKey } from './registry.ts';
 
 /** The job states in which a forward is still to run or running (as `ensureForward` sees them). */
 const LIVE = new Set<string>(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
@@ -73,7 +73,7 @@ export function createReconciler(deps: ReconcilerDeps) {
     let after: DueForward | undefined;
     for (;;) {
       const due = await ledger.dueWithoutProgress(since, PAGE, after);
-      for (const { id, dueVersion } of due) {
+      for (const { id, dueVersion, sender } of due) {
         if (await forwardIsLive(id, dueVersion)) continue;
         // Read again: a worker that finished the job since the page was read has recorded it by now.
         if (!(await ledger.isDueWithoutProgress(id, dueVersion, since))) continue;
@@ -81,6 +81,7 @@ export function createReconciler(deps: ReconcilerDeps) {
           referralId: id,
           version: dueVersion,
           requestId: `reconcile.${messageIdOf(id, dueVersion)}`,
+          institution: institutionKey(sender),
         });
         if (added) requeued++;
       }

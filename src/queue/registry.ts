@@ -101,18 +101,18 @@ export const WORKER_DEFAULTS = {
 } as const satisfies Record<QueueName, WorkerDefaults>;
 
 /**
- * Fair delivery across institutions (docs/scaling.md, "Fair delivery across institutions"). Each
- * worker process runs at most `perInstitution` jobs of one institution at once; a job whose
- * institution already has that many in flight goes back to the queue (delayed, without spending an
- * attempt), so `concurrency - perInstitution` slots of every process stay free for the others. One
- * institution's backlog or dead receivers then delay another's job only by the time the worker takes
- * to set aside the jobs queued ahead of it (a few milliseconds each), never by a delivery deadline.
- * A job set aside again waits longer each time (`deferral`: base, doubled, at most max, with jitter),
- * so a backlog of thousands is looked at about once per `maxMs`, not in a spin.
+ * Fair delivery of webhooks across institutions (docs/scaling.md, "Fair delivery across
+ * institutions"). Each worker process runs at most `perInstitution` webhook jobs of one institution
+ * at once; a job whose institution already has that many in flight goes back to the queue (delayed,
+ * without spending an attempt), so `concurrency - perInstitution` slots of every process stay free
+ * for the others. One institution's backlog or dead receivers then delay another's job only by the
+ * time the worker takes to set aside the jobs queued ahead of it (a few milliseconds each), never by
+ * a delivery deadline. A job set aside again waits longer each time (`deferral`: base, doubled, at
+ * most max, with jitter), so a backlog of thousands is looked at about once per `maxMs`, not in a
+ * spin. Forwards need no cap: they all go to one receiver, the EHR, and the forward queue itself is
+ * ordered round-robin by clinic (forward-order.ts).
  */
 export const FAIR_SHARE = {
-  // The EHR is one receiver: 4 of the 16 slots per clinic, 12 always left for the others.
-  'ehr-forward': { perInstitution: 4 },
   // 4 of the 32 slots per institution: eight institutions with dead receivers before a ninth waits.
   webhooks: { perInstitution: 4 },
   deferral: { baseMs: 250, maxMs: 30_000 },
@@ -120,7 +120,10 @@ export const FAIR_SHARE = {
   deferral: { baseMs: number; maxMs: number };
 };
 
-/** The institution a job is counted against in FAIR_SHARE: `<idType>:<id>` (IDs, not patient data). */
+/**
+ * The institution a job is counted against (FAIR_SHARE, the forward backlogs): `<idType>:<id>` (IDs,
+ * not patient data).
+ */
 export function institutionKey(institution: { readonly idType: string; readonly id: string }): string {
   return `${institution.idType}:${institution.id}`;
 }

@@ -79,8 +79,8 @@ export function createOpsOverview(deps: OpsOverviewDeps) {
     if (!health.reachable) return { redis: health, queues: unknownCounts };
     const queues = await Promise.all(
       QUEUE_NAMES.map(async (name) => {
-        const raw = await producer.queues[name].getJobCounts(...COUNTED_STATES);
-        const counts = Object.fromEntries(COUNTED_STATES.map((s) => [s, raw[s] ?? 0])) as QueueCounts;
+        const all = await producer.jobCounts(name);
+        const counts = Object.fromEntries(COUNTED_STATES.map((s) => [s, all[s]])) as QueueCounts;
         return { name, counts };
       }),
     );

@@ -292,10 +292,11 @@ describe.each(ENGINES)('the outbox relay on %s', (engine) => {
         await cancel(draft.id);
         expect(await relay.drainOnce()).toEqual({ dispatched: 2, failed: 0 });
         const forwards = t.ctx.queues.queues['ehr-forward'];
-        expect(await forwards.getJobCounts('wait', 'active')).toEqual({ wait: 0, active: 1 });
+        expect(await t.ctx.queues.jobCounts('ehr-forward')).toMatchObject({ waiting: 0, active: 1 });
 
         await running.moveToCompleted('delivered', token, false);
-        const next = await forwards.getJobs(['wait']);
+        // Waiting in the forward queue's order (queue/forward-order.ts).
+        const next = await forwards.getJobs(['prioritized']);
         expect(next.map((j) => j.id)).toEqual([forwardJobId(draft.id, submitted.version + 1)]);
       } finally {
         await manual.close();

@@ -32,6 +32,7 @@ describe('the producer during a Redis outage', () => {
       referralId: '0190a0a0-0000-7000-8000-000000000001',
       version: 1,
       requestId: 'r',
+      institution: 'hci:S1234A',
     });
   });
   afterAll(async () => {
@@ -48,6 +49,7 @@ describe('the producer during a Redis outage', () => {
           .enqueueForward({
             referralId: '0190a0a0-0000-7000-8000-000000000002',
             version: i + 1,
+            institution: 'hci:S1234A',
             requestId: 'r',
           })
           .then(

@@ -98,7 +98,12 @@ describe.each(ENGINES)('the reconciler on %s', (engine) => {
 
   it('makes sure of a forward job: nothing while one is live, a new one after it vanished or failed', async () => {
     const r = await submitted();
-    const payload = { referralId: r.id, version: r.version, requestId: 'reconcile-test' };
+    const payload = {
+      referralId: r.id,
+      version: r.version,
+      requestId: 'reconcile-test',
+      institution: 'hci:S1234A',
+    };
     const jobId = forwardJobId(r.id, r.version);
 
     expect(await t.ctx.queues.ensureForward(payload)).toBe(true);
@@ -122,7 +127,8 @@ describe.each(ENGINES)('the reconciler on %s', (engine) => {
       );
       expect(await forwards().getJobState(jobId)).toBe('failed');
       expect(await t.ctx.queues.ensureForward(payload)).toBe(true);
-      expect(await forwards().getJobState(jobId)).toBe('waiting');
+      // Waiting in the forward queue's order (queue/forward-order.ts).
+      expect(await forwards().getJobState(jobId)).toBe('prioritized');
       expect(await forwards().getDeduplicationJobId(r.id)).toBe(jobId);
     } finally {
       await manual.close();
@@ -164,7 +170,12 @@ describe.each(ENGINES)('the reconciler on %s', (engine) => {
     // The three oldest still have their jobs (a page's worth): the run must look past them.
     for (const r of referrals.slice(0, 3)) {
       expect(
-        await t.ctx.queues.ensureForward({ referralId: r.id, version: r.version, requestId: 'still-live' }),
+        await t.ctx.queues.ensureForward({
+          referralId: r.id,
+          version: r.version,
+          requestId: 'still-live',
+          institution: 'hci:S1234A',
+        }),
       ).toBe(true);
     }
     expect(await reconciler(0, 3).reconcileOnce()).toMatchObject({ forwardsRequeued: 5 });

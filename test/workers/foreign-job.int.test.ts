@@ -87,7 +87,12 @@ describe.each(ENGINES)(
         .execute();
       expect(row?.ehr_state).toBe('queued');
       // The owner's relay would add this job; the other installation's worker takes it.
-      await owner.ctx.queues.enqueueForward({ referralId: draft.id, version: row!.version, requestId: 'r' });
+      await owner.ctx.queues.enqueueForward({
+        referralId: draft.id,
+        version: row!.version,
+        requestId: 'r',
+        institution: 'hci:S1234A',
+      });
       const jobId = forwardJobId(draft.id, row!.version);
       other.startBackground();
 

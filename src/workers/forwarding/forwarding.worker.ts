@@ -1,15 +1,15 @@
 // The BullMQ shell of the EHR forward: it runs `forwardReferral` (forward-referral.ts) for each job,
 // with the forward policy's backoff, and puts a job the EHR's open circuit deferred back on the queue
-// without counting an attempt. A forward whose sending institution already has its share of this
-// process's slots in flight goes back the same way (fair-share.ts). Everything the forward decides
-// lives beside it in this folder.
+// without counting an attempt. The queue hands out forwards round-robin by clinic (queue/
+// forward-order.ts); a job leaves its clinic's backlog when it starts here. Everything the forward
+// decides lives beside it in this folder.
 import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { forwardReferral, type EhrForwardDeps, type EhrForwardPayload } from './forward-referral.ts';
 import { forwardBackoff, RetryableForwardError } from './forward-policy.ts';
 import { createFormBudget, FORMS_IN_FLIGHT_BYTES } from './form-budget.ts';
+import { forgetForwards } from '../../queue/forward-order.ts';
 import {
-  FAIR_SHARE,
   FORWARD_BACKOFF,
   institutionKey,
   WORKER_DEFAULTS,
@@ -17,7 +17,6 @@ import {
 } from '../../queue/registry.ts';
 import { logWorkerErrors } from '../worker-errors.ts';
 import { foreignJob, UNKNOWN_REFERRAL, type ForeignJobDeps } from '../foreign-job.ts';
-import { createFairShare, fairShareDelayMs, setAside } from '../fair-share.ts';
 
 export interface WorkerSettings {
   /** A worker connection (see queue/connections.ts); BullMQ adds its own blocking one from it. */
@@ -25,8 +24,6 @@ export interface WorkerSettings {
   readonly queuePrefix: string;
   readonly backoffBaseMs: number;
   readonly concurrency?: number;
-  /** Forwards of one sending institution this process runs at once (FAIR_SHARE by default). */
-  readonly perInstitution?: number;
   /** Bytes of forms this process's jobs hold at once (form-budget.ts; FORMS_IN_FLIGHT_BYTES by default). */
   readonly formBytes?: number;
 }
@@ -38,10 +35,9 @@ export function startEhrForwardWorker(
   deps: Omit<EhrForwardDeps, 'formBudget'> & Pick<ForeignJobDeps, 'metrics'>,
   settings: WorkerSettings,
 ): Worker<EhrForwardPayload, SettledForward> {
-  const share = createFairShare(settings.perInstitution ?? FAIR_SHARE['ehr-forward'].perInstitution);
   const formBudget = createFormBudget(settings.formBytes ?? FORMS_IN_FLIGHT_BYTES);
-  // The sender is read before the plan (one row, two columns) and remembered, so a forward set aside
-  // for its institution costs no render and, after the first time, no read at all.
+  // The sender is read before the plan (one row, two columns) and remembered: its backlog is where the
+  // job leaves, and a referral without one is not in this database.
   const senders = new Map<string, string>();
   const senderOf = async (referralId: string): Promise<string | undefined> => {
     const known = senders.get(referralId);
@@ -61,19 +57,18 @@ export function startEhrForwardWorker(
       if (sender === undefined) {
         throw foreignJob({ ...deps, logger: deps.logger.child({ jobId: job.id }) }, 'ehr-forward');
       }
-      const giveBack = share.take(sender);
-      if (giveBack === undefined) return setAside(job, token, fairShareDelayMs(job));
-      let result;
-      try {
-        // Every line the job logs carries its job ID.
-        result = await forwardReferral(
-          { ...deps, formBudget, logger: deps.logger.child({ jobId: job.id }) },
-          job.data,
-          job.attemptsMade + 1,
-        );
-      } finally {
-        giveBack();
+      // Started: no longer waiting in its clinic's backlog (a restart removes nothing more).
+      if (job.id !== undefined) {
+        await forgetForwards(settings.connection, settings.queuePrefix, [
+          { institution: sender, jobId: job.id },
+        ]);
       }
+      // Every line the job logs carries its job ID.
+      const result = await forwardReferral(
+        { ...deps, formBudget, logger: deps.logger.child({ jobId: job.id }) },
+        job.data,
+        job.attemptsMade + 1,
+      );
       if (typeof result === 'string') return result;
       // Back to the queue until the circuit's next probe; a deferral is not an attempt.
       await job.moveToDelayed(result.deferredUntil.getTime(), token);

@@ -1,12 +1,15 @@
-// Fair forwarding across institutions (docs/scaling.md, "Fair delivery across institutions"): one
-// clinic's backlog cannot hold every slot of the forward worker. The recording EHR holds each request
-// open; institution B's forwards are queued first, more than the worker has slots, and A's one forward
-// after them must reach the EHR while B's are still held. Small on purpose: a worker of 4 slots, at
-// most 1 per institution, and B's 6 forwards.
+// Fair forwarding across institutions (docs/scaling.md, "Fair delivery across institutions"): the
+// forward queue is ordered round-robin by clinic, and no slot is kept idle while forwards wait.
+// - One clinic's import queued first does not hold back another clinic's forward queued after it: a
+//   worker of one slot sends A's forward second, after B's first, not after B's whole import.
+// - One clinic alone may use every slot: a worker of 6 slots holds 6 of B's requests at the EHR at
+//   once (while the EHR holds them), where a cap per clinic would have left slots idle.
+// Small on purpose: B's import is 6 forwards.
 import type { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { circuitSettings } from '../../../src/composition/background.ts';
+import { institutionKey } from '../../../src/queue/registry.ts';
 import { createEhrCircuit } from '../../../src/workers/forwarding/ehr-circuit.ts';
 import { createEhrClient, type EhrClient } from '../../../src/workers/forwarding/ehr-client.ts';
 import { startEhrForwardWorker } from '../../../src/workers/forwarding/forwarding.worker.ts';
@@ -16,10 +19,9 @@ import { startRecordingEhr, type RecordingEhr } from '../../support/recording-eh
 import { call } from '../../support/scenarios.ts';
 import type { TestParty } from '../../support/test-app.ts';
 
-const CONCURRENCY = 4;
-const PER_INSTITUTION = 1;
-// Long enough that no held request of B ends while the test runs.
+// Long enough that no held request ends while the test runs.
 const DEADLINE_SECONDS = 120;
+const IMPORT = 6;
 
 describe('fair forwarding across institutions', () => {
   let t: QueueApp;
@@ -37,33 +39,46 @@ describe('fair forwarding across institutions', () => {
     await t.close();
   });
 
-  it("sends A's forward while the EHR holds every request B was allowed to send", async () => {
+  async function start(latencyMs: number) {
     ehr = await startRecordingEhr();
-    ehr.answer({ latencyMs: 10 * DEADLINE_SECONDS * 1000 });
+    ehr.answer({ latencyMs });
     t = await createQueueApp('postgres', {
       env: { EHR_URL: ehr.url, EHR_ATTEMPT_TIMEOUT_SECONDS: String(DEADLINE_SECONDS) },
     });
-    const submitted = async (who: TestParty) => {
-      const draft = (await call(
-        t,
-        who,
-        'POST',
-        '/api/v1/referrals',
-        { offeringId: 'cgh-gastro', ...PATIENT },
-        201,
-      )) as { id: string };
-      const after = (await call(t, who, 'POST', `/api/v1/referrals/${draft.id}/submit`, {})) as {
-        id: string;
-        version: number;
-      };
-      return { referralId: after.id, version: after.version, requestId: 'fairness-test' };
-    };
-    // B's import: six forwards, queued before A's.
-    const b = [];
-    for (let i = 0; i < 6; i++) b.push(await submitted(t.otherSender));
-    await t.ctx.queues.enqueueForwards(b);
+    return ehr;
+  }
 
-    client = createEhrClient({ url: ehr.url, token: undefined, attemptTimeoutMs: DEADLINE_SECONDS * 1000 });
+  /** A submitted referral of `who`, as the relay hands its forward to the queue. */
+  async function submitted(who: TestParty) {
+    const draft = (await call(
+      t,
+      who,
+      'POST',
+      '/api/v1/referrals',
+      { offeringId: 'cgh-gastro', ...PATIENT },
+      201,
+    )) as { id: string };
+    const after = (await call(t, who, 'POST', `/api/v1/referrals/${draft.id}/submit`, {})) as {
+      id: string;
+      version: number;
+    };
+    return {
+      referralId: after.id,
+      version: after.version,
+      requestId: 'fairness-test',
+      institution: institutionKey({
+        idType: who.institution.institutionIdType,
+        id: who.institution.institutionId,
+      }),
+    };
+  }
+
+  function startWorker(recording: RecordingEhr, concurrency: number) {
+    client = createEhrClient({
+      url: recording.url,
+      token: undefined,
+      attemptTimeoutMs: DEADLINE_SECONDS * 1000,
+    });
     connection = new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
     worker = startEhrForwardWorker(
       {
@@ -82,42 +97,44 @@ describe('fair forwarding across institutions', () => {
         logger: t.ctx.logger,
         maxAttempts: 3,
       },
-      {
-        connection,
-        queuePrefix: t.ctx.config.queuePrefix,
-        backoffBaseMs: 20,
-        concurrency: CONCURRENCY,
-        perInstitution: PER_INSTITUTION,
-      },
+      { connection, queuePrefix: t.ctx.config.queuePrefix, backoffBaseMs: 20, concurrency },
     );
-    const recording = ehr;
-    // The state: B's requests have arrived and are being held.
-    await eventually("B's forwards held", () => Promise.resolve(recording.inFlight() > 0 ? true : undefined));
+  }
 
+  it("sends A's forward next after B's import was queued ahead of it", async () => {
+    const recording = await start(0);
+    const b = [];
+    for (let i = 0; i < IMPORT; i++) b.push(await submitted(t.otherSender));
+    await t.ctx.queues.enqueueForwards(b);
     const a = await submitted(t.sender);
     await t.ctx.queues.enqueueForward(a);
-    // Bounded by the settings under test: well within one attempt deadline of B's held requests.
+
+    startWorker(recording, 1);
+    const arrived = await eventually('every forward at the EHR', () =>
+      Promise.resolve(recording.deliveries().length === IMPORT + 1 ? recording.deliveries() : undefined),
+    );
+    const order = arrived.map((d) => d.referralId);
+    // B's first was queued before A's; A's comes right after it, and then the rest of B's in order.
+    expect(order).toEqual([b[0]?.referralId, a.referralId, ...b.slice(1).map((f) => f.referralId)]);
+    expect(arrived.every((d) => d.valid)).toBe(true);
+  });
+
+  it('lets one clinic use every slot while nobody else waits', async () => {
+    const recording = await start(10 * DEADLINE_SECONDS * 1000);
+    const b = [];
+    for (let i = 0; i < IMPORT; i++) b.push(await submitted(t.otherSender));
+    await t.ctx.queues.enqueueForwards(b);
+
+    startWorker(recording, IMPORT);
+    // Bounded well within one attempt deadline: each forward is a render and a request.
     await eventually(
-      "A's forward at the EHR",
-      () =>
-        Promise.resolve(recording.deliveries().some((d) => d.referralId === a.referralId) ? true : undefined),
+      "all of B's forwards held at once",
+      () => Promise.resolve(recording.inFlight() === IMPORT ? true : undefined),
       (DEADLINE_SECONDS * 1000) / 4,
     );
-
-    // Nothing was answered: B's requests are still open, and B never had more than its share.
+    expect(new Set(recording.deliveries().map((d) => d.referralId))).toEqual(
+      new Set(b.map((f) => f.referralId)),
+    );
     expect(recording.counts()).toMatchObject({ answered: 0, cutOff: 0 });
-    const bIds = new Set(b.map((f) => f.referralId));
-    expect(recording.deliveries().filter((d) => bIds.has(d.referralId ?? ''))).toHaveLength(PER_INSTITUTION);
-    expect(recording.inFlight()).toBe(PER_INSTITUTION + 1);
-    // All seven forwards are still live (B's one held and five set aside, A's held), and none has
-    // spent an attempt.
-    const live = await t.ctx.queues.queues['ehr-forward'].getJobs([
-      'active',
-      'delayed',
-      'waiting',
-      'prioritized',
-    ]);
-    expect(live).toHaveLength(7);
-    expect(live.every((job) => job.attemptsMade === 0)).toBe(true);
   }, 60_000);
 });
