@@ -255,7 +255,9 @@ async function main(): Promise<void> {
     } else {
       log(`--cpu-stages: no profile in ${profileDir}, or nothing was forwarded`);
     }
-    await fs.rm(profileDir, { recursive: true, force: true });
+    // BENCH_KEEP_PROFILE=1 leaves the profiles for a closer look (Chrome DevTools, speedscope).
+    if (process.env.BENCH_KEEP_PROFILE === '1') log(`--cpu-stages: the profiles are in ${profileDir}`);
+    else await fs.rm(profileDir, { recursive: true, force: true });
   }
 
   const memory = memoryRow(

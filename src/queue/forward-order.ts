@@ -22,7 +22,7 @@ export const ORDER_HORIZON_MS = 60 * 60 * 1000;
 export const MAX_PRIORITY = 2 ** 21;
 
 /** A forward for the queue, with the institution (`institutionKey`) whose backlog it joins. */
-export type QueuedForward = QueuePayloads['ehr-forward'] & { readonly institution: string };
+export type QueuedForward = Required<QueuePayloads['ehr-forward']>;
 
 function backlogKey(queuePrefix: string, institution: string): string {
   return `${queuePrefix}:forward-backlog:${institution}`;

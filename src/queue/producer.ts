@@ -128,10 +128,10 @@ export function createQueueProducer(settings: QueueSettings, logger: Logger): Qu
   async function addForwards(forwards: readonly QueuedForward[]): Promise<void> {
     const ranks = await rankForwards(redis, settings.queuePrefix, forwards, Date.now());
     const jobs = await queues['ehr-forward'].addBulk(
-      forwards.map(({ institution: _, ...payload }, i) => ({
+      forwards.map((forward, i) => ({
         name: 'forward',
-        data: payload,
-        opts: forwardOptions(payload, ranks[i] ?? 1),
+        data: forward,
+        opts: forwardOptions(forward, ranks[i] ?? 1),
       })),
     );
     const coalesced = forwards.flatMap((forward, i) => {

@@ -5,8 +5,17 @@ import type { JobsOptions, WorkerOptions } from 'bullmq';
 import { messageIdOf } from '../domain/ids.ts';
 
 export interface QueuePayloads {
-  /** Forward the referral's current form to the EHR. `version` is the trigger's, for tracing. */
-  'ehr-forward': { readonly referralId: string; readonly version: number; readonly requestId: string };
+  /**
+   * Forward the referral's current form to the EHR. `version` is the trigger's, for tracing.
+   * `institution` is the referral's sender (`institutionKey`), whose backlog the job is ranked in
+   * (forward-order.ts); jobs queued before the order carry none.
+   */
+  'ehr-forward': {
+    readonly referralId: string;
+    readonly version: number;
+    readonly requestId: string;
+    readonly institution?: string;
+  };
   /** One firing of a referral's provider reminder schedule. */
   reminders: { readonly referralId: string };
   /**

@@ -5,7 +5,6 @@
 // (so a submit or cancel that lands meanwhile is never overwritten).
 import { v7 as uuidv7 } from 'uuid';
 import type { Kysely, Transaction } from 'kysely';
-import type { InstitutionRef } from '../domain/access.ts';
 import type { Clock } from '../domain/clock.ts';
 import { LIFECYCLE, REFHUB_SYSTEM } from '../domain/lifecycle.ts';
 import type { EhrFormSource } from '../domain/referral-view.ts';
@@ -56,6 +55,8 @@ export type ForwardPlan =
   | { readonly kind: 'nothing-to-send' }
   /** Due, but the referral went back to draft (or was deleted) before anything was sent. */
   | { readonly kind: 'withdrawn' }
+  /** Not in this database: the job is another installation's (workers/foreign-job.ts). */
+  | { readonly kind: 'unknown-referral' }
   | { readonly kind: 'send'; readonly record: ReferralRecord; readonly source: EhrFormSource };
 
 export interface AttemptOutcome {
@@ -136,24 +137,21 @@ export function createEhrForwarding(deps: ForwardingDeps) {
     /** What to do for a forward job, read fresh (the job may be late, repeated or coalesced). */
     async plan(referralId: string): Promise<ForwardPlan> {
       // The parts come in the same statement: most referrals a job reads are due to be sent.
-      const found = await referralRepository(deps.db).findForSystemWithParts(referralId);
-      // Deleted (only a draft can be) or never known: nothing goes to the EHR.
-      if (found === undefined) return { kind: 'withdrawn' };
+      const referrals = referralRepository(deps.db);
+      const found = await referrals.findForSystemWithParts(referralId);
+      // Deleted (only a draft can be) or never known: nothing goes to the EHR. A referral is never
+      // removed, so one without a sender was never in this database.
+      if (found === undefined) {
+        return (await referrals.senderOf(referralId)) === undefined
+          ? { kind: 'unknown-referral' }
+          : { kind: 'withdrawn' };
+      }
       const { record } = found;
       if (record.ehr.state !== 'queued' && record.ehr.state !== 'failed') {
         return { kind: 'nothing-to-send' };
       }
       if (record.status === 'draft') return { kind: 'withdrawn' };
       return { kind: 'send', record, source: ehrFormSourceFor(found) };
-    },
-
-    /**
-     * The institution that sent the referral, for the forward worker's share per institution: a
-     * cheap read before `plan`, so a forward deferred for its institution costs no render or read of
-     * its parts. Undefined when the referral is not known.
-     */
-    async senderOf(referralId: string): Promise<InstitutionRef | undefined> {
-      return referralRepository(deps.db).senderOf(referralId);
     },
 
     /**

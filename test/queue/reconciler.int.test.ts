@@ -157,6 +157,7 @@ describe.each(ENGINES)('the reconciler on %s', (engine) => {
       referralId: a.id,
       version: a.version,
       requestId: `reconcile.${a.id}.v${a.version}`,
+      institution: 'hci:S1234A',
     });
     // Repaired: a second run finds nothing to do.
     expect(await reconciler().reconcileOnce()).toEqual({ forwardsRequeued: 0, schedulersRebuilt: 0 });

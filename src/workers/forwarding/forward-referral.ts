@@ -41,6 +41,8 @@ export interface EhrForwardDeps {
 
 export type ForwardResult =
   | SettledForward
+  /** No such referral in this installation's database: the worker fails the job (foreign-job.ts). */
+  | 'unknown-referral'
   /** The EHR's circuit is open: try again then, without counting this as an attempt. */
   | { readonly deferredUntil: Date };
 
@@ -65,7 +67,7 @@ export async function forwardReferral(
   attempt: number,
 ): Promise<ForwardResult> {
   const plan = await deps.forwarding.plan(payload.referralId);
-  if (plan.kind === 'nothing-to-send') return 'nothing-to-send';
+  if (plan.kind === 'nothing-to-send' || plan.kind === 'unknown-referral') return plan.kind;
   if (plan.kind === 'withdrawn') {
     await deps.forwarding.withdraw(payload.referralId);
     return 'withdrawn';

@@ -1,7 +1,8 @@
 // The BullMQ shell of the EHR forward: it runs `forwardReferral` (forward-referral.ts) for each job,
 // with the forward policy's backoff, and puts a job the EHR's open circuit deferred back on the queue
 // without counting an attempt. The queue hands out forwards round-robin by clinic (queue/
-// forward-order.ts); a job leaves its clinic's backlog when it starts here. Everything the forward
+// forward-order.ts); a job leaves its clinic's backlog when it starts here, named by the institution
+// the job carries. Everything the forward
 // decides lives beside it in this folder.
 import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -9,12 +10,7 @@ import { forwardReferral, type EhrForwardDeps, type EhrForwardPayload } from './
 import { forwardBackoff, RetryableForwardError } from './forward-policy.ts';
 import { createFormBudget, FORMS_IN_FLIGHT_BYTES } from './form-budget.ts';
 import { forgetForwards } from '../../queue/forward-order.ts';
-import {
-  FORWARD_BACKOFF,
-  institutionKey,
-  WORKER_DEFAULTS,
-  type SettledForward,
-} from '../../queue/registry.ts';
+import { FORWARD_BACKOFF, WORKER_DEFAULTS, type SettledForward } from '../../queue/registry.ts';
 import { logWorkerErrors } from '../worker-errors.ts';
 import { foreignJob, UNKNOWN_REFERRAL, type ForeignJobDeps } from '../foreign-job.ts';
 
@@ -28,47 +24,25 @@ export interface WorkerSettings {
   readonly formBytes?: number;
 }
 
-/** How many referrals' senders a worker remembers (a sender never changes; an entry is ~100 bytes). */
-const SENDERS_KEPT = 10_000;
-
 export function startEhrForwardWorker(
   deps: Omit<EhrForwardDeps, 'formBudget'> & Pick<ForeignJobDeps, 'metrics'>,
   settings: WorkerSettings,
 ): Worker<EhrForwardPayload, SettledForward> {
   const formBudget = createFormBudget(settings.formBytes ?? FORMS_IN_FLIGHT_BYTES);
-  // The sender is read before the plan (one row, two columns) and remembered: its backlog is where the
-  // job leaves, and a referral without one is not in this database.
-  const senders = new Map<string, string>();
-  const senderOf = async (referralId: string): Promise<string | undefined> => {
-    const known = senders.get(referralId);
-    if (known !== undefined) return known;
-    const sender = await deps.forwarding.senderOf(referralId);
-    if (sender === undefined) return undefined;
-    if (senders.size >= SENDERS_KEPT) senders.delete(senders.keys().next().value ?? '');
-    const key = institutionKey(sender);
-    senders.set(referralId, key);
-    return key;
-  };
   const worker = new Worker<EhrForwardPayload, SettledForward>(
     'ehr-forward',
     async (job: Job<EhrForwardPayload>, token?: string) => {
-      // Every referral has a sender, deleted or not: a referral without one is not in this database.
-      const sender = await senderOf(job.data.referralId);
-      if (sender === undefined) {
-        throw foreignJob({ ...deps, logger: deps.logger.child({ jobId: job.id }) }, 'ehr-forward');
-      }
-      // Started: no longer waiting in its clinic's backlog (a restart removes nothing more).
-      if (job.id !== undefined) {
+      // Started: no longer waiting in its clinic's backlog (jobs queued before the order carry no
+      // institution and are in none).
+      if (job.data.institution !== undefined && job.id !== undefined) {
         await forgetForwards(settings.connection, settings.queuePrefix, [
-          { institution: sender, jobId: job.id },
+          { institution: job.data.institution, jobId: job.id },
         ]);
       }
       // Every line the job logs carries its job ID.
-      const result = await forwardReferral(
-        { ...deps, formBudget, logger: deps.logger.child({ jobId: job.id }) },
-        job.data,
-        job.attemptsMade + 1,
-      );
+      const logger = deps.logger.child({ jobId: job.id });
+      const result = await forwardReferral({ ...deps, formBudget, logger }, job.data, job.attemptsMade + 1);
+      if (result === 'unknown-referral') throw foreignJob({ ...deps, logger }, 'ehr-forward');
       if (typeof result === 'string') return result;
       // Back to the queue until the circuit's next probe; a deferral is not an attempt.
       await job.moveToDelayed(result.deferredUntil.getTime(), token);

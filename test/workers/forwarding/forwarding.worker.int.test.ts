@@ -285,7 +285,16 @@ describe.each(ENGINES)('forwarding to the EHR on %s', (engine) => {
       expect(t.logs.join('\n')).not.toContain(marker);
     }
     const job = await t.ctx.queues.queues['ehr-forward'].getJob(`${draft.id}.v${draft.version + 1}`);
-    expect(Object.keys(job?.data ?? {}).sort()).toEqual(['referralId', 'requestId', 'version']);
+    // IDs only: the referral, the request, the version and the sending institution's ID.
+    expect(Object.keys(job?.data ?? {}).sort()).toEqual([
+      'institution',
+      'referralId',
+      'requestId',
+      'version',
+    ]);
+    expect(job?.data.institution).toBe(
+      `${t.sender.institution.institutionIdType}:${t.sender.institution.institutionId}`,
+    );
     expect(ehr.output().stdout + ehr.output().stderr).not.toContain(CANARY.patientName);
   });
 });
