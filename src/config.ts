@@ -18,6 +18,11 @@ export interface Config {
   readonly linkTtlSeconds: number;
   readonly catalogFile: string | undefined;
   readonly rateLimitPerMinute: number;
+  /**
+   * MiB of answers one process has handed to Node and not yet to the network (a slow client's);
+   * a read whose answer does not fit is answered 503 (api/response-budget.ts).
+   */
+  readonly responsesInFlightMib: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly redisUrl: string;
   /** BullMQ key prefix in hash-tag form (`{refhub}`), so a queue's keys share one Redis Cluster slot. */
@@ -228,6 +233,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     linkTtlSeconds: integer(env, 'LINK_TTL_SECONDS', 900, 30, 86_400),
     catalogFile: optionalPath(cwd, read(env, 'CATALOG_FILE')),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
+    responsesInFlightMib: integer(env, 'RESPONSES_IN_FLIGHT_MIB', 32, 1, 4096),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']) ?? 'redis://127.0.0.1:6379',
     queuePrefix: queuePrefix(env),
@@ -329,6 +335,7 @@ const SHOWN: { readonly [K in keyof Config]-?: readonly [variable: string, shown
   linkTtlSeconds: ['LINK_TTL_SECONDS', 'value'],
   catalogFile: ['CATALOG_FILE', 'value'],
   rateLimitPerMinute: ['RATE_LIMIT_PER_MINUTE', 'value'],
+  responsesInFlightMib: ['RESPONSES_IN_FLIGHT_MIB', 'value'],
   logLevel: ['LOG_LEVEL', 'value'],
   redisUrl: ['REDIS_URL', 'url'],
   queuePrefix: ['QUEUE_PREFIX', 'value'],

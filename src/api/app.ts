@@ -18,6 +18,7 @@ import { registerAuth } from './plugins/auth.ts';
 import { opsOnlyDocs } from './docs-access.ts';
 import { DOCUMENT_PATH, swaggerUiOptions } from './docs-page.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
+import { registerResponseBudget } from './response-budget.ts';
 import { registerProblemHandlers } from './plugins/problem.ts';
 import { registerWebhookWarning } from './webhooks-warning.ts';
 import { createValidatorCompiler } from './validation.ts';
@@ -120,6 +121,7 @@ export async function buildApp(deps: ApiDeps, parts: ApiParts): Promise<FastifyI
   });
 
   registerIdempotency(app, deps);
+  registerResponseBudget(app, deps);
 
   registerComponentSchemas(app);
   await app.register(swagger, swaggerOptions(deps.config.publicUrl));

@@ -39,6 +39,16 @@ export function createMetrics() {
     help: 'Requests refused because their API key went over its rate limit',
     registers: [registry],
   });
+  const responseBytes = new Gauge({
+    name: 'refhub_http_response_bytes_in_flight',
+    help: 'Bytes of answers handed to Node and not yet to the network (RESPONSES_IN_FLIGHT_MIB)',
+    registers: [registry],
+  });
+  const responsesShed = new Counter({
+    name: 'refhub_http_responses_shed_total',
+    help: 'Reads answered 503 because their answer did not fit RESPONSES_IN_FLIGHT_MIB',
+    registers: [registry],
+  });
   const circuitTransitions = new Counter({
     name: 'refhub_ehr_circuit_transitions_total',
     help: "Transitions of the EHR's circuit made by this process, by the state it went to",
@@ -192,6 +202,13 @@ export function createMetrics() {
     },
     rateLimited(): void {
       rateLimited.inc();
+    },
+    /** The bytes of answers not yet handed to the network, after each change. */
+    responseBytesInFlight(bytes: number): void {
+      responseBytes.set(bytes);
+    },
+    responseShed(): void {
+      responsesShed.inc();
     },
     observeEhrAttempt(outcome: string, status: number | null, seconds: number): void {
       ehrAttempts.inc({ outcome, status_class: statusClass(status) });
