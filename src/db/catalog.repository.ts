@@ -149,6 +149,49 @@ export function catalogRepository(db: Executor) {
       return row && { idType: row.id_type, id: row.id, name: row.name };
     },
 
+    /**
+     * What a new draft needs of the catalog, in one statement: the offering it names (none when
+     * `offeringId` is absent or unknown) and the sending institution's name (none when the catalog
+     * does not list it).
+     */
+    async forNewDraft(
+      offeringId: string | null | undefined,
+      sender: InstitutionRef,
+    ): Promise<{ readonly offering?: OfferingRecord; readonly senderName?: string }> {
+      const row = await db
+        .selectFrom(sql<{ one: number }>`(select 1 as one)`.as('one'))
+        .leftJoin('institutions as s', (j) =>
+          j.on('s.id_type', '=', sender.idType).on('s.id', '=', sender.id),
+        )
+        .leftJoin(
+          offerings()
+            .where('o.id', '=', offeringId ?? null)
+            .as('o'),
+          (j) => j.onTrue(),
+        )
+        .select([
+          's.name as sender_name',
+          'o.id',
+          'o.name',
+          'o.category',
+          'o.description',
+          'o.specialty',
+          'o.ehr_code',
+          'o.system',
+          'o.cancellable',
+          'o.active',
+          'o.institution_id_type',
+          'o.institution_id',
+          'o.institution_name',
+        ])
+        .executeTakeFirstOrThrow();
+      const { sender_name: senderName, ...offering } = row;
+      return {
+        ...(offering.id === null ? {} : { offering: toOfferingRecord(offering as OfferingRow) }),
+        ...(senderName === null ? {} : { senderName }),
+      };
+    },
+
     async findOffering(id: string): Promise<OfferingRecord | undefined> {
       const row = await offerings().where('o.id', '=', id).executeTakeFirst();
       return row && toOfferingRecord(row);

@@ -410,16 +410,24 @@ export async function newDraft(
   auditAction: string,
 ): Promise<{ write: Omit<ReferralWrite, 'links' | 'key'>; after: ReferralWithParts }> {
   const now = clock.now();
-  const { content, offering = null } = await resolveContent(db, clock, input);
-  const sender = await catalogRepository(db).findInstitution(caller.institution);
+  // The offering and the sender's name in one read.
+  const catalog = await catalogRepository(db).forNewDraft(input.offeringId, caller.institution);
+  const { content, offering = null } = await resolveContent(db, clock, input, () =>
+    Promise.resolve(catalog.offering),
+  );
   const id = uuidv7();
   const inserted = referralWrites.insert(
     db,
     { id, sender: caller.institution, senderSystem: caller.system, now, ...EMPTY_CONTENT, ...content },
     REFERRAL_WRITE_RETURNING,
-    { sender: sender?.name ?? '', offering },
+    { sender: catalog.senderName ?? '', offering },
   );
-  const events = timelineEventsOf(id, caller.system, [timeline.created(sender?.name ?? 'The sender')], now);
+  const events = timelineEventsOf(
+    id,
+    caller.system,
+    [timeline.created(catalog.senderName ?? 'The sender')],
+    now,
+  );
   return {
     write: {
       referral: inserted.query,

@@ -92,6 +92,9 @@ export async function resolveContent(
   db: Executor,
   clock: Clock,
   input: ReferralFieldsInput,
+  /** Reads the offering the input names (a caller that read it already hands it over). */
+  findOffering: (id: string) => Promise<OfferingRecord | undefined> = (id) =>
+    catalogRepository(db).findOffering(id),
 ): Promise<ResolvedContent> {
   const errors: FieldError[] = [];
   const content: Partial<Record<keyof ReferralContent, string | boolean | null>> = {};
@@ -111,7 +114,7 @@ export async function resolveContent(
     offering = null;
     Object.assign(content, { offeringId: null, providerIdType: null, providerId: null });
   } else if (input.offeringId !== undefined) {
-    offering = (await catalogRepository(db).findOffering(input.offeringId)) ?? null;
+    offering = (await findOffering(input.offeringId)) ?? null;
     // The message never quotes the value: a client that mixed up fields may have sent a patient UIN.
     if (!offering) errors.push({ path: 'body.offeringId', message: 'is not a known offering' });
     else if (!offering.active) errors.push({ path: 'body.offeringId', message: 'is no longer offered' });

@@ -315,4 +315,21 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
     );
     expect(await snapshot(store)).toEqual(before);
   });
+
+  it("reads a new draft's offering and sender in one statement, each absent when unknown", async () => {
+    await catalog.loadFile(DEMO_CATALOG_FILE);
+    const repo = catalogRepository(store.db);
+    const [offering] = DEMO.offerings;
+    const [sender] = DEMO.institutions;
+    const ref = { idType: sender!.idType, id: sender!.id };
+    const both = await repo.forNewDraft(offering!.id, ref);
+    expect(both.senderName).toBe(sender!.name);
+    expect(both.offering).toEqual(await repo.findOffering(offering!.id));
+    expect(await repo.forNewDraft('no-such-offering', ref)).toEqual({ senderName: sender!.name });
+    expect(await repo.forNewDraft(undefined, ref)).toEqual({ senderName: sender!.name });
+    expect(await repo.forNewDraft(null, ref)).toEqual({ senderName: sender!.name });
+    expect(await repo.forNewDraft(offering!.id, { idType: 'hci', id: 'NOT-LISTED' })).toEqual({
+      offering: both.offering,
+    });
+  });
 });
