@@ -129,15 +129,15 @@ export function sampleRss(service: Service, everyMs = 250): { stop(): number; pe
   };
 }
 
-/** The CPU time `pid` has used so far (user + system), in seconds, from /proc; 0 when unreadable. */
-export function cpuSecondsOfPid(pid: number): number {
+/** The CPU time `pid` has used so far in its own code (`user`) and in the kernel's on its behalf (`system`). */
+export function cpuTimesOfPid(pid: number): { readonly user: number; readonly system: number } {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The fields after the command name (which may hold spaces) start after its closing parenthesis.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+    return { user: Number(fields[11]) / CLOCK_TICKS, system: Number(fields[12]) / CLOCK_TICKS };
   } catch {
-    return 0;
+    return { user: 0, system: 0 };
   }
 }
 

@@ -17,7 +17,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import type { BarePipeline, BenchEnv, DraftPool } from '../environment.ts';
 import {
-  cpuSecondsOfPid,
+  cpuTimesOfPid,
   machineCpuSeconds,
   sampleRss,
   startBaselineWorker,
@@ -215,6 +215,8 @@ export interface BurstFigures {
   readonly submit: Measurement;
   /** CPU time of the side's processes per referral delivered, in ms. */
   readonly cpuMsPerReferral: number;
+  /** The share of that CPU spent in the kernel on the processes' behalf (sockets, mostly). */
+  readonly kernelShare: number;
   /** The share of the machine's CPU time that was busy during the burst (0–1). */
   readonly machineBusy: number;
 }
@@ -234,7 +236,7 @@ export async function burst(env: BenchEnv, side: ForwardSide, plan: ForwardPlan)
   }
   const before = await sandbox.delivered();
   const samplers = side.processes.map((p) => sampleRss(p));
-  const cpuBefore = side.processes.map((p) => cpuSecondsOfPid(p.pid));
+  const cpuBefore = side.processes.map((p) => cpuTimesOfPid(p.pid));
   const machineBefore = machineCpuSeconds();
   const started = Date.now();
   const { sentAt, latencies: submitLatencies, failed } = await submitAll(side.target, ids, plan.connections);
@@ -243,10 +245,12 @@ export async function burst(env: BenchEnv, side: ForwardSide, plan: ForwardPlan)
   while ((await sandbox.delivered()) - before < ids.length - failed && Date.now() < until)
     await sleep(POLL_MS);
   const machineAfter = machineCpuSeconds();
-  const cpuSeconds = side.processes.reduce(
-    (sum, p, i) => sum + cpuSecondsOfPid(p.pid) - (cpuBefore[i] ?? 0),
-    0,
-  );
+  const spent = side.processes.map((p, i) => {
+    const now = cpuTimesOfPid(p.pid);
+    return { user: now.user - (cpuBefore[i]?.user ?? 0), system: now.system - (cpuBefore[i]?.system ?? 0) };
+  });
+  const cpuSeconds = spent.reduce((sum, t) => sum + t.user + t.system, 0);
+  const systemSeconds = spent.reduce((sum, t) => sum + t.system, 0);
   const peak = samplers.reduce((sum, s) => sum + s.stop(), 0);
   const wanted = new Set(ids);
   const receivedAt = new Map<string, number>();
@@ -275,6 +279,7 @@ export async function burst(env: BenchEnv, side: ForwardSide, plan: ForwardPlan)
       errors: failed,
     },
     cpuMsPerReferral: (cpuSeconds * 1000) / Math.max(1, receivedAt.size),
+    kernelShare: cpuSeconds === 0 ? 0 : systemSeconds / cpuSeconds,
     machineBusy: (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total),
   };
 }
@@ -363,7 +368,7 @@ function roundLine(f: BurstFigures): string {
   return (
     `${Math.round(f.delivery.rate)} referrals/s (submit→EHR p95 ${ms(f.delivery.tail)}), ` +
     `submits ${Math.round(f.submit.rate)}/s (p95 ${ms(f.submit.tail)}), ` +
-    `CPU ${f.cpuMsPerReferral.toFixed(2)} ms per referral, machine busy ${Math.round(f.machineBusy * 100)}%` +
+    `CPU ${f.cpuMsPerReferral.toFixed(2)} ms per referral (${Math.round(f.kernelShare * 100)}% in the kernel), machine busy ${Math.round(f.machineBusy * 100)}%` +
     (f.delivery.errors > 0 ? `, ${f.delivery.errors} errors` : '')
   );
 }
@@ -465,7 +470,7 @@ export async function forwardScenario(env: BenchEnv, plan: ForwardPlan): Promise
         .map(([name, f]) =>
           f === undefined
             ? `${name}: –`
-            : `${name}: CPU ${f.cpuMsPerReferral.toFixed(2)} ms per referral, machine busy ${Math.round(f.machineBusy * 100)}%`,
+            : `${name}: CPU ${f.cpuMsPerReferral.toFixed(2)} ms per referral (${Math.round(f.kernelShare * 100)}% in the kernel), machine busy ${Math.round(f.machineBusy * 100)}%`,
         )
         .join('; ');
     };
