@@ -69,9 +69,10 @@ export async function forgetForwards(
   forwards: readonly { readonly institution: string; readonly jobId: string }[],
 ): Promise<void> {
   if (forwards.length === 0) return;
-  const multi = redis.multi();
-  for (const f of forwards) multi.zrem(backlogKey(queuePrefix, f.institution), f.jobId);
-  const results = await multi.exec();
+  // Independent removals: one round trip, no transaction.
+  const pipeline = redis.pipeline();
+  for (const f of forwards) pipeline.zrem(backlogKey(queuePrefix, f.institution), f.jobId);
+  const results = await pipeline.exec();
   for (const [error] of results ?? []) if (error !== null) throw error;
 }
 
