@@ -1,10 +1,10 @@
 // Fair delivery across institutions, in one worker process: at most `perInstitution` of its jobs of one
-// institution run at once (FAIR_SHARE in queue/registry.ts). A job whose institution is at its cap is
-// set aside: moved back to the queue as delayed, the way the forward worker defers a job while the
-// EHR's circuit is open, so it spends no attempt. Each time the same job is set aside it waits longer
-// (doubling from FAIR_SHARE.deferral.baseMs up to maxMs, with jitter), so a backlog of one institution
-// is looked at about once per maxMs rather than spinning through the queue. docs/scaling.md says what
-// this bounds.
+// institution run at once (FAIR_SHARE in queue/registry.ts; the webhook worker's). A job whose
+// institution is at its cap is set aside: moved back to the queue as delayed, the way the forward
+// worker defers a job while the EHR's circuit is open, so it spends no attempt. Each time the same
+// job is set aside it waits longer (doubling from FAIR_SHARE.deferral.baseMs up to maxMs, with
+// jitter), so a backlog of one institution is looked at about once per maxMs rather than spinning
+// through the queue. docs/scaling.md says what this bounds.
 import { DelayedError, type Job } from 'bullmq';
 import { FAIR_SHARE } from '../queue/registry.ts';
 
