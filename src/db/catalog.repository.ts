@@ -150,46 +150,30 @@ export function catalogRepository(db: Executor) {
     },
 
     /**
-     * What a new draft needs of the catalog, in one statement: the offering it names (none when
-     * `offeringId` is absent or unknown) and the sending institution's name (none when the catalog
-     * does not list it).
+     * What a new draft needs of the catalog, in one statement: the offering it names, with the
+     * sending institution's name (absent when the catalog does not list it). An offering that is not
+     * in the catalog comes back as none, and so does the name: the draft is refused then.
      */
     async forNewDraft(
       offeringId: string | null | undefined,
       sender: InstitutionRef,
     ): Promise<{ readonly offering?: OfferingRecord; readonly senderName?: string }> {
-      const row = await db
-        .selectFrom(sql<{ one: number }>`(select 1 as one)`.as('one'))
-        .leftJoin('institutions as s', (j) =>
-          j.on('s.id_type', '=', sender.idType).on('s.id', '=', sender.id),
-        )
-        .leftJoin(
-          offerings()
-            .where('o.id', '=', offeringId ?? null)
-            .as('o'),
-          (j) => j.onTrue(),
-        )
-        .select([
-          's.name as sender_name',
-          'o.id',
-          'o.name',
-          'o.category',
-          'o.description',
-          'o.specialty',
-          'o.ehr_code',
-          'o.system',
-          'o.cancellable',
-          'o.active',
-          'o.institution_id_type',
-          'o.institution_id',
-          'o.institution_name',
-        ])
-        .executeTakeFirstOrThrow();
-      const { sender_name: senderName, ...offering } = row;
-      return {
-        ...(offering.id === null ? {} : { offering: toOfferingRecord(offering as OfferingRow) }),
-        ...(senderName === null ? {} : { senderName }),
-      };
+      const senderName = db
+        .selectFrom('institutions as s')
+        .select('s.name')
+        .where('s.id_type', '=', sender.idType)
+        .where('s.id', '=', sender.id);
+      if (offeringId === null || offeringId === undefined) {
+        const row = await senderName.executeTakeFirst();
+        return row === undefined ? {} : { senderName: row.name };
+      }
+      const row = await offerings()
+        .select(senderName.as('sender_name'))
+        .where('o.id', '=', offeringId)
+        .executeTakeFirst();
+      if (row === undefined) return {};
+      const { sender_name: name, ...offering } = row;
+      return { offering: toOfferingRecord(offering), ...(name === null ? {} : { senderName: name }) };
     },
 
     async findOffering(id: string): Promise<OfferingRecord | undefined> {

@@ -325,7 +325,8 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
     const both = await repo.forNewDraft(offering!.id, ref);
     expect(both.senderName).toBe(sender!.name);
     expect(both.offering).toEqual(await repo.findOffering(offering!.id));
-    expect(await repo.forNewDraft('no-such-offering', ref)).toEqual({ senderName: sender!.name });
+    // The draft is refused then: nothing else is needed.
+    expect(await repo.forNewDraft('no-such-offering', ref)).toEqual({});
     expect(await repo.forNewDraft(undefined, ref)).toEqual({ senderName: sender!.name });
     expect(await repo.forNewDraft(null, ref)).toEqual({ senderName: sender!.name });
     expect(await repo.forNewDraft(offering!.id, { idType: 'hci', id: 'NOT-LISTED' })).toEqual({
