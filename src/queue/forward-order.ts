@@ -29,8 +29,8 @@ function backlogKey(queuePrefix: string, institution: string): string {
 }
 
 /**
- * Adds each forward to its institution's backlog, in order, and returns each one's priority: its
- * rank in the backlog once added (one round trip for the batch).
+ * Adds each forward to its institution's backlog, in order, and returns each one's rank in it once
+ * added (one round trip for the batch, as one transaction: no other batch's ranks come between).
  */
 export async function rankForwards(
   redis: Redis,
