@@ -174,7 +174,7 @@ export function createQueueProducer(settings: QueueSettings, logger: Logger): Qu
     },
 
     async jobCounts(name) {
-      const raw = await queues[name].getJobCounts('waiting', 'prioritized', ...JOB_STATES.slice(1));
+      const raw = await queues[name].getJobCounts(...JOB_STATES, 'prioritized');
       const counts = Object.fromEntries(JOB_STATES.map((state) => [state, raw[state] ?? 0]));
       return { ...counts, waiting: (raw.waiting ?? 0) + (raw.prioritized ?? 0) } as Record<JobState, number>;
     },

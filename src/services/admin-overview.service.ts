@@ -13,7 +13,7 @@ import {
 import { ehrCircuitRepository, type CircuitRow } from '../db/forwarding-circuit.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { QueueProducer } from '../queue/producer.ts';
-import { COUNTED_STATES, type QueueCounts } from '../render/pages/admin-overview.page.ts';
+import type { QueueCounts } from '../render/pages/admin-overview.page.ts';
 import { QUEUE_NAMES, type QueueName } from '../queue/registry.ts';
 
 export interface RedisStatus {
@@ -78,11 +78,7 @@ export function createOpsOverview(deps: OpsOverviewDeps) {
     const health = await producer.health();
     if (!health.reachable) return { redis: health, queues: unknownCounts };
     const queues = await Promise.all(
-      QUEUE_NAMES.map(async (name) => {
-        const all = await producer.jobCounts(name);
-        const counts = Object.fromEntries(COUNTED_STATES.map((s) => [s, all[s]])) as QueueCounts;
-        return { name, counts };
-      }),
+      QUEUE_NAMES.map(async (name) => ({ name, counts: await producer.jobCounts(name) })),
     );
     return { redis: health, queues };
   }
