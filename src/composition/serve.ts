@@ -3,6 +3,7 @@
 // production), picks where forms go, starts what the mode runs and listens, then prints the banner.
 // On SIGTERM or SIGINT it stops in order within SHUTDOWN_GRACE_SECONDS: readiness says "draining",
 // the listener drains and closes, active jobs finish, the relays stop, the pools close.
+import { flushCompileCache } from 'node:module';
 import { loadConfig, type Config } from '../config.ts';
 import { fail } from '../cli/failure.ts';
 import { VERSION } from '../cli/version.ts';
@@ -160,6 +161,9 @@ export async function serve(command: ServeCommand): Promise<void> {
   const storeName = ctx.store.engine === 'pglite' ? `embedded PGlite in ${config.dataDir}` : 'PostgreSQL';
   const address = await app.listen({ port: config.port, host: config.host });
   memoryAt('listening');
+  // Everything a serving process loads is loaded by now: write the compile cache (bin/refhub.js) at
+  // once, so that the next start finds it even if this process never exits cleanly.
+  flushCompileCache();
   const banner = [''];
   if (withApi) {
     banner.push(

@@ -71,11 +71,12 @@ const STAR = /(?:\.\*|\bselect\s+\*|\breturning\s+\*)/i;
  * PgBouncer 1.21 or later with `max_prepared_statements` set, or DATABASE_PREPARED_STATEMENTS=false.
  */
 function preparing(pool: pg.Pool): PostgresPool {
-  const names = new Map<string, string>();
+  // Each text's name, or null for a text that stays unnamed; decided once per text.
+  const names = new Map<string, string | null>();
   const nameOf = (text: string) => {
     let name = names.get(text);
     if (name === undefined) {
-      name = `refhub_${createHash('sha1').update(text).digest('base64url')}`;
+      name = STAR.test(text) ? null : `refhub_${createHash('sha1').update(text).digest('base64url')}`;
       if (names.size >= 10_000) names.clear();
       names.set(text, name);
     }
@@ -86,8 +87,8 @@ function preparing(pool: pg.Pool): PostgresPool {
     const prepared = new Set<string>();
     const query = (text: string, parameters: readonly unknown[]) => {
       const values = [...parameters];
-      if (values.length === 0 || STAR.test(text)) return client.query(text, values);
-      const name = nameOf(text);
+      const name = values.length === 0 ? null : nameOf(text);
+      if (name === null) return client.query(text, values);
       if (!prepared.has(name)) {
         if (prepared.size >= MAX_PREPARED_PER_CONNECTION) return client.query(text, values);
         prepared.add(name);

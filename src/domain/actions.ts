@@ -111,12 +111,25 @@ export function callerActions(
   offeringCancellable: boolean,
 ): ReferralActions {
   if (caller.role === 'ops') return { allowedActions: [], blockedActions: [] };
-  return actionsFor(
-    caller.role,
-    { status: referral.status, offeringCancellable },
-    {
-      onSide: isOnSide(referral, caller.institution, caller.role),
-      sideDetail: notYourSideDetail(caller.role, caller.institution),
-    },
-  );
+  const onSide = isOnSide(referral, caller.institution, caller.role);
+  // On its side, a party's actions depend on the status and the offering alone, so a list of fifty
+  // referrals shares a handful of answers (each caller gets its own arrays; the entries are read-only).
+  // Off its side, every action is blocked with a sentence that names the caller's institution.
+  if (!onSide) {
+    return actionsFor(
+      caller.role,
+      { status: referral.status, offeringCancellable },
+      { onSide, sideDetail: notYourSideDetail(caller.role, caller.institution) },
+    );
+  }
+  const key = `${caller.role} ${referral.status} ${offeringCancellable}`;
+  let actions = ON_SIDE_ACTIONS.get(key);
+  if (actions === undefined) {
+    actions = actionsFor(caller.role, { status: referral.status, offeringCancellable });
+    ON_SIDE_ACTIONS.set(key, actions);
+  }
+  return { allowedActions: [...actions.allowedActions], blockedActions: [...actions.blockedActions] };
 }
+
+/** callerActions' answers on the caller's own side, by role, status and the offering's cancellability. */
+const ON_SIDE_ACTIONS = new Map<string, ReferralActions>();

@@ -148,6 +148,19 @@ describe('callerActions', () => {
     );
   });
 
+  it('answers every status and offering alike on repeated calls, each caller with arrays of its own', () => {
+    for (const { party, status, offeringCancellable } of COMBINATIONS) {
+      const institution = party === 'sender' ? SENDER : PROVIDER;
+      const first = callerActions({ role: party, institution }, referral(status), offeringCancellable);
+      const answer = structuredClone(first);
+      first.allowedActions.push('accept');
+      first.blockedActions.length = 0;
+      expect(callerActions({ role: party, institution }, referral(status), offeringCancellable)).toEqual(
+        answer,
+      );
+    }
+  });
+
   it('blocks a key on the other side with the reason and sentence actingParty refuses with', () => {
     for (const [role, institution] of [
       ['sender', PROVIDER],

@@ -191,6 +191,30 @@ describe('refhub CLI', () => {
   });
 
   it.concurrent(
+    'keeps what it compiles in a compile cache in the temporary directory, unless it is turned off',
+    { timeout: 120_000 },
+    async ({ expect }) => {
+      const [tmp, tmpOff] = [tempDir(), tempDir()];
+      const files = (dir: string) =>
+        fs.existsSync(dir)
+          ? fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile())
+          : [];
+      const [first, disabled] = await Promise.all([
+        run(['--version'], { TMPDIR: tmp }),
+        run(['--version'], { TMPDIR: tmpOff, NODE_DISABLE_COMPILE_CACHE: '1' }),
+      ]);
+      expect(first.code, describeResult(['--version'], first)).toBe(0);
+      expect(disabled.code, describeResult(['--version'], disabled)).toBe(0);
+      expect(files(path.join(tmp, 'node-compile-cache')).length).toBeGreaterThan(0);
+      expect(files(path.join(tmpOff, 'node-compile-cache'))).toEqual([]);
+      // A start from the cache answers as the first did.
+      const second = await run(['--version'], { TMPDIR: tmp });
+      expect(second.code, describeResult(['--version'], second)).toBe(0);
+      expect(second.stdout).toBe(first.stdout);
+    },
+  );
+
+  it.concurrent(
     'stops at start on a bad configuration value, naming the variable',
     { timeout: 120_000 },
     async ({ expect }) => {

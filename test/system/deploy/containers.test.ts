@@ -75,8 +75,12 @@ const PINNED_IMAGE = /^[\w./-]+(:[\w.-]+)?@sha256:[0-9a-f]{64}$/;
 /** Variables Node itself reads, which a container may set beside refhub's own. */
 const NODE_VARIABLES = new Set(['NODE_EXTRA_CA_CERTS']);
 
-/** What `npm start` sets for the memory refhub may use: the C library's arenas and V8's heap limits. */
-const MEMORY_VARIABLES = new Set(['MALLOC_ARENA_MAX', 'NODE_OPTIONS']);
+/**
+ * What bounds the memory refhub may use: the C library's arenas and V8's heap limits, as `npm start`
+ * sets them, and the compile cache the image is built with (a start from it never loads the type
+ * stripper).
+ */
+const MEMORY_VARIABLES = new Set(['MALLOC_ARENA_MAX', 'NODE_OPTIONS', 'NODE_COMPILE_CACHE']);
 
 /** How package.json's start script runs refhub: its variables, and the Node options before bin/refhub.js. */
 function npmStart(): { env: Record<string, string>; nodeOptions: string[] } {
@@ -330,6 +334,21 @@ describe('Dockerfile', () => {
     );
     expect(env.NODE_OPTIONS?.split(/\s+/)).toEqual(start.nodeOptions);
     expect(start.env).toEqual({ MALLOC_ARENA_MAX: env.MALLOC_ARENA_MAX });
+  });
+
+  it('fills the compile cache with every source while building, in a directory the service only reads', () => {
+    const cache = runtimeEnv().NODE_COMPILE_CACHE;
+    expect(cache).toMatch(/^\/app\//);
+    const at = (predicate: (i: Instruction) => boolean) => runtime.instructions.findIndex(predicate);
+    const filled = at((i) => i.keyword === 'RUN' && /\brefhub --version\b/.test(i.args));
+    expect(filled, 'a RUN that starts refhub').toBeGreaterThan(-1);
+    const fill = runtime.instructions[filled]!.args;
+    // The sources the roles import as they start are compiled too, not only what `--version` loads.
+    expect(fill).toMatch(/readdirSync\('src'/);
+    expect(fill).toMatch(/await import\('\/app\/src\/'/);
+    expect(at((i) => i.keyword === 'ENV' && 'NODE_COMPILE_CACHE' in envPairs(i.args))).toBeLessThan(filled);
+    expect(at((i) => i.keyword === 'COPY' && /^src\b/.test(i.args))).toBeLessThan(filled);
+    expect(at((i) => i.keyword === 'USER')).toBeGreaterThan(filled);
   });
 
   it('starts `refhub` from PATH in exec form, with `all` as the default command', () => {
