@@ -7,6 +7,7 @@
 // parse too, and says in one line what to do.
 import module from 'node:module';
 import process from 'node:process';
+import { URL, fileURLToPath } from 'node:url';
 
 const major = Number(process.versions.node.split('.')[0]);
 if (major < 24) {
@@ -18,10 +19,12 @@ if (major < 24) {
   process.exit(1);
 }
 // Node keeps what it compiled, and the JavaScript it stripped each TypeScript source to, in a compile
-// cache (NODE_COMPILE_CACHE, or node-compile-cache in the system's temporary directory). A start that
-// finds every source there never loads the type stripper, a WebAssembly module that would stay
-// resident for the life of the process (about 17 MiB), and starts faster. An entry is keyed by the
-// source's content and Node's version, so an edited source or another Node is compiled again.
-// NODE_DISABLE_COMPILE_CACHE=1 turns it off.
-module.enableCompileCache();
+// cache. A start that finds every source there never loads the type stripper, a WebAssembly module
+// that would stay resident for the life of the process (about 17 MiB), and starts faster. An entry is
+// keyed by the source's content and Node's version, so an edited source or another Node is compiled
+// again. Whoever can write the cache can change the code that runs, so it lives beside the code, in
+// node_modules, which has the same owner (not in the shared temporary directory, Node's default). A
+// process that may not write there uses what it finds. NODE_COMPILE_CACHE names another directory (the
+// image fills one at build time); NODE_DISABLE_COMPILE_CACHE=1 turns it off.
+module.enableCompileCache(fileURLToPath(new URL('../node_modules/.cache/refhub-compile', import.meta.url)));
 await import('../src/main.ts');
