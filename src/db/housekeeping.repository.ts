@@ -1,5 +1,6 @@
-// Removes rows whose purpose has passed: idempotency records after their 24 hours, and one-time link
-// tokens a week after they expired (kept that long so a disputed link can still be traced).
+// Removes rows whose purpose has passed: idempotency records after their 24 hours, one-time link
+// tokens a week after they expired (kept that long so a disputed link can still be traced), webhook
+// attempts past their retention, and a webhook secret rotated out once its overlap has ended.
 import { sql } from 'kysely';
 import type { Executor } from './executor.ts';
 
@@ -52,6 +53,19 @@ export function housekeepingRepository(db: Executor) {
         )
         .executeTakeFirst();
       return Number(result.numDeletedRows);
+    },
+
+    /**
+     * Forgets the secrets rotated out whose overlap ended by `now`: they no longer sign (forSigning
+     * leaves them out), and a secret that signs nothing is not kept. Returns how many were forgotten.
+     */
+    async forgetRetiredWebhookSecrets(now: Date): Promise<number> {
+      const result = await db
+        .updateTable('webhook_subscriptions')
+        .set({ previous_secret: null, previous_secret_expires_at: null })
+        .where('previous_secret_expires_at', '<=', now)
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows);
     },
 
     async count(table: 'idempotency_keys' | 'link_tokens' | 'referral_events'): Promise<number> {

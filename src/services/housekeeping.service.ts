@@ -1,4 +1,4 @@
-// Periodic clean-up of expired rows, run by every API process. Deletes go in small batches so that
+// Periodic clean-up of expired rows and retired secrets, run by every API process. Deletes go in small batches so that
 // a large backlog never holds long locks; several processes running it at once only share the work.
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
@@ -16,6 +16,8 @@ export interface PurgeResult {
   /** Referral events past EVENT_RETENTION_DAYS: gone from the feed. */
   readonly events: number;
   readonly webhookAttempts: number;
+  /** Webhook secrets rotated out whose 24 hours of overlap have ended: forgotten. */
+  readonly webhookSecrets: number;
 }
 
 const DAY_MS = 86_400_000;
@@ -48,6 +50,7 @@ export function createHousekeeping(deps: {
         linkTokens: await drain((now, limit) => repo.purgeLinkTokens(now, limit)),
         events: await drain((now, limit) => referralEventRepository(deps.db).purgeBefore(cutoff(now), limit)),
         webhookAttempts: await drain((now, limit) => repo.purgeWebhookAttempts(cutoff(now), limit)),
+        webhookSecrets: await repo.forgetRetiredWebhookSecrets(deps.clock.now()),
       };
     },
 

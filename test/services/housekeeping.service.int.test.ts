@@ -4,6 +4,7 @@ import { createHousekeeping } from '../../src/services/housekeeping.service.ts';
 import { ENGINES } from '../support/engines.ts';
 import { createDraft } from '../support/scenarios.ts';
 import { createTestApp, type TestApp } from '../support/test-app.ts';
+import { startWebhookReceiver } from '../support/webhook-receiver.ts';
 
 describe.each(ENGINES)('housekeeping on %s', (engine) => {
   let t: TestApp;
@@ -49,6 +50,7 @@ describe.each(ENGINES)('housekeeping on %s', (engine) => {
       linkTokens: 0,
       events: 0,
       webhookAttempts: 0,
+      webhookSecrets: 0,
       ...counts,
     });
     const events = await repo.count('referral_events');
@@ -75,5 +77,44 @@ describe.each(ENGINES)('housekeeping on %s', (engine) => {
       url: `/api/v1/referrals/${draft.id}?requesterIdentifier=dr%40example.org&institutionIdType=hci&institutionId=S1234A`,
     });
     expect(get.statusCode).toBe(200);
+  });
+  it('forgets a rotated-out webhook secret once its 24 hours of overlap have ended, and only then', async () => {
+    const receiver = await startWebhookReceiver();
+    try {
+      const base = `/api/v1/institutions/${t.sender.institution.institutionIdType}/${t.sender.institution.institutionId}/webhook-subscriptions`;
+      const created = await t.request(t.sender, {
+        method: 'POST',
+        url: base,
+        payload: { url: `${receiver.url}/hooks` },
+      });
+      expect(created.statusCode).toBe(201);
+      const { id } = created.json<{ id: string }>();
+      const rotated = await t.request(t.sender, { method: 'POST', url: `${base}/${id}/rotate-secret` });
+      expect(rotated.statusCode).toBe(200);
+      const previous = () =>
+        t.ctx.db
+          .selectFrom('webhook_subscriptions')
+          .select(['previous_secret', 'previous_secret_expires_at'])
+          .where('id', '=', id)
+          .executeTakeFirstOrThrow();
+      const overlapEnds = (await previous()).previous_secret_expires_at;
+      expect(overlapEnds).not.toBeNull();
+      const housekeeping = createHousekeeping({ db: t.ctx.db, clock: t.ctx.clock, logger: t.ctx.logger });
+
+      // During the overlap both secrets sign, and the old one is kept.
+      now = new Date(overlapEnds!.getTime() - 1000);
+      expect((await housekeeping.purgeExpired()).webhookSecrets).toBe(0);
+      expect((await previous()).previous_secret).not.toBeNull();
+
+      now = new Date(overlapEnds!.getTime());
+      expect((await housekeeping.purgeExpired()).webhookSecrets).toBe(1);
+      expect(await previous()).toEqual({ previous_secret: null, previous_secret_expires_at: null });
+      expect((await housekeeping.purgeExpired()).webhookSecrets).toBe(0);
+      // The subscription and its current secret stay.
+      const listed = await t.request(t.sender, { method: 'GET', url: `${base}/${id}` });
+      expect(listed.statusCode).toBe(200);
+    } finally {
+      await receiver.close();
+    }
   });
 });
