@@ -78,6 +78,14 @@ export function createMetrics() {
     labelNames: ['queue'] as const,
     registers: [registry],
   });
+  const setAsideJobs = new Counter({
+    name: 'refhub_jobs_set_aside_total',
+    help:
+      'Jobs set aside for fair delivery (their institution already had its share of the process’s ' +
+      'slots) and moved back to wait, by queue',
+    labelNames: ['queue'] as const,
+    registers: [registry],
+  });
   const authFailures = new Counter({
     name: 'refhub_auth_failures_total',
     help: 'Failed authentications (wrong API keys, unknown link tokens), refused or throttled, by kind',
@@ -195,6 +203,10 @@ export function createMetrics() {
     /** A job for a referral this installation does not have (queue/prefix-claim.ts), by queue. */
     foreignJob(queue: string): void {
       foreignJobs.inc({ queue });
+    },
+    /** A job set aside for fair delivery (workers/fair-share.ts), by queue. */
+    jobSetAside(queue: string): void {
+      setAsideJobs.inc({ queue });
     },
     /** A failed authentication: answered 401/404 (`refused`) or, past the limit, 429 (`throttled`). */
     authFailure(kind: 'api-key' | 'link-token', outcome: 'refused' | 'throttled'): void {

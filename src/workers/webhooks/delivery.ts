@@ -20,7 +20,8 @@ export interface DeliveryDeps {
   readonly db: Kysely<Database>;
   readonly clock: Clock;
   readonly client: WebhookClient;
-  readonly metrics: Pick<Metrics, 'observeWebhookAttempt' | 'webhookSubscriptionDisabled'>;
+  /** `jobSetAside` is the worker's (webhooks.worker.ts), which runs each delivery with these. */
+  readonly metrics: Pick<Metrics, 'observeWebhookAttempt' | 'webhookSubscriptionDisabled' | 'jobSetAside'>;
   /** A subscription failing for this long without a success is disabled. */
   readonly disableAfterMs: number;
 }

@@ -51,7 +51,10 @@ export function startWebhookWorker(
     async (job: Job<QueuePayloads['webhooks']>, token?: string) => {
       // Counted before anything is read: a job set aside costs one Redis call, not a delivery.
       const giveBack = share.take(job.data.institution ?? `subscription:${job.data.subscriptionId}`);
-      if (giveBack === undefined) return setAside(job, token, fairShareDelayMs(job));
+      if (giveBack === undefined) {
+        deps.metrics.jobSetAside('webhooks');
+        return setAside(job, token, fairShareDelayMs(job));
+      }
       let result;
       try {
         result = await deliverEvent(

@@ -104,5 +104,9 @@ describe('fair webhook delivery across institutions', () => {
     expect(live).toHaveLength(6);
     expect(live.every((job) => job.attemptsMade === 0)).toBe(true);
     expect((await queue.getJobCounts('failed')).failed).toBe(0);
+    // Each time B's jobs were set aside is counted, for operators to see the cap at work.
+    const setAside = await t.ctx.metrics.registry.getSingleMetric('refhub_jobs_set_aside_total')?.get();
+    const webhooks = setAside?.values.find((v) => v.labels.queue === 'webhooks');
+    expect(webhooks?.value).toBeGreaterThanOrEqual(live.length - PER_INSTITUTION);
   }, 60_000);
 });
