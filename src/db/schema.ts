@@ -107,6 +107,32 @@ export interface NotesTable {
   created_at: Timestamp;
 }
 
+export type AttachmentScanState = 'pending-scan' | 'available' | 'rejected' | 'not-scanned';
+
+export interface AttachmentsTable {
+  id: string;
+  referral_id: string;
+  number: number;
+  file_name: string;
+  media_type: string;
+  size_bytes: number;
+  sha256: string;
+  scan_state: AttachmentScanState;
+  scan_signature: string | null;
+  scanned_at: Timestamp | null;
+  added_by: 'sender' | 'provider';
+  author_institution_id_type: string;
+  author_institution_id: string;
+  requester_identifier: string | null;
+  system: string;
+  created_at: Timestamp;
+}
+
+export interface AttachmentContentsTable {
+  attachment_id: string;
+  content: Buffer;
+}
+
 export interface TimelineEventsTable {
   seq: Generated<string>;
   id: string;
@@ -289,6 +315,8 @@ export interface Database {
   referrals: ReferralsTable;
   appointments: AppointmentsTable;
   notes: NotesTable;
+  attachments: AttachmentsTable;
+  attachment_contents: AttachmentContentsTable;
   timeline_events: TimelineEventsTable;
   audit_events: AuditEventsTable;
   idempotency_keys: IdempotencyKeysTable;

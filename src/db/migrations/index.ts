@@ -11,6 +11,7 @@ import * as m0008 from './0008-refhub-system.ts';
 import * as m0009 from './0009-change-notifications.ts';
 import * as m0010 from './0010-one-statement-writes.ts';
 import * as m0011 from './0011-outbox-pending-work.ts';
+import * as m0012 from './0012-attachments.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '0009-change-notifications': m0009,
   '0010-one-statement-writes': m0010,
   '0011-outbox-pending-work': m0011,
+  '0012-attachments': m0012,
 };

@@ -1,0 +1,187 @@
+// A referral's attachments (migration 0012): the metadata, and the bytes in a table of their own that
+// only a read of the content touches. Each is read and written only after the referral passed the
+// tenancy check, as the referral's other parts are.
+import { sql, type Selectable } from 'kysely';
+import type { AttachmentScanState, AttachmentsTable } from './schema.ts';
+import type { Executor } from './executor.ts';
+
+export interface NewAttachment {
+  readonly id: string;
+  readonly referralId: string;
+  readonly fileName: string;
+  readonly mediaType: string;
+  readonly sizeBytes: number;
+  readonly sha256: string;
+  /** `pending-scan` where a scanner will answer; `not-scanned` where none is configured. */
+  readonly scanState: Extract<AttachmentScanState, 'pending-scan' | 'not-scanned'>;
+  readonly addedBy: 'sender' | 'provider';
+  readonly authorInstitution: { readonly idType: string; readonly id: string };
+  readonly requesterIdentifier: string | null;
+  readonly system: string;
+  readonly createdAt: Date;
+}
+
+export interface AttachmentRecord extends Omit<NewAttachment, 'scanState'> {
+  /** The referral's own number for it: 1, 2, … in the order attachments were added. */
+  readonly number: number;
+  readonly scanState: AttachmentScanState;
+  /** What the scanner found in a rejected file: for operators, never shown to patients. */
+  readonly scanSignature: string | null;
+  readonly scannedAt: Date | null;
+}
+
+export type ScanResult =
+  { readonly kind: 'clean' } | { readonly kind: 'infected'; readonly signature: string };
+
+function toRecord(row: Selectable<AttachmentsTable>): AttachmentRecord {
+  return {
+    id: row.id,
+    referralId: row.referral_id,
+    number: row.number,
+    fileName: row.file_name,
+    mediaType: row.media_type,
+    sizeBytes: row.size_bytes,
+    sha256: row.sha256,
+    scanState: row.scan_state,
+    scanSignature: row.scan_signature,
+    scannedAt: row.scanned_at,
+    addedBy: row.added_by,
+    authorInstitution: { idType: row.author_institution_id_type, id: row.author_institution_id },
+    requesterIdentifier: row.requester_identifier,
+    system: row.system,
+    createdAt: row.created_at,
+  };
+}
+
+/** PostgreSQL's unique_violation: another attachment of the referral took the number first. */
+function isUniqueViolation(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '23505';
+}
+
+export function attachmentRepository(db: Executor) {
+  return {
+    /**
+     * Stores an attachment and its bytes in one statement, numbered after the referral's others, unless
+     * the referral already has `maxPerReferral`: then nothing is stored and the answer is 'too-many'.
+     * Two adds at once may take the same number; the one that loses takes the next and counts again.
+     * Each loss means another attachment was stored, so it loses at most `maxPerReferral` times.
+     */
+    async add(
+      attachment: NewAttachment,
+      content: Uint8Array,
+      maxPerReferral: number,
+    ): Promise<AttachmentRecord | 'too-many'> {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const { rows } = await sql<Selectable<AttachmentsTable>>`
+            with taken as (
+              select coalesce(max(number), 0) as last, count(*) as n
+              from attachments where referral_id = ${attachment.referralId}),
+            added as (
+              insert into attachments (id, referral_id, number, file_name, media_type, size_bytes, sha256,
+                scan_state, added_by, author_institution_id_type, author_institution_id,
+                requester_identifier, system, created_at)
+              select ${attachment.id}, ${attachment.referralId}, taken.last + 1, ${attachment.fileName},
+                ${attachment.mediaType}, ${attachment.sizeBytes}, ${attachment.sha256},
+                ${attachment.scanState}, ${attachment.addedBy}, ${attachment.authorInstitution.idType},
+                ${attachment.authorInstitution.id}, ${attachment.requesterIdentifier},
+                ${attachment.system}, ${attachment.createdAt}
+              from taken where taken.n < ${maxPerReferral}
+              returning *),
+            stored as (
+              insert into attachment_contents (attachment_id, content)
+              select added.id, ${Buffer.from(content.buffer, content.byteOffset, content.byteLength)}
+              from added)
+            select * from added`.execute(db);
+          const [row] = rows;
+          return row === undefined ? 'too-many' : toRecord(row);
+        } catch (error) {
+          if (!isUniqueViolation(error) || attempt > maxPerReferral) throw error;
+        }
+      }
+    },
+
+    /** The referral's attachments, in the order they were added. */
+    async list(referralId: string): Promise<AttachmentRecord[]> {
+      const rows = await db
+        .selectFrom('attachments')
+        .selectAll()
+        .where('referral_id', '=', referralId)
+        .orderBy('number')
+        .execute();
+      return rows.map(toRecord);
+    },
+
+    async find(referralId: string, id: string): Promise<AttachmentRecord | undefined> {
+      const row = await db
+        .selectFrom('attachments')
+        .selectAll()
+        .where('referral_id', '=', referralId)
+        .where('id', '=', id)
+        .executeTakeFirst();
+      return row && toRecord(row);
+    },
+
+    /**
+     * The attachment's bytes, `chunkBytes` at a time, each read by a statement of its own: what holds
+     * them (a scan, an answer) holds one piece at once. The content is stored uncompressed, so a
+     * piece is read without the rest.
+     */
+    async *content(id: string, sizeBytes: number, chunkBytes = 1024 * 1024): AsyncGenerator<Buffer> {
+      for (let offset = 0; offset < sizeBytes; offset += chunkBytes) {
+        const row = await db
+          .selectFrom('attachment_contents')
+          .select(sql<Buffer>`substring(content from ${offset + 1} for ${chunkBytes})`.as('piece'))
+          .where('attachment_id', '=', id)
+          .executeTakeFirst();
+        if (row === undefined) throw new Error('the attachment has no stored content');
+        yield row.piece;
+      }
+    },
+
+    /**
+     * Records what the scan found, if the attachment still waits for it; returns the updated record,
+     * or undefined when it was scanned already or is gone (a scan repeated after a crash changes
+     * nothing).
+     */
+    async recordScan(id: string, result: ScanResult, now: Date): Promise<AttachmentRecord | undefined> {
+      const row = await db
+        .updateTable('attachments')
+        .set({
+          scan_state: result.kind === 'clean' ? 'available' : 'rejected',
+          scan_signature: result.kind === 'clean' ? null : result.signature,
+          scanned_at: now,
+        })
+        .where('id', '=', id)
+        .where('scan_state', '=', 'pending-scan')
+        .returningAll()
+        .executeTakeFirst();
+      return row && toRecord(row);
+    },
+
+    /** Attachments waiting for a scan since before `before`, oldest first (for the reconciler). */
+    async pendingScan(before: Date, limit: number): Promise<{ id: string; referralId: string }[]> {
+      const rows = await db
+        .selectFrom('attachments')
+        .select(['id', 'referral_id'])
+        .where('scan_state', '=', 'pending-scan')
+        .where('created_at', '<', before)
+        .orderBy('created_at')
+        .limit(limit)
+        .execute();
+      return rows.map((r) => ({ id: r.id, referralId: r.referral_id }));
+    },
+
+    /** Removes the attachment and its bytes; false when there was none. */
+    async remove(referralId: string, id: string): Promise<boolean> {
+      const result = await db
+        .deleteFrom('attachments')
+        .where('referral_id', '=', referralId)
+        .where('id', '=', id)
+        .executeTakeFirst();
+      return result.numDeletedRows > 0n;
+    },
+  };
+}
+
+export type AttachmentRepository = ReturnType<typeof attachmentRepository>;

@@ -1,0 +1,143 @@
+// The attachments' store on both engines: numbered in the order added, at most the referral's limit
+// (also when adds race), the bytes read back in pieces exactly as stored, a scan's result recorded
+// once, and a removal that takes the bytes with it.
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attachmentRepository, type NewAttachment } from '../../src/db/attachments.repository.ts';
+import { ENGINES } from '../support/engines.ts';
+import { createDraft } from '../support/scenarios.ts';
+import { createTestApp, type TestApp } from '../support/test-app.ts';
+
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+describe.each(ENGINES)('attachments repository on %s', (engine) => {
+  let t: TestApp;
+  const now = new Date('2030-01-01T00:00:00.000Z');
+  beforeAll(async () => {
+    t = await createTestApp(engine, { clock: { now: () => now } });
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  function attachment(referralId: string, content: Uint8Array, name = 'ecg.pdf'): NewAttachment {
+    return {
+      id: randomUUID(),
+      referralId,
+      fileName: name,
+      mediaType: 'application/pdf',
+      sizeBytes: content.length,
+      sha256: sha256(content),
+      scanState: 'pending-scan',
+      addedBy: 'sender',
+      authorInstitution: { idType: 'hci', id: 'S1234A' },
+      requesterIdentifier: 'dr.lim@example.org',
+      system: 'HAS',
+      createdAt: now,
+    };
+  }
+
+  const collect = async (pieces: AsyncIterable<Buffer>) => {
+    const all: Buffer[] = [];
+    for await (const piece of pieces) all.push(piece);
+    return all;
+  };
+
+  it('numbers attachments in the order added and reads each back as stored, a piece at a time', async () => {
+    const repo = attachmentRepository(t.ctx.db);
+    const draft = await createDraft(t);
+    const first = randomBytes(2500);
+    const second = Buffer.from('%PDF-1.7 second');
+    const a = await repo.add(attachment(draft.id, first, 'ECG 1.pdf'), first, 20);
+    const b = await repo.add(attachment(draft.id, second), second, 20);
+    expect(a).toMatchObject({ number: 1, fileName: 'ECG 1.pdf', sizeBytes: 2500, scanState: 'pending-scan' });
+    expect(b).toMatchObject({ number: 2, scanSignature: null, scannedAt: null });
+    if (a === 'too-many' || b === 'too-many') throw new Error('refused');
+    expect((await repo.list(draft.id)).map((r) => r.id)).toEqual([a.id, b.id]);
+    expect(await repo.find(draft.id, a.id)).toEqual(a);
+    // Another referral's ID does not find it.
+    const other = await createDraft(t);
+    expect(await repo.find(other.id, a.id)).toBeUndefined();
+
+    const pieces = await collect(repo.content(a.id, a.sizeBytes, 1000));
+    expect(pieces.map((p) => p.length)).toEqual([1000, 1000, 500]);
+    expect(Buffer.concat(pieces).equals(first)).toBe(true);
+    expect(Buffer.concat(await collect(repo.content(b.id, b.sizeBytes))).equals(second)).toBe(true);
+  });
+
+  it('refuses an attachment past the limit, also when adds race, and numbers have no gaps', async () => {
+    const repo = attachmentRepository(t.ctx.db);
+    const draft = await createDraft(t);
+    const limit = 4;
+    const results = await Promise.all(
+      Array.from({ length: 7 }, (_, i) => {
+        const content = Buffer.from(`file ${i}`);
+        return repo.add(attachment(draft.id, content), content, limit);
+      }),
+    );
+    expect(results.filter((r) => r === 'too-many')).toHaveLength(3);
+    const stored = await repo.list(draft.id);
+    expect(stored.map((r) => r.number)).toEqual([1, 2, 3, 4]);
+    const contents = await t.ctx.db
+      .selectFrom('attachment_contents')
+      .select('attachment_id')
+      .where(
+        'attachment_id',
+        'in',
+        stored.map((r) => r.id),
+      )
+      .execute();
+    expect(contents).toHaveLength(limit);
+  });
+
+  it('records a scan once: available when clean, rejected with the signature when not', async () => {
+    const repo = attachmentRepository(t.ctx.db);
+    const draft = await createDraft(t);
+    const content = Buffer.from('scan me');
+    const clean = await repo.add(attachment(draft.id, content), content, 20);
+    const infected = await repo.add(attachment(draft.id, content), content, 20);
+    if (clean === 'too-many' || infected === 'too-many') throw new Error('refused');
+    const later = new Date(now.getTime() + 1000);
+    expect(await repo.recordScan(clean.id, { kind: 'clean' }, later)).toMatchObject({
+      scanState: 'available',
+      scanSignature: null,
+      scannedAt: later,
+    });
+    expect(
+      await repo.recordScan(infected.id, { kind: 'infected', signature: 'Eicar-Signature' }, later),
+    ).toMatchObject({ scanState: 'rejected', scanSignature: 'Eicar-Signature', scannedAt: later });
+    // A repeated scan (a job run again after a crash) changes nothing.
+    expect(await repo.recordScan(clean.id, { kind: 'infected', signature: 'x' }, later)).toBeUndefined();
+    expect((await repo.find(draft.id, clean.id))?.scanState).toBe('available');
+  });
+
+  it('lists the attachments still waiting for a scan since before a time, oldest first', async () => {
+    const repo = attachmentRepository(t.ctx.db);
+    const draft = await createDraft(t);
+    const content = Buffer.from('waiting');
+    const waiting = await repo.add(attachment(draft.id, content), content, 20);
+    if (waiting === 'too-many') throw new Error('refused');
+    const pending = await repo.pendingScan(new Date(now.getTime() + 1), 1000);
+    expect(pending).toContainEqual({ id: waiting.id, referralId: draft.id });
+    expect(await repo.pendingScan(now, 1000)).not.toContainEqual({ id: waiting.id, referralId: draft.id });
+  });
+
+  it('removes an attachment with its bytes, and only the referral’s own', async () => {
+    const repo = attachmentRepository(t.ctx.db);
+    const draft = await createDraft(t);
+    const other = await createDraft(t);
+    const content = Buffer.from('remove me');
+    const added = await repo.add(attachment(draft.id, content), content, 20);
+    if (added === 'too-many') throw new Error('refused');
+    expect(await repo.remove(other.id, added.id)).toBe(false);
+    expect(await repo.remove(draft.id, added.id)).toBe(true);
+    expect(await repo.list(draft.id)).toEqual([]);
+    const left = await t.ctx.db
+      .selectFrom('attachment_contents')
+      .select('attachment_id')
+      .where('attachment_id', '=', added.id)
+      .execute();
+    expect(left).toEqual([]);
+    expect(await repo.remove(draft.id, added.id)).toBe(false);
+  });
+});
