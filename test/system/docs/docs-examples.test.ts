@@ -362,9 +362,9 @@ describe('the examples in docs/', () => {
   });
 
   it('names only refhub addresses that exist', async () => {
-    // Absolute paths in backticks; those of the file system (a container's /proc, a data directory)
-    // are not addresses.
-    const FILE_SYSTEM = /^\/(proc|data|etc|usr|var|tmp|run|home)(\/|$)/;
+    // Absolute paths in backticks; those of the file system (a container's /proc and /app, a data
+    // directory) are not addresses.
+    const FILE_SYSTEM = /^\/(proc|app|data|etc|usr|var|tmp|run|home)(\/|$)/;
     const missing: string[] = [];
     for (const page of pages) {
       for (const [, address] of page.text.matchAll(/`(\/[a-z][A-Za-z0-9_./{}-]*)`/g)) {
