@@ -1,6 +1,7 @@
 // The only reader of process.env. Every setting is parsed and validated once at start; a bad or
 // missing value stops the process with a message that names the variable (contract §12).
 import path from 'node:path';
+import { clamdAddressText, parseClamdAddress } from './domain/attachments.ts';
 import { DEFAULT_DISPLAY_TIME_ZONE, isDisplayTimeZone } from './domain/display-time.ts';
 
 export interface Config {
@@ -97,6 +98,13 @@ export interface Config {
    * refuses loopback, private and link-local addresses otherwise).
    */
   readonly webhookAllowedAddresses: ReadonlySet<string>;
+  /**
+   * Where ClamAV's daemon scans attachments, as `clamd://host:port`; without it no attachment is
+   * scanned by refhub.
+   */
+  readonly attachmentScanner: string | undefined;
+  /** The deadline of one scan, from connecting to the scanner's answer. */
+  readonly attachmentScanTimeoutSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -270,6 +278,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     webhookAttemptTimeoutSeconds: integer(env, 'WEBHOOK_ATTEMPT_TIMEOUT_SECONDS', 15, 1, 120),
     webhookDisableAfterSeconds: integer(env, 'WEBHOOK_DISABLE_AFTER_SECONDS', 5 * 86_400, 1, 365 * 86_400),
     webhookAllowedAddresses: list(env, 'WEBHOOK_ALLOWED_ADDRESSES'),
+    attachmentScanner: scannerAddress(env, 'ATTACHMENT_SCANNER'),
+    attachmentScanTimeoutSeconds: integer(env, 'ATTACHMENT_SCAN_TIMEOUT_SECONDS', 60, 1, 600),
   };
   // Node refuses a headers timeout longer than the whole request's: the headers are part of it.
   if (config.httpHeadersTimeoutSeconds > config.httpRequestTimeoutSeconds) {
@@ -288,6 +298,17 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     );
   }
   return Object.freeze(config);
+}
+
+/** A clamd address, `clamd://host:port` or `host:port`, written back as `clamd://host:port`. */
+function scannerAddress(env: Env, name: string): string | undefined {
+  const raw = read(env, name);
+  if (raw === undefined) return undefined;
+  const address = parseClamdAddress(raw);
+  if (address === undefined) {
+    throw new ConfigError(name, `must be a clamd address such as clamd://clamav:3310, got "${raw}"`);
+  }
+  return clamdAddressText(address);
 }
 
 /** `QUEUE_PREFIX` as given, wrapped in `{…}` so that Redis Cluster keeps each queue in one slot. */
@@ -367,6 +388,8 @@ const SHOWN: { readonly [K in keyof Config]-?: readonly [variable: string, shown
   webhookAttemptTimeoutSeconds: ['WEBHOOK_ATTEMPT_TIMEOUT_SECONDS', 'value'],
   webhookDisableAfterSeconds: ['WEBHOOK_DISABLE_AFTER_SECONDS', 'value'],
   webhookAllowedAddresses: ['WEBHOOK_ALLOWED_ADDRESSES', 'value'],
+  attachmentScanner: ['ATTACHMENT_SCANNER', 'value'],
+  attachmentScanTimeoutSeconds: ['ATTACHMENT_SCAN_TIMEOUT_SECONDS', 'value'],
 };
 
 /** A URL without what may be a credential: the password, and every query parameter's value. */

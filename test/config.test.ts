@@ -34,6 +34,8 @@ describe('loadConfig', () => {
       httpRequestTimeoutSeconds: 30,
       httpHeadersTimeoutSeconds: 10,
       httpKeepAliveTimeoutSeconds: 72,
+      attachmentScanner: undefined,
+      attachmentScanTimeoutSeconds: 60,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -70,6 +72,8 @@ describe('loadConfig', () => {
         HTTP_REQUEST_TIMEOUT_SECONDS: '60',
         HTTP_HEADERS_TIMEOUT_SECONDS: '60',
         HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: '650',
+        ATTACHMENT_SCANNER: 'clamav.internal:3310',
+        ATTACHMENT_SCAN_TIMEOUT_SECONDS: '120',
       },
       '/srv',
     );
@@ -102,7 +106,20 @@ describe('loadConfig', () => {
       httpRequestTimeoutSeconds: 60,
       httpHeadersTimeoutSeconds: 60,
       httpKeepAliveTimeoutSeconds: 650,
+      attachmentScanner: 'clamd://clamav.internal:3310',
+      attachmentScanTimeoutSeconds: 120,
     });
+  });
+
+  it('refuses an ATTACHMENT_SCANNER that is not a clamd address, naming it', () => {
+    for (const bad of ['clamav.internal', 'http://clamav.internal:3310', 'clamd://a:b@clamav:3310']) {
+      expect(() => loadConfig({ ATTACHMENT_SCANNER: bad })).toThrow(
+        new ConfigError(
+          'ATTACHMENT_SCANNER',
+          `must be a clamd address such as clamd://clamav:3310, got "${bad}"`,
+        ),
+      );
+    }
   });
 
   it('takes a queue prefix already in hash-tag form as it is', () => {

@@ -1,7 +1,7 @@
 // Everything that runs behind the API: the outbox relay, the webhooks relay, the forwarding,
-// reminder and webhook workers, and the reconciler. `refhub all` and `refhub worker` start it;
-// stopping it lets active jobs finish (worker.close()), then stops the relays and the reconciler and
-// closes the connections it opened.
+// reminder and webhook workers (and the attachment scanner's, where one is configured), and the
+// reconciler. `refhub all` and `refhub worker` start it; stopping it lets active jobs finish
+// (worker.close()), then stops the relays and the reconciler and closes the connections it opened.
 import type { Worker } from 'bullmq';
 import type { AppContext } from './context.ts';
 import { listenForChanges } from '../db/change-notifications.ts';
@@ -15,6 +15,9 @@ import { createWebhookRelay, type WebhookRelay } from '../queue/webhooks-relay.t
 import { startEhrForwardWorker } from '../workers/forwarding/forwarding.worker.ts';
 import { startReminderWorker } from '../workers/reminders.worker.ts';
 import { startWebhookWorker } from '../workers/webhooks/webhooks.worker.ts';
+import { parseClamdAddress } from '../domain/attachments.ts';
+import { createClamdClient } from '../workers/attachments/clamd-client.ts';
+import { startAttachmentScanWorker } from '../workers/attachments/scan.worker.ts';
 
 export interface BackgroundOptions {
   /** Where forms go: EHR_URL, or the in-process sandbox's address. */
@@ -108,6 +111,22 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
       { connection, queuePrefix: config.queuePrefix, retryScheduleMs: config.webhookRetryScheduleMs },
     ),
   ];
+  // Attachments are scanned where a scanner is configured; elsewhere none waits for a scan.
+  const scanner =
+    config.attachmentScanner === undefined ? undefined : parseClamdAddress(config.attachmentScanner);
+  if (scanner !== undefined) {
+    workers.push(
+      startAttachmentScanWorker(
+        {
+          db: ctx.db,
+          clock: ctx.clock,
+          scanner: createClamdClient({ ...scanner, timeoutMs: config.attachmentScanTimeoutSeconds * 1000 }),
+          logger: logger.child({ worker: 'attachment-scan' }),
+        },
+        { connection, queuePrefix: config.queuePrefix },
+      ),
+    );
+  }
   for (const worker of workers) {
     worker.on('stalled', () => {
       ctx.metrics.jobStalled(worker.name);

@@ -134,7 +134,7 @@ export function attachmentRepository(db: Executor) {
           .select(sql<Buffer>`substring(content from ${offset + 1} for ${chunkBytes})`.as('piece'))
           .where('attachment_id', '=', id)
           .executeTakeFirst();
-        if (row === undefined) throw new Error('the attachment has no stored content');
+        if (row === undefined) throw new Error('attachment_content_missing');
         yield row.piece;
       }
     },

@@ -8,7 +8,9 @@ import { checkRedis, closeRedis, connectRedis, connected, settled, type RedisHea
 import { forgetForwards, forwardPriority, rankForwards, type QueuedForward } from './forward-order.ts';
 import { claimQueuePrefix, releaseQueuePrefix } from './prefix-claim.ts';
 import {
+  attachmentScanJobId,
   QUEUE_NAMES,
+  SCAN_ATTEMPTS,
   RETENTION,
   forwardJobId,
   forwardJobOptions,
@@ -76,6 +78,11 @@ export interface QueueProducer {
    * replay: the jobs are added again even when the first ones still exist.
    */
   enqueueWebhooks(payloads: readonly QueuePayloads['webhooks'][], replay?: string): Promise<void>;
+  /**
+   * Adds a scan job per attachment, in one round trip; an attachment whose scan job is still in the
+   * queue (waiting, running, finished or failed) is not added again.
+   */
+  enqueueScans(payloads: readonly QueuePayloads['attachment-scan'][]): Promise<void>;
   health(): Promise<RedisHealth>;
   /**
    * Claims the queue prefix for the installation (prefix-claim.ts); throws QueuePrefixTakenError when
@@ -110,6 +117,7 @@ export function createQueueProducer(settings: QueueSettings, logger: Logger): Qu
     'ehr-forward': make('ehr-forward'),
     reminders: make('reminders'),
     webhooks: make('webhooks'),
+    'attachment-scan': make('attachment-scan'),
   };
 
   const forwardOptions = (payload: QueuePayloads['ehr-forward'], rank: number): JobsOptions => ({
@@ -218,6 +226,23 @@ export function createQueueProducer(settings: QueueSettings, logger: Logger): Qu
             jobId: webhookJobId(payload, replay),
             attempts: webhookMaxAttempts(settings.webhookRetryScheduleMs),
             backoff: { type: WEBHOOK_BACKOFF },
+            removeOnComplete: RETENTION.completed,
+            removeOnFail: RETENTION.failed,
+          },
+        })),
+      );
+    },
+
+    async enqueueScans(payloads) {
+      if (payloads.length === 0) return;
+      await connected(redis);
+      await queues['attachment-scan'].addBulk(
+        payloads.map((payload) => ({
+          name: 'scan',
+          data: payload,
+          opts: {
+            jobId: attachmentScanJobId(payload.attachmentId),
+            ...SCAN_ATTEMPTS,
             removeOnComplete: RETENTION.completed,
             removeOnFail: RETENTION.failed,
           },

@@ -24,6 +24,8 @@ export interface QueuePayloads {
    * counted by their subscription instead.
    */
   webhooks: { readonly eventId: string; readonly subscriptionId: string; readonly institution?: string };
+  /** Scan one attachment's bytes, read from the database, before anyone may read them. */
+  'attachment-scan': { readonly attachmentId: string; readonly referralId: string };
 }
 
 export type QueueName = keyof QueuePayloads;
@@ -46,6 +48,12 @@ export type SettledWebhook =
   'delivered' | 'subscription-deleted' | 'subscription-disabled' | 'event-expired' | 'not-subscribed';
 
 /**
+ * How a scan job ended: what the scan found, or why there was nothing to scan (scanned already, by a
+ * job run before; or no such attachment: removed since, or another installation's).
+ */
+export type SettledScan = 'available' | 'rejected' | 'already-scanned' | 'gone';
+
+/**
  * What each queue's finished job returns. BullMQ keeps it on the job, and the dashboard shows it
  * (api/admin/job-redaction.ts), so results are words and counts, never patient data.
  */
@@ -53,9 +61,15 @@ export interface QueueResults {
   'ehr-forward': SettledForward;
   reminders: FireResult;
   webhooks: SettledWebhook;
+  'attachment-scan': SettledScan;
 }
 
-export const QUEUE_NAMES = ['ehr-forward', 'reminders', 'webhooks'] as const satisfies readonly QueueName[];
+export const QUEUE_NAMES = [
+  'ehr-forward',
+  'reminders',
+  'webhooks',
+  'attachment-scan',
+] as const satisfies readonly QueueName[];
 
 /**
  * Deterministic: one event to one subscription, so a batch the relay enqueues twice adds it once.
@@ -107,6 +121,8 @@ export const WORKER_DEFAULTS = {
   reminders: { concurrency: 8 },
   // Deliveries wait on receivers, not on this process: many at once.
   webhooks: { concurrency: 32, ...PROMPT_RECOVERY },
+  // Each scan holds one piece of a file and waits on the scanner, which does the work.
+  'attachment-scan': { concurrency: 4, ...PROMPT_RECOVERY },
 } as const satisfies Record<QueueName, WorkerDefaults>;
 
 /**
@@ -144,6 +160,14 @@ export function institutionKey(institution: { readonly idType: string; readonly 
 export function forwardJobId(referralId: string, version: number): string {
   return messageIdOf(referralId, version);
 }
+
+/** One scan per attachment: an attachment queued twice (by its upload and the reconciler) is scanned once. */
+export function attachmentScanJobId(attachmentId: string): string {
+  return `scan.${attachmentId}`;
+}
+
+/** A scan's attempts while the scanner is unreachable or fails: about an hour of exponential waits. */
+export const SCAN_ATTEMPTS = { attempts: 13, backoff: { type: 'exponential', delay: 1_000 } } as const;
 
 /** One reminder schedule per referral. */
 export function reminderSchedulerId(referralId: string): string {

@@ -27,8 +27,15 @@ const RESULT_WORDS: ReadonlySet<string> = new Set(
     'subscription-disabled': true,
     'event-expired': true,
     'not-subscribed': true,
+    available: true,
+    rejected: true,
+    'already-scanned': true,
+    gone: true,
   } satisfies Record<
-    QueueResults['ehr-forward'] | QueueResults['reminders']['kind'] | QueueResults['webhooks'],
+    | QueueResults['ehr-forward']
+    | QueueResults['reminders']['kind']
+    | QueueResults['webhooks']
+    | QueueResults['attachment-scan'],
     true
   >),
 );

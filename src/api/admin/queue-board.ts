@@ -59,6 +59,11 @@ const DESCRIPTIONS: Readonly<Record<QueueName, { displayName: string; descriptio
     description:
       'Delivers referral events to institutions’ webhook subscriptions. Job: event ID, subscription ID.',
   },
+  'attachment-scan': {
+    displayName: 'Attachment scans',
+    description:
+      'Scans each attachment for malware before anyone may read it. Job: attachment ID, referral ID.',
+  },
 };
 
 export function createQueueBoard(deps: QueueBoardDeps): QueueBoard {

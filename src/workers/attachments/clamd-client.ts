@@ -9,6 +9,7 @@
 // What it throws is a ScannerError whose message is a code (`scanner_unreachable`, ...), because a
 // scan job's error is kept in Redis and shown on the dashboard: never a file's name or content.
 import net from 'node:net';
+import type { ClamdAddress } from '../../domain/attachments.ts';
 
 export type ScanVerdict =
   | { readonly kind: 'clean' }
@@ -36,11 +37,6 @@ export class ScannerError extends Error {
   }
 }
 
-export interface ClamdAddress {
-  readonly host: string;
-  readonly port: number;
-}
-
 export interface ClamdClientSettings extends ClamdAddress {
   /** From connecting to the end of the answer, for one command. */
   readonly timeoutMs: number;
@@ -48,22 +44,6 @@ export interface ClamdClientSettings extends ClamdAddress {
 
 /** The largest chunk sent in one INSTREAM frame; larger pieces of the source are split. */
 const MAX_FRAME = 64 * 1024;
-
-/** `clamd://host:port` or `host:port` (the port is required); undefined when it is neither. */
-export function parseClamdAddress(value: string): ClamdAddress | undefined {
-  const rest = value.startsWith('clamd://') ? value.slice('clamd://'.length) : value;
-  let url: URL;
-  try {
-    url = new URL(`tcp://${rest}`);
-  } catch {
-    return undefined;
-  }
-  const port = Number(url.port);
-  if (url.hostname === '' || !Number.isInteger(port) || port < 1 || url.pathname !== '' || url.search)
-    return undefined;
-  if (url.username !== '' || url.password !== '' || url.hash !== '') return undefined;
-  return { host: url.hostname.replace(/^\[(.*)\]$/, '$1'), port };
-}
 
 /** What clamd's answer to INSTREAM means (the answer without its NUL). */
 export function verdictOf(answer: string): ScanVerdict {

@@ -4,9 +4,9 @@
 // failures of the daemon itself (nobody listening, a listener that never answers).
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clamdAddressText, parseClamdAddress } from '../../../src/domain/attachments.ts';
 import {
   createClamdClient,
-  parseClamdAddress,
   ScannerError,
   verdictOf,
   type ClamdClient,
@@ -140,6 +140,9 @@ describe('clamd answers and addresses', () => {
     expect(parseClamdAddress('clamd://127.0.0.1:3310')).toEqual({ host: '127.0.0.1', port: 3310 });
     expect(parseClamdAddress('clamav.internal:3310')).toEqual({ host: 'clamav.internal', port: 3310 });
     expect(parseClamdAddress('clamd://[::1]:3310')).toEqual({ host: '::1', port: 3310 });
+    for (const text of ['clamd://127.0.0.1:3310', 'clamd://[::1]:3310', 'clamd://clamav.internal:3310']) {
+      expect(clamdAddressText(parseClamdAddress(text)!)).toBe(text);
+    }
     for (const bad of [
       'clamav.internal',
       'clamd://clamav.internal',

@@ -1,0 +1,172 @@
+// Scanning attachments against a real ClamAV daemon: a clean file becomes available, EICAR is rejected
+// with its signature, a scan done is never done again, an attachment removed meanwhile is left alone,
+// and a scanner that cannot be reached leaves the attachment waiting and the job to retry. Then the
+// queue: a scan queued twice runs once, and the worker records it.
+import { createHash, randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { Worker } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attachmentRepository, type AttachmentRecord } from '../../../src/db/attachments.repository.ts';
+import { startBackground } from '../../../src/composition/background.ts';
+import { attachmentScanJobId } from '../../../src/queue/registry.ts';
+import { createClamdClient, ScannerError } from '../../../src/workers/attachments/clamd-client.ts';
+import { scanAttachment, startAttachmentScanWorker } from '../../../src/workers/attachments/scan.worker.ts';
+import { createQueueApp, eventually, testRedisUrl, type QueueApp } from '../../support/bridge.ts';
+import { EICAR, EICAR_SIGNATURE, startClamd, type ClamdServer } from '../../support/clamd-server.ts';
+import { ENGINES } from '../../support/engines.ts';
+import { freePort, LOOPBACK } from '../../support/free-port.ts';
+import { createDraft } from '../../support/scenarios.ts';
+import { createTestApp, type TestApp } from '../../support/test-app.ts';
+
+const LETTER = Buffer.from('%PDF-1.7\nA consultation letter.\n');
+
+async function addAttachment(t: TestApp, content: Buffer): Promise<AttachmentRecord> {
+  const draft = await createDraft(t);
+  const added = await attachmentRepository(t.ctx.db).add(
+    {
+      id: randomUUID(),
+      referralId: draft.id,
+      fileName: 'letter.pdf',
+      mediaType: 'application/pdf',
+      sizeBytes: content.length,
+      sha256: createHash('sha256').update(content).digest('hex'),
+      scanState: 'pending-scan',
+      addedBy: 'sender',
+      authorInstitution: { idType: 'hci', id: 'S1234A' },
+      requesterIdentifier: null,
+      system: 'HAS',
+      createdAt: t.ctx.clock.now(),
+    },
+    content,
+    20,
+  );
+  if (added === 'too-many') throw new Error('refused');
+  return added;
+}
+
+let clamd: ClamdServer;
+beforeAll(async () => {
+  clamd = await startClamd();
+}, 60_000);
+afterAll(async () => {
+  await clamd.stop();
+});
+
+describe.each(ENGINES)('scanning an attachment on %s', (engine) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp(engine);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+  const deps = () => ({
+    db: t.ctx.db,
+    clock: t.ctx.clock,
+    logger: t.ctx.logger,
+    scanner: createClamdClient({ host: clamd.host, port: clamd.port, timeoutMs: 10_000 }),
+  });
+  const stateOf = async (a: AttachmentRecord) =>
+    (await attachmentRepository(t.ctx.db).find(a.referralId, a.id))?.scanState;
+
+  it('makes a clean file available, once', async () => {
+    const a = await addAttachment(t, LETTER);
+    expect(await scanAttachment(deps(), { attachmentId: a.id, referralId: a.referralId })).toBe('available');
+    expect(await stateOf(a)).toBe('available');
+    expect(await scanAttachment(deps(), { attachmentId: a.id, referralId: a.referralId })).toBe(
+      'already-scanned',
+    );
+  });
+
+  it('rejects EICAR and keeps the signature for operators', async () => {
+    const a = await addAttachment(t, EICAR);
+    expect(await scanAttachment(deps(), { attachmentId: a.id, referralId: a.referralId })).toBe('rejected');
+    const found = await attachmentRepository(t.ctx.db).find(a.referralId, a.id);
+    expect(found).toMatchObject({ scanState: 'rejected', scanSignature: `${EICAR_SIGNATURE}.UNOFFICIAL` });
+  });
+
+  it('leaves alone an attachment that is gone, and one of another referral', async () => {
+    const a = await addAttachment(t, LETTER);
+    const other = await createDraft(t);
+    expect(await scanAttachment(deps(), { attachmentId: a.id, referralId: other.id })).toBe('gone');
+    await attachmentRepository(t.ctx.db).remove(a.referralId, a.id);
+    expect(await scanAttachment(deps(), { attachmentId: a.id, referralId: a.referralId })).toBe('gone');
+  });
+
+  it('throws the scanner’s code when it cannot be reached, and the attachment keeps waiting', async () => {
+    const a = await addAttachment(t, LETTER);
+    const unreachable = {
+      ...deps(),
+      scanner: createClamdClient({ host: LOOPBACK, port: await freePort(), timeoutMs: 10_000 }),
+    };
+    let thrown: unknown;
+    try {
+      await scanAttachment(unreachable, { attachmentId: a.id, referralId: a.referralId });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(ScannerError);
+    expect((thrown as ScannerError).message).toBe('scanner_unreachable');
+    expect(await stateOf(a)).toBe('pending-scan');
+  });
+});
+
+describe('the attachment scan queue', () => {
+  let t: QueueApp;
+  let worker: Worker | undefined;
+  let connection: Redis | undefined;
+  beforeAll(async () => {
+    t = await createQueueApp('postgres');
+  });
+  afterAll(async () => {
+    await worker?.close();
+    connection?.disconnect();
+    await t.close();
+  });
+
+  it('runs a scan queued twice once, and records it', async () => {
+    const a = await addAttachment(t, LETTER);
+    const payload = { attachmentId: a.id, referralId: a.referralId };
+    await t.ctx.queues.enqueueScans([payload]);
+    await t.ctx.queues.enqueueScans([payload]);
+    const queue = t.ctx.queues.queues['attachment-scan'];
+    expect(await queue.getJobCountByTypes('waiting', 'active', 'delayed', 'prioritized')).toBe(1);
+    const job = await queue.getJob(attachmentScanJobId(a.id));
+    expect(job?.data).toEqual(payload);
+
+    connection = new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
+    worker = startAttachmentScanWorker(
+      {
+        db: t.ctx.db,
+        clock: t.ctx.clock,
+        logger: t.ctx.logger,
+        scanner: createClamdClient({ host: clamd.host, port: clamd.port, timeoutMs: 10_000 }),
+      },
+      { connection, queuePrefix: t.ctx.config.queuePrefix },
+    );
+    await eventually('the scan job completed', async () =>
+      (await queue.getJobCounts('completed')).completed === 1 ? true : undefined,
+    );
+    expect((await queue.getJob(attachmentScanJobId(a.id)))?.returnvalue).toBe('available');
+    expect((await attachmentRepository(t.ctx.db).find(a.referralId, a.id))?.scanState).toBe('available');
+  });
+
+  it('runs in the background of a process whose ATTACHMENT_SCANNER is set', async () => {
+    const scanned = await createQueueApp('postgres', { env: { ATTACHMENT_SCANNER: clamd.address } });
+    // Forms go nowhere here: nothing is submitted.
+    const background = startBackground(scanned.ctx, { ehrUrl: 'http://127.0.0.1:9/ehr' });
+    try {
+      expect(background.workers.map((w) => w.name)).toContain('attachment-scan');
+      const a = await addAttachment(scanned, EICAR);
+      await scanned.ctx.queues.enqueueScans([{ attachmentId: a.id, referralId: a.referralId }]);
+      await eventually('the scan recorded', async () =>
+        (await attachmentRepository(scanned.ctx.db).find(a.referralId, a.id))?.scanState === 'rejected'
+          ? true
+          : undefined,
+      );
+    } finally {
+      await background.stop();
+      await scanned.close();
+    }
+  });
+});
