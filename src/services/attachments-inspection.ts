@@ -29,7 +29,10 @@ export interface AttachmentRefusal {
   readonly reason: AttachmentRefusalReason;
   /** 415 for a type refused, 400 for content refused. */
   readonly status: 400 | 415;
-  /** A sentence for people; it names types and reasons, never the file's name or content. */
+  /**
+   * A sentence for people; it names types and reasons, never the file's name, its extension, the
+   * media type the client declared or the content (any of them may hold patient data).
+   */
   readonly detail: string;
 }
 
@@ -89,7 +92,7 @@ export async function inspectAttachment(
     return refuse(
       'type-mismatch',
       415,
-      `The file's name ends in .${extension}, but its content is ${type}: rename it or send the right file.`,
+      `The file's name ends in an extension that does not match its content, ${type}: rename it or send the right file.`,
     );
   }
   const declaredType = declared.mediaType?.split(';')[0]?.trim().toLowerCase();
@@ -102,7 +105,7 @@ export async function inspectAttachment(
     return refuse(
       'type-mismatch',
       415,
-      `The file was sent as ${declaredType}, but its content is ${type} (${mediaType}).`,
+      `The file was sent with a media type that does not match its content, ${type} (${mediaType}).`,
     );
   }
   if (type === 'pdf') {

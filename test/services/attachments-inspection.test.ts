@@ -147,10 +147,25 @@ describe('inspectAttachment', () => {
     const named = await inspectAttachment(PNG, { fileName: 'ecg.pdf' }, ALL);
     expect(named).toMatchObject({ ok: false, refusal: { reason: 'type-mismatch', status: 415 } });
     expect(!named.ok && named.refusal.detail).toBe(
-      "The file's name ends in .pdf, but its content is png: rename it or send the right file.",
+      "The file's name ends in an extension that does not match its content, png: rename it or send the right file.",
     );
     const declared = await inspectAttachment(PNG, { fileName: 'ecg', mediaType: 'image/jpeg' }, ALL);
     expect(declared).toMatchObject({ ok: false, refusal: { reason: 'type-mismatch', status: 415 } });
+    // Neither the name's extension nor the declared type is repeated: either may hold patient data.
+    const canary = await inspectAttachment(
+      PNG,
+      { fileName: 'ecg.S1234567D', mediaType: 'image/S1234567D' },
+      ALL,
+    );
+    expect(!canary.ok && canary.refusal.detail).not.toMatch(/S1234567D/i);
+    const declaredCanary = await inspectAttachment(
+      PNG,
+      { fileName: 'ecg', mediaType: 'image/S1234567D' },
+      ALL,
+    );
+    expect(!declaredCanary.ok && declaredCanary.refusal.detail).toBe(
+      'The file was sent with a media type that does not match its content, png (image/png).',
+    );
     // An executable renamed to .txt is not text.
     const renamed = await inspectAttachment(
       Buffer.from('MZ\x90\x00\x03\x00', 'latin1'),
