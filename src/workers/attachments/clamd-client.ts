@@ -144,19 +144,27 @@ export function createClamdClient(settings: ClamdClientSettings) {
       let sourceFailure: { error: unknown } | undefined;
       const answer = await exchange(async (socket) => {
         await write(socket, Buffer.from('zINSTREAM\0'));
-        try {
-          for await (const piece of source) {
-            for (let at = 0; at < piece.length; at += MAX_FRAME) {
-              const frame = piece.subarray(at, Math.min(piece.length, at + MAX_FRAME));
-              await write(socket, frameLength(frame.length));
-              await write(socket, frame);
-            }
+        const pieces =
+          Symbol.asyncIterator in source ? source[Symbol.asyncIterator]() : source[Symbol.iterator]();
+        for (;;) {
+          // Only a failure to read the source is the source's; a write that fails is clamd closing the
+          // connection, whose answer (or its absence) settles the exchange.
+          let next: IteratorResult<Uint8Array>;
+          try {
+            next = await pieces.next();
+          } catch (error) {
+            // End the connection without the closing frame, so clamd scans nothing.
+            sourceFailure = { error };
+            socket.destroy();
+            return;
           }
-        } catch (error) {
-          // The source failed: end the connection without the closing frame, so clamd scans nothing.
-          sourceFailure = { error };
-          socket.destroy();
-          return;
+          if (next.done === true) break;
+          const piece = next.value;
+          for (let at = 0; at < piece.length; at += MAX_FRAME) {
+            const frame = piece.subarray(at, Math.min(piece.length, at + MAX_FRAME));
+            await write(socket, frameLength(frame.length));
+            await write(socket, frame);
+          }
         }
         await write(socket, frameLength(0));
       }).catch((error: unknown) => {

@@ -102,6 +102,27 @@ describe('clamd client', () => {
     }
   });
 
+  it('reports a listener that hangs up mid-stream without an answer as scanner_error', async () => {
+    // It takes the connection, reads the command and closes: the file's bytes meet a closed socket.
+    const hangsUp = net.createServer((socket) => {
+      socket.on('error', () => undefined);
+      socket.once('data', () => socket.destroy());
+    });
+    await new Promise<void>((resolve) => hangsUp.listen(0, LOOPBACK, resolve));
+    try {
+      const { port } = hangsUp.address() as net.AddressInfo;
+      const error = await rejection(
+        createClamdClient({ host: LOOPBACK, port, timeoutMs: TIMEOUT_MS }).scan(
+          pieces(Buffer.alloc(4 * 1024 * 1024, 'x'), 256 * 1024),
+        ),
+      );
+      expect(error).toBeInstanceOf(ScannerError);
+      expect((error as ScannerError).code).toBe('scanner_error');
+    } finally {
+      await new Promise((resolve) => hangsUp.close(resolve));
+    }
+  });
+
   it('reports a listener that never answers as scanner_timeout, after the timeout it was given', async () => {
     const held = new Set<net.Socket>();
     const silent = net.createServer((socket) => {
