@@ -1,7 +1,12 @@
 // The only reader of process.env. Every setting is parsed and validated once at start; a bad or
 // missing value stops the process with a message that names the variable (contract §12).
 import path from 'node:path';
-import { clamdAddressText, parseClamdAddress } from './domain/attachments.ts';
+import {
+  ATTACHMENT_TYPE_NAMES,
+  clamdAddressText,
+  parseClamdAddress,
+  type AttachmentType,
+} from './domain/attachments.ts';
 import { DEFAULT_DISPLAY_TIME_ZONE, isDisplayTimeZone } from './domain/display-time.ts';
 
 export interface Config {
@@ -105,6 +110,19 @@ export interface Config {
   readonly attachmentScanner: string | undefined;
   /** The deadline of one scan, from connecting to the scanner's answer. */
   readonly attachmentScanTimeoutSeconds: number;
+  /**
+   * Attachments are scanned before they reach refhub (a gateway, a scanning proxy), so refhub may
+   * keep them unscanned in production. Without it, production refuses to start with no scanner.
+   */
+  readonly attachmentsScannedElsewhere: boolean;
+  /** The largest attachment accepted, in bytes. */
+  readonly attachmentMaxBytes: number;
+  /** How many attachments a referral may hold. */
+  readonly attachmentsPerReferral: number;
+  /** The types an attachment may have, detected from its bytes. */
+  readonly attachmentTypes: ReadonlySet<AttachmentType>;
+  /** The bytes of uploads the API holds at once; an upload past it waits for room before it is read. */
+  readonly attachmentUploadsInFlightMib: number;
 }
 
 export class ConfigError extends Error {
@@ -280,6 +298,12 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     webhookAllowedAddresses: list(env, 'WEBHOOK_ALLOWED_ADDRESSES'),
     attachmentScanner: scannerAddress(env, 'ATTACHMENT_SCANNER'),
     attachmentScanTimeoutSeconds: integer(env, 'ATTACHMENT_SCAN_TIMEOUT_SECONDS', 60, 1, 600),
+    attachmentsScannedElsewhere:
+      oneOf(env, 'ATTACHMENT_SCANNING', ['refhub', 'elsewhere'] as const, 'refhub') === 'elsewhere',
+    attachmentMaxBytes: integer(env, 'ATTACHMENT_MAX_MIB', 10, 1, 100) * 1024 * 1024,
+    attachmentsPerReferral: integer(env, 'ATTACHMENTS_PER_REFERRAL', 20, 1, 100),
+    attachmentTypes: attachmentTypes(env, 'ATTACHMENT_TYPES'),
+    attachmentUploadsInFlightMib: integer(env, 'ATTACHMENT_UPLOADS_IN_FLIGHT_MIB', 32, 1, 4096),
   };
   // Node refuses a headers timeout longer than the whole request's: the headers are part of it.
   if (config.httpHeadersTimeoutSeconds > config.httpRequestTimeoutSeconds) {
@@ -297,6 +321,23 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       'is required when NODE_ENV=production: at least 32 characters, the same for every API process',
     );
   }
+  if (
+    mode === 'production' &&
+    config.attachmentScanner === undefined &&
+    !config.attachmentsScannedElsewhere
+  ) {
+    throw new ConfigError(
+      'ATTACHMENT_SCANNER',
+      'is required when NODE_ENV=production, so that no attachment is handed out unscanned; set ' +
+        'ATTACHMENT_SCANNING=elsewhere only if files are scanned before they reach refhub',
+    );
+  }
+  if (config.attachmentScanner !== undefined && config.attachmentsScannedElsewhere) {
+    throw new ConfigError(
+      'ATTACHMENT_SCANNING',
+      'must not be elsewhere while ATTACHMENT_SCANNER names a scanner: choose one',
+    );
+  }
   return Object.freeze(config);
 }
 
@@ -309,6 +350,24 @@ function scannerAddress(env: Env, name: string): string | undefined {
     throw new ConfigError(name, `must be a clamd address such as clamd://clamav:3310, got "${raw}"`);
   }
   return clamdAddressText(address);
+}
+
+/** A comma-separated list of attachment types; all of them when unset. */
+function attachmentTypes(env: Env, name: string): ReadonlySet<AttachmentType> {
+  const raw = read(env, name);
+  if (raw === undefined) return new Set(ATTACHMENT_TYPE_NAMES);
+  const named = raw
+    .split(',')
+    .map((entry) => entry.trim().toLowerCase())
+    .filter((entry) => entry !== '');
+  const unknown = named.filter((entry) => !(ATTACHMENT_TYPE_NAMES as readonly string[]).includes(entry));
+  if (named.length === 0 || unknown.length > 0) {
+    throw new ConfigError(
+      name,
+      `must list one or more of ${ATTACHMENT_TYPE_NAMES.join(', ')}, comma-separated, got "${raw}"`,
+    );
+  }
+  return new Set(named as AttachmentType[]);
 }
 
 /** `QUEUE_PREFIX` as given, wrapped in `{…}` so that Redis Cluster keeps each queue in one slot. */
@@ -390,6 +449,11 @@ const SHOWN: { readonly [K in keyof Config]-?: readonly [variable: string, shown
   webhookAllowedAddresses: ['WEBHOOK_ALLOWED_ADDRESSES', 'value'],
   attachmentScanner: ['ATTACHMENT_SCANNER', 'value'],
   attachmentScanTimeoutSeconds: ['ATTACHMENT_SCAN_TIMEOUT_SECONDS', 'value'],
+  attachmentsScannedElsewhere: ['ATTACHMENT_SCANNING', 'value'],
+  attachmentMaxBytes: ['ATTACHMENT_MAX_MIB', 'value'],
+  attachmentsPerReferral: ['ATTACHMENTS_PER_REFERRAL', 'value'],
+  attachmentTypes: ['ATTACHMENT_TYPES', 'value'],
+  attachmentUploadsInFlightMib: ['ATTACHMENT_UPLOADS_IN_FLIGHT_MIB', 'value'],
 };
 
 /** A URL without what may be a credential: the password, and every query parameter's value. */

@@ -74,6 +74,10 @@ describe('loadConfig', () => {
         HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: '650',
         ATTACHMENT_SCANNER: 'clamav.internal:3310',
         ATTACHMENT_SCAN_TIMEOUT_SECONDS: '120',
+        ATTACHMENT_MAX_MIB: '5',
+        ATTACHMENTS_PER_REFERRAL: '8',
+        ATTACHMENT_TYPES: 'pdf, PNG',
+        ATTACHMENT_UPLOADS_IN_FLIGHT_MIB: '64',
       },
       '/srv',
     );
@@ -108,7 +112,46 @@ describe('loadConfig', () => {
       httpKeepAliveTimeoutSeconds: 650,
       attachmentScanner: 'clamd://clamav.internal:3310',
       attachmentScanTimeoutSeconds: 120,
+      attachmentsScannedElsewhere: false,
+      attachmentMaxBytes: 5 * 1024 * 1024,
+      attachmentsPerReferral: 8,
+      attachmentTypes: new Set(['pdf', 'png']),
+      attachmentUploadsInFlightMib: 64,
     });
+  });
+
+  it('accepts every attachment type, 10 MiB and 20 a referral unless told otherwise', () => {
+    expect(loadConfig({})).toMatchObject({
+      attachmentMaxBytes: 10 * 1024 * 1024,
+      attachmentsPerReferral: 20,
+      attachmentTypes: new Set(['pdf', 'jpeg', 'png', 'tiff', 'text', 'docx']),
+      attachmentsScannedElsewhere: false,
+    });
+  });
+
+  it('refuses to start in production with no scanner, unless files are scanned before refhub', () => {
+    const production = {
+      NODE_ENV: 'production',
+      EHR_URL: 'https://ehr.example.org/referrals',
+      SESSION_SECRET: 's'.repeat(40),
+    };
+    expect(() => loadConfig(production)).toThrow(
+      /^ATTACHMENT_SCANNER: is required when NODE_ENV=production, so that no attachment is handed out unscanned; set ATTACHMENT_SCANNING=elsewhere/,
+    );
+    expect(loadConfig({ ...production, ATTACHMENT_SCANNER: 'clamd://clamav:3310' }).attachmentScanner).toBe(
+      'clamd://clamav:3310',
+    );
+    expect(loadConfig({ ...production, ATTACHMENT_SCANNING: 'elsewhere' }).attachmentsScannedElsewhere).toBe(
+      true,
+    );
+    // Development keeps attachments unscanned, and says so on every one.
+    expect(loadConfig({}).attachmentScanner).toBeUndefined();
+  });
+
+  it('refuses a scanner together with scanning elsewhere', () => {
+    expect(() =>
+      loadConfig({ ATTACHMENT_SCANNER: 'clamd://clamav:3310', ATTACHMENT_SCANNING: 'elsewhere' }),
+    ).toThrow(/^ATTACHMENT_SCANNING: must not be elsewhere while ATTACHMENT_SCANNER names a scanner/);
   });
 
   it('refuses an ATTACHMENT_SCANNER that is not a clamd address, naming it', () => {
@@ -133,6 +176,7 @@ describe('loadConfig', () => {
       NODE_ENV: 'production',
       EHR_URL: 'https://ehr.example.org/referrals',
       SESSION_SECRET: 's'.repeat(40),
+      ATTACHMENT_SCANNING: 'elsewhere',
     };
     expect(loadConfig(production).apiDocs).toBe('ops');
     expect(loadConfig({ ...production, API_DOCS: 'off' }).apiDocs).toBe('off');
@@ -152,7 +196,11 @@ describe('loadConfig', () => {
   });
 
   it('refuses in production an EHR_URL that reaches a non-public address, unless it is allowed', async () => {
-    const production = { NODE_ENV: 'production', SESSION_SECRET: 's'.repeat(32) };
+    const production = {
+      NODE_ENV: 'production',
+      SESSION_SECRET: 's'.repeat(32),
+      ATTACHMENT_SCANNING: 'elsewhere',
+    };
     const loopback = loadConfig({ ...production, EHR_URL: 'https://127.0.0.1:9/ehr' });
     await expect(checkEhrAddress(loopback)).rejects.toThrow(
       /^EHR_URL: must reach a public address in production: 127\.0\.0\.1 is a loopback address\. .*EHR_ALLOWED_ADDRESSES/,
@@ -218,6 +266,16 @@ describe('loadConfig', () => {
       '31',
       /HTTP_HEADERS_TIMEOUT_SECONDS: must not exceed HTTP_REQUEST_TIMEOUT_SECONDS \(30\)/,
     ],
+    ['ATTACHMENT_SCANNING', 'off', /ATTACHMENT_SCANNING: must be one of refhub, elsewhere, got "off"/],
+    ['ATTACHMENT_MAX_MIB', '101', /ATTACHMENT_MAX_MIB: must be between 1 and 100/],
+    ['ATTACHMENTS_PER_REFERRAL', '0', /ATTACHMENTS_PER_REFERRAL: must be between 1 and 100/],
+    [
+      'ATTACHMENT_TYPES',
+      'pdf,exe',
+      /ATTACHMENT_TYPES: must list one or more of pdf, jpeg, png, tiff, text, docx, comma-separated, got "pdf,exe"/,
+    ],
+    ['ATTACHMENT_TYPES', ' , ', /ATTACHMENT_TYPES: must list one or more of/],
+    ['ATTACHMENT_UPLOADS_IN_FLIGHT_MIB', '0', /ATTACHMENT_UPLOADS_IN_FLIGHT_MIB: must be between 1/],
     [
       'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS',
       '3601',

@@ -1,4 +1,5 @@
-// Attachments' rules that need no I/O: where the scanner listens.
+// Attachments' rules that need no I/O: the types an attachment may have, and where the scanner
+// listens.
 
 /** Where ClamAV's daemon (clamd) listens for refhub's scans. */
 export interface ClamdAddress {
@@ -27,3 +28,18 @@ export function clamdAddressText(address: ClamdAddress): string {
   const host = address.host.includes(':') ? `[${address.host}]` : address.host;
   return `clamd://${host}:${address.port}`;
 }
+
+/** The types an attachment may have, by the name settings and the API use, with their media type. */
+export const ATTACHMENT_TYPES = {
+  pdf: { mediaType: 'application/pdf', extensions: ['pdf'] },
+  jpeg: { mediaType: 'image/jpeg', extensions: ['jpg', 'jpeg'] },
+  png: { mediaType: 'image/png', extensions: ['png'] },
+  tiff: { mediaType: 'image/tiff', extensions: ['tif', 'tiff'] },
+  text: { mediaType: 'text/plain', extensions: ['txt', 'text'] },
+  docx: {
+    mediaType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+    extensions: ['docx'],
+  },
+} as const;
+export type AttachmentType = keyof typeof ATTACHMENT_TYPES;
+export const ATTACHMENT_TYPE_NAMES = Object.keys(ATTACHMENT_TYPES) as AttachmentType[];

@@ -6,21 +6,7 @@
 // A file name is kept only without a path or control characters. docs/attachments.md says why each.
 import zlib from 'node:zlib';
 import { fileTypeFromBuffer } from 'file-type';
-
-/** The types an attachment may have, by the name settings and the API use, with their media type. */
-export const ATTACHMENT_TYPES = {
-  pdf: { mediaType: 'application/pdf', extensions: ['pdf'] },
-  jpeg: { mediaType: 'image/jpeg', extensions: ['jpg', 'jpeg'] },
-  png: { mediaType: 'image/png', extensions: ['png'] },
-  tiff: { mediaType: 'image/tiff', extensions: ['tif', 'tiff'] },
-  text: { mediaType: 'text/plain', extensions: ['txt', 'text'] },
-  docx: {
-    mediaType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
-    extensions: ['docx'],
-  },
-} as const;
-export type AttachmentType = keyof typeof ATTACHMENT_TYPES;
-export const ATTACHMENT_TYPE_NAMES = Object.keys(ATTACHMENT_TYPES) as AttachmentType[];
+import { ATTACHMENT_TYPES, type AttachmentType } from '../domain/attachments.ts';
 
 export type AttachmentRefusalReason =
   'empty-file' | 'type-not-accepted' | 'type-mismatch' | 'pdf-active-content' | 'pdf-unreadable';

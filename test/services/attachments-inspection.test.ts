@@ -4,14 +4,13 @@
 // and wherever their objects are kept. File names and their download header.
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { ATTACHMENT_TYPE_NAMES, type AttachmentType } from '../../src/domain/attachments.ts';
 import {
-  ATTACHMENT_TYPE_NAMES,
   contentDisposition,
   fileNameRefusal,
   inspectAttachment,
   isPlainText,
   pdfActiveContent,
-  type AttachmentType,
 } from '../../src/services/attachments-inspection.ts';
 
 const ALL = new Set<AttachmentType>(ATTACHMENT_TYPE_NAMES);

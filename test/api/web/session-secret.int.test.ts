@@ -7,7 +7,11 @@ import type { Store } from '../../../src/db/database.ts';
 import { resolveSessionSecret } from '../../../src/api/web/session-secret.ts';
 import { ENGINES, openTestStore } from '../../support/engines.ts';
 
-const PRODUCTION = { NODE_ENV: 'production', EHR_URL: 'https://ehr.example/forms' };
+const PRODUCTION = {
+  NODE_ENV: 'production',
+  EHR_URL: 'https://ehr.example/forms',
+  ATTACHMENT_SCANNING: 'elsewhere',
+};
 
 describe('SESSION_SECRET', () => {
   it('is required in production, and names itself when missing or short', () => {

@@ -226,7 +226,12 @@ describe('refhub CLI', () => {
         [{ DATABASE_URL: 'mysql://db/refhub' }, ['keys', 'list'], 'DATABASE_URL'],
         [{ NODE_ENV: 'prod' }, ['all'], 'NODE_ENV'],
         [
-          { NODE_ENV: 'production', EHR_URL: 'https://127.0.0.1:9/ehr', SESSION_SECRET: 's'.repeat(32) },
+          {
+            NODE_ENV: 'production',
+            EHR_URL: 'https://127.0.0.1:9/ehr',
+            SESSION_SECRET: 's'.repeat(32),
+            ATTACHMENT_SCANNING: 'elsewhere',
+          },
           ['all'],
           'EHR_URL: must reach a public address in production: 127.0.0.1 is a loopback address',
         ],
