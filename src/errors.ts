@@ -16,6 +16,10 @@ export type ErrorCode =
   | 'idempotency_key_reused'
   | 'idempotency_key_in_use'
   | 'limit_exceeded'
+  | 'attachment_not_found'
+  | 'attachment_refused'
+  | 'attachment_pending_scan'
+  | 'attachment_rejected'
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'bad_request'
@@ -180,6 +184,54 @@ export class ConcurrentModificationError extends AppError {
 export class LimitExceededError extends AppError {
   constructor(detail: string) {
     super('limit_exceeded', 409, 'Limit reached', detail);
+  }
+}
+
+export class AttachmentNotFoundError extends AppError {
+  constructor(attachmentId: string) {
+    super('attachment_not_found', 404, 'Attachment not found', `Referral has no attachment ${attachmentId}.`);
+  }
+}
+
+/**
+ * A file refhub will not keep: 415 for its type, 400 for its content or name. `reason` is stable;
+ * `detail` names types and rules, never the file's name or content.
+ */
+export class AttachmentRefusedError extends AppError {
+  constructor(status: 400 | 415, reason: string, detail: string, field: string) {
+    super(
+      'attachment_refused',
+      status,
+      status === 415 ? 'File type not accepted' : 'File not accepted',
+      detail,
+      { reason },
+      [{ path: field, message: detail }],
+    );
+  }
+}
+
+export class AttachmentPendingScanError extends AppError {
+  constructor() {
+    super(
+      'attachment_pending_scan',
+      409,
+      'Attachment not scanned yet',
+      'The file is waiting for its malware scan; its content can be read once the scan finds it clean.',
+      {},
+      undefined,
+      5,
+    );
+  }
+}
+
+export class AttachmentRejectedError extends AppError {
+  constructor() {
+    super(
+      'attachment_rejected',
+      410,
+      'Attachment rejected',
+      'The malware scan found a threat in this file, so its content is never handed out. Ask the sender for a clean copy.',
+    );
   }
 }
 

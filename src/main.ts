@@ -78,8 +78,8 @@ webhooks
 program
   .command('doctor')
   .description(
-    "check the database, migrations, durability settings, Redis and the EHR URL with this shell's " +
-      'settings, or ask a running refhub (--server); exit 1 if a check fails',
+    'check the database, migrations, durability settings, Redis, the EHR URL and the attachment scanner with ' +
+      "this shell's settings, or ask a running refhub (--server); exit 1 if a check fails",
   )
   .option('--server <url>', 'ask the refhub at this URL for its own checks and settings (GET /doctor)')
   .option(
@@ -91,7 +91,10 @@ program
 
 program
   .command('reconcile')
-  .description('re-enqueue due forwards that have no live job and rebuild missing reminder schedules, once')
+  .description(
+    're-enqueue due forwards and attachment scans that have no live job and rebuild missing reminder ' +
+      'schedules, once',
+  )
   .action(() => reconcileCommand());
 
 program

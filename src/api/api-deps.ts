@@ -15,7 +15,9 @@ import type { Metrics } from '../observability/metrics.ts';
 import type { QueueProducer } from '../queue/producer.ts';
 import type { OpsOverviewService } from '../services/admin-overview.service.ts';
 import type { ApiKeyService } from '../services/api-key.service.ts';
+import type { Attachments } from '../services/attachments.service.ts';
 import type { CatalogService } from '../services/catalog.service.ts';
+import type { ScannerPing } from '../services/doctor-checks.ts';
 import type { EventFeed } from '../services/events.service.ts';
 import type { ReferralFhir } from '../services/fhir.service.ts';
 import type { EhrForwarding } from '../services/forwarding.service.ts';
@@ -52,6 +54,9 @@ export interface ApiDeps {
   readonly referralQueries: ReferralQueries;
   readonly referralCommands: ReferralCommands;
   readonly referralFhir: ReferralFhir;
+  readonly attachments: Attachments;
+  /** Asks the malware scanner for an answer, for `/doctor`. */
+  readonly pingScanner: ScannerPing;
   readonly links: LinkService;
   readonly linkRedemption: Pick<LinkRedemption, 'redeem'>;
   readonly catalog: Pick<CatalogService, 'listOfferings'>;

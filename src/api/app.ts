@@ -11,7 +11,7 @@ import { AppError } from '../errors.ts';
 import type { ApiDeps, ApiParts } from './api-deps.ts';
 import { API_VERSION, swaggerOptions } from './openapi.ts';
 import { registerComponentSchemas } from './schemas/components.ts';
-import { API_PREFIX, isApiRoute, responseHeadersOf } from './http.ts';
+import { API_PREFIX, BODY_LIMIT, isApiRoute, responseHeadersOf } from './http.ts';
 import { httpEdgeOptions, MAX_PARAM_LENGTH } from './http-edge.ts';
 import { refuseMalformedQuery, registerStrictJsonParser } from './request-encoding.ts';
 import { registerAuth } from './plugins/auth.ts';
@@ -32,12 +32,12 @@ import { eventRoutes } from './routes/events.routes.ts';
 import { webhookRoutes } from './routes/webhooks.routes.ts';
 import { fhirRoutes } from './routes/fhir.routes.ts';
 import { linkRoutes } from './routes/links.routes.ts';
+import { attachmentsRoutes } from './routes/attachments.routes.ts';
 import { providerRoutes } from './routes/referrals-provider.routes.ts';
 import { referralRoutes } from './routes/referrals.routes.ts';
 import { webPlugin } from './web/web.plugin.ts';
 import { adminPlugin } from './admin/admin.plugin.ts';
 
-export const BODY_LIMIT = 256 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export type { ApiDeps, ApiParts } from './api-deps.ts';
@@ -142,6 +142,7 @@ export async function buildApp(deps: ApiDeps, parts: ApiParts): Promise<FastifyI
   await app.register(doctorRoutes(deps));
   await app.register(referralRoutes(deps), { prefix: API_PREFIX });
   await app.register(providerRoutes(deps), { prefix: API_PREFIX });
+  await app.register(attachmentsRoutes(deps), { prefix: API_PREFIX });
   await app.register(linkRoutes(deps), { prefix: API_PREFIX });
   await app.register(webPlugin(deps, parts.web));
   await app.register(ehrSubmissionRoutes(deps), { prefix: API_PREFIX });

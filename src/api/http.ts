@@ -17,6 +17,15 @@ export type ResponseHeaders = (body: never) => Readonly<Record<string, string>>;
 
 export const API_PREFIX = '/api/v1';
 
+/** The largest request body, but where a route says otherwise (an attachment's upload). */
+export const BODY_LIMIT = 256 * 1024;
+
+/** A body limit as a sentence says it: "256 KiB", "10 MiB". */
+export function sizeLimitWords(bytes: number): string {
+  const mib = bytes / (1024 * 1024);
+  return Number.isInteger(mib) ? `${mib} MiB` : `${Math.round(bytes / 1024)} KiB`;
+}
+
 /** Authentication, rate limits and audit apply to these routes; health checks and docs are open. */
 export function isApiRoute(request: FastifyRequest): boolean {
   return request.routeOptions.url?.startsWith(`${API_PREFIX}/`) === true;

@@ -41,6 +41,12 @@ export const TAGS = [
     description:
       'What a provider does with a referral it receives: accept, reject, ask the sender to act, book.',
   },
+  {
+    name: 'Attachments',
+    description:
+      'Files that travel with a referral: added by the sender or the provider, scanned for malware, and ' +
+      'forwarded with the form.',
+  },
   { name: 'Links', description: 'One-time links into the web form, with the patient prefilled.' },
   {
     name: 'EHR forwarding',

@@ -20,11 +20,13 @@ import {
   notChecked,
   passed,
   redisCheck,
+  scannerCheck,
   storeCheckNames,
   storeChecks,
   type CheckStatus,
   type DoctorCheck,
   type DoctorReport,
+  type ScannerPing,
 } from '../services/doctor-checks.ts';
 import { fail } from './failure.ts';
 import { plural } from './plural.ts';
@@ -35,6 +37,8 @@ export interface DoctorDeps {
   readonly openStore: () => Promise<Store>;
   /** Opens a producer's connection to REDIS_URL (the doctor disconnects it). */
   readonly connectRedis: () => Redis;
+  /** Asks clamd at ATTACHMENT_SCANNER for PONG (one connection, closed again). */
+  readonly pingScanner: ScannerPing;
 }
 
 /** What the doctor found in this shell, and the refhub that holds DATA_DIR, if one does. */
@@ -95,13 +99,23 @@ async function localRedisCheck(deps: DoctorDeps): Promise<DoctorCheck> {
 
 /** The checks, made with this shell's settings. */
 export async function runDoctor(deps: DoctorDeps): Promise<DoctorFindings> {
-  const [store, redis] = await Promise.all([localStoreChecks(deps), localRedisCheck(deps)]);
-  // Where forms go is a setting, and this shell's need not be the running refhub's: say whose it is.
+  const [store, redis, scanner] = await Promise.all([
+    localStoreChecks(deps),
+    localRedisCheck(deps),
+    scannerCheck(deps.config, deps.pingScanner),
+  ]);
+  // Where forms go and which scanner scans are settings, and this shell's need not be the running
+  // refhub's: say whose they are.
   const ehr = await ehrUrlCheck(deps.config);
   const whose = store.holder === undefined ? 'this shell' : 'this shell; the running refhub may have its own';
   return {
     holder: store.holder,
-    checks: [...store.checks, redis, { ...ehr, detail: `${ehr.detail} (EHR_URL of ${whose})` }],
+    checks: [
+      ...store.checks,
+      redis,
+      { ...ehr, detail: `${ehr.detail} (EHR_URL of ${whose})` },
+      { ...scanner, detail: `${scanner.detail} (ATTACHMENT_SCANNER of ${whose})` },
+    ],
   };
 }
 

@@ -45,6 +45,8 @@ export function createReconcilerFor(ctx: AppContext): Reconciler {
     metrics: ctx.metrics,
     reminderScheduleFor: (id) => ctx.reminders.scheduleFor(id),
     claim: () => ctx.claimQueues(),
+    // The scan worker runs where a scanner is configured (startBackground), and only there.
+    scansAttachments: ctx.config.attachmentScanner !== undefined,
   });
 }
 

@@ -19,7 +19,7 @@ import {
   type SandboxEhrCommandOptions,
 } from '../cli/sandbox-ehr.command.ts';
 import { listWebhooks, replayWebhooks, type ReplayOptions } from '../cli/webhooks.command.ts';
-import { createContext, openConfiguredStore, type AppContext } from './context.ts';
+import { createContext, openConfiguredStore, pingScanner, type AppContext } from './context.ts';
 
 /**
  * Runs `work` with a context, closing the store (and the PGlite lock) however it ends. The schema must
@@ -72,13 +72,17 @@ export async function doctorCommand(options: { server?: string; opsKey?: string 
     config,
     openStore: () => openStore(configuredStoreTarget(config, 'refhub doctor', { poolSize: 1 })),
     connectRedis: () => connectRedis(config.redisUrl, 'producer', logger),
+    pingScanner,
   });
 }
 
 export function reconcileCommand(): Promise<void> {
   return withContext('refhub reconcile', async (ctx) => {
     const { createReconcilerFor } = await import('./background.ts');
-    await reconcile({ reconciler: createReconcilerFor(ctx) });
+    await reconcile({
+      reconciler: createReconcilerFor(ctx),
+      scansAttachments: ctx.config.attachmentScanner !== undefined,
+    });
   });
 }
 

@@ -44,6 +44,9 @@ import { webhookSubscriptionRepository } from '../db/webhooks-subscription.repos
 import { ehrCircuitRepository } from '../db/forwarding-circuit.repository.ts';
 import { installationSecretRepository } from '../db/installation-secret.repository.ts';
 import { createReferralFhir, type ReferralFhir } from '../services/fhir.service.ts';
+import { createAttachments, type Attachments } from '../services/attachments.service.ts';
+import type { ScannerPing } from '../services/doctor-checks.ts';
+import { createClamdClient } from '../workers/attachments/clamd-client.ts';
 
 export interface AppContext {
   readonly config: Config;
@@ -63,6 +66,7 @@ export interface AppContext {
   readonly referralCommands: ReferralCommands;
   /** The FHIR R4 view of a referral. */
   readonly referralFhir: ReferralFhir;
+  readonly attachments: Attachments;
   readonly links: LinkService;
   readonly linkRedemption: LinkRedemption;
   readonly apiKeys: ApiKeyService;
@@ -90,10 +94,15 @@ export interface AppContext {
   releaseQueues(): Promise<void>;
   /** This process's Prometheus metrics. */
   readonly metrics: Metrics;
+  /** Asks clamd at an address for PONG, for the doctor's scanner check (`GET /doctor`). */
+  readonly pingScanner: ScannerPing;
   /** Set when the process begins to stop: readiness fails, so load balancers stop sending requests. */
   readonly lifecycle: { draining: boolean };
   close(): Promise<void>;
 }
+
+/** Asks clamd for PONG over a connection of its own: the doctor's scanner check. */
+export const pingScanner: ScannerPing = (settings) => createClamdClient(settings).ping();
 
 export interface ContextOverrides {
   readonly store?: Store;
@@ -239,6 +248,16 @@ export async function createContext(
     referralQueries,
     referralCommands: createReferralCommands({ ...deps, displayTime }),
     referralFhir: createReferralFhir({ referralQueries, ehrForwarding, clock }),
+    attachments: createAttachments({
+      db,
+      clock,
+      settings: {
+        maxBytes: config.attachmentMaxBytes,
+        perReferral: config.attachmentsPerReferral,
+        types: config.attachmentTypes,
+        scanned: config.attachmentScanner !== undefined,
+      },
+    }),
     links: createLinkService(deps),
     linkRedemption: createLinkRedemption({ db, clock }),
     apiKeys: createApiKeyService({ db, clock }),
@@ -288,6 +307,7 @@ export async function createContext(
     claimQueues,
     releaseQueues,
     metrics,
+    pingScanner,
     lifecycle: { draining: false },
     close: async () => {
       await queues?.close();

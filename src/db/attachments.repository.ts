@@ -1,7 +1,7 @@
 // A referral's attachments (migration 0012): the metadata, and the bytes in a table of their own that
 // only a read of the content touches. Each is read and written only after the referral passed the
 // tenancy check, as the referral's other parts are.
-import { sql, type Selectable } from 'kysely';
+import { sql, type Compilable, type Selectable } from 'kysely';
 import type { AttachmentScanState, AttachmentsTable } from './schema.ts';
 import type { Executor } from './executor.ts';
 
@@ -30,6 +30,47 @@ export interface AttachmentRecord extends Omit<NewAttachment, 'scanState'> {
   readonly scannedAt: Date | null;
 }
 
+/** An attachment as a change's statement adds it: numbered by the change, which read the others. */
+export interface NumberedAttachment extends NewAttachment {
+  readonly number: number;
+}
+
+/**
+ * An attachment's rows as parts of a change's statement (db/change-log.repository.ts): written only
+ * with the referral's compare-and-set, so the number and the count the change read still hold.
+ */
+export const attachmentWrites = {
+  insert(db: Executor, attachment: NumberedAttachment, content: Uint8Array): Compilable[] {
+    return [
+      db.insertInto('attachments').values({
+        id: attachment.id,
+        referral_id: attachment.referralId,
+        number: attachment.number,
+        file_name: attachment.fileName,
+        media_type: attachment.mediaType,
+        size_bytes: attachment.sizeBytes,
+        sha256: attachment.sha256,
+        scan_state: attachment.scanState,
+        added_by: attachment.addedBy,
+        author_institution_id_type: attachment.authorInstitution.idType,
+        author_institution_id: attachment.authorInstitution.id,
+        requester_identifier: attachment.requesterIdentifier,
+        system: attachment.system,
+        created_at: attachment.createdAt,
+      }),
+      db.insertInto('attachment_contents').values({
+        attachment_id: attachment.id,
+        content: Buffer.from(content.buffer, content.byteOffset, content.byteLength),
+      }),
+    ];
+  },
+
+  /** Removes the attachment; its bytes go with it (ON DELETE CASCADE). */
+  remove(db: Executor, referralId: string, id: string): Compilable {
+    return db.deleteFrom('attachments').where('referral_id', '=', referralId).where('id', '=', id);
+  },
+};
+
 export type ScanResult =
   { readonly kind: 'clean' } | { readonly kind: 'infected'; readonly signature: string };
 
@@ -56,6 +97,30 @@ function toRecord(row: Selectable<AttachmentsTable>): AttachmentRecord {
 /** PostgreSQL's unique_violation: another attachment of the referral took the number first. */
 function isUniqueViolation(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '23505';
+}
+
+/**
+ * Attachments waiting for a scan since before `before`, with no `attachment-scan` outbox row of their
+ * referral left to dispatch: the relay queues the scans of such a referral's files itself.
+ */
+function awaitingScanQuery(db: Executor, before: Date) {
+  return db
+    .selectFrom('attachments as a')
+    .select(['a.id', 'a.referral_id'])
+    .where('a.scan_state', '=', 'pending-scan')
+    .where('a.created_at', '<', before)
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('outbox as o')
+            .select('o.id')
+            .whereRef('o.referral_id', '=', 'a.referral_id')
+            .where('o.topic', '=', 'attachment-scan')
+            .where('o.processed_at', 'is', null),
+        ),
+      ),
+    );
 }
 
 export function attachmentRepository(db: Executor) {
@@ -159,17 +224,34 @@ export function attachmentRepository(db: Executor) {
       return row && toRecord(row);
     },
 
-    /** Attachments waiting for a scan since before `before`, oldest first (for the reconciler). */
+    /**
+     * Attachments waiting for a scan since before `before`, oldest first (for the reconciler); those
+     * of a referral with an `attachment-scan` outbox row still to dispatch are the relay's, and left out.
+     */
     async pendingScan(before: Date, limit: number): Promise<{ id: string; referralId: string }[]> {
+      const rows = await awaitingScanQuery(db, before).orderBy('a.created_at').limit(limit).execute();
+      return rows.map((r) => ({ id: r.id, referralId: r.referral_id }));
+    },
+
+    /**
+     * `pendingScan` for one attachment, read again: the reconciler asks it after finding no live scan
+     * job, so a scan a worker recorded, or a relay is queueing, since the page was read is not lost.
+     */
+    async awaitsScan(id: string, before: Date): Promise<boolean> {
+      const row = await awaitingScanQuery(db, before).where('a.id', '=', id).executeTakeFirst();
+      return row !== undefined;
+    },
+
+    /** The referral's attachments that wait for a scan, for the scan queue. */
+    async pendingScanOf(referralId: string): Promise<{ attachmentId: string; referralId: string }[]> {
       const rows = await db
         .selectFrom('attachments')
-        .select(['id', 'referral_id'])
+        .select('id')
+        .where('referral_id', '=', referralId)
         .where('scan_state', '=', 'pending-scan')
-        .where('created_at', '<', before)
-        .orderBy('created_at')
-        .limit(limit)
+        .orderBy('number')
         .execute();
-      return rows.map((r) => ({ id: r.id, referralId: r.referral_id }));
+      return rows.map((r) => ({ attachmentId: r.id, referralId }));
     },
 
     /** Removes the attachment and its bytes; false when there was none. */

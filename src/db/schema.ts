@@ -1,5 +1,8 @@
 // Kysely's view of the tables created by the migrations in ./migrations.
 import type { ColumnType, Generated } from 'kysely';
+import type { AttachmentScanState } from '../domain/attachments.ts';
+
+export type { AttachmentScanState };
 
 type Timestamp = ColumnType<Date, Date, Date>;
 
@@ -106,8 +109,6 @@ export interface NotesTable {
   system: string;
   created_at: Timestamp;
 }
-
-export type AttachmentScanState = 'pending-scan' | 'available' | 'rejected' | 'not-scanned';
 
 export interface AttachmentsTable {
   id: string;

@@ -5,8 +5,9 @@
 //
 // An action is a command of a sender or a provider on an existing referral: each operation of the
 // table that a sender or a provider performs, except `create` (no referral yet). The system's
-// bookkeeping (reminders, EHR deliveries) is not an action. An action the party's side never has
-// (a sender accepting) is in neither list.
+// bookkeeping (reminders, EHR deliveries) is not an action, and neither is removing an attachment (a
+// command on the attachment, which the table allows from a draft). An action the party's side never
+// has (a sender accepting) is in neither list.
 import type { RefusalReason } from '../errors.ts';
 import { isOnSide, notYourSideDetail, type InstitutionRef, type ReferralParties } from './access.ts';
 import { LIFECYCLE, refusalOf, type DecisionInput, type Operation } from './lifecycle.ts';
@@ -24,6 +25,7 @@ export const ACTIONS = [
   'request-action',
   'upsert-appointment',
   'add-note',
+  'add-attachment',
 ] as const;
 export type Action = (typeof ACTIONS)[number];
 
@@ -42,6 +44,7 @@ export const OPERATION_OF_ACTION: Readonly<Record<Action, Operation>> = {
   'request-action': 'request-action',
   'upsert-appointment': 'upsert-appointment',
   'add-note': 'add-note',
+  'add-attachment': 'add-attachment',
 };
 
 /** The reasons blockedActions[] gives; `offering-locked` depends on a request's body, not on state. */

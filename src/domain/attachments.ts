@@ -31,15 +31,61 @@ export function clamdAddressText(address: ClamdAddress): string {
 
 /** The types an attachment may have, by the name settings and the API use, with their media type. */
 export const ATTACHMENT_TYPES = {
-  pdf: { mediaType: 'application/pdf', extensions: ['pdf'] },
-  jpeg: { mediaType: 'image/jpeg', extensions: ['jpg', 'jpeg'] },
-  png: { mediaType: 'image/png', extensions: ['png'] },
-  tiff: { mediaType: 'image/tiff', extensions: ['tif', 'tiff'] },
-  text: { mediaType: 'text/plain', extensions: ['txt', 'text'] },
+  pdf: { mediaType: 'application/pdf', extensions: ['pdf'], words: 'PDF' },
+  jpeg: { mediaType: 'image/jpeg', extensions: ['jpg', 'jpeg'], words: 'JPEG image' },
+  png: { mediaType: 'image/png', extensions: ['png'], words: 'PNG image' },
+  tiff: { mediaType: 'image/tiff', extensions: ['tif', 'tiff'], words: 'TIFF image' },
+  text: { mediaType: 'text/plain', extensions: ['txt', 'text'], words: 'plain text' },
   docx: {
     mediaType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
     extensions: ['docx'],
+    words: 'Word document',
   },
 } as const;
 export type AttachmentType = keyof typeof ATTACHMENT_TYPES;
 export const ATTACHMENT_TYPE_NAMES = Object.keys(ATTACHMENT_TYPES) as AttachmentType[];
+
+/** The words for an attachment's media type, as people read it ("PDF"); the media type if unknown. */
+export function mediaTypeWords(mediaType: string): string {
+  const type = ATTACHMENT_TYPE_NAMES.find((name) => ATTACHMENT_TYPES[name].mediaType === mediaType);
+  return type === undefined ? mediaType : ATTACHMENT_TYPES[type].words;
+}
+
+/** A size as people read it: "812 bytes", "12 KB", "1.4 MB" (1 KB = 1,024 bytes). */
+export function sizeWords(bytes: number): string {
+  if (bytes < 1024) return `${bytes} ${bytes === 1 ? 'byte' : 'bytes'}`;
+  if (bytes < 1024 * 1024) return `${Math.round(bytes / 1024)} KB`;
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
+}
+
+/**
+ * Where an attachment stands with the scanner: `pending-scan` until a scan answers, then `available`
+ * or `rejected`; `not-scanned` where no scanner runs (development, or files scanned before refhub).
+ */
+export type AttachmentScanState = 'pending-scan' | 'available' | 'rejected' | 'not-scanned';
+
+/** Whether an attachment's content may be read: scanned clean, or kept where nothing scans. */
+export function isReadable(state: AttachmentScanState): boolean {
+  return state === 'available' || state === 'not-scanned';
+}
+
+/** An attachment as the API and the pages show it; its content is read at its own path. */
+export interface AttachmentView {
+  readonly id: string;
+  readonly referralId: string;
+  /** The referral's own number for it, 1, 2, … in the order files were added. */
+  readonly number: number;
+  readonly fileName: string;
+  readonly mediaType: string;
+  readonly sizeBytes: number;
+  /** SHA-256 of the content, lowercase hex. */
+  readonly sha256: string;
+  readonly scanState: AttachmentScanState;
+  /** Whether the content may be read now (`available`, or `not-scanned` where nothing scans). */
+  readonly available: boolean;
+  /** When the scan answered; absent until then. */
+  readonly scannedAt?: string;
+  readonly addedBy: 'sender' | 'provider';
+  readonly authorInstitution: { readonly idType: string; readonly id: string; readonly name: string };
+  readonly createdAt: string;
+}

@@ -15,9 +15,10 @@ export const REFHUB_SYSTEM = 'refhub';
 /**
  * Background work a change records in the outbox: a forward that is now due (`ehr-forward`), an
  * operator's retry of a forward that failed for good (`ehr-forward-again`: the same version again,
- * so what is left of its failed job is cleared first), and the provider reminders' schedule.
+ * so what is left of its failed job is cleared first), the provider reminders' schedule, and the
+ * malware scans of the referral's files that wait for one (`attachment-scan`).
  */
-export type OutboxTopic = 'ehr-forward' | 'ehr-forward-again' | 'reminders';
+export type OutboxTopic = 'ehr-forward' | 'ehr-forward-again' | 'reminders' | 'attachment-scan';
 
 export type Target =
   | { readonly kind: 'status'; readonly status: Status }
@@ -120,6 +121,21 @@ export const LIFECYCLE = {
     event: 'note.created',
     outbox: [],
   },
+  // The sender attaches files while it may change the referral; the provider once it took it on (a
+  // letter, a result). Only the sender removes one, and only from a draft: once submitted, the
+  // provider and the national record may have it.
+  'add-attachment': {
+    from: { sender: EDITABLE, provider: ['accepted', 'scheduled'] },
+    to: { kind: 'same' },
+    event: 'referral.attachment-added',
+    outbox: ['attachment-scan'],
+  },
+  'remove-attachment': {
+    from: { sender: ['draft'] },
+    to: { kind: 'same' },
+    event: 'referral.attachment-removed',
+    outbox: [],
+  },
   'reminder-sent': {
     from: { system: ['pending-acceptance'] },
     to: { kind: 'same' },
@@ -157,6 +173,8 @@ export const OPERATION_VERBS: Readonly<Record<Operation, string>> = {
   'request-action': 'request sender action on',
   'upsert-appointment': 'change appointments of',
   'add-note': 'add a note to',
+  'add-attachment': 'attach a file to',
+  'remove-attachment': 'remove a file from',
   'reminder-sent': 'send a reminder for',
   'ehr-forwarded': 'record an EHR forward for',
   'ehr-forward-failed': 'record an EHR forward failure for',

@@ -87,6 +87,16 @@ export const timeline = {
     type: LIFECYCLE['add-note'].event,
     description: `${actor} added a note.`,
   }),
+  // The file's name is not quoted: it may name the patient, and the timeline goes to webhooks and the
+  // event feed. Its type and size say which file it was.
+  attachmentAdded: (actor: string, type: string, size: string): TimelineEntry => ({
+    type: LIFECYCLE['add-attachment'].event,
+    description: `${actor} attached a file (${type}, ${size}).`,
+  }),
+  attachmentRemoved: (actor: string, type: string, size: string): TimelineEntry => ({
+    type: LIFECYCLE['remove-attachment'].event,
+    description: `${actor} removed a file (${type}, ${size}).`,
+  }),
   reminderSent: (provider: string): TimelineEntry => ({
     type: LIFECYCLE['reminder-sent'].event,
     description: `Reminder sent to ${provider} to create the patient record.`,

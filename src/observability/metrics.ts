@@ -236,7 +236,7 @@ export function createMetrics() {
     reminderSent(): void {
       remindersSent.inc();
     },
-    reconcilerRepaired(kind: 'forward' | 'reminder-schedule', count: number): void {
+    reconcilerRepaired(kind: 'forward' | 'attachment-scan' | 'reminder-schedule', count: number): void {
       if (count > 0) reconcilerRepairs.inc({ kind }, count);
     },
   };

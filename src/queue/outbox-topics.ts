@@ -1,6 +1,8 @@
 // What each outbox topic becomes on the queues: a forward (one at a time or a batch), a forward made
-// sure of again, or a provider's reminder schedule set or removed. The outbox relay claims the rows
+// sure of again, a provider's reminder schedule set or removed, or the scans of a referral's files. The outbox relay claims the rows
 // and calls these; the lifecycle table decides which topics a change writes.
+import { attachmentRepository } from '../db/attachments.repository.ts';
+import type { Executor } from '../db/executor.ts';
 import type { OutboxMessage } from '../db/outbox.repository.ts';
 import type { QueuedForward } from './forward-order.ts';
 import type { OutboxBatchHandlers, OutboxHandlers } from './outbox-relay.ts';
@@ -10,10 +12,17 @@ import { institutionKey } from './registry.ts';
 export interface OutboxTopicDeps {
   readonly queues: Pick<
     QueueProducer,
-    'enqueueForward' | 'enqueueForwards' | 'ensureForward' | 'scheduleReminders' | 'removeReminders'
+    | 'enqueueForward'
+    | 'enqueueForwards'
+    | 'ensureForward'
+    | 'scheduleReminders'
+    | 'removeReminders'
+    | 'enqueueScans'
   >;
   /** The referral's reminder schedule now, or null when it should have none. */
   readonly reminders: { scheduleFor(referralId: string): Promise<ReminderSchedule | null> };
+  /** Where the files that wait for a scan are read. */
+  readonly db: Executor;
 }
 
 /** The forward an outbox row asks for, in its sender's backlog. */
@@ -44,6 +53,12 @@ export function outboxHandlers(deps: OutboxTopicDeps): OutboxHandlers {
       const schedule = await deps.reminders.scheduleFor(m.referralId);
       if (schedule === null) await deps.queues.removeReminders(m.referralId);
       else await deps.queues.scheduleReminders(m.referralId, schedule);
+    },
+    // Every file of the referral that waits, read when the row is relayed: a file added by a change
+    // whose row is relayed later is queued by that row too, and a job already queued is not added
+    // twice (enqueueScans). Where nothing scans, no file waits and nothing is queued.
+    'attachment-scan': async (m) => {
+      await deps.queues.enqueueScans(await attachmentRepository(deps.db).pendingScanOf(m.referralId));
     },
   };
 }

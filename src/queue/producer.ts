@@ -83,6 +83,12 @@ export interface QueueProducer {
    * queue (waiting, running, finished or failed) is not added again.
    */
   enqueueScans(payloads: readonly QueuePayloads['attachment-scan'][]): Promise<void>;
+  /**
+   * Makes sure a scan job is live for the attachment: does nothing when one is waiting, delayed or
+   * running; otherwise removes what is left of an earlier one (a job that failed for good, or
+   * finished) and adds it under the same ID. Returns whether it added one.
+   */
+  ensureScan(payload: QueuePayloads['attachment-scan']): Promise<boolean>;
   health(): Promise<RedisHealth>;
   /**
    * Claims the queue prefix for the installation (prefix-claim.ts); throws QueuePrefixTakenError when
@@ -125,6 +131,14 @@ export function createQueueProducer(settings: QueueSettings, logger: Logger): Qu
     deduplication: { id: payload.referralId, keepLastIfActive: true },
     priority: forwardPriority(rank),
     ...forwardJobOptions({ maxAttempts: settings.ehrMaxAttempts }),
+    removeOnComplete: RETENTION.completed,
+    removeOnFail: RETENTION.failed,
+  });
+
+  /** A scan job's options: one job per attachment, under its deterministic ID. */
+  const scanOptions = (payload: QueuePayloads['attachment-scan']): JobsOptions => ({
+    jobId: attachmentScanJobId(payload.attachmentId),
+    ...SCAN_ATTEMPTS,
     removeOnComplete: RETENTION.completed,
     removeOnFail: RETENTION.failed,
   });
@@ -237,17 +251,20 @@ export function createQueueProducer(settings: QueueSettings, logger: Logger): Qu
       if (payloads.length === 0) return;
       await connected(redis);
       await queues['attachment-scan'].addBulk(
-        payloads.map((payload) => ({
-          name: 'scan',
-          data: payload,
-          opts: {
-            jobId: attachmentScanJobId(payload.attachmentId),
-            ...SCAN_ATTEMPTS,
-            removeOnComplete: RETENTION.completed,
-            removeOnFail: RETENTION.failed,
-          },
-        })),
+        payloads.map((payload) => ({ name: 'scan', data: payload, opts: scanOptions(payload) })),
       );
+    },
+
+    async ensureScan(payload) {
+      await connected(redis);
+      const queue = queues['attachment-scan'];
+      const leftover = await queue.getJob(attachmentScanJobId(payload.attachmentId));
+      if (leftover !== undefined) {
+        if (LIVE.has(await leftover.getState())) return false;
+        await leftover.remove();
+      }
+      await queue.add('scan', payload, scanOptions(payload));
+      return true;
     },
 
     health: () => checkRedis(redis, `${settings.queuePrefix}:readiness-probe`),

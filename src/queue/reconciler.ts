@@ -1,7 +1,8 @@
 // The reconciler: Postgres is the truth and Redis only a work queue, so losing Redis's data must be
 // a delay, not a loss. Every minute (and once with `refhub reconcile`) it re-enqueues each referral
-// whose forward is due but has no live job, and rebuilds each missing reminder schedule from the
-// database. Everything it calls is idempotent, so several reconcilers may run at once.
+// whose forward is due but has no live job, re-enqueues the scan of each attachment still waiting for
+// one with no live job (where a scanner is configured), and rebuilds each missing reminder schedule
+// from the database. Everything it calls is idempotent, so several reconcilers may run at once.
 //
 // It counts (metric and log) a repair only for work that was really missing, never for work the outbox
 // relay or a worker is about to do or has just done. A referral with an outbox row of the topic still
@@ -10,9 +11,18 @@
 // nothing for is read again after Redis was asked: the relay sets a schedule, and a worker records an
 // attempt, before the row is marked or the job finishes, so what Redis no longer shows the database
 // already does. Only a referral still due after that is repaired.
+//
+// A scan job lost with Redis's data, or never added (a crash between storing the upload and queueing
+// its scan), leaves an attachment waiting for a scan no job will make. The same rules hold: an
+// attachment added within the quiet period, or whose referral has an `attachment-scan` outbox row
+// still to dispatch, is left to whatever is queueing its scan; and one with no live job is read again
+// before its scan is enqueued, since a worker records the scan before its job finishes. A scan job
+// that failed for good (the scanner unreachable through every attempt) is not live either, as a
+// forward's is not: the attachment still waits, so its scan is enqueued again.
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { messageIdOf } from '../domain/ids.ts';
+import { attachmentRepository } from '../db/attachments.repository.ts';
 import { ehrSubmissionRepository, type DueForward } from '../db/forwarding-ledger.repository.ts';
 import { reminderRepository } from '../db/reminders.repository.ts';
 import type { Database } from '../db/schema.ts';
@@ -20,9 +30,9 @@ import type { Logger } from '../logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { QueueProducer, ReminderSchedule } from './producer.ts';
 import { QueuePrefixTakenError } from './prefix-claim.ts';
-import { forwardJobId, institutionKey } from './registry.ts';
+import { attachmentScanJobId, forwardJobId, institutionKey } from './registry.ts';
 
-/** The job states in which a forward is still to run or running (as `ensureForward` sees them). */
+/** The job states in which a job is still to run or running (as `ensureForward` and `ensureScan` see them). */
 const LIVE = new Set<string>(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
 
 export interface ReconcilerDeps {
@@ -38,14 +48,27 @@ export interface ReconcilerDeps {
    * lost with Redis's data is put back, and a prefix another installation holds stops the pass.
    */
   readonly claim?: () => Promise<void>;
-  /** A forward untouched for this long, with no live job, is re-enqueued. */
+  /**
+   * Whether this installation scans attachments (ATTACHMENT_SCANNER): only then does a worker take
+   * the attachment-scan queue's jobs, and only then are lost scans enqueued again.
+   */
+  readonly scansAttachments?: boolean;
+  /**
+   * A forward untouched for this long, or an attachment waiting this long for its scan, with no live
+   * job, is re-enqueued.
+   */
   readonly quietMs?: number;
-  /** How many referrals one read of the database returns. */
+  /**
+   * How many referrals one read of the database returns; also how many attachments waiting for a
+   * scan one run looks at, the oldest first.
+   */
   readonly pageSize?: number;
 }
 
 export interface Repairs {
   readonly forwardsRequeued: number;
+  /** Attachments waiting for their scan whose scan job was missing, or had failed for good. */
+  readonly scansRequeued: number;
   readonly schedulersRebuilt: number;
 }
 
@@ -90,6 +113,34 @@ export function createReconciler(deps: ReconcilerDeps) {
     }
   }
 
+  /** Whether the attachment's scan job waits, is delayed or runs; it only reads. */
+  async function scanIsLive(attachmentId: string): Promise<boolean> {
+    const job = await deps.producer.queues['attachment-scan'].getJob(attachmentScanJobId(attachmentId));
+    return job !== undefined && LIVE.has(await job.getState());
+  }
+
+  /**
+   * The oldest attachments waiting for a scan since before the quiet period, at most a page of them
+   * per run, each enqueued again under its own job ID when no live job scans it. Those whose jobs are
+   * still queued are scanned in their turn and leave the page, so one behind a page of them waits
+   * for the next runs, never for ever.
+   */
+  async function requeueScans(): Promise<number> {
+    // Nothing takes the scan queue's jobs without a scanner, and no attachment waits for one.
+    if (deps.scansAttachments !== true) return 0;
+    let requeued = 0;
+    const since = new Date(deps.clock.now().getTime() - quietMs);
+    const attachments = attachmentRepository(deps.db);
+    for (const { id, referralId } of await attachments.pendingScan(since, PAGE)) {
+      if (await scanIsLive(id)) continue;
+      // Read again: a worker that finished the scan since the page was read has recorded it by now,
+      // and a relay queueing it has not yet marked its outbox row.
+      if (!(await attachments.awaitsScan(id, since))) continue;
+      if (await deps.producer.ensureScan({ attachmentId: id, referralId })) requeued++;
+    }
+    return requeued;
+  }
+
   /** Every pending-acceptance referral whose reminder schedule is missing, with no relay to set it. */
   async function rebuildSchedulers(): Promise<number> {
     let rebuilt = 0;
@@ -120,11 +171,13 @@ export function createReconciler(deps: ReconcilerDeps) {
       await deps.claim?.();
       const repairs = {
         forwardsRequeued: await requeueForwards(),
+        scansRequeued: await requeueScans(),
         schedulersRebuilt: await rebuildSchedulers(),
       };
       deps.metrics.reconcilerRepaired('forward', repairs.forwardsRequeued);
+      deps.metrics.reconcilerRepaired('attachment-scan', repairs.scansRequeued);
       deps.metrics.reconcilerRepaired('reminder-schedule', repairs.schedulersRebuilt);
-      if (repairs.forwardsRequeued + repairs.schedulersRebuilt > 0) {
+      if (repairs.forwardsRequeued + repairs.scansRequeued + repairs.schedulersRebuilt > 0) {
         deps.logger.warn(repairs, 'reconciler repaired queue state from the database');
       }
       return repairs;

@@ -6,6 +6,7 @@ import { sql, type Kysely } from 'kysely';
 import { ConfigError, type Config, type SettingView } from '../config.ts';
 import { isMigrated, ping, type Engine } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
+import { clamdAddressText, parseClamdAddress, type ClamdAddress } from '../domain/attachments.ts';
 import { checkEhrAddress } from './outbound-address.ts';
 
 export const CHECK_STATUSES = ['passed', 'failed', 'not-checked'] as const;
@@ -110,4 +111,61 @@ export async function ehrUrlCheck(config: Config): Promise<DoctorCheck> {
   if (url.protocol === 'https:') return passed('ehr url', `https, ${url.host}`);
   const detail = `${url.protocol}//${url.host} is not https`;
   return config.env === 'production' ? failed('ehr url', detail) : passed('ehr url', detail);
+}
+
+/**
+ * Asks clamd at the address for PONG within `timeoutMs`; rejects with an error whose `code` says why
+ * not (`scanner_unreachable`, `scanner_timeout`, `scanner_error`). The composition root passes the
+ * clamd client's `ping` (workers/attachments/clamd-client.ts).
+ */
+export type ScannerPing = (settings: ClamdAddress & { readonly timeoutMs: number }) => Promise<void>;
+
+/** How long the scanner check waits for PONG: a check, not a scan, so far less than a scan's deadline. */
+export const SCANNER_PING_TIMEOUT_MS = 3_000;
+
+/** Why a ping failed, in words, from the code the clamd client throws. */
+function pingFailure(error: unknown): string {
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  if (code === 'scanner_unreachable') {
+    return 'nothing accepts connections there, or the host does not resolve (scanner_unreachable)';
+  }
+  if (code === 'scanner_timeout') {
+    return `no answer within ${SCANNER_PING_TIMEOUT_MS / 1000} s (scanner_timeout)`;
+  }
+  return 'it answered, but not as clamd does (scanner_error)';
+}
+
+/**
+ * ATTACHMENT_SCANNER: clamd answers PING there. Without one, attachments are not scanned by refhub:
+ * they are scanned before they reach it (ATTACHMENT_SCANNING=elsewhere), or not at all, which only
+ * production refuses. The detail names the address and the reason, nothing of any attachment.
+ */
+export async function scannerCheck(
+  config: Pick<Config, 'env' | 'attachmentScanner' | 'attachmentsScannedElsewhere'>,
+  pingScanner: ScannerPing,
+): Promise<DoctorCheck> {
+  if (config.attachmentScanner === undefined) {
+    if (config.attachmentsScannedElsewhere) {
+      return passed(
+        'scanner',
+        'unset: attachments are scanned before they reach refhub (ATTACHMENT_SCANNING=elsewhere)',
+      );
+    }
+    const detail = 'unset: attachments are not scanned for malware, never in production';
+    return config.env === 'production' ? failed('scanner', detail) : passed('scanner', detail);
+  }
+  const address = parseClamdAddress(config.attachmentScanner);
+  if (address === undefined) {
+    return failed('scanner', `${config.attachmentScanner} is not a clamd address (clamd://host:port)`);
+  }
+  const shown = clamdAddressText(address);
+  try {
+    await pingScanner({ ...address, timeoutMs: SCANNER_PING_TIMEOUT_MS });
+  } catch (error) {
+    return failed(
+      'scanner',
+      `clamd at ${shown}: ${pingFailure(error)}; attachments wait for their scan until it answers`,
+    );
+  }
+  return passed('scanner', `clamd at ${shown} answers`);
 }

@@ -393,7 +393,8 @@ function inAppointmentOrder(appointments: AppointmentRecord[]): AppointmentRecor
 }
 
 /** The name of a party of the referral: its sender, or the provider of its offering. */
-function institutionName(record: ReferralRecord, institution: InstitutionRef): string {
+/** The name of the referral's party that `institution` is: the sender's, or the provider's. */
+export function institutionName(record: ReferralRecord, institution: InstitutionRef): string {
   const isSender = record.sender.idType === institution.idType && record.sender.id === institution.id;
   return isSender ? record.sender.name : (record.offering?.institution.name ?? '');
 }
@@ -477,5 +478,5 @@ async function planUpdate(
   };
 }
 
-export { planUpdate };
+export { planUpdate, statusInput };
 export type ReferralCommands = ReturnType<typeof createReferralCommands>;

@@ -55,7 +55,15 @@ function operationsOf(doc: Document): Found[] {
   );
 }
 
-const bodyMedia = (operation: Operation) => operation.requestBody?.content['application/json'];
+/** The media type a body is sent as: JSON where the operation takes it, else its first (a file's). */
+const bodyType = (operation: Operation): string | undefined => {
+  const types = Object.keys(operation.requestBody?.content ?? {});
+  return types.includes('application/json') ? 'application/json' : types[0];
+};
+const bodyMedia = (operation: Operation) => {
+  const type = bodyType(operation);
+  return type === undefined ? undefined : operation.requestBody?.content[type];
+};
 
 /** The examples a parameter or a body gives, however the document spells them. */
 function examplesOf(holder: { example?: unknown; examples?: unknown } | undefined): unknown[] {
@@ -134,6 +142,8 @@ function exampleRequest({ method, path: template, operation }: Found) {
     if (p.in === 'header') headers[p.name.toLowerCase()] = String(value);
   }
   const body = examplesOf(bodyMedia(operation))[0];
+  const type = bodyType(operation);
+  if (body !== undefined && type !== undefined && type !== 'application/json') headers['content-type'] = type;
   const search = query.toString();
   return {
     method: method as 'GET',

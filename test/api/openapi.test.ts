@@ -167,9 +167,15 @@ describe('OpenAPI document', () => {
       const ok = responses[success[0]!]!;
       expect(ok.description, where).toBeTruthy();
       if (success[0] !== '204') {
-        // JSON, or FHIR's JSON for the FHIR view.
-        const json = ok.content?.['application/json'] ?? ok.content?.['application/fhir+json'];
-        expect(json?.schema, where).toBeDefined();
+        // JSON, FHIR's JSON for the FHIR view, or a file's bytes for an attachment's content.
+        const body =
+          ok.content?.['application/json'] ??
+          ok.content?.['application/fhir+json'] ??
+          ok.content?.['application/octet-stream'];
+        expect(body?.schema, where).toBeDefined();
+        if (ok.content?.['application/octet-stream'] !== undefined) {
+          expect(body?.schema, where).toEqual({ type: 'string', format: 'binary' });
+        }
       }
       for (const errors of ['4XX', '5XX']) {
         const problem = Object.entries(responses).find(([code]) => code.toUpperCase() === errors)?.[1];

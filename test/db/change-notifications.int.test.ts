@@ -120,6 +120,7 @@ describe('change notifications on PostgreSQL', () => {
       handlers: {
         'ehr-forward': () => Promise.resolve(),
         'ehr-forward-again': () => Promise.resolve(),
+        'attachment-scan': () => Promise.resolve(),
         reminders: (message) => {
           dispatched.push(message.id);
           return Promise.resolve();

@@ -48,7 +48,12 @@ describe.each(ENGINES)('the outbox on %s, as its history grows', (engine) => {
       db: t.ctx.db,
       clock: systemClock,
       logger: t.ctx.logger,
-      handlers: { 'ehr-forward': dispatched, 'ehr-forward-again': dispatched, reminders: dispatched },
+      handlers: {
+        'ehr-forward': dispatched,
+        'ehr-forward-again': dispatched,
+        reminders: dispatched,
+        'attachment-scan': dispatched,
+      },
     });
     await drain();
     await dispatchHistory(WARM_UP);

@@ -31,6 +31,8 @@ const SENDER_OPERATIONS: readonly Operation[] = [
   'cancel',
   'back-to-draft',
   'add-note',
+  'add-attachment',
+  'remove-attachment',
 ];
 const PROVIDER_OPERATIONS: readonly Operation[] = [
   'cancel',
@@ -39,6 +41,7 @@ const PROVIDER_OPERATIONS: readonly Operation[] = [
   'request-action',
   'upsert-appointment',
   'add-note',
+  'add-attachment',
 ];
 
 describe('sameInstitution', () => {

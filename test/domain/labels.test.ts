@@ -91,6 +91,8 @@ describe('clinical timeline events', () => {
         'referral.rejected',
         'referral.sender-action-required',
         'note.created',
+        'referral.attachment-added',
+        'referral.attachment-removed',
         ...Object.values(APPOINTMENT_EVENTS),
       ].sort(),
     );

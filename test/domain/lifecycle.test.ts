@@ -41,6 +41,11 @@ const ALLOWED_FROM: Readonly<Record<Operation, Partial<Record<Actor, readonly St
   'upsert-appointment': { provider: ['accepted', 'scheduled'] },
   // "any except deleted"; a provider never sees a draft (contract §2), so it cannot note one.
   'add-note': { sender: [...STATUSES], provider: SUBMITTED },
+  'add-attachment': {
+    sender: ['draft', 'sender-action-required'],
+    provider: ['accepted', 'scheduled'],
+  },
+  'remove-attachment': { sender: ['draft'] },
   'reminder-sent': { system: ['pending-acceptance'] },
   // A forward may finish after the referral went back to draft; the timeline still records it.
   'ehr-forwarded': { system: [...STATUSES] },
@@ -59,6 +64,8 @@ const LEADS_TO: Readonly<Record<Exclude<Operation, 'upsert-appointment'>, Status
   reject: 'rejected',
   'request-action': 'sender-action-required',
   'add-note': 'same',
+  'add-attachment': 'same',
+  'remove-attachment': 'same',
   'reminder-sent': 'same',
   'ehr-forwarded': 'same',
   'ehr-forward-failed': 'same',
@@ -77,6 +84,8 @@ const EVENTS: Readonly<Record<Operation, string | null>> = {
   'request-action': 'referral.sender-action-required',
   'upsert-appointment': null,
   'add-note': 'note.created',
+  'add-attachment': 'referral.attachment-added',
+  'remove-attachment': 'referral.attachment-removed',
   'reminder-sent': 'referral.provider-patient-create-reminder-sent',
   'ehr-forwarded': 'ehr.forwarded',
   'ehr-forward-failed': 'ehr.forward-failed',
@@ -99,9 +108,9 @@ describe('LIFECYCLE against contract §4', () => {
   });
 
   it('walks every (status, operation, actor) triple', () => {
-    // A guard that the walk below is exhaustive: 7 statuses × 14 operations × 3 actors.
+    // A guard that the walk below is exhaustive: 7 statuses × 16 operations × 3 actors.
     expect(TRIPLES).toHaveLength(STATUSES.length * OPERATIONS.length * ACTORS.length);
-    expect(TRIPLES.length).toBe(294);
+    expect(TRIPLES.length).toBe(336);
   });
 
   describe.each([true, false])('offering cancellable: %s', (cancellable) => {

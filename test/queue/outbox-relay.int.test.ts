@@ -45,7 +45,15 @@ describe.each(ENGINES)('the outbox relay on %s', (engine) => {
       seen.push(m.id);
       await act(m);
     };
-    return { seen, handlers: { 'ehr-forward': handler, 'ehr-forward-again': handler, reminders: handler } };
+    return {
+      seen,
+      handlers: {
+        'ehr-forward': handler,
+        'ehr-forward-again': handler,
+        reminders: handler,
+        'attachment-scan': handler,
+      },
+    };
   };
   /** Adds `n` rows in one insert, so their IDs ascend in order; returns the IDs. */
   const addRows = async (n: number): Promise<string[]> => {
@@ -92,6 +100,7 @@ describe.each(ENGINES)('the outbox relay on %s', (engine) => {
       },
       'ehr-forward-again': () => Promise.reject(new Error('no retry rows here')),
       reminders: () => Promise.reject(new Error('no reminder rows here')),
+      'attachment-scan': () => Promise.reject(new Error('no scan rows here')),
     };
     const drain = async (relay: ReturnType<typeof relayWith>) => {
       let dispatched = 0;

@@ -95,6 +95,7 @@ describe.each(ENGINES)('a Redis FLUSHALL on %s', (engine) => {
     // Once repaired, there is nothing left to repair.
     expect(await background.reconciler.reconcileOnce()).toEqual({
       forwardsRequeued: 0,
+      scansRequeued: 0,
       schedulersRebuilt: 0,
     });
   }, 120_000);

@@ -12,90 +12,20 @@ import {
   isPlainText,
   pdfActiveContent,
 } from '../../src/services/attachments-inspection.ts';
+import {
+  CATALOG,
+  DOCX,
+  GIF,
+  JPEG,
+  PAGES,
+  PNG,
+  TEXT,
+  TIFF,
+  pdf,
+  stream,
+} from '../support/fixtures/attachment-files.ts';
 
 const ALL = new Set<AttachmentType>(ATTACHMENT_TYPE_NAMES);
-
-const PNG = Buffer.from(
-  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
-  'base64',
-);
-const JPEG = Buffer.from([
-  0xff, 0xd8, 0xff, 0xe0, 0, 0x10, 0x4a, 0x46, 0x49, 0x46, 0, 1, 1, 0, 0, 1, 0, 1, 0, 0, 0xff, 0xd9,
-]);
-const TIFF = Buffer.concat([
-  Buffer.from('II*\0', 'latin1'),
-  Buffer.from([8, 0, 0, 0, 1, 0, 0, 1, 3, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]),
-]);
-const GIF = Buffer.from('GIF89a\x01\x00\x01\x00\x00\x00\x00;', 'latin1');
-const TEXT = Buffer.from('ECG 12-lead: sinus rhythm, rate 72.\r\nQTc 410 ms.\tNo ST changes.\n');
-
-/** A PDF whose objects are `objects` (each the text between `N 0 obj` and `endobj`). */
-function pdf(...objects: (string | Buffer)[]): Buffer {
-  const parts: Buffer[] = [Buffer.from('%PDF-1.7\n%\xe2\xe3\xcf\xd3\n', 'latin1')];
-  objects.forEach((body, i) => {
-    parts.push(Buffer.from(`${i + 1} 0 obj\n`), Buffer.from(body), Buffer.from('\nendobj\n'));
-  });
-  parts.push(Buffer.from('trailer\n<< /Root 1 0 R >>\n%%EOF\n'));
-  return Buffer.concat(parts);
-}
-
-/** A stream object: its dictionary's entries, and its data (with /Length). */
-function stream(entries: string, data: Buffer): Buffer {
-  return Buffer.concat([
-    Buffer.from(`<< ${entries} /Length ${data.length} >>\nstream\n`),
-    data,
-    Buffer.from('\nendstream'),
-  ]);
-}
-
-const CATALOG = '<< /Type /Catalog /Pages 2 0 R >>';
-const PAGES = '<< /Type /Pages /Kids [] /Count 0 >>';
-
-/** A zip of stored entries (no compression), as Word writes a .docx (but smaller). */
-function zip(entries: Record<string, string>): Buffer {
-  const locals: Buffer[] = [];
-  const centrals: Buffer[] = [];
-  let offset = 0;
-  for (const [name, text] of Object.entries(entries)) {
-    const data = Buffer.from(text);
-    const fileName = Buffer.from(name);
-    const crc = zlib.crc32(data);
-    const local = Buffer.alloc(30);
-    local.writeUInt32LE(0x04034b50, 0);
-    local.writeUInt16LE(20, 4);
-    local.writeUInt32LE(crc, 14);
-    local.writeUInt32LE(data.length, 18);
-    local.writeUInt32LE(data.length, 22);
-    local.writeUInt16LE(fileName.length, 26);
-    const central = Buffer.alloc(46);
-    central.writeUInt32LE(0x02014b50, 0);
-    central.writeUInt16LE(20, 4);
-    central.writeUInt16LE(20, 6);
-    central.writeUInt32LE(crc, 16);
-    central.writeUInt32LE(data.length, 20);
-    central.writeUInt32LE(data.length, 24);
-    central.writeUInt16LE(fileName.length, 28);
-    central.writeUInt32LE(offset, 42);
-    locals.push(local, fileName, data);
-    centrals.push(central, fileName);
-    offset += local.length + fileName.length + data.length;
-  }
-  const directory = Buffer.concat(centrals);
-  const end = Buffer.alloc(22);
-  end.writeUInt32LE(0x06054b50, 0);
-  end.writeUInt16LE(Object.keys(entries).length, 8);
-  end.writeUInt16LE(Object.keys(entries).length, 10);
-  end.writeUInt32LE(directory.length, 12);
-  end.writeUInt32LE(offset, 16);
-  return Buffer.concat([...locals, directory, end]);
-}
-
-const DOCX = zip({
-  '[Content_Types].xml':
-    '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">' +
-    '<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>',
-  'word/document.xml': '<w:document/>',
-});
 
 describe('inspectAttachment', () => {
   it.each([

@@ -14,7 +14,8 @@ export type ActionName =
   | 'reject'
   | 'request-action'
   | 'upsert-appointment'
-  | 'add-note';
+  | 'add-note'
+  | 'add-attachment';
 
 /** What varies in a valid call: the texts it sends and the appointment it writes. */
 export interface ActionInput {
@@ -43,6 +44,7 @@ export const SUCCESS_STATUS: Readonly<Record<ActionName, number>> = {
   'request-action': 200,
   'upsert-appointment': 200,
   'add-note': 201,
+  'add-attachment': 201,
 };
 
 export function actionRequest(
@@ -87,6 +89,14 @@ export function actionRequest(
       };
     case 'add-note':
       return post('notes', { content: input.text });
+    case 'add-attachment':
+      return {
+        method: 'POST',
+        url: `${url}/attachments`,
+        query: { ...as.institution },
+        headers: { 'content-type': 'text/plain', 'content-disposition': 'attachment; filename="notes.txt"' },
+        payload: input.text,
+      };
   }
 }
 

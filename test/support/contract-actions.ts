@@ -6,16 +6,24 @@ import type { ActionName } from './action-calls.ts';
 
 /** The actions each party has at all. */
 export const PARTY_ACTIONS: Readonly<Record<Party, readonly ActionName[]>> = {
-  sender: ['edit', 'submit', 'delete', 'back-to-draft', 'cancel', 'add-note'],
-  provider: ['cancel', 'accept', 'reject', 'request-action', 'upsert-appointment', 'add-note'],
+  sender: ['edit', 'submit', 'delete', 'back-to-draft', 'cancel', 'add-note', 'add-attachment'],
+  provider: [
+    'cancel',
+    'accept',
+    'reject',
+    'request-action',
+    'upsert-appointment',
+    'add-note',
+    'add-attachment',
+  ],
 };
 
 export const CONTRACT_ALLOWED: Readonly<Record<Party, Readonly<Record<Status, readonly ActionName[]>>>> = {
   sender: {
-    draft: ['edit', 'submit', 'delete', 'add-note'],
+    draft: ['edit', 'submit', 'delete', 'add-note', 'add-attachment'],
     'pending-acceptance': ['back-to-draft', 'cancel', 'add-note'],
     accepted: ['cancel', 'add-note'],
-    'sender-action-required': ['edit', 'submit', 'back-to-draft', 'cancel', 'add-note'],
+    'sender-action-required': ['edit', 'submit', 'back-to-draft', 'cancel', 'add-note', 'add-attachment'],
     scheduled: ['add-note'],
     rejected: ['add-note'],
     cancelled: ['add-note'],
@@ -24,9 +32,9 @@ export const CONTRACT_ALLOWED: Readonly<Record<Party, Readonly<Record<Status, re
     // A provider never sees a draft (contract §2); the table gives it nothing there either.
     draft: [],
     'pending-acceptance': ['cancel', 'accept', 'reject', 'request-action', 'add-note'],
-    accepted: ['cancel', 'reject', 'request-action', 'upsert-appointment', 'add-note'],
+    accepted: ['cancel', 'reject', 'request-action', 'upsert-appointment', 'add-note', 'add-attachment'],
     'sender-action-required': ['cancel', 'add-note'],
-    scheduled: ['cancel', 'upsert-appointment', 'add-note'],
+    scheduled: ['cancel', 'upsert-appointment', 'add-note', 'add-attachment'],
     rejected: ['add-note'],
     cancelled: ['add-note'],
   },

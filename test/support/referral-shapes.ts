@@ -58,6 +58,7 @@ export const DOCUMENTED_ACTIONS = [
   'request-action',
   'upsert-appointment',
   'add-note',
+  'add-attachment',
 ];
 export const DOCUMENTED_BLOCK_REASONS = ['not-your-side', 'not-in-status', 'offering-not-cancellable'];
 

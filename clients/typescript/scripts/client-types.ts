@@ -4,6 +4,7 @@
 import path from 'node:path';
 import openapiTS, { astToString } from 'openapi-typescript';
 import prettier from 'prettier';
+import ts from 'typescript';
 import type { OpenApiDocument } from './served-document.ts';
 
 export const GENERATED_FILE = path.resolve(import.meta.dirname, '../src/openapi.generated.ts');
@@ -17,7 +18,15 @@ const HEADER = [
 export async function renderClientTypes(document: OpenApiDocument): Promise<string> {
   // openapi-typescript reads the document as data; a deep copy keeps the caller's untouched.
   const source = JSON.parse(JSON.stringify(document)) as Parameters<typeof openapiTS>[0];
-  const ast = await openapiTS(source, { silent: true });
+  // A file's bytes (`format: binary`) are a Blob, which fetch sends and a browser or Node makes from
+  // bytes; openapi-typescript would call them a string.
+  const ast = await openapiTS(source, {
+    silent: true,
+    transform: (schema) =>
+      schema.format === 'binary'
+        ? ts.factory.createTypeReferenceNode(ts.factory.createIdentifier('Blob'))
+        : undefined,
+  });
   const options = (await prettier.resolveConfig(GENERATED_FILE)) ?? {};
   return prettier.format(HEADER + astToString(ast), { ...options, filepath: GENERATED_FILE });
 }

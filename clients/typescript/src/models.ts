@@ -8,6 +8,7 @@ export type Referral = Schemas['Referral'];
 export type ReferralSummary = Schemas['ReferralSummary'];
 export type ReferralPage = Schemas['ReferralPage'];
 export type Note = Schemas['Note'];
+export type Attachment = Schemas['Attachment'];
 export type Appointment = Schemas['Appointment'];
 export type TimelineEvent = Schemas['TimelineEvent'];
 export type LinkUpsertResponse = Schemas['LinkUpsertResponse'];
@@ -43,6 +44,23 @@ export type AcceptInput = WithoutActingFor<JsonBody<operations['acceptReferral']
 export type RejectInput = WithoutActingFor<JsonBody<operations['rejectReferral']>>;
 export type RequestActionInput = WithoutActingFor<JsonBody<operations['requestSenderAction']>>;
 export type AppointmentInput = WithoutActingFor<JsonBody<operations['upsertAppointment']>>;
+
+/** A file to attach: its bytes, its name, and the type the client believes it has. */
+export interface AttachmentUpload {
+  readonly content: Blob;
+  /** Sent in `Content-Disposition`; it may hold any characters but a path or control characters. */
+  readonly fileName: string;
+  /** Checked against the bytes, never trusted: refhub detects the type itself. */
+  readonly mediaType?: string;
+}
+
+/** A file downloaded, checked against the SHA-256 refhub sent with it. */
+export interface AttachmentContent {
+  readonly bytes: Uint8Array;
+  readonly mediaType: string;
+  /** SHA-256 of `bytes`, hex: the same as the attachment's `sha256`. */
+  readonly sha256: string;
+}
 
 type ListQuery = NonNullable<operations['listReferrals']['parameters']['query']>;
 /** Filters of the list: statuses, the institution's side, sort order and page size. */

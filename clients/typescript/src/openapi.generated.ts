@@ -249,6 +249,74 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/referrals/{referralId}/attachments': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List a referral’s attachments
+     * @description Every file attached to the referral, with its type, size, SHA-256 and scan state.
+     */
+    get: operations['listAttachments'];
+    put?: never;
+    /**
+     * Attach a file to a referral
+     * @description The request body is the file itself, with `Content-Type` the type the client believes it has and its name in `Content-Disposition`. refhub detects the type from the bytes: PDF, JPEG, PNG, TIFF, plain text (UTF-8) and DOCX are accepted unless the installation says otherwise. 415 `attachment_refused` for a type not accepted, or a name or `Content-Type` the bytes contradict; 400 for an empty file, a PDF with JavaScript, an embedded file or a launch action, or a name with a path or control characters (`reason` says which); 413 past the size limit (10 MiB unless set otherwise); 409 `limit_exceeded` past the attachments a referral may hold (20 unless set otherwise). The sender attaches while the referral is a draft or waits for the sender; the provider once it has accepted it. The file is `pending-scan` until the malware scan answers. Adding one changes the referral’s version.
+     */
+    post: operations['addAttachment'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/referrals/{referralId}/attachments/{attachmentId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get an attachment’s metadata
+     * @description Its type, size, SHA-256 and scan state; the content is at `…/content`.
+     */
+    get: operations['getAttachment'];
+    put?: never;
+    post?: never;
+    /**
+     * Remove an attachment from a draft
+     * @description The sender removes a file while the referral is a draft; once submitted, the provider and the national record may have it, so it stays. Removing one changes the referral’s version. Answers the attachment as it was.
+     */
+    delete: operations['removeAttachment'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/referrals/{referralId}/attachments/{attachmentId}/content': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Download an attachment
+     * @description The file’s bytes, as its detected media type, with `Content-Disposition` giving its name, `Content-Digest` (RFC 9530) and `ETag` its SHA-256. 409 `attachment_pending_scan` (with `Retry-After`) until the malware scan finds it clean; 410 `attachment_rejected` once the scan found a threat. Every download is audited.
+     */
+    get: operations['getAttachmentContent'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/links/upsert': {
     parameters: {
       query?: never;
@@ -727,7 +795,8 @@ export interface components {
       | 'reject'
       | 'request-action'
       | 'upsert-appointment'
-      | 'add-note';
+      | 'add-note'
+      | 'add-attachment';
     /** @description An action the caller's side has, which it may not run now, and why. */
     BlockedAction: {
       action: components['schemas']['AllowedAction'];
@@ -993,6 +1062,43 @@ export interface components {
     WebhookAttemptList: {
       /** @description Newest first. */
       data: components['schemas']['WebhookAttempt'][];
+    };
+    /** @description A file attached to a referral. */
+    Attachment: {
+      /** Format: uuid */
+      id: string;
+      /** Format: uuid */
+      referralId: string;
+      /** @description The referral’s own number for the file: 1, 2, … in the order files were added. */
+      number: number;
+      /** @description The name the file was sent with. */
+      fileName: string;
+      /** @description The type refhub detected from the bytes, one of `application/pdf`, `image/jpeg`, `image/png`, `image/tiff`, `text/plain`, `application/vnd.openxmlformats-officedocument.wordprocessingml.document`. */
+      mediaType: string;
+      sizeBytes: number;
+      /** @description SHA-256 of the content, hex. */
+      sha256: string;
+      /**
+       * @description `pending-scan` until the malware scan answers, then `available` or `rejected`. `not-scanned` where no scanner runs in refhub (a development installation, or files scanned before they reach refhub): the content can be read, unchecked by refhub.
+       * @enum {unknown}
+       */
+      scanState: 'pending-scan' | 'available' | 'rejected' | 'not-scanned';
+      /** @description Whether the content can be read now: `available`, or `not-scanned`. */
+      available: boolean;
+      /**
+       * Format: date-time
+       * @description When the scan answered; absent until then, and where nothing scans.
+       */
+      scannedAt?: string;
+      /** @enum {unknown} */
+      addedBy: 'sender' | 'provider';
+      authorInstitution: components['schemas']['Institution'];
+      /** Format: date-time */
+      createdAt: string;
+    };
+    AttachmentList: {
+      /** @description In the order they were added. */
+      data: components['schemas']['Attachment'][];
     };
   };
   responses: never;
@@ -2251,7 +2357,7 @@ export interface operations {
         headers: {
           /** @description The version of the referral as a weak ETag, such as `W/"3"`: it changes with every change to the referral, not with the bridge's bookkeeping. Send it back as `If-Match` to guard a change. */
           ETag?: string;
-          /** @description The path of the referral that was created. */
+          /** @description The path of what was created: the referral, or the attachment. */
           Location?: string;
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
@@ -3474,6 +3580,630 @@ export interface operations {
       };
     };
   };
+  listAttachments: {
+    parameters: {
+      query: {
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
+        institutionIdType: 'hci';
+        /** @example S1234A */
+        institutionId: string;
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
+        requesterIdentifier?: string;
+      };
+      header?: never;
+      path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
+        referralId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The attachments, in the order they were added. */
+      200: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AttachmentList'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  addAttachment: {
+    parameters: {
+      query: {
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
+        institutionIdType: 'hci';
+        /** @example S1234A */
+        institutionId: string;
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
+        requesterIdentifier?: string;
+      };
+      header: {
+        /**
+         * @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version.
+         * @example W/"1"
+         */
+        'If-Match'?: string;
+        /**
+         * @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409.
+         * @example 29f6abae-3427-5717-831a-8a938bfa5fe6
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * @description The file’s name: `attachment; filename="letter.pdf"`, or for a name that is not ASCII `attachment; filename*=UTF-8''%E5%BF%83%E9%9B%BB%E5%9B%BE.pdf` (RFC 8187). A name may not hold a path, control characters or more than 255 bytes.
+         * @example attachment; filename="ecg-report.txt"
+         */
+        'Content-Disposition': string;
+      };
+      path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
+        referralId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /** @example ECG 12-lead: sinus rhythm, rate 72. QTc 410 ms. No ST changes. */
+        'application/octet-stream': Blob;
+        /** @example ECG 12-lead: sinus rhythm, rate 72. QTc 410 ms. No ST changes. */
+        'application/pdf': Blob;
+        /** @example ECG 12-lead: sinus rhythm, rate 72. QTc 410 ms. No ST changes. */
+        'image/jpeg': Blob;
+        /** @example ECG 12-lead: sinus rhythm, rate 72. QTc 410 ms. No ST changes. */
+        'image/png': Blob;
+        /** @example ECG 12-lead: sinus rhythm, rate 72. QTc 410 ms. No ST changes. */
+        'image/tiff': Blob;
+        /** @example ECG 12-lead: sinus rhythm, rate 72. QTc 410 ms. No ST changes. */
+        'text/plain': Blob;
+        /** @example ECG 12-lead: sinus rhythm, rate 72. QTc 410 ms. No ST changes. */
+        'application/vnd.openxmlformats-officedocument.wordprocessingml.document': Blob;
+      };
+    };
+    responses: {
+      /** @description The attachment. */
+      201: {
+        headers: {
+          /** @description The path of what was created: the referral, or the attachment. */
+          Location?: string;
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Attachment'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  getAttachment: {
+    parameters: {
+      query: {
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
+        institutionIdType: 'hci';
+        /** @example S1234A */
+        institutionId: string;
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
+        requesterIdentifier?: string;
+      };
+      header?: never;
+      path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
+        referralId: string;
+        /** @example 01970a53-5f60-7b71-8c83-456789abcdef */
+        attachmentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The attachment. */
+      200: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Attachment'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  removeAttachment: {
+    parameters: {
+      query: {
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
+        institutionIdType: 'hci';
+        /** @example S1234A */
+        institutionId: string;
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
+        requesterIdentifier?: string;
+      };
+      header?: {
+        /**
+         * @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version.
+         * @example W/"1"
+         */
+        'If-Match'?: string;
+      };
+      path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
+        referralId: string;
+        /** @example 01970a53-5f60-7b71-8c83-456789abcdef */
+        attachmentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The attachment as it was. */
+      200: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Attachment'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  getAttachmentContent: {
+    parameters: {
+      query: {
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
+        institutionIdType: 'hci';
+        /** @example S1234A */
+        institutionId: string;
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
+        requesterIdentifier?: string;
+      };
+      header?: never;
+      path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
+        referralId: string;
+        /** @example 01970a53-5f60-7b71-8c83-456789abcdef */
+        attachmentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The file, in its own media type (`Content-Type`), whatever this document lists. */
+      200: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description attachment, with the file’s name. */
+          'Content-Disposition'?: string;
+          /** @description The SHA-256 of the content (RFC 9530). */
+          'Content-Digest'?: string;
+          /** @description The SHA-256 of the content, hex, quoted. */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/octet-stream': Blob;
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
   upsertLink: {
     parameters: {
       query?: never;
@@ -4505,7 +5235,7 @@ export interface operations {
         'application/json': {
           /** @description Where deliveries are POSTed: `https` (plain `http` only outside production); in production its host must resolve to public addresses only, unless an operator allowed it (WEBHOOK_ALLOWED_ADDRESSES). */
           url: string;
-          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.back-to-draft, referral.cancelled, referral.created, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.rejected, referral.sender-action-required, referral.updated. */
+          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.created, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.rejected, referral.sender-action-required, referral.updated. */
           eventTypes?: string[];
           /** @description A note for people */
           description?: string;
@@ -4869,7 +5599,7 @@ export interface operations {
         'application/json': {
           /** @description Where deliveries are POSTed: `https` (plain `http` only outside production); in production its host must resolve to public addresses only, unless an operator allowed it (WEBHOOK_ALLOWED_ADDRESSES). */
           url?: string;
-          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.back-to-draft, referral.cancelled, referral.created, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.rejected, referral.sender-action-required, referral.updated. */
+          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.created, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.rejected, referral.sender-action-required, referral.updated. */
           eventTypes?: string[];
           /** @description A note for people */
           description?: string;

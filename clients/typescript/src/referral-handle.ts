@@ -10,6 +10,9 @@ import type {
   AcceptInput,
   ActingFor,
   AppointmentInput,
+  Attachment,
+  AttachmentContent,
+  AttachmentUpload,
   CancelInput,
   EhrSubmission,
   LinkPrefill,
@@ -236,6 +239,97 @@ export class ReferralHandle {
     );
   }
 
+  /**
+   * Attaches a file. It adds to the referral rather than changing what was read, so it is not guarded
+   * by If-Match, and several files go one after another. Like a note, it changes the referral's version
+   * without returning it: read again before the next guarded change. The file is `pending-scan` until
+   * refhub's malware scan answers (`not-scanned` where refhub runs no scanner).
+   */
+  async attach(file: AttachmentUpload, options: WriteOptions = {}): Promise<Attachment> {
+    const { data } = await answerOf(
+      this.#api.POST('/api/v1/referrals/{referralId}/attachments', {
+        params: {
+          path: { referralId: this.id },
+          query: this.#body,
+          header: {
+            'Idempotency-Key': options.idempotencyKey ?? this.#newKey(),
+            'Content-Disposition': attachmentDisposition(file.fileName),
+          },
+        },
+        headers: { 'Content-Type': file.mediaType ?? 'application/octet-stream' },
+        body: file.content,
+        // The file goes as it is, not as JSON.
+        bodySerializer: (content) => content,
+        signal: options.signal,
+      }),
+    );
+    return data;
+  }
+
+  /** The referral's files, in the order they were added. */
+  async attachments(options: Pick<WriteOptions, 'signal'> = {}): Promise<readonly Attachment[]> {
+    const { data } = await answerOf(
+      this.#api.GET('/api/v1/referrals/{referralId}/attachments', {
+        params: { path: { referralId: this.id }, query: this.#body },
+        signal: options.signal,
+      }),
+    );
+    return data.data;
+  }
+
+  async attachment(attachmentId: string, options: Pick<WriteOptions, 'signal'> = {}): Promise<Attachment> {
+    const { data } = await answerOf(
+      this.#api.GET('/api/v1/referrals/{referralId}/attachments/{attachmentId}', {
+        params: { path: { referralId: this.id, attachmentId }, query: this.#body },
+        signal: options.signal,
+      }),
+    );
+    return data;
+  }
+
+  /**
+   * Downloads a file, and checks it against the SHA-256 refhub sent (`Content-Digest`): a file that
+   * arrives changed is an error, never handed on. 409 `attachment_pending_scan` until its scan finds
+   * it clean; 410 `attachment_rejected` once the scan found a threat.
+   */
+  async download(
+    attachmentId: string,
+    options: Pick<WriteOptions, 'signal'> = {},
+  ): Promise<AttachmentContent> {
+    const { data, response } = await answerOf(
+      this.#api.GET('/api/v1/referrals/{referralId}/attachments/{attachmentId}/content', {
+        params: { path: { referralId: this.id, attachmentId }, query: this.#body },
+        parseAs: 'arrayBuffer',
+        signal: options.signal,
+      }),
+    );
+    const bytes = new Uint8Array(data);
+    const sha256 = hex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)));
+    const sent = /^sha-256=:([A-Za-z0-9+/=]+):$/.exec(response.headers.get('content-digest') ?? '')?.[1];
+    if (sent === undefined || hex(Uint8Array.from(atob(sent), (c) => c.charCodeAt(0))) !== sha256) {
+      throw new Error(`attachment ${attachmentId} arrived changed: its SHA-256 is not the one refhub sent`);
+    }
+    return { bytes, mediaType: response.headers.get('content-type') ?? 'application/octet-stream', sha256 };
+  }
+
+  /** Removes a file from a draft; answers the attachment as it was. */
+  async removeAttachment(
+    attachmentId: string,
+    options: Pick<WriteOptions, 'signal'> = {},
+  ): Promise<Attachment> {
+    const { data } = await answerOf(
+      this.#api.DELETE('/api/v1/referrals/{referralId}/attachments/{attachmentId}', {
+        params: {
+          path: { referralId: this.id, attachmentId },
+          query: this.#body,
+          header: { 'If-Match': this.#etag },
+        },
+        signal: options.signal,
+      }),
+    );
+    return data;
+  }
+
   /** Every attempt to forward the referral's form to the national EHR, oldest first. */
   async ehrSubmissions(options: Pick<WriteOptions, 'signal'> = {}): Promise<readonly EhrSubmission[]> {
     const { data } = await answerOf(
@@ -246,4 +340,17 @@ export class ReferralHandle {
     );
     return data.data;
   }
+}
+
+/** `Content-Disposition` naming a file: the name in RFC 8187 form, which holds any character. */
+function attachmentDisposition(fileName: string): string {
+  const encoded = encodeURIComponent(fileName).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+  return `attachment; filename*=UTF-8''${encoded}`;
+}
+
+function hex(bytes: Uint8Array): string {
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('');
 }

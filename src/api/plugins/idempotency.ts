@@ -117,11 +117,22 @@ function canonical(value: unknown): unknown {
   return value;
 }
 
+/**
+ * What makes two requests the same: the route, the path, the query and the body. A body of bytes (a
+ * file) counts by its SHA-256, with the type and name it was sent with.
+ */
 function requestHash(request: FastifyRequest): string {
+  const body = Buffer.isBuffer(request.body)
+    ? {
+        sha256: createHash('sha256').update(request.body).digest('hex'),
+        type: request.headers['content-type'] ?? null,
+        disposition: request.headers['content-disposition'] ?? null,
+      }
+    : request.body;
   return createHash('sha256')
     .update(
       JSON.stringify(
-        canonical([request.method, request.routeOptions.url, request.params, request.query, request.body]),
+        canonical([request.method, request.routeOptions.url, request.params, request.query, body]),
       ),
     )
     .digest('hex');

@@ -6,7 +6,7 @@ import { AppError, UnavailableError, ValidationError, type FieldError } from '..
 import { isDatabaseOutage } from '../../db/database.ts';
 import { QUEUE_UNAVAILABLE } from '../../queue/connections.ts';
 import { createOutageLog, errorKind } from '../../logger.ts';
-import { isApiRoute } from '../http.ts';
+import { isApiRoute, sizeLimitWords } from '../http.ts';
 import type { ApiDeps } from '../api-deps.ts';
 import { actionOf, auditRequest, type RequestAuditDeps } from '../request-audit.ts';
 import { IdempotencyKeyTaken } from './idempotency.ts';
@@ -57,7 +57,12 @@ export function fieldErrors(validation: readonly AjvError[], context: string | u
     } else if (error.keyword === 'anyOf' || (error.keyword === 'type' && seen.has(`${location}.${base}`))) {
       continue;
     }
-    const path = field === '' ? location : `${location}.${field}`;
+    // Headers arrive with lowercase names; a problem names one as HTTP writes it (Content-Disposition).
+    const named =
+      location === 'header'
+        ? field.replace(/(^|-)([a-z])/g, (_, dash: string, c: string) => dash + c.toUpperCase())
+        : field;
+    const path = named === '' ? location : `${location}.${named}`;
     if (seen.has(path)) continue;
     seen.add(path);
     out.push({ path, message });
@@ -100,7 +105,7 @@ function toAppError(error: FastifyError, request: FastifyRequest): AppError {
         'payload_too_large',
         413,
         'Payload too large',
-        'The request body is larger than 256 KiB.',
+        `The request body is larger than ${sizeLimitWords(request.routeOptions.bodyLimit)}.`,
       );
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new AppError(

@@ -9,6 +9,7 @@ import { describeConfig } from '../../config.ts';
 import { ForbiddenRoleError, UnauthorizedError } from '../../errors.ts';
 import {
   ehrUrlCheck,
+  scannerCheck,
   failed,
   notChecked,
   passed,
@@ -26,7 +27,10 @@ import { CHECK_TIMEOUT_MS, within } from './health.routes.ts';
 
 export const DOCTOR_PATH = '/doctor';
 
-export type DoctorRoutesDeps = Pick<ApiDeps, 'config' | 'db' | 'store' | 'queues' | 'apiKeys'>;
+export type DoctorRoutesDeps = Pick<
+  ApiDeps,
+  'config' | 'db' | 'store' | 'queues' | 'apiKeys' | 'pingScanner'
+>;
 
 export function doctorRoutes(deps: DoctorRoutesDeps) {
   const { engine } = deps.store;
@@ -62,7 +66,14 @@ export function doctorRoutes(deps: DoctorRoutesDeps) {
       engine === 'pglite'
         ? [passed('pglite lock', `this process (${process.pid}) holds DATA_DIR ${deps.config.dataDir}`)]
         : [];
-    return [...lock, ...(await store), await redis, await ehrUrlCheck(deps.config)];
+    return [
+      ...lock,
+      ...(await store),
+      await redis,
+      await ehrUrlCheck(deps.config),
+      // Bounded by its own deadline, and never throws.
+      await scannerCheck(deps.config, deps.pingScanner),
+    ];
   }
 
   return (app: FastifyInstance) => {

@@ -24,6 +24,7 @@ const REFERRAL_ID = '01970a4d-0b1a-7c2d-9e30-0123456789ab';
 const SUBSCRIPTION_ID = '01970a50-2d3c-7e4f-8a51-23456789abcd';
 const EVENT_ID = '01970a4e-1c2b-7d3e-8f40-123456789abc';
 const ATTEMPT_ID = '01970a52-4e5f-7a60-9b72-3456789abcde';
+const ATTACHMENT_ID = '01970a53-5f60-7b71-8c83-456789abcdef';
 
 /** The parameters whose example is the same in every operation, by name. */
 const PARAMETERS: Readonly<Record<string, unknown>> = {
@@ -35,6 +36,8 @@ const PARAMETERS: Readonly<Record<string, unknown>> = {
   attemptId: ATTEMPT_ID,
   appointmentId: 'APPT-20270301-01',
   eventId: EVENT_ID,
+  attachmentId: ATTACHMENT_ID,
+  'Content-Disposition': 'attachment; filename="ecg-report.txt"',
   // The ETag of a referral as created; send the one you last read.
   'If-Match': 'W/"1"',
   status: ['draft', 'pending'],
@@ -144,6 +147,12 @@ const OPERATIONS: Readonly<Record<string, OperationExamples>> = {
       clinicalInfo: 'Dyspepsia for 3 months.',
     },
   },
+  // The file itself is the body: here a short text file, as `curl --data-binary @ecg-report.txt` sends it.
+  addAttachment: { body: 'ECG 12-lead: sinus rhythm, rate 72. QTc 410 ms. No ST changes.' },
+  listAttachments: {},
+  getAttachment: {},
+  getAttachmentContent: {},
+  removeAttachment: {},
   listEhrSubmissions: {},
   getEhrSentForm: {},
   getReferralFhir: {},

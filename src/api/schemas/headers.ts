@@ -43,7 +43,7 @@ export const ResponseHeader = {
       'The version of the referral as a weak ETag, such as `W/"3"`: it changes with every change to the ' +
       "referral, not with the bridge's bookkeeping. Send it back as `If-Match` to guard a change.",
   }),
-  Location: Type.String({ description: 'The path of the referral that was created.' }),
+  Location: Type.String({ description: 'The path of what was created: the referral, or the attachment.' }),
   'API-Version': Type.String({
     description: 'The version of the interface that answered, such as `0.0.71`.',
   }),

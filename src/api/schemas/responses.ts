@@ -15,6 +15,8 @@ export interface ResponseOptions {
   readonly idempotent?: boolean;
   /** The media type of the body, when it is not application/json (the FHIR view's). */
   readonly contentType?: string;
+  /** Headers of this response alone (a file's `Content-Digest`). */
+  readonly headers?: Readonly<Record<string, TSchema>>;
 }
 
 /** Sent with every API response; the rate-limit headers only once the API key is known. */
@@ -33,6 +35,7 @@ function headersFor(options: ResponseOptions) {
     ...(options.location === true ? { Location: ResponseHeader.Location } : {}),
     ...EVERY_RESPONSE,
     ...(options.idempotent === true ? { 'Idempotent-Replayed': ResponseHeader['Idempotent-Replayed'] } : {}),
+    ...options.headers,
   };
 }
 

@@ -84,7 +84,7 @@ describe.each(ENGINES)('GET /doctor on %s', (engine) => {
         const status = Object.fromEntries(report.checks.map((c) => [c.name, c.status]));
         expect(Object.keys(status)).toEqual(
           engine === 'pglite'
-            ? ['pglite lock', 'database', 'migrations', 'redis', 'ehr url']
+            ? ['pglite lock', 'database', 'migrations', 'redis', 'ehr url', 'scanner']
             : [
                 'database',
                 'migrations',
@@ -93,6 +93,7 @@ describe.each(ENGINES)('GET /doctor on %s', (engine) => {
                 'postgres full_page_writes',
                 'redis',
                 'ehr url',
+                'scanner',
               ],
         );
         for (const name of ['database', 'migrations', 'redis', 'ehr url'])

@@ -277,7 +277,8 @@ describe('refhub CLI', () => {
       expect(fresh.code, describeResult(['doctor'], fresh)).toBe(1);
       expect(fresh.stdout).toMatch(/^passed +pglite lock +DATA_DIR .* is free/m);
       expect(fresh.stdout).toMatch(/^FAILED +migrations +migrations are pending: run `refhub migrate`$/m);
-      expect(fresh.stdout).toMatch(/^4 checks passed, 1 failed\.$/m);
+      expect(fresh.stdout).toMatch(/^passed +scanner +unset: attachments are not scanned for malware/m);
+      expect(fresh.stdout).toMatch(/^5 checks passed, 1 failed\.$/m);
 
       const migrated = await run(['migrate'], { DATABASE_URL: pgUrl, DATA_DIR: tempDir() });
       expect(migrated.code, describeResult(['migrate'], migrated)).toBe(0);
@@ -291,6 +292,7 @@ describe('refhub CLI', () => {
         'postgres full_page_writes',
         'redis',
         'ehr url',
+        'scanner',
       ]) {
         expect(healthy.stdout).toMatch(new RegExp(`^passed +${check} `, 'm'));
       }
@@ -300,9 +302,13 @@ describe('refhub CLI', () => {
         DATABASE_URL: pgUrl,
         DATA_DIR: tempDir(),
         REDIS_URL: 'redis://127.0.0.1:1',
+        ATTACHMENT_SCANNER: 'clamd://127.0.0.1:1',
       });
       expect(noRedis.code).toBe(1);
       expect(noRedis.stdout).toMatch(/^FAILED +redis +Redis is unreachable/m);
+      expect(noRedis.stdout).toMatch(
+        /^FAILED +scanner +clamd at clamd:\/\/127\.0\.0\.1:1: nothing accepts connections there.* \(ATTACHMENT_SCANNER of this shell\)$/m,
+      );
     },
   );
 

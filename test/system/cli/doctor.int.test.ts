@@ -69,8 +69,11 @@ describe('refhub doctor beside a running refhub on PGlite', { timeout: 180_000 }
     expect(r.stdout).toMatch(
       /^passed +ehr url +unset: .*\(EHR_URL of this shell; the running refhub may have its own\)$/m,
     );
+    expect(r.stdout).toMatch(
+      /^passed +scanner +unset: .*\(ATTACHMENT_SCANNER of this shell; the running refhub may have its own\)$/m,
+    );
     expect(r.stdout).not.toMatch(/Every check passed/);
-    expect(r.stdout).toMatch(/^3 checks passed, 2 not checked\.$/m);
+    expect(r.stdout).toMatch(/^4 checks passed, 2 not checked\.$/m);
     expect(r.stdout).toContain(`The running refhub (process ${server.pid})`);
     expect(r.stdout).toContain('`refhub doctor --server URL`');
   });

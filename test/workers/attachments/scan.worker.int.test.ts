@@ -151,6 +151,56 @@ describe('the attachment scan queue', () => {
     expect((await attachmentRepository(t.ctx.db).find(a.referralId, a.id))?.scanState).toBe('available');
   });
 
+  it('scans what a client uploads: EICAR is refused for good, a clean PDF is handed out', async () => {
+    const scanned = await createQueueApp('postgres', { env: { ATTACHMENT_SCANNER: clamd.address } });
+    const background = startBackground(scanned.ctx, { ehrUrl: 'http://127.0.0.1:9/ehr' });
+    try {
+      const draft = await createDraft(scanned);
+      const url = `/api/v1/referrals/${draft.id}/attachments`;
+      const upload = async (bytes: Buffer, fileName: string) => {
+        const res = await scanned.request(scanned.sender, {
+          method: 'POST',
+          url,
+          query: { ...scanned.sender.institution },
+          headers: {
+            'content-type': 'application/octet-stream',
+            'content-disposition': `attachment; filename="${fileName}"`,
+          },
+          payload: bytes,
+        });
+        expect(res.statusCode, res.body).toBe(201);
+        return res.json<{ id: string; scanState: string }>();
+      };
+      const read = (path: string) =>
+        scanned.request(scanned.sender, {
+          method: 'GET',
+          url: `${url}${path}`,
+          query: { ...scanned.sender.institution },
+        });
+      // EICAR is plain text: refhub accepts its type, and only the scan can tell.
+      const eicar = await upload(EICAR, 'eicar.txt');
+      const letter = await upload(LETTER, 'letter.pdf');
+      expect([eicar.scanState, letter.scanState]).toEqual(['pending-scan', 'pending-scan']);
+      expect((await read(`/${letter.id}/content`)).statusCode).toBe(409);
+      // The upload's outbox row reaches the relay, the relay queues the scans, the worker records them.
+      const stateOf = async (id: string) => (await read(`/${id}`)).json<{ scanState: string }>().scanState;
+      await eventually('both scans recorded', async () =>
+        (await stateOf(eicar.id)) !== 'pending-scan' && (await stateOf(letter.id)) !== 'pending-scan'
+          ? true
+          : undefined,
+      );
+      expect(await stateOf(eicar.id)).toBe('rejected');
+      expect(await stateOf(letter.id)).toBe('available');
+      expect((await read(`/${eicar.id}/content`)).statusCode).toBe(410);
+      const content = await read(`/${letter.id}/content`);
+      expect(content.statusCode).toBe(200);
+      expect(content.rawPayload.equals(LETTER)).toBe(true);
+    } finally {
+      await background.stop();
+      await scanned.close();
+    }
+  });
+
   it('runs in the background of a process whose ATTACHMENT_SCANNER is set', async () => {
     const scanned = await createQueueApp('postgres', { env: { ATTACHMENT_SCANNER: clamd.address } });
     // Forms go nowhere here: nothing is submitted.

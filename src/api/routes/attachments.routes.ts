@@ -1,0 +1,352 @@
+// A referral's attachments (docs/attachments.md). A file is uploaded as the request body itself, in
+// the media type the client believes it has, with its name in `Content-Disposition` (RFC 6266, the
+// name in RFC 8187 form when it is not ASCII), and the institution in the query as for a read. One
+// file per request, so the API holds at most one file for each upload in flight, and no more upload
+// bytes at once than ATTACHMENT_UPLOADS_IN_FLIGHT_MIB: an upload past that waits, unread, for room.
+//
+// The content is answered as the file's detected media type, a piece at a time from the database,
+// with `Content-Digest` (RFC 9530) and an `ETag` that are its SHA-256.
+import { Readable } from 'node:stream';
+import { parse as parseContentDisposition, type ContentDisposition } from 'content-disposition';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { ATTACHMENT_TYPE_NAMES, ATTACHMENT_TYPES } from '../../domain/attachments.ts';
+import { createByteBudget } from '../../domain/byte-budget.ts';
+import { AttachmentRefusedError } from '../../errors.ts';
+import { contentDisposition } from '../../services/attachments-inspection.ts';
+import type { ApiDeps } from '../api-deps.ts';
+import { API_PREFIX, ifMatchOf } from '../http.ts';
+import { callerOf } from '../plugins/auth.ts';
+import { Attachment, AttachmentList } from '../schemas/attachments.schema.ts';
+import { documentedAs } from '../schemas/documented.ts';
+import { GuardedHeaders, GuardedPostHeaders } from '../schemas/headers.ts';
+import { ref } from '../schemas/named.ts';
+import { operation } from '../schemas/operation.ts';
+import {
+  InstitutionId,
+  InstitutionIdType,
+  ReferralId,
+  ReferralIdParams,
+  RequesterIdentifier,
+} from '../schemas/primitives.ts';
+import { problems, success } from '../schemas/responses.ts';
+
+export type AttachmentsRoutesDeps = Pick<ApiDeps, 'attachments' | 'config'>;
+
+const ActingForQuery = Type.Object(
+  {
+    institutionIdType: InstitutionIdType,
+    institutionId: InstitutionId,
+    requesterIdentifier: Type.Optional(RequesterIdentifier),
+  },
+  { additionalProperties: false },
+);
+
+const AttachmentParams = Type.Object(
+  { referralId: ReferralId, attachmentId: Type.String({ format: 'uuid', maxLength: 36 }) },
+  { additionalProperties: false },
+);
+
+const FileNameHeader = Type.String({
+  maxLength: 2048,
+  description:
+    'The file’s name: `attachment; filename="letter.pdf"`, or for a name that is not ASCII ' +
+    "`attachment; filename*=UTF-8''%E5%BF%83%E9%9B%BB%E5%9B%BE.pdf` (RFC 8187). A name may not hold " +
+    'a path, control characters or more than 255 bytes.',
+});
+
+// Request headers arrive with lowercase names, and are validated so; the document names them as
+// HTTP writes them.
+const UploadHeaders = documentedAs(
+  Type.Object({ 'content-disposition': FileNameHeader }),
+  Type.Object({ ...GuardedPostHeaders.properties, 'Content-Disposition': FileNameHeader }),
+);
+
+/** The media types an upload may be sent as: any accepted type, or plain bytes. */
+const UPLOAD_MEDIA_TYPES = [
+  'application/octet-stream',
+  ...ATTACHMENT_TYPE_NAMES.map((type) => ATTACHMENT_TYPES[type].mediaType),
+];
+
+/** Where an upload names its file, as a refusal names it. */
+const FILE_NAME_FIELD = 'header.Content-Disposition';
+
+/** What the document says the content is: bytes, in the file's own media type. */
+const FILE_BYTES = { type: 'string', format: 'binary' } as const;
+
+/** The file's name from `Content-Disposition`, or a 400 naming the header. */
+function fileNameOf(header: string): string {
+  const malformed = () =>
+    new AttachmentRefusedError(
+      400,
+      'file-name',
+      'Content-Disposition is not well-formed; send attachment; filename="…" (or filename*= for a name that is not ASCII).',
+      FILE_NAME_FIELD,
+    );
+  let parsed: ContentDisposition;
+  try {
+    parsed = parseContentDisposition(header);
+  } catch {
+    throw malformed();
+  }
+  if (!/^(attachment|inline)$/i.test(parsed.type)) throw malformed();
+  const name = parsed.parameters['filename'];
+  if (name === undefined) {
+    throw new AttachmentRefusedError(
+      400,
+      'file-name',
+      'Content-Disposition names no file; send attachment; filename="…".',
+      FILE_NAME_FIELD,
+    );
+  }
+  return name;
+}
+
+function declaredTypeOf(request: FastifyRequest): string | undefined {
+  const declared = request.headers['content-type'];
+  return typeof declared === 'string' && declared.trim() !== '' ? declared : undefined;
+}
+
+/** `Content-Digest` (RFC 9530) of a SHA-256 given in hex. */
+function contentDigest(sha256Hex: string): string {
+  return `sha-256=:${Buffer.from(sha256Hex, 'hex').toString('base64')}:`;
+}
+
+export function attachmentsRoutes(deps: AttachmentsRoutesDeps) {
+  return (fastify: FastifyInstance) => {
+    const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+    const attachments = deps.attachments;
+    const maxBytes = deps.config.attachmentMaxBytes;
+    const uploads = createByteBudget(deps.config.attachmentUploadsInFlightMib * 1024 * 1024);
+
+    // Within these routes a body is a file, whatever its type: kept as bytes, at most maxBytes.
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: maxBytes }, (_request, body, done) => {
+      done(null, body);
+    });
+    // An upload takes its bytes from the budget before it is read, and gives them back when its
+    // answer is sent or the connection is gone. A request that says it is larger than the limit is
+    // refused without waiting (Fastify answers 413 before reading).
+    app.addHook('preParsing', async (request, reply, payload) => {
+      if (request.method !== 'POST') return payload;
+      const declared = Number(request.headers['content-length']);
+      if (Number.isSafeInteger(declared) && declared > maxBytes) return payload;
+      const bytes = Number.isSafeInteger(declared) && declared >= 0 ? declared : maxBytes;
+      const release = await uploads.take(bytes);
+      reply.raw.once('close', release);
+      return payload;
+    });
+
+    app.post(
+      '/referrals/:referralId/attachments',
+      {
+        bodyLimit: maxBytes,
+        config: {
+          action: 'referral.add-attachment',
+          responseHeaders: (view: { readonly id: string; readonly referralId: string }) => ({
+            location: `${API_PREFIX}/referrals/${view.referralId}/attachments/${view.id}`,
+          }),
+        },
+        schema: {
+          ...operation({
+            operationId: 'addAttachment',
+            tag: 'Attachments',
+            summary: 'Attach a file to a referral',
+            description:
+              'The request body is the file itself, with `Content-Type` the type the client believes it ' +
+              'has and its name in `Content-Disposition`. refhub detects the type from the bytes: PDF, ' +
+              'JPEG, PNG, TIFF, plain text (UTF-8) and DOCX are accepted unless the installation says ' +
+              'otherwise. 415 `attachment_refused` for a type not accepted, or a name or `Content-Type` ' +
+              'the bytes contradict; 400 for an empty file, a PDF with JavaScript, an embedded file or a ' +
+              'launch action, or a name with a path or control characters (`reason` says which); 413 ' +
+              'past the size limit (10 MiB unless set otherwise); 409 `limit_exceeded` past the ' +
+              'attachments a referral may hold (20 unless set otherwise). The sender attaches while the ' +
+              'referral is a draft or waits for the sender; the provider once it has accepted it. The ' +
+              'file is `pending-scan` until the malware scan answers. Adding one changes the referral’s ' +
+              'version.',
+          }),
+          headers: UploadHeaders,
+          params: ReferralIdParams,
+          querystring: ActingForQuery,
+          body: documentedAs(Type.Unknown(), Type.Unsafe<unknown>(FILE_BYTES)),
+          consumes: UPLOAD_MEDIA_TYPES,
+          response: {
+            201: success(ref(Attachment), 'The attachment.', { location: true, idempotent: true }),
+            ...problems({ idempotent: true }),
+          },
+        },
+      },
+      async (request, reply) => {
+        const { query, params } = request;
+        const caller = callerOf(
+          request,
+          { idType: query.institutionIdType, id: query.institutionId },
+          query.requesterIdentifier,
+        );
+        const view = await attachments.add(
+          caller,
+          params.referralId,
+          {
+            // No body at all is an empty file, refused as one.
+            bytes: Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0),
+            fileName: fileNameOf(request.headers['content-disposition']),
+            declaredType: declaredTypeOf(request),
+            fileNameField: FILE_NAME_FIELD,
+          },
+          ifMatchOf(request),
+        );
+        return reply.code(201).send(view);
+      },
+    );
+
+    app.get(
+      '/referrals/:referralId/attachments',
+      {
+        config: { action: 'referral.read-attachments' },
+        schema: {
+          ...operation({
+            operationId: 'listAttachments',
+            tag: 'Attachments',
+            summary: 'List a referral’s attachments',
+            description: 'Every file attached to the referral, with its type, size, SHA-256 and scan state.',
+          }),
+          params: ReferralIdParams,
+          querystring: ActingForQuery,
+          response: {
+            200: success(ref(AttachmentList), 'The attachments, in the order they were added.'),
+            ...problems(),
+          },
+        },
+      },
+      async (request) => {
+        const { query } = request;
+        const caller = callerOf(
+          request,
+          { idType: query.institutionIdType, id: query.institutionId },
+          query.requesterIdentifier,
+        );
+        return { data: await attachments.list(caller, request.params.referralId) };
+      },
+    );
+
+    app.get(
+      '/referrals/:referralId/attachments/:attachmentId',
+      {
+        config: { action: 'referral.read-attachments' },
+        schema: {
+          ...operation({
+            operationId: 'getAttachment',
+            tag: 'Attachments',
+            summary: 'Get an attachment’s metadata',
+            description: 'Its type, size, SHA-256 and scan state; the content is at `…/content`.',
+          }),
+          params: AttachmentParams,
+          querystring: ActingForQuery,
+          response: { 200: success(ref(Attachment), 'The attachment.'), ...problems() },
+        },
+      },
+      async (request) => {
+        const { query, params } = request;
+        const caller = callerOf(
+          request,
+          { idType: query.institutionIdType, id: query.institutionId },
+          query.requesterIdentifier,
+        );
+        return attachments.get(caller, params.referralId, params.attachmentId);
+      },
+    );
+
+    app.get(
+      '/referrals/:referralId/attachments/:attachmentId/content',
+      {
+        config: { action: 'referral.read-attachment-content' },
+        schema: {
+          ...operation({
+            operationId: 'getAttachmentContent',
+            tag: 'Attachments',
+            summary: 'Download an attachment',
+            description:
+              'The file’s bytes, as its detected media type, with `Content-Disposition` giving its name, ' +
+              '`Content-Digest` (RFC 9530) and `ETag` its SHA-256. 409 `attachment_pending_scan` (with ' +
+              '`Retry-After`) until the malware scan finds it clean; 410 `attachment_rejected` once the ' +
+              'scan found a threat. Every download is audited.',
+          }),
+          params: AttachmentParams,
+          querystring: ActingForQuery,
+          response: {
+            200: success(
+              Type.Unsafe<unknown>(FILE_BYTES),
+              'The file, in its own media type (`Content-Type`), whatever this document lists.',
+              {
+                contentType: 'application/octet-stream',
+                headers: {
+                  'Content-Disposition': Type.String({ description: 'attachment, with the file’s name.' }),
+                  'Content-Digest': Type.String({ description: 'The SHA-256 of the content (RFC 9530).' }),
+                  ETag: Type.String({ description: 'The SHA-256 of the content, hex, quoted.' }),
+                },
+              },
+            ),
+            ...problems(),
+          },
+        },
+      },
+      async (request, reply) => {
+        const { query, params } = request;
+        const caller = callerOf(
+          request,
+          { idType: query.institutionIdType, id: query.institutionId },
+          query.requesterIdentifier,
+        );
+        const { view, content } = await attachments.content(caller, params.referralId, params.attachmentId);
+        const type = view.mediaType === 'text/plain' ? 'text/plain; charset=utf-8' : view.mediaType;
+        return reply
+          .type(type)
+          .headers({
+            'content-length': String(view.sizeBytes),
+            'content-disposition': contentDisposition(view.fileName),
+            'content-digest': contentDigest(view.sha256),
+            etag: `"${view.sha256}"`,
+            'x-content-type-options': 'nosniff',
+            // Opened in a browser, the file runs nothing and reaches nothing.
+            'content-security-policy': "sandbox; default-src 'none'",
+          })
+          .send(Readable.from(content));
+      },
+    );
+
+    app.delete(
+      '/referrals/:referralId/attachments/:attachmentId',
+      {
+        config: { action: 'referral.remove-attachment' },
+        schema: {
+          ...operation({
+            operationId: 'removeAttachment',
+            tag: 'Attachments',
+            summary: 'Remove an attachment from a draft',
+            description:
+              'The sender removes a file while the referral is a draft; once submitted, the provider and ' +
+              'the national record may have it, so it stays. Removing one changes the referral’s version. ' +
+              'Answers the attachment as it was.',
+          }),
+          headers: GuardedHeaders,
+          params: AttachmentParams,
+          querystring: ActingForQuery,
+          response: {
+            200: success(ref(Attachment), 'The attachment as it was.'),
+            ...problems(),
+          },
+        },
+      },
+      async (request) => {
+        const { query, params } = request;
+        const caller = callerOf(
+          request,
+          { idType: query.institutionIdType, id: query.institutionId },
+          query.requesterIdentifier,
+        );
+        return attachments.remove(caller, params.referralId, params.attachmentId, ifMatchOf(request));
+      },
+    );
+  };
+}

@@ -1,0 +1,115 @@
+// Files through @refhub/client alone, against a real listening refhub: a clinic attaches a letter to
+// a draft and reads it back byte for byte (checked against refhub's Content-Digest), retries an upload
+// whose answer was lost and gets the first answer, removes a file from the draft; the hospital attaches
+// its consultation letter once it has accepted, and the clinic downloads it. Refusals arrive as typed
+// problems. No casts.
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createRefhubClient,
+  RefhubProblemError,
+  type InstitutionClient,
+} from '../../../clients/typescript/src/index.ts';
+import { ENGINES } from '../../support/engines.ts';
+import { CATALOG, GIF, PAGES, pdf, TEXT } from '../../support/fixtures/attachment-files.ts';
+import { PATIENT } from '../../support/fixtures/patients.ts';
+import { createTestApp, type TestApp, type TestParty } from '../../support/test-app.ts';
+
+const LETTER = pdf(CATALOG, PAGES);
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+async function problemOf(call: Promise<unknown>): Promise<RefhubProblemError> {
+  try {
+    await call;
+  } catch (error) {
+    if (error instanceof RefhubProblemError) return error;
+    throw error;
+  }
+  throw new Error('the call succeeded, but a problem was expected');
+}
+
+describe.each(ENGINES)('attachments through @refhub/client on %s', (engine) => {
+  let t: TestApp;
+  let clinic: InstitutionClient;
+  let hospital: InstitutionClient;
+
+  beforeAll(async () => {
+    t = await createTestApp(engine);
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const address = t.app.server.address();
+    if (address === null || typeof address === 'string') throw new Error('refhub is not listening');
+    const baseUrl = `http://127.0.0.1:${address.port}`;
+    const actingAs = (party: TestParty, requesterIdentifier: string) =>
+      createRefhubClient({ baseUrl, apiKey: party.key }).actingFor({
+        ...party.institution,
+        requesterIdentifier,
+      });
+    clinic = actingAs(t.sender, 'dr.lim@bukittimah.example');
+    hospital = actingAs(t.provider, 'dr.wong@cgh.example');
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('attaches, lists, downloads and removes files, and both sides read them', async () => {
+    const draft = await clinic.createReferral({ offeringId: 'cgh-gastro', ...PATIENT });
+    const referral = clinic.referral(draft);
+    const letter = await referral.attach({
+      content: new Blob([LETTER]),
+      fileName: 'Referral letter (2026).pdf',
+      mediaType: 'application/pdf',
+    });
+    expect(letter).toMatchObject({
+      fileName: 'Referral letter (2026).pdf',
+      mediaType: 'application/pdf',
+      sizeBytes: LETTER.length,
+      sha256: sha256(LETTER),
+      scanState: 'not-scanned',
+      available: true,
+    });
+    // A retry after a lost answer, with the same key, is the same upload.
+    const key = 'upload-notes-1';
+    const notes = await referral.attach(
+      { content: new Blob([TEXT]), fileName: '心電図.txt' },
+      { idempotencyKey: key },
+    );
+    const retried = await referral.attach(
+      { content: new Blob([TEXT]), fileName: '心電図.txt' },
+      { idempotencyKey: key },
+    );
+    expect(retried).toEqual(notes);
+    expect((await referral.attachments()).map((a) => a.fileName)).toEqual([
+      'Referral letter (2026).pdf',
+      '心電図.txt',
+    ]);
+    expect(await referral.attachment(notes.id)).toEqual(notes);
+
+    const downloaded = await referral.download(letter.id);
+    expect(Buffer.from(downloaded.bytes).equals(LETTER)).toBe(true);
+    expect(downloaded).toMatchObject({ mediaType: 'application/pdf', sha256: letter.sha256 });
+
+    const refused = await problemOf(referral.attach({ content: new Blob([GIF]), fileName: 'image.gif' }));
+    expect(refused.status).toBe(415);
+    expect(refused.problem.code).toBe('attachment_refused');
+
+    await referral.read();
+    expect(await referral.removeAttachment(notes.id)).toEqual(notes);
+    expect((await referral.attachments()).map((a) => a.id)).toEqual([letter.id]);
+
+    await referral.read();
+    await referral.submit();
+    const atHospital = hospital.referral(draft.id);
+    expect((await atHospital.attachments()).map((a) => a.id)).toEqual([letter.id]);
+    expect(Buffer.from((await atHospital.download(letter.id)).bytes).equals(LETTER)).toBe(true);
+    const tooEarly = await problemOf(
+      atHospital.attach({ content: new Blob([LETTER]), fileName: 'reply.pdf' }),
+    );
+    expect(tooEarly.problem.code).toBe('invalid_transition');
+
+    await atHospital.read();
+    await atHospital.accept();
+    const reply = await atHospital.attach({ content: new Blob([LETTER]), fileName: 'consultation.pdf' });
+    expect(reply).toMatchObject({ addedBy: 'provider' });
+    expect(Buffer.from((await referral.download(reply.id)).bytes).equals(LETTER)).toBe(true);
+  });
+});
