@@ -3,6 +3,7 @@
 import path from 'node:path';
 import {
   ATTACHMENT_TYPE_NAMES,
+  MAX_ATTACHMENT_BYTES,
   clamdAddressText,
   parseClamdAddress,
   type AttachmentType,
@@ -300,7 +301,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     attachmentScanTimeoutSeconds: integer(env, 'ATTACHMENT_SCAN_TIMEOUT_SECONDS', 60, 1, 600),
     attachmentsScannedElsewhere:
       oneOf(env, 'ATTACHMENT_SCANNING', ['refhub', 'elsewhere'] as const, 'refhub') === 'elsewhere',
-    attachmentMaxBytes: integer(env, 'ATTACHMENT_MAX_MIB', 10, 1, 100) * 1024 * 1024,
+    attachmentMaxBytes:
+      integer(env, 'ATTACHMENT_MAX_MIB', 10, 1, MAX_ATTACHMENT_BYTES / (1024 * 1024)) * 1024 * 1024,
     attachmentsPerReferral: integer(env, 'ATTACHMENTS_PER_REFERRAL', 20, 1, 100),
     attachmentTypes: attachmentTypes(env, 'ATTACHMENT_TYPES'),
     attachmentUploadsInFlightMib: integer(env, 'ATTACHMENT_UPLOADS_IN_FLIGHT_MIB', 32, 1, 4096),

@@ -267,7 +267,7 @@ describe('loadConfig', () => {
       /HTTP_HEADERS_TIMEOUT_SECONDS: must not exceed HTTP_REQUEST_TIMEOUT_SECONDS \(30\)/,
     ],
     ['ATTACHMENT_SCANNING', 'off', /ATTACHMENT_SCANNING: must be one of refhub, elsewhere, got "off"/],
-    ['ATTACHMENT_MAX_MIB', '101', /ATTACHMENT_MAX_MIB: must be between 1 and 100/],
+    ['ATTACHMENT_MAX_MIB', '11', /ATTACHMENT_MAX_MIB: must be between 1 and 10/],
     ['ATTACHMENTS_PER_REFERRAL', '0', /ATTACHMENTS_PER_REFERRAL: must be between 1 and 100/],
     [
       'ATTACHMENT_TYPES',

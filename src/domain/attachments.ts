@@ -29,6 +29,12 @@ export function clamdAddressText(address: ClamdAddress): string {
   return `clamd://${host}:${address.port}`;
 }
 
+/**
+ * The largest attachment refhub takes, whatever ATTACHMENT_MAX_MIB says: it goes to the EHR as
+ * base64 (4/3 of its size) in one request, which a receiver caps at 16 MiB.
+ */
+export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
+
 /** The types an attachment may have, by the name settings and the API use, with their media type. */
 export const ATTACHMENT_TYPES = {
   pdf: { mediaType: 'application/pdf', extensions: ['pdf'], words: 'PDF' },

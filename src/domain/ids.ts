@@ -37,3 +37,17 @@ export const MAX_MESSAGE_ID_LENGTH = 48;
 
 /** What a message ID looks like on the wire (the forward request's schema holds a receiver to it). */
 export const MESSAGE_ID_PATTERN = '^[0-9A-Fa-f-]{36}\\.v[1-9][0-9]{0,9}$';
+
+/**
+ * The message ID of an attachment sent with one referral version's form:
+ * `${referralId}.v${version}.a${number}`, the attachment's number within its referral.
+ */
+export function attachmentMessageIdOf(referralId: string, version: number, number: number): string {
+  return `${messageIdOf(referralId, version)}.a${number}`;
+}
+
+/** The longest attachment message ID: a form's message ID, `.a`, and a number of up to 3 digits. */
+export const MAX_ATTACHMENT_MESSAGE_ID_LENGTH = MAX_MESSAGE_ID_LENGTH + 5;
+
+/** What an attachment's message ID looks like on the wire. */
+export const ATTACHMENT_MESSAGE_ID_PATTERN = '^[0-9A-Fa-f-]{36}\\.v[1-9][0-9]{0,9}\\.a[1-9][0-9]{0,2}$';

@@ -7,14 +7,24 @@
 // it is not exposed.
 import type { Clock } from '../domain/clock.ts';
 import { sha256Hex } from '../domain/forwarding/content-digest.ts';
-import type { EhrForwardRequest } from '../domain/forwarding/forward-request.ts';
+import type { EhrAttachmentRequest, EhrForwardRequest } from '../domain/forwarding/forward-request.ts';
 
 export interface SandboxDelivery {
   readonly messageId: string;
   readonly referralId: string;
   readonly version: number;
-  /** Hex SHA-256 of `notesItem.text` as UTF-8: what the forwarder must have recorded. */
+  /**
+   * Hex SHA-256 of `notesItem.text` as UTF-8 (a form), or of the file's decoded bytes (an attachment):
+   * what the forwarder must have recorded.
+   */
   readonly sha256: string;
+  /** For a file sent with a form: which form, its number, type and size (never its name). */
+  readonly document?: {
+    readonly formMessageId: string;
+    readonly number: number;
+    readonly mediaType: string;
+    readonly sizeBytes: number;
+  };
   /** When the first accepted request arrived (ISO 8601). */
   readonly receivedAt: string;
   readonly reference: string;
@@ -67,7 +77,7 @@ export interface SandboxEhrState {
   takeStagedFailure(): StagedFailure | undefined;
   latencyMs(): number;
   /** Records a valid request, or recognises it as a replay or a conflicting reuse of its message ID. */
-  accept(request: EhrForwardRequest, bodySha256: string): AcceptOutcome;
+  accept(request: EhrForwardRequest | EhrAttachmentRequest, bodySha256: string): AcceptOutcome;
   deliveries(filter?: DeliveryFilter): SandboxDelivery[];
   requests(): SandboxRequestCounts;
   behaviour(): SandboxBehaviour;
@@ -155,7 +165,17 @@ export function createSandboxEhrState(deps: { readonly clock: Clock }): SandboxE
           messageId: request.messageId,
           referralId: request.referralId,
           version: request.version,
-          sha256: sha256Hex(request.notesItem.text),
+          ...('document' in request
+            ? {
+                sha256: request.document.sha256,
+                document: {
+                  formMessageId: request.formMessageId,
+                  number: request.document.number,
+                  mediaType: request.document.mediaType,
+                  sizeBytes: request.document.sizeBytes,
+                },
+              }
+            : { sha256: sha256Hex(request.notesItem.text) }),
           receivedAt: deps.clock.now().toISOString(),
           reference: referenceFor(request.messageId),
         },

@@ -1,7 +1,8 @@
 // The sandbox EHR: a real HTTP server that stands in for the national EHR (contract §7) in
 // development and tests. `POST /ehr/referrals` checks a forward request the way a strict receiver
 // would (bearer token, media type, Content-Digest over the exact bytes, Idempotency-Key, schema) and
-// records each accepted delivery without any patient data. The control API (`/_sandbox/…`) stages
+// records each accepted delivery without any patient data. A file sent with a form comes to the same
+// endpoint as a document of its own (`EhrAttachmentRequest`), checked against its size and SHA-256. The control API (`/_sandbox/…`) stages
 // failures — statuses, latency, dropped connections — so the forwarder's retry rules can be tested
 // against a real socket. `refhub sandbox-ehr` runs it on its own; `refhub all` can run it in-process.
 //
@@ -16,8 +17,12 @@ import type { Clock } from '../domain/clock.ts';
 import { systemClock } from '../domain/clock.ts';
 import type { Logger } from '../logger.ts';
 import { sha256Hex, verifyContentDigest } from '../domain/forwarding/content-digest.ts';
-import { createForwardRequestChecker, MAX_FORWARD_BODY_BYTES } from '../domain/forwarding/forward-request.ts';
-import { MAX_MESSAGE_ID_LENGTH } from '../domain/ids.ts';
+import {
+  createAttachmentRequestChecker,
+  createForwardRequestChecker,
+  MAX_FORWARD_BODY_BYTES,
+} from '../domain/forwarding/forward-request.ts';
+import { MAX_ATTACHMENT_MESSAGE_ID_LENGTH } from '../domain/ids.ts';
 import { CONTROL_PREFIX, createControlRoutes } from './sandbox-ehr-control.ts';
 import {
   bearerMatches,
@@ -110,7 +115,13 @@ export function createSandboxEhr(options: SandboxEhrOptions = {}): SandboxEhr {
   const token = options.token === '' ? undefined : options.token;
   const logger = options.logger ?? pino({ enabled: false });
   const state = createSandboxEhrState({ clock: options.clock ?? systemClock });
-  const checkRequest = createForwardRequestChecker();
+  const checkForm = createForwardRequestChecker();
+  const checkAttachment = createAttachmentRequestChecker();
+  /** A form's request, or a file's (it carries `document`): each checked by its own schema. */
+  const checkRequest = (value: unknown) =>
+    value !== null && typeof value === 'object' && 'document' in value
+      ? checkAttachment(value)
+      : checkForm(value);
   const controlRoutes = createControlRoutes(state);
 
   function checkDelivery(req: IncomingMessage, body: BodyRead): Answer {
@@ -182,7 +193,9 @@ export function createSandboxEhr(options: SandboxEhrOptions = {}): SandboxEhr {
     const key = headerText(req, 'idempotency-key');
     // Only a key shaped like a message ID is tracked or logged: anything else is the caller's noise.
     const messageId =
-      key !== undefined && key.length <= MAX_MESSAGE_ID_LENGTH && /^[\w.-]+$/.test(key) ? key : undefined;
+      key !== undefined && key.length <= MAX_ATTACHMENT_MESSAGE_ID_LENGTH && /^[\w.-]+$/.test(key)
+        ? key
+        : undefined;
     state.noteArrival(messageId);
     const body = await readBody(req, MAX_FORWARD_BODY_BYTES);
     await pause(state.latencyMs(), res);

@@ -7,7 +7,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { contentDigest, sha256Hex } from '../../src/domain/forwarding/content-digest.ts';
 import { MAX_FORWARD_BODY_BYTES } from '../../src/domain/forwarding/forward-request.ts';
 import { messageIdOf } from '../../src/domain/ids.ts';
+import type { EhrAttachmentRequest } from '../../src/domain/forwarding/forward-request.ts';
 import {
+  attachmentRequestFor,
   forwardRequestFor,
   postForward,
   startSandboxEhrProcess,
@@ -155,6 +157,88 @@ describe('sandbox EHR without a token', () => {
     const again = await postForward(sandbox.url, request);
     expect(again.status).toBe(201);
     expect(again.json.reference).toBe(first.json.reference);
+  });
+
+  describe('a file sent with a form', () => {
+    const LETTER = Buffer.from('%PDF-1.7\nA consultation letter, with é and 心.\n%%EOF\n');
+
+    it('accepts it as a document of its own, recording its digest, type and size, never its name', async () => {
+      const referralId = randomUUID();
+      const request = attachmentRequestFor(referralId, 2, 1, LETTER);
+      const answer = await postForward(sandbox.url, request);
+      expect(answer.status, JSON.stringify(answer.json)).toBe(201);
+      expect(answer.json).toEqual({
+        reference: expect.stringMatching(REFERENCE) as unknown,
+        messageId: `${referralId}.v2.a1`,
+      });
+      const [delivery] = await sandbox.deliveries({ messageId: request.messageId });
+      expect(delivery).toEqual({
+        messageId: `${referralId}.v2.a1`,
+        referralId,
+        version: 2,
+        sha256: createHash('sha256').update(LETTER).digest('hex'),
+        document: {
+          formMessageId: messageIdOf(referralId, 2),
+          number: 1,
+          mediaType: 'application/pdf',
+          sizeBytes: LETTER.length,
+        },
+        receivedAt: expect.stringMatching(ISO_MS) as unknown,
+        reference: answer.json.reference,
+        attempts: 1,
+      });
+      expect(JSON.stringify(await sandbox.deliveries())).not.toContain('letter-1.pdf');
+      // A replay is a duplicate, as for a form; other bytes under the same message ID are a conflict.
+      expect((await postForward(sandbox.url, request)).status).toBe(200);
+      const other = attachmentRequestFor(referralId, 2, 1, Buffer.from('%PDF-1.7\nAnother letter\n'));
+      expectProblem(await postForward(sandbox.url, other), 409, 'message_id_conflict');
+    });
+
+    it.each([
+      [
+        'content whose SHA-256 is not the one stated',
+        (r: EhrAttachmentRequest): EhrAttachmentRequest => ({
+          ...r,
+          document: { ...r.document, sha256: '0'.repeat(64) },
+        }),
+        '/document/sha256',
+      ],
+      [
+        'content of another size than stated',
+        (r: EhrAttachmentRequest): EhrAttachmentRequest => ({
+          ...r,
+          document: { ...r.document, sizeBytes: r.document.sizeBytes + 1 },
+        }),
+        '/document/sizeBytes',
+      ],
+      [
+        'a message ID of another number',
+        (r: EhrAttachmentRequest): EhrAttachmentRequest => ({ ...r, messageId: `${r.formMessageId}.a2` }),
+        '/messageId',
+      ],
+      [
+        'a form of another version',
+        (r: EhrAttachmentRequest): EhrAttachmentRequest => ({
+          ...r,
+          formMessageId: messageIdOf(r.referralId, r.version + 1),
+        }),
+        '/formMessageId',
+      ],
+      [
+        'content that is not base64',
+        (r: EhrAttachmentRequest): EhrAttachmentRequest => ({
+          ...r,
+          document: { ...r.document, contentBase64: 'not base64!' },
+        }),
+        '/document/contentBase64',
+      ],
+    ])('refuses %s with 400 naming the field', async (_label, change, field) => {
+      const request = change(attachmentRequestFor(randomUUID(), 1, 1, LETTER));
+      const answer = await postForward(sandbox.url, request);
+      expectProblem(answer, 400, 'validation_failed');
+      expect(JSON.stringify(answer.json.errors)).toContain(field);
+      expect(await sandbox.deliveries()).toEqual([]);
+    });
   });
 
   describe('refuses with 400', () => {

@@ -3,12 +3,13 @@
 // control API. The child can never outlive the test process: it is killed when the test process
 // exits, and it stops by itself when the IPC channel to its parent closes (even on a SIGKILL).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { contentDigest } from '../../src/domain/forwarding/content-digest.ts';
-import type { EhrForwardRequest } from '../../src/domain/forwarding/forward-request.ts';
-import { messageIdOf } from '../../src/domain/ids.ts';
+import type { EhrAttachmentRequest, EhrForwardRequest } from '../../src/domain/forwarding/forward-request.ts';
+import { attachmentMessageIdOf, messageIdOf } from '../../src/domain/ids.ts';
 import { childEnv } from './child-env.ts';
 import type {
   DeliveryFilter,
@@ -240,9 +241,33 @@ export interface PostOptions {
 }
 
 /** POSTs a forward request the way the forwarder does: Content-Digest, Idempotency-Key, bearer token. */
+/** A file sent with the form of `referralId`'s `version`, as the forwarder builds it. */
+export function attachmentRequestFor(
+  referralId: string,
+  version: number,
+  number: number,
+  content: Buffer,
+  mediaType = 'application/pdf',
+): EhrAttachmentRequest {
+  return {
+    messageId: attachmentMessageIdOf(referralId, version, number),
+    formMessageId: messageIdOf(referralId, version),
+    referralId,
+    version,
+    document: {
+      number,
+      fileName: `letter-${number}.pdf`,
+      mediaType,
+      sizeBytes: content.length,
+      sha256: createHash('sha256').update(content).digest('hex'),
+      contentBase64: content.toString('base64'),
+    },
+  };
+}
+
 export async function postForward(
   url: string,
-  request: EhrForwardRequest,
+  request: EhrForwardRequest | EhrAttachmentRequest,
   options: PostOptions = {},
 ): Promise<{ readonly status: number; readonly headers: Headers; readonly json: Record<string, unknown> }> {
   const body = options.body ?? JSON.stringify(request);

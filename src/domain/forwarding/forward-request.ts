@@ -10,7 +10,16 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import formats from 'ajv-formats';
 import { Type, type Static } from 'typebox';
-import { MAX_MESSAGE_ID_LENGTH, MESSAGE_ID_PATTERN, messageIdOf } from '../ids.ts';
+import { MAX_ATTACHMENT_BYTES } from '../attachments.ts';
+import { sha256Hex } from './content-digest.ts';
+import {
+  ATTACHMENT_MESSAGE_ID_PATTERN,
+  attachmentMessageIdOf,
+  MAX_ATTACHMENT_MESSAGE_ID_LENGTH,
+  MAX_MESSAGE_ID_LENGTH,
+  MESSAGE_ID_PATTERN,
+  messageIdOf,
+} from '../ids.ts';
 
 export interface EhrForwardRequest {
   /** `${referralId}.v${version}`; also the request's `Idempotency-Key`. */
@@ -78,6 +87,64 @@ export const EhrForwardRequestSchema = Type.Object(
 
 export type EhrForwardRequestJson = Static<typeof EhrForwardRequestSchema>;
 
+/**
+ * A file sent with one version's form, as a document of its own: the same endpoint, headers and
+ * rules as the form's request (`Content-Digest`, `Idempotency-Key: <messageId>`), its own message ID
+ * (`<referralId>.v<version>.a<number>`), and the form it goes with.
+ */
+export interface EhrAttachmentRequest {
+  readonly messageId: string;
+  /** The message ID of the form this file goes with: `<referralId>.v<version>`. */
+  readonly formMessageId: string;
+  readonly referralId: string;
+  readonly version: number;
+  readonly document: {
+    /** The file's number within its referral. */
+    readonly number: number;
+    readonly fileName: string;
+    /** The media type refhub detected from the bytes. */
+    readonly mediaType: string;
+    readonly sizeBytes: number;
+    /** Hex SHA-256 of the file's bytes, as the form's Attachments section lists it. */
+    readonly sha256: string;
+    /** The file's bytes, base64 (RFC 4648, with padding). */
+    readonly contentBase64: string;
+  };
+}
+
+/** The most characters a file's base64 may have: 4 for every 3 bytes of the largest file. */
+export const MAX_ATTACHMENT_BASE64_LENGTH = 4 * Math.ceil(MAX_ATTACHMENT_BYTES / 3);
+
+export const EhrAttachmentRequestSchema = Type.Object(
+  {
+    messageId: Type.String({
+      maxLength: MAX_ATTACHMENT_MESSAGE_ID_LENGTH,
+      pattern: ATTACHMENT_MESSAGE_ID_PATTERN,
+    }),
+    formMessageId: Type.String({ maxLength: MAX_MESSAGE_ID_LENGTH, pattern: MESSAGE_ID_PATTERN }),
+    referralId: Type.String({ format: 'uuid', maxLength: 36 }),
+    version: Type.Integer({ minimum: 1, maximum: 2_147_483_647 }),
+    document: Type.Object(
+      {
+        number: Type.Integer({ minimum: 1, maximum: 999 }),
+        fileName: Text(255),
+        mediaType: Text(255),
+        sizeBytes: Type.Integer({ minimum: 1, maximum: MAX_ATTACHMENT_BYTES }),
+        sha256: Type.String({ pattern: '^[0-9a-f]{64}$', maxLength: 64 }),
+        contentBase64: Type.String({
+          minLength: 4,
+          maxLength: MAX_ATTACHMENT_BASE64_LENGTH,
+          pattern: '^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$',
+        }),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export type EhrAttachmentRequestJson = Static<typeof EhrAttachmentRequestSchema>;
+
 export interface FieldProblem {
   /** A JSON Pointer into the document, `''` for the whole of it. */
   readonly path: string;
@@ -103,6 +170,16 @@ export type ForwardRequestCheck =
   | { readonly ok: true; readonly request: EhrForwardRequest }
   | { readonly ok: false; readonly problems: readonly FieldProblem[] };
 
+export type AttachmentRequestCheck =
+  | { readonly ok: true; readonly request: EhrAttachmentRequest; readonly content: Buffer }
+  | { readonly ok: false; readonly problems: readonly FieldProblem[] };
+
+function newAjv(): Ajv {
+  const ajv = new Ajv({ allErrors: true, removeAdditional: false, coerceTypes: false, useDefaults: false });
+  formats.default(ajv);
+  return ajv;
+}
+
 /**
  * A checker for parsed forward-request JSON: the schema, then the rule the schema cannot state
  * (`messageId` is `referralId` and `version` joined). Problems name fields, never their values, so
@@ -110,9 +187,7 @@ export type ForwardRequestCheck =
  * of its last call on itself.
  */
 export function createForwardRequestChecker(): (value: unknown) => ForwardRequestCheck {
-  const ajv = new Ajv({ allErrors: true, removeAdditional: false, coerceTypes: false, useDefaults: false });
-  formats.default(ajv);
-  const validate = ajv.compile<EhrForwardRequestJson>(EhrForwardRequestSchema);
+  const validate = newAjv().compile<EhrForwardRequestJson>(EhrForwardRequestSchema);
   return (value) => {
     if (!validate(value)) return { ok: false, problems: fieldProblemsOf(validate.errors) };
     const expected = messageIdOf(value.referralId, value.version);
@@ -123,5 +198,36 @@ export function createForwardRequestChecker(): (value: unknown) => ForwardReques
       };
     }
     return { ok: true, request: value };
+  };
+}
+
+/**
+ * A checker for parsed attachment-request JSON: the schema, then what it cannot state: the message
+ * IDs are the referral's, version's and number's, and the decoded bytes have the size and SHA-256 the
+ * document says. Answers the decoded bytes with the request. Problems name fields, never values.
+ */
+export function createAttachmentRequestChecker(): (value: unknown) => AttachmentRequestCheck {
+  const validate = newAjv().compile<EhrAttachmentRequestJson>(EhrAttachmentRequestSchema);
+  return (value) => {
+    if (!validate(value)) return { ok: false, problems: fieldProblemsOf(validate.errors) };
+    const expected = attachmentMessageIdOf(value.referralId, value.version, value.document.number);
+    const problems: FieldProblem[] = [];
+    if (value.messageId !== expected) {
+      problems.push({
+        path: '/messageId',
+        message: `must equal referralId + ".v" + version + ".a" + document.number (${expected})`,
+      });
+    }
+    const form = messageIdOf(value.referralId, value.version);
+    if (value.formMessageId !== form) {
+      problems.push({ path: '/formMessageId', message: `must equal referralId + ".v" + version (${form})` });
+    }
+    const content = Buffer.from(value.document.contentBase64, 'base64');
+    if (content.length !== value.document.sizeBytes) {
+      problems.push({ path: '/document/sizeBytes', message: 'must equal the length of the decoded content' });
+    } else if (sha256Hex(content) !== value.document.sha256) {
+      problems.push({ path: '/document/sha256', message: 'must be the SHA-256 of the decoded content' });
+    }
+    return problems.length > 0 ? { ok: false, problems } : { ok: true, request: value, content };
   };
 }
