@@ -236,6 +236,16 @@ export async function createContext(
   });
   const referralQueries = createReferralQueries({ ...deps, renderEhrForm: renderForm });
   const ehrForwarding = createEhrForwarding({ db, clock, metrics });
+  const attachments = createAttachments({
+    db,
+    clock,
+    settings: {
+      maxBytes: config.attachmentMaxBytes,
+      perReferral: config.attachmentsPerReferral,
+      types: config.attachmentTypes,
+      scanned: config.attachmentScanner !== undefined,
+    },
+  });
   return {
     config,
     logger,
@@ -247,17 +257,8 @@ export async function createContext(
     linkMinter,
     referralQueries,
     referralCommands: createReferralCommands({ ...deps, displayTime }),
-    referralFhir: createReferralFhir({ referralQueries, ehrForwarding, clock }),
-    attachments: createAttachments({
-      db,
-      clock,
-      settings: {
-        maxBytes: config.attachmentMaxBytes,
-        perReferral: config.attachmentsPerReferral,
-        types: config.attachmentTypes,
-        scanned: config.attachmentScanner !== undefined,
-      },
-    }),
+    referralFhir: createReferralFhir({ referralQueries, ehrForwarding, attachments, clock }),
+    attachments,
     links: createLinkService(deps),
     linkRedemption: createLinkRedemption({ db, clock }),
     apiKeys: createApiKeyService({ db, clock }),

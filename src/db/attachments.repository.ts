@@ -2,6 +2,7 @@
 // only a read of the content touches. Each is read and written only after the referral passed the
 // tenancy check, as the referral's other parts are.
 import { sql, type Compilable, type Selectable } from 'kysely';
+import type { FormAttachment } from '../domain/attachments.ts';
 import type { AttachmentScanState, AttachmentsTable } from './schema.ts';
 import type { Executor } from './executor.ts';
 
@@ -252,6 +253,24 @@ export function attachmentRepository(db: Executor) {
         .orderBy('number')
         .execute();
       return rows.map((r) => ({ attachmentId: r.id, referralId }));
+    },
+
+    /** The referral's files that may be read (scanned clean, or kept where nothing scans), in order. */
+    async readable(referralId: string): Promise<FormAttachment[]> {
+      return db
+        .selectFrom('attachments')
+        .select([
+          'id',
+          'number',
+          'file_name as fileName',
+          'media_type as mediaType',
+          'size_bytes as sizeBytes',
+          'sha256',
+        ])
+        .where('referral_id', '=', referralId)
+        .where('scan_state', 'in', ['available', 'not-scanned'])
+        .orderBy('number')
+        .execute();
     },
 
     /** Removes the attachment and its bytes; false when there was none. */

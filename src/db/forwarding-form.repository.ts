@@ -1,5 +1,6 @@
 // The forms sent to the EHR, one per message ID (a referral version): the bytes every retry of the
 // message sends, that a Get of the version returns, and that prove the ledger's hashes afterwards.
+import type { FormAttachment } from '../domain/attachments.ts';
 import type { Executor } from './executor.ts';
 
 export interface StoredForm {
@@ -9,6 +10,8 @@ export interface StoredForm {
   readonly formType: string;
   readonly sha256: string;
   readonly html: string;
+  /** The files sent with the form, each as a document of its own. */
+  readonly attachments: readonly FormAttachment[];
 }
 
 export function ehrFormRepository(db: Executor) {
@@ -27,6 +30,7 @@ export function ehrFormRepository(db: Executor) {
           form_type: form.formType,
           sha256: form.sha256,
           html: form.html,
+          attachments: JSON.stringify(form.attachments),
           created_at: now,
         })
         .onConflict((oc) => oc.column('message_id').doNothing())
@@ -39,7 +43,7 @@ export function ehrFormRepository(db: Executor) {
     async byMessageId(messageId: string): Promise<StoredForm | undefined> {
       const row = await db
         .selectFrom('ehr_forms')
-        .select(['message_id', 'referral_id', 'version', 'form_type', 'sha256', 'html'])
+        .select(['message_id', 'referral_id', 'version', 'form_type', 'sha256', 'html', 'attachments'])
         .where('message_id', '=', messageId)
         .executeTakeFirst();
       return row && toForm(row);
@@ -49,7 +53,7 @@ export function ehrFormRepository(db: Executor) {
     async ofVersion(referralId: string, version: number): Promise<StoredForm | undefined> {
       const row = await db
         .selectFrom('ehr_forms')
-        .select(['message_id', 'referral_id', 'version', 'form_type', 'sha256', 'html'])
+        .select(['message_id', 'referral_id', 'version', 'form_type', 'sha256', 'html', 'attachments'])
         .where('referral_id', '=', referralId)
         .where('version', '=', version)
         .executeTakeFirst();
@@ -65,6 +69,7 @@ function toForm(row: {
   form_type: string;
   sha256: string;
   html: string;
+  attachments: FormAttachment[];
 }): StoredForm {
   return {
     messageId: row.message_id,
@@ -73,5 +78,6 @@ function toForm(row: {
     formType: row.form_type,
     sha256: row.sha256,
     html: row.html,
+    attachments: row.attachments,
   };
 }

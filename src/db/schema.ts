@@ -1,6 +1,6 @@
 // Kysely's view of the tables created by the migrations in ./migrations.
 import type { ColumnType, Generated } from 'kysely';
-import type { AttachmentScanState } from '../domain/attachments.ts';
+import type { AttachmentScanState, FormAttachment } from '../domain/attachments.ts';
 
 export type { AttachmentScanState };
 
@@ -221,6 +221,8 @@ export interface EhrFormsTable {
   form_type: string;
   sha256: string;
   html: string;
+  /** The files sent with the form (FormAttachment[]), as JSON. */
+  attachments: ColumnType<FormAttachment[], string, never>;
   created_at: Timestamp;
 }
 

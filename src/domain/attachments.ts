@@ -95,3 +95,26 @@ export interface AttachmentView {
   readonly authorInstitution: { readonly idType: string; readonly id: string; readonly name: string };
   readonly createdAt: string;
 }
+
+/**
+ * How long a forward waits, from the version's change, for files of the referral still waiting for
+ * their malware scan, so that they go with the form; past it the form goes with the files that are
+ * clean, and a later version carries the rest. A scan takes seconds while the scanner is up.
+ */
+export const SCAN_WAIT_BEFORE_FORWARD_MS = 10 * 60_000;
+/** How soon a forward waiting for a scan looks again. */
+export const SCAN_RECHECK_MS = 15_000;
+
+/**
+ * A file as a referral's EHR form lists it and the forward sends it: one that may be read (scanned
+ * clean, or kept where nothing scans), at the version the form is drawn from.
+ */
+export interface FormAttachment {
+  readonly id: string;
+  readonly number: number;
+  readonly fileName: string;
+  readonly mediaType: string;
+  readonly sizeBytes: number;
+  /** Hex SHA-256 of the file's bytes. */
+  readonly sha256: string;
+}

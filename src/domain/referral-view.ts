@@ -1,5 +1,6 @@
 // The referral as callers see it (contract §6). The API returns these shapes, and the renderer
 // draws the ehrForm from them. Unset values are null; `submittedAt` is absent for drafts.
+import type { FormAttachment } from './attachments.ts';
 import type { Action, BlockedAction } from './actions.ts';
 import type { AppointmentStatus, CoreStatus, OfferingCategory, Status } from './statuses.ts';
 
@@ -117,8 +118,11 @@ export interface ReferralView extends ReferralSummaryView {
   readonly ehrFormType?: string;
 }
 
-/** What the ehrForm is drawn from: the referral as stored at one version, without per-caller links. */
+/**
+ * What the ehrForm is drawn from: the referral as stored at one version, without per-caller links,
+ * and the files that go with it (none when absent).
+ */
 export type EhrFormSource = Omit<
   ReferralView,
   'links' | 'ehrForwarding' | 'ehrForm' | 'ehrFormType' | 'allowedActions' | 'blockedActions'
->;
+> & { readonly attachments?: readonly FormAttachment[] };

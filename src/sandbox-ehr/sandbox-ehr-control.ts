@@ -6,7 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import { Ajv } from 'ajv';
 import { Type, type Static } from 'typebox';
 import { fieldProblemsOf, type FieldProblem } from '../domain/forwarding/forward-request.ts';
-import { MAX_MESSAGE_ID_LENGTH } from '../domain/ids.ts';
+import { MAX_ATTACHMENT_MESSAGE_ID_LENGTH } from '../domain/ids.ts';
 import type { SandboxEhrState } from './sandbox-ehr-state.ts';
 import {
   isJsonMediaType,
@@ -32,12 +32,18 @@ export const SandboxBehaviourBody = Type.Object(
     retryAfterSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400 })),
     latencyMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 120_000 })),
     resets: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000 })),
+    fileStatuses: Type.Optional(
+      Type.Array(Type.Integer({ minimum: 300, maximum: 599 }), {
+        maxItems: 1000,
+        description: 'Answered in order to the next requests carrying a file, before statuses',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 export type SandboxBehaviourInput = Static<typeof SandboxBehaviourBody>;
 
-const DELIVERY_FILTERS = { messageId: MAX_MESSAGE_ID_LENGTH, referralId: 36 } as const;
+const DELIVERY_FILTERS = { messageId: MAX_ATTACHMENT_MESSAGE_ID_LENGTH, referralId: 36 } as const;
 
 type Method = 'GET' | 'PUT' | 'DELETE';
 type ControlHandler = (req: IncomingMessage, url: URL) => Promise<Answer> | Answer;

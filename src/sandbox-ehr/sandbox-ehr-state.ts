@@ -42,6 +42,11 @@ export interface SandboxBehaviour {
   readonly latencyMs: number;
   /** The next this-many EHR requests get their connection destroyed instead of an answer. */
   readonly resets: number;
+  /**
+   * Answered in order, one each, to the next requests that carry a file (their message ID ends in
+   * `.a<number>`), before `statuses`; forms are not affected.
+   */
+  readonly fileStatuses: readonly number[];
 }
 
 export interface SandboxRequestCounts {
@@ -73,8 +78,8 @@ export interface SandboxEhrState {
   noteArrival(idempotencyKey: string | undefined): void;
   /** Records how an EHR request was answered. */
   noteAnswer(outcome: number | 'reset'): void;
-  /** The staged failure for the request now being answered, if any; using it consumes it. */
-  takeStagedFailure(): StagedFailure | undefined;
+  /** The staged failure for the request now being answered (one carrying a file or not), if any; using it consumes it. */
+  takeStagedFailure(carriesFile: boolean): StagedFailure | undefined;
   latencyMs(): number;
   /** Records a valid request, or recognises it as a replay or a conflicting reuse of its message ID. */
   accept(request: EhrForwardRequest | EhrAttachmentRequest, bodySha256: string): AcceptOutcome;
@@ -93,6 +98,7 @@ const NORMAL_SERVICE: SandboxBehaviour = Object.freeze({
   retryAfterSeconds: null,
   latencyMs: 0,
   resets: 0,
+  fileStatuses: Object.freeze([]),
 });
 
 const RETRY_AFTER_STATUSES = new Set([429, 503]);
@@ -139,10 +145,16 @@ export function createSandboxEhrState(deps: { readonly clock: Clock }): SandboxE
       else counts.byStatus.set(outcome, (counts.byStatus.get(outcome) ?? 0) + 1);
     },
 
-    takeStagedFailure() {
+    takeStagedFailure(carriesFile) {
       if (behaviour.resets > 0) {
         behaviour = { ...behaviour, resets: behaviour.resets - 1 };
         return { kind: 'reset' };
+      }
+      const [fileStatus, ...otherFiles] = carriesFile ? behaviour.fileStatuses : [];
+      if (fileStatus !== undefined) {
+        behaviour = { ...behaviour, fileStatuses: otherFiles };
+        const retryAfterSeconds = RETRY_AFTER_STATUSES.has(fileStatus) ? behaviour.retryAfterSeconds : null;
+        return { kind: 'status', status: fileStatus, retryAfterSeconds };
       }
       const [status, ...rest] = behaviour.statuses;
       if (status === undefined) return undefined;
@@ -209,6 +221,7 @@ export function createSandboxEhrState(deps: { readonly clock: Clock }): SandboxE
         retryAfterSeconds: next.retryAfterSeconds ?? null,
         latencyMs: next.latencyMs ?? 0,
         resets: next.resets ?? 0,
+        fileStatuses: Object.freeze([...(next.fileStatuses ?? [])]),
       });
       return behaviour;
     },

@@ -203,7 +203,7 @@ export function createSandboxEhr(options: SandboxEhrOptions = {}): SandboxEhr {
       logger.info({ messageId }, 'sandbox EHR: the client went away before the answer');
       return;
     }
-    const staged = state.takeStagedFailure();
+    const staged = state.takeStagedFailure(messageId !== undefined && /\.a[0-9]+$/.test(messageId));
     if (staged?.kind === 'reset') {
       state.noteAnswer('reset');
       logger.info({ messageId }, 'sandbox EHR: dropped the connection, as staged');

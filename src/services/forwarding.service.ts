@@ -5,7 +5,10 @@
 // (so a submit or cancel that lands meanwhile is never overwritten).
 import { v7 as uuidv7 } from 'uuid';
 import type { Kysely, Transaction } from 'kysely';
+import { SCAN_RECHECK_MS, SCAN_WAIT_BEFORE_FORWARD_MS, type FormAttachment } from '../domain/attachments.ts';
 import type { Clock } from '../domain/clock.ts';
+import { attachmentMessageIdOf } from '../domain/ids.ts';
+import { attachmentRepository } from '../db/attachments.repository.ts';
 import { LIFECYCLE, REFHUB_SYSTEM } from '../domain/lifecycle.ts';
 import type { EhrFormSource } from '../domain/referral-view.ts';
 import type { Caller } from './caller.ts';
@@ -39,6 +42,8 @@ const FORM_READ = 'ehr.submissions.form.read';
 /** A form as it was sent: the bytes, the template names and the hex SHA-256 of the bytes. */
 export interface KeptForm extends RenderedEhrForm {
   readonly sha256: string;
+  /** The files the form lists, sent with it each as a document of its own. */
+  readonly attachments: readonly FormAttachment[];
 }
 
 /** What `GET …/ehr-submissions/{attemptId}/form` answers. */
@@ -49,6 +54,19 @@ export interface SentFormView {
   readonly sha256: string;
   readonly ehrFormType: string;
   readonly ehrForm: string;
+  /** The files sent with the form, each under its own message ID. */
+  readonly attachments: SentAttachmentView[];
+}
+
+/** A file sent with a form, as the proof of an attempt shows it. */
+export interface SentAttachmentView {
+  readonly messageId: string;
+  readonly attachmentId: string;
+  readonly number: number;
+  readonly fileName: string;
+  readonly mediaType: string;
+  readonly sizeBytes: number;
+  readonly sha256: string;
 }
 
 export type ForwardPlan =
@@ -57,6 +75,8 @@ export type ForwardPlan =
   | { readonly kind: 'withdrawn' }
   /** Not in this database: the job is another installation's (workers/foreign-job.ts). */
   | { readonly kind: 'unknown-referral' }
+  /** A file of the referral still waits for its malware scan: look again then, without an attempt. */
+  | { readonly kind: 'waiting-for-scan'; readonly until: Date }
   | { readonly kind: 'send'; readonly record: ReferralRecord; readonly source: EhrFormSource };
 
 export interface AttemptOutcome {
@@ -151,7 +171,20 @@ export function createEhrForwarding(deps: ForwardingDeps) {
         return { kind: 'nothing-to-send' };
       }
       if (record.status === 'draft') return { kind: 'withdrawn' };
-      return { kind: 'send', record, source: ehrFormSourceFor(found) };
+      // A file waiting for its scan goes with the form once it is clean, if that is soon enough.
+      const attachments = attachmentRepository(deps.db);
+      const now = deps.clock.now();
+      if (
+        now.getTime() < record.updatedAt.getTime() + SCAN_WAIT_BEFORE_FORWARD_MS &&
+        (await attachments.pendingScanOf(record.id)).length > 0
+      ) {
+        return { kind: 'waiting-for-scan', until: new Date(now.getTime() + SCAN_RECHECK_MS) };
+      }
+      return {
+        kind: 'send',
+        record,
+        source: { ...ehrFormSourceFor(found), attachments: await attachments.readable(record.id) },
+      };
     },
 
     /**
@@ -175,6 +208,15 @@ export function createEhrForwarding(deps: ForwardingDeps) {
         onProgress?.(start + batch.length, ids.length);
       }
       return requeuedIds;
+    },
+
+    /** A file's bytes, read for sending with its form. */
+    async attachmentContent(file: FormAttachment): Promise<Buffer> {
+      const pieces: Buffer[] = [];
+      for await (const piece of attachmentRepository(deps.db).content(file.id, file.sizeBytes)) {
+        pieces.push(piece);
+      }
+      return Buffer.concat(pieces);
     },
 
     async withdraw(referralId: string): Promise<void> {
@@ -231,11 +273,24 @@ export function createEhrForwarding(deps: ForwardingDeps) {
       referralId: string,
       version: number,
       rendered: RenderedEhrForm,
+      attachments: readonly FormAttachment[],
     ): Promise<{ readonly form: KeptForm; readonly changed: boolean }> {
-      const fresh = { messageId, referralId, version, ...rendered, sha256: sha256Hex(rendered.html) };
+      const fresh = {
+        messageId,
+        referralId,
+        version,
+        ...rendered,
+        attachments,
+        sha256: sha256Hex(rendered.html),
+      };
       const kept = await ehrFormRepository(deps.db).keep(fresh, deps.clock.now());
       return {
-        form: { html: kept.html, formType: kept.formType, sha256: kept.sha256 },
+        form: {
+          html: kept.html,
+          formType: kept.formType,
+          sha256: kept.sha256,
+          attachments: kept.attachments,
+        },
         changed: kept.sha256 !== fresh.sha256,
       };
     },
@@ -262,6 +317,15 @@ export function createEhrForwarding(deps: ForwardingDeps) {
           sha256: form.sha256,
           ehrFormType: form.formType,
           ehrForm: form.html,
+          attachments: form.attachments.map((a) => ({
+            messageId: attachmentMessageIdOf(form.referralId, form.version, a.number),
+            attachmentId: a.id,
+            number: a.number,
+            fileName: a.fileName,
+            mediaType: a.mediaType,
+            sizeBytes: a.sizeBytes,
+            sha256: a.sha256,
+          })),
         };
       });
     },

@@ -1,6 +1,7 @@
 // Reads: one referral in full, and the list of an institution's referrals. Each read is audited, and
 // a full read mints the one-time links the requester may use now; what a read writes is stored, in
 // one statement, before anything it read is handed out.
+import { attachmentRepository } from '../db/attachments.repository.ts';
 import type { Kysely } from 'kysely';
 import { partiesOf } from '../domain/access.ts';
 import type { Clock } from '../domain/clock.ts';
@@ -179,7 +180,12 @@ export function createReferralQueries(deps: QueryDeps) {
         found.record.ehr.state === 'not-sent'
           ? undefined
           : await ehrFormRepository(deps.db).ofVersion(view.id, view.version);
-      const form = sent ?? deps.renderEhrForm(ehrFormSourceOf(view));
+      const form =
+        sent ??
+        deps.renderEhrForm({
+          ...ehrFormSourceOf(view),
+          attachments: await attachmentRepository(deps.db).readable(view.id),
+        });
       return { ...view, ehrForm: form.html, ehrFormType: form.formType };
     },
 

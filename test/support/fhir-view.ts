@@ -1,5 +1,6 @@
 // Reads a referral's FHIR view over the API, as a FHIR client would, and checks what every such read
-// must give: a valid R4 bundle served as application/fhir+json, not cached, with the get's ETag.
+// must give: a valid R4 bundle served as application/fhir+json, not cached, with the get's ETag. Also
+// attaches files over the API, as a clinic system does, for the views that show them.
 import type { LightMyRequestResponse } from 'fastify';
 import type { Bundle, Resource } from '@medplum/fhirtypes';
 import { expect } from 'vitest';
@@ -63,4 +64,49 @@ export async function readFhir(t: TestApp, as: TestParty, referralId: string): P
 /** The resources of one type in a bundle. */
 export function resourcesOf<T extends Resource>(bundle: FhirRead['bundle'], type: T['resourceType']): T[] {
   return bundle.entry.map((e) => e.resource).filter((r) => r.resourceType === type) as unknown as T[];
+}
+
+/** An attachment as the API answers its upload and its list. */
+export interface AttachmentJson {
+  readonly id: string;
+  readonly referralId: string;
+  readonly fileName: string;
+  readonly mediaType: string;
+  readonly sizeBytes: number;
+  readonly sha256: string;
+  readonly scanState: string;
+  readonly addedBy: 'sender' | 'provider';
+  readonly authorInstitution: { readonly idType: string; readonly id: string; readonly name: string };
+  readonly createdAt: string;
+}
+
+/**
+ * Uploads `bytes` as a file of the referral, as a clinic system does: the raw body, named in
+ * Content-Disposition (`filename="…"` for a plain ASCII name, RFC 8187's `filename*` otherwise).
+ */
+export async function attachFile(
+  t: TestApp,
+  as: TestParty,
+  referralId: string,
+  bytes: Buffer,
+  fileName: string,
+): Promise<AttachmentJson> {
+  const disposition =
+    /^[\x20-\x7e]+$/.test(fileName) && !/["\\%]/.test(fileName)
+      ? `attachment; filename="${fileName}"`
+      : `attachment; filename*=UTF-8''${encodeURIComponent(fileName)}`;
+  const res = await t.request(as, {
+    method: 'POST',
+    url: `/api/v1/referrals/${referralId}/attachments`,
+    query: { ...as.institution, requesterIdentifier: REQUESTER },
+    headers: { 'content-type': 'application/octet-stream', 'content-disposition': disposition },
+    payload: bytes,
+  });
+  expect(res.statusCode, res.body).toBe(201);
+  return res.json<AttachmentJson>();
+}
+
+/** The RFC 6920 name of bytes whose SHA-256 is `hex`, written out here rather than taken from the code. */
+export function namedInformationOf(hex: string): string {
+  return `ni:///sha-256;${Buffer.from(hex, 'hex').toString('base64url')}`;
 }

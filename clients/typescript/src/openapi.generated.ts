@@ -386,7 +386,7 @@ export interface paths {
     };
     /**
      * Get a referral as a FHIR R4 Bundle
-     * @description The referral the get returns, as FHIR R4 resources in a Bundle of type collection (application/fhir+json): a ServiceRequest with a Task for its workflow state, the Patient, the Organizations and the referring clinician, the appointments, the notes as Communications, and each attempt to forward the form to the EHR as an AuditEvent carrying the SHA-256 of the form sent. The same callers see it as see the referral; the ETag is the referral version. The mapping is in docs/fhir.md.
+     * @description The referral the get returns, as FHIR R4 resources in a Bundle of type collection (application/fhir+json): a ServiceRequest with a Task for its workflow state, the Patient, the Organizations and the referring clinician, the appointments, the notes as Communications, each attachment as a DocumentReference (the sender’s as the ServiceRequest’s supportingInfo, the provider’s as Task outputs), and each attempt to forward the form to the EHR as an AuditEvent carrying the SHA-256 of the form sent. The same callers see it as see the referral; the ETag is the referral version. The mapping is in docs/fhir.md.
      */
     get: operations['getReferralFhir'];
     put?: never;
@@ -872,8 +872,23 @@ export interface components {
       ehrFormType: string;
       /** @description The HTML document, exactly as it was sent */
       ehrForm: string;
+      /** @description The files sent with the form, each as a document of its own, as its Attachments section lists them. Their bytes are those of `GET …/attachments/{attachmentId}/content`, whose SHA-256 this is. */
+      attachments: components['schemas']['EhrSentAttachment'][];
     };
-    /** @description A FHIR R4 Bundle of type collection: the referral as a ServiceRequest first, then its Task, the Patient, the referring Practitioner and PractitionerRole, the Organizations, each Appointment with its Location, a Communication per note, and an AuditEvent per attempt to forward the form to the EHR. See docs/fhir.md. */
+    EhrSentAttachment: {
+      /** @description `<referralId>.v<version>.a<number>`, also the Idempotency-Key sent */
+      messageId: string;
+      /** Format: uuid */
+      attachmentId: string;
+      /** @description The file’s number within its referral */
+      number: number;
+      fileName: string;
+      mediaType: string;
+      sizeBytes: number;
+      /** @description Hex SHA-256 of the bytes sent */
+      sha256: string;
+    };
+    /** @description A FHIR R4 Bundle of type collection: the referral as a ServiceRequest first, then its Task, the Patient, the referring Practitioner and PractitionerRole, the Organizations, each Appointment with its Location, a Communication per note, a DocumentReference per attachment, and an AuditEvent per attempt to forward the form to the EHR. See docs/fhir.md. */
     FhirBundle: {
       /** @enum {string} */
       resourceType: 'Bundle';

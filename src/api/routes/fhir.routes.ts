@@ -38,7 +38,9 @@ export function fhirRoutes(deps: FhirRoutesDeps) {
               'The referral the get returns, as FHIR R4 resources in a Bundle of type collection ' +
               '(application/fhir+json): a ServiceRequest with a Task for its workflow state, the Patient, ' +
               'the Organizations and the referring clinician, the appointments, the notes as ' +
-              'Communications, and each attempt to forward the form to the EHR as an AuditEvent carrying ' +
+              'Communications, each attachment as a DocumentReference (the sender’s as the ServiceRequest’s ' +
+              'supportingInfo, the provider’s as Task outputs), and each attempt to forward the form to the ' +
+              'EHR as an AuditEvent carrying ' +
               'the SHA-256 of the form sent. The same callers see it as see the referral; the ETag is ' +
               'the referral version. The mapping is in docs/fhir.md.',
           }),

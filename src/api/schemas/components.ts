@@ -3,7 +3,7 @@
 // start (its reference cannot be resolved); one listed here but never referenced fails the lint test.
 import type { FastifyInstance } from 'fastify';
 import { Attachment, AttachmentList } from './attachments.schema.ts';
-import { EhrSentForm, EhrSubmission, EhrSubmissionList } from './forwarding.schema.ts';
+import { EhrSentAttachment, EhrSentForm, EhrSubmission, EhrSubmissionList } from './forwarding.schema.ts';
 import { EventInstitution, EventPage, EventPageMetadata, ReferralEvent } from './events.schema.ts';
 import { FhirBundle } from './fhir.schema.ts';
 import {
@@ -56,6 +56,7 @@ export const COMPONENT_SCHEMAS: readonly Named[] = [
   EhrSubmission,
   EhrSubmissionList,
   EhrSentForm,
+  EhrSentAttachment,
   FhirBundle,
   ReferralEvent,
   EventInstitution,

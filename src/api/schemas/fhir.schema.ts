@@ -29,8 +29,8 @@ export const FhirBundle = named(
       description:
         'A FHIR R4 Bundle of type collection: the referral as a ServiceRequest first, then its Task, the ' +
         'Patient, the referring Practitioner and PractitionerRole, the Organizations, each Appointment ' +
-        'with its Location, a Communication per note, and an AuditEvent per attempt to forward the form ' +
-        'to the EHR. See docs/fhir.md.',
+        'with its Location, a Communication per note, a DocumentReference per attachment, and an ' +
+        'AuditEvent per attempt to forward the form to the EHR. See docs/fhir.md.',
     },
   ),
 );

@@ -36,6 +36,24 @@ export const EhrSubmissionList = named(
   Type.Object({ data: Type.Array(ref(EhrSubmission), { description: 'Oldest first.' }) }),
 );
 
+export const EhrSentAttachment = named(
+  'EhrSentAttachment',
+  Type.Object(
+    {
+      messageId: Type.String({
+        description: '`<referralId>.v<version>.a<number>`, also the Idempotency-Key sent',
+      }),
+      attachmentId: Type.String({ format: 'uuid' }),
+      number: Type.Integer({ minimum: 1, description: 'The file’s number within its referral' }),
+      fileName: Type.String(),
+      mediaType: Type.String(),
+      sizeBytes: Type.Integer({ minimum: 1 }),
+      sha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: 'Hex SHA-256 of the bytes sent' }),
+    },
+    { additionalProperties: false },
+  ),
+);
+
 export const EhrSentForm = named(
   'EhrSentForm',
   Type.Object(
@@ -53,6 +71,12 @@ export const EhrSentForm = named(
       }),
       ehrFormType: Type.String({ description: 'The templates used, joined with `|`' }),
       ehrForm: Type.String({ description: 'The HTML document, exactly as it was sent' }),
+      attachments: Type.Array(ref(EhrSentAttachment), {
+        maxItems: 100,
+        description:
+          'The files sent with the form, each as a document of its own, as its Attachments section lists ' +
+          'them. Their bytes are those of `GET …/attachments/{attachmentId}/content`, whose SHA-256 this is.',
+      }),
     },
     { additionalProperties: false },
   ),

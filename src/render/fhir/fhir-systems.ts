@@ -20,6 +20,8 @@ const REFHUB = 'urn:refhub:fhir';
 
 export const REFHUB_NAMING_SYSTEMS = {
   referralId: `${REFHUB}:NamingSystem:referral-id`,
+  /** refhub's attachment ID: the `{id}` of `/api/v1/referrals/{referralId}/attachments/{id}`. */
+  attachmentId: `${REFHUB}:NamingSystem:attachment-id`,
   /** `<referralId>.v<version>`: the Idempotency-Key of a forward to the EHR. */
   ehrMessageId: `${REFHUB}:NamingSystem:ehr-message-id`,
   /** The EHR's own reference for a delivered form. */
@@ -45,6 +47,8 @@ export const REFHUB_CODE_SYSTEMS = {
   coreStatus: `${REFHUB}:CodeSystem:core-status`,
   /** patient.residentialStatus: SC, PR, Foreigner. */
   residentialStatus: `${REFHUB}:CodeSystem:residential-status`,
+  /** Task.output.type: `attachment`, a file the provider attached to the referral. */
+  taskOutputType: `${REFHUB}:CodeSystem:task-output-type`,
 } as const;
 
 export const REFHUB_EXTENSIONS = {
@@ -65,4 +69,6 @@ export const FHIR_SYSTEMS = {
   auditEntityType: 'http://terminology.hl7.org/CodeSystem/audit-entity-type',
   objectRole: 'http://terminology.hl7.org/CodeSystem/object-role',
   securitySourceType: 'http://terminology.hl7.org/CodeSystem/security-source-type',
+  /** An identifier that is a URI (FHIR's system for them): here an RFC 6920 `ni:` name of a file's bytes. */
+  uri: 'urn:ietf:rfc:3986',
 } as const;

@@ -1,7 +1,9 @@
 // What a referral's FHIR view is drawn from: the referral as the get returns it to the same caller,
-// without the per-caller one-time links, actions and the form, and the attempts on its EHR forwarding ledger
-// as the ledger endpoint returns them. Nothing else goes in, so the view can show nothing the API
-// would not show that caller.
+// without the per-caller one-time links, actions and the form, the attempts on its EHR forwarding ledger
+// as the ledger endpoint returns them, and its attachments as their list returns them (the metadata,
+// never the bytes). Nothing else goes in, so the view can show nothing the API would not show that
+// caller.
+import type { AttachmentView } from '../../domain/attachments.ts';
 import type { ReferralView } from '../../domain/referral-view.ts';
 import type { DeliveryOutcome } from './status-mapping.ts';
 
@@ -27,3 +29,6 @@ export interface EhrDeliveryAttempt {
   readonly ehrReference?: string;
   readonly durationMs: number;
 }
+
+/** One file attached to the referral, as `GET /referrals/{id}/attachments` lists it. */
+export type AttachmentSource = AttachmentView;

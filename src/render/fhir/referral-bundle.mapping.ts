@@ -1,18 +1,26 @@
 // A referral's FHIR view: one R4 Bundle of type `collection` holding the ServiceRequest, its Task,
-// the parties, the appointments, the notes and the EHR deliveries (docs/fhir.md). A pure function of
-// what the API returns to the caller, so it is tested without a server and cannot read anything more.
+// the parties, the appointments, the notes, the attachments and the EHR deliveries (docs/fhir.md). A
+// pure function of what the API returns to the caller, so it is tested without a server and cannot
+// read anything more.
 //
 // `collection`, not `document`: a document bundle is an attested, immutable composition (a Composition
 // first, an author, a fixed identifier and date), while this is a live view of a referral that changes
 // with every step of its lifecycle. The ETag names the referral version the view was read at.
-import type { Bundle, Organization, Resource } from '@medplum/fhirtypes';
+import type { Bundle, DocumentReference, Organization, Resource, ServiceRequest } from '@medplum/fhirtypes';
 import type { InstitutionView } from '../../domain/referral-view.ts';
 import { appointmentOf } from './appointment.mapping.ts';
 import { auditEventOf } from './audit-event.mapping.ts';
 import { communicationOf } from './communication.mapping.ts';
-import type { EhrDeliveryAttempt, ReferralSource } from './fhir-view-source.ts';
+import { documentReferenceOf, isPresentable } from './document-reference.mapping.ts';
+import type { AttachmentSource, EhrDeliveryAttempt, ReferralSource } from './fhir-view-source.ts';
 import { organizationOf, patientOf, referringClinicianOf } from './parties.mapping.ts';
-import { fullUrlOf, referenceTo, resourceIdOf, type Identified } from './resource-identity.ts';
+import {
+  fullUrlOf,
+  referenceTo,
+  referenceToRecord,
+  resourceIdOf,
+  type Identified,
+} from './resource-identity.ts';
 import { serviceRequestOf } from './service-request.mapping.ts';
 import { taskOf } from './task.mapping.ts';
 
@@ -20,6 +28,8 @@ export interface ReferralBundleInput {
   readonly referral: ReferralSource;
   /** The referral's EHR forwarding ledger, oldest attempt first. */
   readonly deliveries: readonly EhrDeliveryAttempt[];
+  /** The referral's attachments, in the order they were added. */
+  readonly attachments: readonly AttachmentSource[];
   /** When the view was assembled: Bundle.timestamp. */
   readonly assembledAt: Date;
 }
@@ -33,7 +43,12 @@ export type ReferralBundle = Omit<Identified<Bundle>, 'type' | 'timestamp' | 'en
   readonly entry: { readonly fullUrl: string; readonly resource: Identified<Resource> }[];
 };
 
-export function referralBundleOf({ referral, deliveries, assembledAt }: ReferralBundleInput): ReferralBundle {
+export function referralBundleOf({
+  referral,
+  deliveries,
+  attachments,
+  assembledAt,
+}: ReferralBundleInput): ReferralBundle {
   // One Organization per institution, however many roles it plays in the referral.
   const organizations = new Map<string, Identified<Organization>>();
   const organization = (institution: InstitutionView) => {
@@ -55,6 +70,20 @@ export function referralBundleOf({ referral, deliveries, assembledAt }: Referral
 
   const patient = patientOf(referral.id, referral.patient);
   const clinician = referringClinicianOf(referral.id, referral.referrer, sender);
+  // The documents point at the ServiceRequest, which lists the sender's among its supportingInfo.
+  const documents = attachments.map((attachment) => ({
+    attachment,
+    resource: documentReferenceOf(attachment, {
+      serviceRequest: referenceToRecord<ServiceRequest>('ServiceRequest', referral.id),
+      patient,
+      author: organization(attachment.authorInstitution),
+    }),
+  }));
+  // A rejected file supports nothing and is no output: its DocumentReference is entered-in-error.
+  const documentsBy = (party: AttachmentSource['addedBy']) =>
+    documents
+      .filter(({ attachment }) => attachment.addedBy === party && isPresentable(attachment))
+      .map(({ resource }) => referenceTo<DocumentReference>(resource));
   const serviceRequest = serviceRequestOf(referral, {
     patient,
     requester:
@@ -62,8 +91,15 @@ export function referralBundleOf({ referral, deliveries, assembledAt }: Referral
         ? referenceTo(sender, sender.name)
         : referenceTo(clinician.role, clinician.practitioner?.name?.[0]?.text),
     provider,
+    supportingInfo: documentsBy('sender'),
   });
-  const task = taskOf(referral, { serviceRequest, patient, sender, provider });
+  const task = taskOf(referral, {
+    serviceRequest,
+    patient,
+    sender,
+    provider,
+    output: documentsBy('provider'),
+  });
   const appointments = referral.appointments.map((a) =>
     appointmentOf(referral.id, a, { serviceRequest, patient, provider }),
   );
@@ -86,6 +122,7 @@ export function referralBundleOf({ referral, deliveries, assembledAt }: Referral
     ...organizations.values(),
     ...appointments.flatMap(({ appointment, location }) => [appointment, location]),
     ...communications,
+    ...documents.map(({ resource }) => resource),
     ...audits,
   ];
   return {

@@ -34,3 +34,15 @@ export function referenceTo<T extends Resource>(
     ...(display ? { display } : {}),
   };
 }
+
+/**
+ * A reference to the `type` resource drawn from the record `key`, for a resource that points at one
+ * built after it (a DocumentReference at the ServiceRequest whose supportingInfo lists it): the id is
+ * the one resourceIdOf gives that resource, so the reference resolves in the bundle all the same.
+ */
+export function referenceToRecord<T extends Resource>(
+  type: T['resourceType'],
+  ...key: readonly string[]
+): Reference<T> {
+  return { reference: fullUrlOf(resourceIdOf(type, ...key)), type };
+}

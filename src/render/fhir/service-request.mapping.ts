@@ -1,7 +1,9 @@
 // The referral itself as a ServiceRequest: the sender's order for the offering's service, for the
-// patient, addressed to the provider. Its status says whether the order stands (status-mapping.ts).
+// patient, addressed to the provider, with the documents the sender attached as its supportingInfo.
+// Its status says whether the order stands (status-mapping.ts).
 import type {
   Coding,
+  DocumentReference,
   Organization,
   Patient,
   PractitionerRole,
@@ -36,6 +38,8 @@ export interface ServiceRequestParties {
   readonly requester: Reference<PractitionerRole | Organization>;
   /** The offering's institution; absent while a draft names no offering. */
   readonly provider: Identified<Organization> | undefined;
+  /** The documents the sender attached to support the request. */
+  readonly supportingInfo: readonly Reference<DocumentReference>[];
 }
 
 export function priorityOf(referral: ReferralSource): 'urgent' | 'routine' {
@@ -44,7 +48,7 @@ export function priorityOf(referral: ReferralSource): 'urgent' | 'routine' {
 
 export function serviceRequestOf(
   referral: ReferralSource,
-  { patient, requester, provider }: ServiceRequestParties,
+  { patient, requester, provider, supportingInfo }: ServiceRequestParties,
 ): Identified<ServiceRequest> {
   const { offering } = referral;
   const category = codeableConceptOf(
@@ -76,5 +80,6 @@ export function serviceRequestOf(
     requester,
     ...(provider === undefined ? {} : { performer: [referenceTo(provider, provider.name)] }),
     ...(reason === undefined ? {} : { reasonCode: [{ text: reason }] }),
+    ...(supportingInfo.length === 0 ? {} : { supportingInfo: [...supportingInfo] }),
   };
 }

@@ -1,7 +1,17 @@
 // The provider's handling of the referral as a Task, the way the FHIR referral workflow (and 360X)
 // carries a referral's progress: status for FHIR's generic workflow, businessStatus for refhub's own
-// status and coreStatus, and statusReason for why it was rejected, cancelled or put on hold.
-import type { CodeableConcept, Organization, Patient, ServiceRequest, Task } from '@medplum/fhirtypes';
+// status and coreStatus, and statusReason for why it was rejected, cancelled or put on hold. The
+// documents the provider attached (a consultation letter) are what its work produced: Task.output.
+import type {
+  CodeableConcept,
+  DocumentReference,
+  Organization,
+  Patient,
+  Reference,
+  ServiceRequest,
+  Task,
+  TaskOutput,
+} from '@medplum/fhirtypes';
 import { LIFECYCLE } from '../../domain/lifecycle.ts';
 import type { Status } from '../../domain/statuses.ts';
 import { codeableConceptOf, codingOf, fhirString } from './fhir-datatypes.ts';
@@ -37,11 +47,18 @@ export interface TaskParties {
   readonly patient: Identified<Patient>;
   readonly sender: Identified<Organization>;
   readonly provider: Identified<Organization> | undefined;
+  /** The documents the provider attached to the referral. */
+  readonly output: readonly Reference<DocumentReference>[];
 }
+
+/** The type of each Task.output: a file the provider attached. */
+const ATTACHMENT_OUTPUT: CodeableConcept = {
+  coding: [{ system: REFHUB_CODE_SYSTEMS.taskOutputType, code: 'attachment', display: 'Attachment' }],
+};
 
 export function taskOf(
   referral: ReferralSource,
-  { serviceRequest, patient, sender, provider }: TaskParties,
+  { serviceRequest, patient, sender, provider, output }: TaskParties,
 ): Identified<Task> {
   const statusReason = statusReasonOf(referral);
   const businessStatus = codeableConceptOf(
@@ -78,5 +95,13 @@ export function taskOf(
       : {}),
     requester: referenceTo(sender, sender.name),
     ...(provider === undefined ? {} : { owner: referenceTo(provider, provider.name) }),
+    ...(output.length === 0
+      ? {}
+      : {
+          output: output.map((document): TaskOutput => ({
+            type: ATTACHMENT_OUTPUT,
+            valueReference: document,
+          })),
+        }),
   };
 }

@@ -5,6 +5,7 @@
 // forward or a reminder being recorded must not change the document the forwarder hashes.
 import { isClinicalEvent } from '../../domain/clinical-events.ts';
 import type { DisplayTime } from '../../domain/display-time.ts';
+import { mediaTypeWords, sizeWords } from '../../domain/attachments.ts';
 import { APPOINTMENT_STATUS_LABELS, systemLabel } from '../../domain/labels.ts';
 import type { EhrFormSource } from '../../domain/referral-view.ts';
 import { html, type SafeHtml } from '../html.ts';
@@ -54,6 +55,29 @@ function timeline(source: EhrFormSource, display: DisplayTime): SafeHtml {
   )}`;
 }
 
+/**
+ * The files sent with this form, each as a document of its own: enough to match each to what the
+ * record received (its number, name, type, size and SHA-256). A referral without files has no section,
+ * so its form is what it was before files existed.
+ */
+function attachments(source: EhrFormSource): SafeHtml {
+  const files = source.attachments ?? [];
+  if (files.length === 0) return html``;
+  return html`${heading('Attachments')}
+  ${listTable(
+    ['No.', 'File', 'Type', 'Size', 'SHA-256'],
+    files.map((a) => [
+      field('attachment.number', a.number),
+      field('attachment.fileName', a.fileName),
+      field('attachment.mediaType', mediaTypeWords(a.mediaType)),
+      field('attachment.size', sizeWords(a.sizeBytes)),
+      field('attachment.sha256', a.sha256),
+    ]),
+    'No files.',
+  )}`;
+}
+
 export function referralRecord(source: EhrFormSource, display: DisplayTime): SafeHtml {
-  return html`${appointments(source, display)} ${notes(source, display)} ${timeline(source, display)}`;
+  return html`${appointments(source, display)} ${notes(source, display)} ${attachments(source)}
+  ${timeline(source, display)}`;
 }

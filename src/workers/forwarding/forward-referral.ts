@@ -19,13 +19,18 @@ import type { RenderedEhrForm } from '../../render/ehr-form.ts';
 import { assertSelfContained, NotSelfContainedError } from '../../render/self-contained.ts';
 import type { EhrCircuit } from './ehr-circuit.ts';
 import { FORM_COPIES_IN_FLIGHT, type FormBudget } from './form-budget.ts';
-import type { EhrClient } from './ehr-client.ts';
-import type { EhrForwardRequest } from '../../domain/forwarding/forward-request.ts';
-import { messageIdOf } from '../../domain/ids.ts';
+import type { EhrAnswer, EhrClient } from './ehr-client.ts';
+import type { FormAttachment } from '../../domain/attachments.ts';
+import type { EhrAttachmentRequest, EhrForwardRequest } from '../../domain/forwarding/forward-request.ts';
+import { sha256Hex } from '../../domain/forwarding/content-digest.ts';
+import { attachmentMessageIdOf, messageIdOf } from '../../domain/ids.ts';
 import { judge, RetryableForwardError } from './forward-policy.ts';
-import type { AttemptOutcome, EhrForwarding } from '../../services/forwarding.service.ts';
+import type { AttemptOutcome, EhrForwarding, KeptForm } from '../../services/forwarding.service.ts';
 
 export type EhrForwardPayload = QueuePayloads['ehr-forward'];
+
+/** A file's copies a forward holds at once: its bytes, their base64, and the request body. */
+const ATTACHMENT_COPIES_IN_FLIGHT = 4;
 
 export interface EhrForwardDeps {
   readonly forwarding: EhrForwarding;
@@ -72,6 +77,7 @@ export async function forwardReferral(
     await deps.forwarding.withdraw(payload.referralId);
     return 'withdrawn';
   }
+  if (plan.kind === 'waiting-for-scan') return { deferredUntil: plan.until };
   const admission = await deps.circuit.admit();
   if (admission.kind === 'wait') return { deferredUntil: admission.until };
 
@@ -91,13 +97,19 @@ export async function forwardReferral(
   // The form's bytes are held from its rendering until the attempt is recorded (form-budget.ts).
   let release: () => void = () => undefined;
   try {
-    let form: RenderedEhrForm & { readonly sha256: string };
+    let form: KeptForm;
     try {
       const rendered = await renderWithin(deps, source, (taken) => {
         release = taken;
       });
       assertSelfContained(rendered.html);
-      const kept = await deps.forwarding.keepForm(messageId, record.id, record.version, rendered);
+      const kept = await deps.forwarding.keepForm(
+        messageId,
+        record.id,
+        record.version,
+        rendered,
+        source.attachments ?? [],
+      );
       if (kept.changed) {
         // The same version rendered to other bytes (the catalog's names changed, or the templates did
         // in an upgrade): the EHR may hold the first bytes under this message ID, so they go again.
@@ -124,8 +136,37 @@ export async function forwardReferral(
     const body = Buffer.from(
       JSON.stringify(forwardRequest(messageId, record.id, record.version, source, form)),
     );
-    const answer = await deps.ehr.send(body, messageId);
-    const judgement = judge(answer, attempt, deps.maxAttempts);
+    const sent = await deps.ehr.send(body, messageId);
+    // The files the kept form lists go once the form is delivered, each as a document of its own; the
+    // attempt is delivered when all of them are, and a retry sends them all again (the EHR keeps one
+    // of each message ID).
+    let answer = sent;
+    let judgement = judge(sent, attempt, deps.maxAttempts);
+    let failedFile: number | undefined;
+    for (const file of judgement.outcome === 'delivered' ? form.attachments : []) {
+      const fileAnswer = await sendAttachment(deps, record, file);
+      if (fileAnswer === 'changed') {
+        // The store holds other bytes than the file's SHA-256 was taken of: never sent, and no retry
+        // makes them right.
+        await deps.forwarding.recordAttempt({
+          ...base,
+          durationMs: elapsed(started),
+          sha256: form.sha256,
+          outcome: 'failed',
+          httpStatus: null,
+          errorCode: 'attachment_changed',
+          reference: null,
+          reason: `file ${file.number} is not the file that was added`,
+        });
+        throw new FinalForwardError('attachment_changed');
+      }
+      answer = fileAnswer;
+      judgement = judge(answer, attempt, deps.maxAttempts);
+      if (judgement.outcome !== 'delivered') {
+        failedFile = file.number;
+        break;
+      }
+    }
     const recorded: AttemptOutcome = {
       ...base,
       durationMs: elapsed(started),
@@ -133,8 +174,12 @@ export async function forwardReferral(
       outcome: judgement.outcome,
       httpStatus: answer.kind === 'response' ? answer.status : null,
       errorCode: answer.kind === 'network-error' ? answer.code : null,
-      reference: answer.kind === 'response' && judgement.outcome === 'delivered' ? answer.reference : null,
-      ...(judgement.reason === undefined ? {} : { reason: judgement.reason }),
+      reference: sent.kind === 'response' && judgement.outcome === 'delivered' ? sent.reference : null,
+      ...(judgement.reason === undefined
+        ? {}
+        : {
+            reason: failedFile === undefined ? judgement.reason : `file ${failedFile}: ${judgement.reason}`,
+          }),
     };
     await deps.forwarding.recordAttempt(recorded);
     await deps.circuit.observe(answer, admission.kind === 'probe');
@@ -161,6 +206,39 @@ export async function forwardReferral(
       case 'failed':
         throw new FinalForwardError(recorded.errorCode ?? `HTTP_${recorded.httpStatus}`);
     }
+  } finally {
+    release();
+  }
+}
+
+/**
+ * Sends one file of the form: its bytes read from the database and checked against the SHA-256 the
+ * form lists, within the forms' budget (the bytes, their base64 and the request body).
+ */
+async function sendAttachment(
+  deps: EhrForwardDeps,
+  record: { readonly id: string; readonly version: number },
+  file: FormAttachment,
+): Promise<EhrAnswer | 'changed'> {
+  const release = await deps.formBudget.take(ATTACHMENT_COPIES_IN_FLIGHT * file.sizeBytes);
+  try {
+    const content = await deps.forwarding.attachmentContent(file);
+    if (sha256Hex(content) !== file.sha256) return 'changed';
+    const request: EhrAttachmentRequest = {
+      messageId: attachmentMessageIdOf(record.id, record.version, file.number),
+      formMessageId: messageIdOf(record.id, record.version),
+      referralId: record.id,
+      version: record.version,
+      document: {
+        number: file.number,
+        fileName: file.fileName,
+        mediaType: file.mediaType,
+        sizeBytes: file.sizeBytes,
+        sha256: file.sha256,
+        contentBase64: content.toString('base64'),
+      },
+    };
+    return await deps.ehr.send(Buffer.from(JSON.stringify(request)), request.messageId);
   } finally {
     release();
   }

@@ -1,17 +1,22 @@
 // GET /api/v1/referrals/{id}/fhir: the FHIR R4 view of a referral. It takes the get's query, answers
 // the same callers (404, never 403, for an institution that cannot see the referral, and for the
 // provider while it is a draft), is audited as a read of its own, and serves a valid R4 Bundle as
-// application/fhir+json with the get's ETag and no caching.
+// application/fhir+json with the get's ETag and no caching. Files attached over the API appear as
+// DocumentReferences whose URL serves the bytes their ni:///sha-256 identifier names.
+import { createHash } from 'node:crypto';
 import type {
   Appointment,
   AuditEvent,
   Communication,
+  DocumentReference,
+  Organization,
   Patient,
   ServiceRequest,
   Task,
 } from '@medplum/fhirtypes';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attachmentRepository } from '../../../src/db/attachments.repository.ts';
 import { APPOINTMENT_STATUSES, STATUSES } from '../../../src/domain/statuses.ts';
 import { errorPaths, expectProblem } from '../../support/api-assertions.ts';
 import { ENGINES } from '../../support/engines.ts';
@@ -20,19 +25,47 @@ import {
   APPOINTMENT_STATUS,
   REQUEST_STATUS,
   TASK_STATUS,
+  attachFile,
   fhirUrl,
+  namedInformationOf,
   readFhir,
   resourcesOf,
+  type FhirRead,
 } from '../../support/fhir-view.ts';
+import { CATALOG, DOCX, PAGES, TEXT, pdf } from '../../support/fixtures/attachment-files.ts';
 import { CANARY, CANARY_MARKERS } from '../../support/fixtures/patients.ts';
 import { REQUESTER } from '../../support/referral-routes.ts';
 import { call, createDraft, referralIn } from '../../support/scenarios.ts';
 import { apiKeyIdOf, auditRowsOf } from '../../support/store-inspection.ts';
-import { createTestApp, type TestApp } from '../../support/test-app.ts';
+import { createTestApp, type TestApp, type TestParty } from '../../support/test-app.ts';
+
+const ECG_PDF = pdf(CATALOG, PAGES);
+const DOCX_TYPE = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
 
 beforeAll(() => {
   loadFhirR4();
 });
+
+/** The DocumentReference of the attachment `id` (by refhub's attachment-id identifier). */
+function documentOf(bundle: FhirRead['bundle'], id: string): DocumentReference | undefined {
+  return resourcesOf<DocumentReference>(bundle, 'DocumentReference').find((d) =>
+    d.identifier?.some((i) => i.system === 'urn:refhub:fhir:NamingSystem:attachment-id' && i.value === id),
+  );
+}
+
+/** The resource a bundle reference points at. */
+function resolved(bundle: FhirRead['bundle'], reference: { reference?: string } | undefined) {
+  return bundle.entry.find((e) => e.fullUrl === reference?.reference)?.resource;
+}
+
+/** Follows a DocumentReference's URL as the caller, with the query every call of the caller carries. */
+function follow(t: TestApp, as: TestParty, url: string | undefined) {
+  return t.request(as, {
+    method: 'GET',
+    url: url ?? '',
+    query: { ...as.institution, requesterIdentifier: REQUESTER },
+  });
+}
 
 describe.each(ENGINES)('the FHIR view on %s', (engine) => {
   let t: TestApp;
@@ -146,6 +179,115 @@ describe.each(ENGINES)('the FHIR view on %s', (engine) => {
     expect((ledger as { data: { sha256: string }[] }).data[0]?.sha256).toBe(sha256);
   });
 
+  describe('attachments', () => {
+    it('shows each file as a DocumentReference: the sender’s supporting the request, the provider’s the Task’s output', async () => {
+      const draft = await createDraft(t, CANARY);
+      const ecg = await attachFile(t, t.sender, draft.id, ECG_PDF, 'ecg-report.pdf');
+      await call(t, t.sender, 'POST', `/api/v1/referrals/${draft.id}/submit`, {});
+      await call(t, t.provider, 'POST', `/api/v1/referrals/${draft.id}/accept`, {});
+      const letter = await attachFile(t, t.provider, draft.id, DOCX, 'consultation-letter.docx');
+
+      for (const who of [t.sender, t.provider]) {
+        const { bundle } = await readFhir(t, who, draft.id);
+        expect(resourcesOf<DocumentReference>(bundle, 'DocumentReference')).toHaveLength(2);
+        for (const [file, bytes, contentType, author] of [
+          [ecg, ECG_PDF, 'application/pdf', 'S1234A'],
+          [letter, DOCX, DOCX_TYPE, 'S9001Z'],
+        ] as const) {
+          const document = documentOf(bundle, file.id);
+          expect(document).toMatchObject({
+            status: 'current',
+            docStatus: 'final',
+            date: file.createdAt,
+            content: [
+              {
+                attachment: {
+                  contentType,
+                  size: bytes.length,
+                  title: file.fileName,
+                  url: `/api/v1/referrals/${draft.id}/attachments/${file.id}/content`,
+                },
+              },
+            ],
+          });
+          // The SHA-256 the API shows, as an RFC 6920 name; never as R4's SHA-1 hash.
+          const named = document?.identifier?.find((i) => i.system === 'urn:ietf:rfc:3986')?.value;
+          expect(named).toBe(namedInformationOf(file.sha256));
+          expect(named).toBe(`ni:///sha-256;${createHash('sha256').update(bytes).digest('base64url')}`);
+          expect(document?.content[0]?.attachment.hash).toBeUndefined();
+          expect(resolved(bundle, document?.subject)?.resourceType).toBe('Patient');
+          expect(resolved(bundle, document?.context?.related?.[0])?.resourceType).toBe('ServiceRequest');
+          const organization = resolved(bundle, document?.author?.[0]) as Organization | undefined;
+          expect(organization?.identifier?.[0]?.value).toBe(author);
+          // The URL serves the bytes that name, to either party.
+          const content = await follow(t, who, document?.content[0]?.attachment.url);
+          expect(content.statusCode, content.body).toBe(200);
+          expect(content.rawPayload.equals(bytes)).toBe(true);
+        }
+        const [request] = resourcesOf<ServiceRequest>(bundle, 'ServiceRequest');
+        expect(request?.supportingInfo?.map((r) => resolved(bundle, r))).toEqual([
+          documentOf(bundle, ecg.id),
+        ]);
+        const [task] = resourcesOf<Task>(bundle, 'Task');
+        expect(task?.output?.map((o) => resolved(bundle, o.valueReference))).toEqual([
+          documentOf(bundle, letter.id),
+        ]);
+      }
+    });
+
+    it('has none for a referral without files', async () => {
+      const referral = await referralIn(t, 'accepted', CANARY);
+      const { bundle } = await readFhir(t, t.provider, referral.id);
+      expect(resourcesOf(bundle, 'DocumentReference')).toEqual([]);
+      expect(resourcesOf<ServiceRequest>(bundle, 'ServiceRequest')[0]?.supportingInfo).toBeUndefined();
+      expect(resourcesOf<Task>(bundle, 'Task')[0]?.output).toBeUndefined();
+    });
+
+    it('marks a file the scanner rejected entered-in-error with no URL, and keeps one waiting for its scan current', async () => {
+      const scanned = await createTestApp(engine, { env: { ATTACHMENT_SCANNER: 'clamd://127.0.0.1:9' } });
+      try {
+        const draft = await createDraft(scanned, CANARY);
+        const infected = await attachFile(scanned, scanned.sender, draft.id, TEXT, 'notes.txt');
+        const waiting = await attachFile(scanned, scanned.sender, draft.id, ECG_PDF, 'ecg-report.pdf');
+        const clean = await attachFile(scanned, scanned.sender, draft.id, ECG_PDF, 'ecg-copy.pdf');
+        const repo = attachmentRepository(scanned.ctx.db);
+        const at = scanned.ctx.clock.now();
+        await repo.recordScan(infected.id, { kind: 'infected', signature: 'Refhub.Test.EICAR' }, at);
+        await repo.recordScan(clean.id, { kind: 'clean' }, at);
+
+        const { bundle, res } = await readFhir(scanned, scanned.sender, draft.id);
+        const rejected = documentOf(bundle, infected.id);
+        expect(rejected).toMatchObject({
+          status: 'entered-in-error',
+          content: [{ attachment: { contentType: 'text/plain; charset=utf-8', title: 'notes.txt' } }],
+        });
+        expect(rejected?.docStatus).toBeUndefined();
+        expect(rejected?.content[0]?.attachment).not.toHaveProperty('url');
+        expect(res.body).not.toContain('EICAR');
+
+        const pending = documentOf(bundle, waiting.id);
+        expect(pending).toMatchObject({ status: 'current', docStatus: 'final' });
+        const early = await follow(scanned, scanned.sender, pending?.content[0]?.attachment.url);
+        expect(early.statusCode).toBe(409);
+        expect(early.headers['retry-after']).toBe('5');
+        const ready = documentOf(bundle, clean.id);
+        expect(ready).toMatchObject({ status: 'current', docStatus: 'final' });
+        expect((await follow(scanned, scanned.sender, ready?.content[0]?.attachment.url)).statusCode).toBe(
+          200,
+        );
+
+        // The rejected file supports nothing.
+        const [request] = resourcesOf<ServiceRequest>(bundle, 'ServiceRequest');
+        expect(request?.supportingInfo?.map((r) => resolved(bundle, r))).toEqual([
+          documentOf(bundle, waiting.id),
+          documentOf(bundle, clean.id),
+        ]);
+      } finally {
+        await scanned.close();
+      }
+    });
+  });
+
   describe('tenancy', () => {
     it('is 404, never 403, for institutions that cannot see the referral', async () => {
       const referral = await referralIn(t, 'accepted', CANARY);
@@ -213,7 +355,7 @@ describe.each(ENGINES)('the FHIR view on %s', (engine) => {
   });
 
   describe('audit', () => {
-    it('writes the view’s own read row, and the ledger read it includes', async () => {
+    it('writes the view’s own read row, and the ledger and attachment reads it includes', async () => {
       const referral = await referralIn(t, 'accepted', CANARY);
       const { res } = await readFhir(t, t.provider, referral.id);
       const row = {
@@ -229,6 +371,7 @@ describe.each(ENGINES)('the FHIR view on %s', (engine) => {
       expect(await auditRowsOf(t, res)).toEqual([
         { ...row, action: 'referral.read-fhir' },
         { ...row, action: 'ehr.submissions.read' },
+        { ...row, action: 'referral.read-attachments' },
       ]);
     });
 

@@ -3,13 +3,14 @@
 // what the documented tables say about its status and its appointments, and carries nothing the API
 // does not give the same caller. Referrals are made over the API as clients make them: random fields
 // (present or not, blank or not), driven into every status, with appointments in every status, notes
-// from both sides and attempts on the EHR ledger, which are recorded through the forwarding service
-// as the forward worker records them.
+// and attached files from both sides, and attempts on the EHR ledger, which are recorded through the
+// forwarding service as the forward worker records them.
 import { randomUUID } from 'node:crypto';
 import type {
   Appointment,
   AuditEvent,
   Communication,
+  DocumentReference,
   Organization,
   Patient,
   ServiceRequest,
@@ -32,10 +33,14 @@ import {
   APPOINTMENT_STATUS,
   REQUEST_STATUS,
   TASK_STATUS,
+  attachFile,
+  namedInformationOf,
   readFhir,
   resourcesOf,
+  type AttachmentJson,
   type FhirRead,
 } from '../../support/fhir-view.ts';
+import { CATALOG, DOCX, PAGES, PNG, TEXT, pdf } from '../../support/fixtures/attachment-files.ts';
 import { REQUESTER } from '../../support/referral-routes.ts';
 import { call } from '../../support/scenarios.ts';
 import { createTestApp, type TestApp, type TestParty } from '../../support/test-app.ts';
@@ -60,6 +65,20 @@ interface LedgerPlan {
   readonly durationMs: number;
 }
 
+/** A file of each kind a clinic attaches, with the extension its name must have. */
+const FILES = {
+  pdf: pdf(CATALOG, PAGES),
+  txt: TEXT,
+  png: PNG,
+  docx: DOCX,
+} as const;
+
+interface FilePlan {
+  readonly kind: keyof typeof FILES;
+  /** The name without its extension. */
+  readonly stem: string;
+}
+
 interface ReferralPlan {
   readonly status: Status;
   readonly fields: Record<string, unknown>;
@@ -69,6 +88,8 @@ interface ReferralPlan {
   readonly appointments: readonly AppointmentPlan[];
   readonly notes: readonly { by: Party; content: string; authorName?: string }[];
   readonly ledger: readonly LedgerPlan[];
+  /** Attached by the sender while a draft, and by the provider once it accepted (when it does). */
+  readonly files: { readonly sender: readonly FilePlan[]; readonly provider: readonly FilePlan[] };
 }
 
 /**
@@ -175,6 +196,20 @@ const ledgerEntry: fc.Arbitrary<LedgerPlan> = fc
     }),
   );
 
+const filePlan: fc.Arbitrary<FilePlan> = fc.record({
+  kind: fc.constantFrom(...(Object.keys(FILES) as (keyof typeof FILES)[])),
+  stem: fc.oneof(
+    fc.constantFrom('ecg-report', 'Tan Ah Kow referral letter', '心電図', "O'Brien & <Sons>"),
+    fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9 ._-]{0,30}$/),
+  ),
+});
+
+/** Whether the provider accepts the referral on its way to the plan's status, and so may attach. */
+const providerAccepts = (status: Status, acceptFirst: boolean) =>
+  status === 'accepted' ||
+  status === 'scheduled' ||
+  (acceptFirst && (status === 'rejected' || status === 'sender-action-required' || status === 'cancelled'));
+
 const planFor = (status: Status): fc.Arbitrary<ReferralPlan> =>
   fc
     .record({
@@ -204,6 +239,12 @@ const planFor = (status: Status): fc.Arbitrary<ReferralPlan> =>
           { maxLength: 3 },
         ),
         ledger: status === 'draft' ? fc.constant([]) : fc.array(ledgerEntry, { maxLength: 3 }),
+        files: fc.record({
+          sender: fc.array(filePlan, { maxLength: 2 }),
+          provider: providerAccepts(status, acceptFirst)
+            ? fc.array(filePlan, { maxLength: 2 })
+            : fc.constant([]),
+        }),
       }),
     );
 
@@ -217,12 +258,12 @@ function leaves(value: unknown, into = new Set<string>()): Set<string> {
   return into;
 }
 
-/** The values under the data-bearing keys of a bundle: identifiers, contacts, texts, contents, dates. */
+/** The values under the data-bearing keys of a bundle: identifiers, contacts, texts, contents, dates, titles. */
 function dataValues(value: unknown, into: string[] = []): string[] {
   if (Array.isArray(value)) for (const item of value) dataValues(item, into);
   else if (value !== null && typeof value === 'object') {
     for (const [key, item] of Object.entries(value)) {
-      if (['value', 'text', 'contentString', 'birthDate'].includes(key) && typeof item === 'string')
+      if (['value', 'text', 'contentString', 'birthDate', 'title'].includes(key) && typeof item === 'string')
         into.push(item);
       else dataValues(item, into);
     }
@@ -248,9 +289,18 @@ describe.each(ENGINES)('the FHIR view of random referrals on %s', (engine) => {
     const id = draft.id as string;
     const op = (who: Party, name: string, body: Record<string, unknown> = {}) =>
       call(t, partyOf(who), 'POST', `/api/v1/referrals/${id}/${name}`, body, name === 'notes' ? 201 : 200);
+    const attach = async (who: Party, files: readonly FilePlan[]) => {
+      for (const file of files) {
+        await attachFile(t, partyOf(who), id, FILES[file.kind], `${file.stem}.${file.kind}`);
+      }
+    };
+    await attach('sender', plan.files.sender);
     if (plan.status !== 'draft') await op('sender', 'submit');
     if (plan.acceptFirst || plan.status === 'accepted' || plan.status === 'scheduled') {
-      if (plan.status !== 'draft' && plan.status !== 'pending-acceptance') await op('provider', 'accept');
+      if (plan.status !== 'draft' && plan.status !== 'pending-acceptance') {
+        await op('provider', 'accept');
+        await attach('provider', plan.files.provider);
+      }
     }
     for (const [i, a] of plan.appointments.entries()) {
       await call(t, t.provider, 'PUT', `/api/v1/referrals/${id}/appointments/appt-${i}`, { ...a });
@@ -294,13 +344,15 @@ describe.each(ENGINES)('the FHIR view of random referrals on %s', (engine) => {
       `/api/v1/referrals/${id}?requesterIdentifier=${REQUESTER}&institutionIdType=hci&institutionId=S1234A`,
     );
 
-  /** What the API gives the caller: the referral (with its ETag) and its forwarding ledger. */
+  /** What the API gives the caller: the referral (with its ETag), its forwarding ledger and its files. */
   async function apiView(who: TestParty, id: string) {
     const query = new URLSearchParams({ requesterIdentifier: REQUESTER, ...who.institution }).toString();
     const get = await t.request(who, { method: 'GET', url: `/api/v1/referrals/${id}?${query}` });
     expect(get.statusCode, get.body).toBe(200);
     const ledger = await call(t, who, 'GET', `/api/v1/referrals/${id}/ehr-submissions?${query}`);
+    const attachments = await call(t, who, 'GET', `/api/v1/referrals/${id}/attachments?${query}`);
     return {
+      attachments: (attachments as { data: AttachmentJson[] }).data,
       etag: get.headers.etag,
       referral: get.json<
         Record<string, unknown> & {
@@ -317,7 +369,7 @@ describe.each(ENGINES)('the FHIR view of random referrals on %s', (engine) => {
 
   function expectFaithful(read: FhirRead, api: Awaited<ReturnType<typeof apiView>>, plan: ReferralPlan) {
     const { bundle, res } = read;
-    const { referral, ledger } = api;
+    const { referral, ledger, attachments } = api;
     expect(res.headers.etag).toBe(api.etag);
     expect(referral.status).toBe(plan.status);
     const [request] = resourcesOf<ServiceRequest>(bundle, 'ServiceRequest');
@@ -338,6 +390,38 @@ describe.each(ENGINES)('the FHIR view of random referrals on %s', (engine) => {
     );
     expect(hashes).toEqual(ledger.map((l) => l.sha256));
 
+    // Each file, in the order it was added, as the list gives it; no scanner runs here, so all are current.
+    expect(attachments).toHaveLength(plan.files.sender.length + plan.files.provider.length);
+    const documents = resourcesOf<DocumentReference>(bundle, 'DocumentReference');
+    expect(documents.map((d) => d.identifier?.[0]?.value)).toEqual(attachments.map((a) => a.id));
+    for (const [i, file] of attachments.entries()) {
+      expect(documents[i]).toMatchObject({
+        status: 'current',
+        docStatus: 'final',
+        date: file.createdAt,
+        identifier: [
+          { value: file.id },
+          { system: 'urn:ietf:rfc:3986', value: namedInformationOf(file.sha256) },
+        ],
+        content: [
+          {
+            attachment: {
+              contentType: file.mediaType === 'text/plain' ? 'text/plain; charset=utf-8' : file.mediaType,
+              size: file.sizeBytes,
+              title: file.fileName,
+              url: `/api/v1/referrals/${file.referralId}/attachments/${file.id}/content`,
+            },
+          },
+        ],
+      });
+    }
+    const urlsOf = (party: Party) =>
+      documents
+        .filter((_, i) => attachments[i]?.addedBy === party)
+        .map((d) => bundle.entry.find((e) => e.resource === d)?.fullUrl);
+    expect(request?.supportingInfo?.map((r) => r.reference) ?? []).toEqual(urlsOf('sender'));
+    expect(task?.output?.map((o) => o.valueReference?.reference) ?? []).toEqual(urlsOf('provider'));
+
     const [patient] = resourcesOf<Patient>(bundle, 'Patient');
     expect(patient?.identifier?.[0]?.value).toBe(referral.patient.uin ?? undefined);
     expect(patient?.birthDate).toBe(referral.patient.dob ?? undefined);
@@ -346,10 +430,12 @@ describe.each(ENGINES)('the FHIR view of random referrals on %s', (engine) => {
     expect(hci).toContain('S1234A');
     if (plan.fields.offeringId !== undefined) expect(hci).toContain('S9001Z');
 
-    // Nothing the API does not give this caller: every identifier, contact, text and content comes
-    // from the referral or its ledger as the API returns them (or names a status the referral has).
-    const given = leaves([referral, ledger]);
+    // Nothing the API does not give this caller: every identifier, contact, text, content and title
+    // comes from the referral, its ledger or its files as the API returns them (or names a status the
+    // referral has, or is the name of a file's SHA-256 in RFC 6920's form).
+    const given = leaves([referral, ledger, attachments]);
     for (const display of Object.values(CORE_STATUS_DISPLAY)) given.add(display);
+    for (const file of attachments) given.add(namedInformationOf(file.sha256));
     for (const value of dataValues(bundle)) expect(given.has(value), value).toBe(true);
     for (const link of referral.links) expect(res.body).not.toContain(link.url);
     expect(res.body).not.toContain('fhir-property-');

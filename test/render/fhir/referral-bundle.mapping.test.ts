@@ -7,6 +7,7 @@ import type {
   ResourceType,
   AuditEvent,
   Communication,
+  DocumentReference,
   Organization,
   Patient,
   Practitioner,
@@ -18,7 +19,11 @@ import type {
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { NoteView } from '../../../src/domain/referral-view.ts';
 import { APPOINTMENT_STATUSES, CORE_STATUS_OF, STATUSES, type Status } from '../../../src/domain/statuses.ts';
-import type { EhrDeliveryAttempt, ReferralSource } from '../../../src/render/fhir/fhir-view-source.ts';
+import type {
+  AttachmentSource,
+  EhrDeliveryAttempt,
+  ReferralSource,
+} from '../../../src/render/fhir/fhir-view-source.ts';
 import { referralBundleOf, type ReferralBundle } from '../../../src/render/fhir/referral-bundle.mapping.ts';
 import { bundleIssues, loadFhirR4 } from '../../support/fhir-validation.ts';
 import { sampleEhrFormSource, sampleOffering } from '../../support/fixtures/ehr-form-source.ts';
@@ -27,8 +32,12 @@ const ASSEMBLED_AT = new Date('2026-06-05T00:00:00.000Z');
 const SENDER = { idType: 'hci', id: '10C0001', name: 'Bukit Clinic' };
 const PROVIDER = { idType: 'hci', id: '20M0001', name: 'Tan Tock Seng Hospital' };
 
-function bundleOf(referral: ReferralSource, deliveries: readonly EhrDeliveryAttempt[] = []): ReferralBundle {
-  const bundle = referralBundleOf({ referral, deliveries, assembledAt: ASSEMBLED_AT });
+function bundleOf(
+  referral: ReferralSource,
+  deliveries: readonly EhrDeliveryAttempt[] = [],
+  attachments: readonly AttachmentSource[] = [],
+): ReferralBundle {
+  const bundle = referralBundleOf({ referral, deliveries, attachments, assembledAt: ASSEMBLED_AT });
   expect(bundleIssues(bundle)).toEqual([]);
   return bundle;
 }
@@ -498,6 +507,169 @@ describe('the EHR deliveries', () => {
   });
 });
 
+describe('the attachments', () => {
+  const REFERRAL_ID = sampleEhrFormSource().id;
+  // The SHA-256 of no bytes, whose base64 has both characters base64url replaces (+ and /) and padding.
+  const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+  const file = (overrides: Partial<AttachmentSource> = {}): AttachmentSource => ({
+    id: '0197a2b0-6000-7000-8000-000000000001',
+    referralId: REFERRAL_ID,
+    number: 1,
+    fileName: 'Tan Ah Kow ECG.pdf',
+    mediaType: 'application/pdf',
+    sizeBytes: 48213,
+    sha256: EMPTY_SHA256,
+    scanState: 'available',
+    available: true,
+    scannedAt: '2026-06-02T08:00:05.000Z',
+    addedBy: 'sender',
+    authorInstitution: SENDER,
+    createdAt: '2026-06-02T08:00:00.000Z',
+    ...overrides,
+  });
+  const letter = file({
+    id: '0197a2b0-6000-7000-8000-000000000002',
+    number: 2,
+    fileName: 'consultation letter.txt',
+    mediaType: 'text/plain',
+    sizeBytes: 812,
+    sha256: 'ab'.repeat(32),
+    addedBy: 'provider',
+    authorInstitution: PROVIDER,
+    createdAt: '2026-06-05T02:00:00.000Z',
+  });
+
+  it('are a DocumentReference each, about the patient, by the institution that attached it, for the referral', () => {
+    const ecg = file();
+    const bundle = bundleOf(sampleEhrFormSource(), [], [ecg, letter]);
+    const [fromSender, fromProvider] = all<DocumentReference>(bundle, 'DocumentReference');
+    expect(fromSender).toEqual({
+      resourceType: 'DocumentReference',
+      id: fromSender?.id,
+      identifier: [
+        { use: 'official', system: 'urn:refhub:fhir:NamingSystem:attachment-id', value: ecg.id },
+        { system: 'urn:ietf:rfc:3986', value: 'ni:///sha-256;47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU' },
+      ],
+      status: 'current',
+      docStatus: 'final',
+      subject: { reference: expect.stringMatching(/^urn:uuid:/) as unknown, type: 'Patient' },
+      date: ecg.createdAt,
+      author: [expect.objectContaining({ type: 'Organization', display: SENDER.name })],
+      content: [
+        {
+          attachment: {
+            contentType: 'application/pdf',
+            url: `/api/v1/referrals/${REFERRAL_ID}/attachments/${ecg.id}/content`,
+            size: 48213,
+            title: 'Tan Ah Kow ECG.pdf',
+          },
+        },
+      ],
+      context: { related: [{ reference: bundle.entry[0]!.fullUrl, type: 'ServiceRequest' }] },
+    });
+    // No SHA-1 hash is claimed, and the SHA-256 is nowhere but in the identifier.
+    expect(fromSender?.content[0]?.attachment.hash).toBeUndefined();
+    expect(JSON.stringify(bundle)).not.toContain(EMPTY_SHA256);
+    expect(resolve(bundle, fromSender?.subject, 'Patient')).toBe(one<Patient>(bundle, 'Patient'));
+    expect(resolve(bundle, fromSender?.author?.[0], 'Organization').name).toBe(SENDER.name);
+    expect(resolve(bundle, fromProvider?.author?.[0], 'Organization').name).toBe(PROVIDER.name);
+    expect(resolve(bundle, fromProvider?.context?.related?.[0], 'ServiceRequest').resourceType).toBe(
+      'ServiceRequest',
+    );
+    // Plain text is served as UTF-8, and says so.
+    expect(fromProvider?.content[0]?.attachment.contentType).toBe('text/plain; charset=utf-8');
+    expect(fromProvider?.identifier?.[1]?.value).toBe(
+      `ni:///sha-256;${Buffer.from(letter.sha256, 'hex').toString('base64url')}`,
+    );
+    // One Organization per institution, however many roles it plays.
+    expect(all(bundle, 'Organization')).toHaveLength(2);
+  });
+
+  it('list the sender’s documents as the request’s supportingInfo, and the provider’s as the Task’s output', () => {
+    const second = file({ id: '0197a2b0-6000-7000-8000-000000000003', number: 3 });
+    const bundle = bundleOf(sampleEhrFormSource(), [], [file(), letter, second]);
+    const documents = all<DocumentReference>(bundle, 'DocumentReference');
+    const request = one<ServiceRequest>(bundle, 'ServiceRequest');
+    expect(request.supportingInfo?.map((r) => resolve(bundle, r, 'DocumentReference'))).toEqual([
+      documents[0],
+      documents[2],
+    ]);
+    const task = one<Task>(bundle, 'Task');
+    expect(task.output).toEqual([
+      {
+        type: {
+          coding: [
+            {
+              system: 'urn:refhub:fhir:CodeSystem:task-output-type',
+              code: 'attachment',
+              display: 'Attachment',
+            },
+          ],
+        },
+        valueReference: { reference: `urn:uuid:${documents[1]!.id}`, type: 'DocumentReference' },
+      },
+    ]);
+    // After the notes and before the EHR deliveries, in the order the files were added.
+    const types = bundleOf(sampleEhrFormSource(), [attempt()], [file(), letter]).entry.map(
+      (e) => e.resource.resourceType,
+    );
+    expect(types.slice(-3)).toEqual(['DocumentReference', 'DocumentReference', 'AuditEvent']);
+    expect(types.indexOf('Communication')).toBeLessThan(types.indexOf('DocumentReference'));
+  });
+
+  it('keep a file waiting for its scan, or never scanned, current with its URL', () => {
+    for (const scanState of ['pending-scan', 'not-scanned'] as const) {
+      const bundle = bundleOf(sampleEhrFormSource(), [], [file({ scanState, scannedAt: undefined })]);
+      const document = one<DocumentReference>(bundle, 'DocumentReference');
+      expect(document).toMatchObject({ status: 'current', docStatus: 'final' });
+      expect(document.content[0]?.attachment.url).toMatch(/\/content$/);
+      expect(one<ServiceRequest>(bundle, 'ServiceRequest').supportingInfo).toHaveLength(1);
+    }
+  });
+
+  it('mark a file the scanner rejected entered-in-error, with no URL, supporting nothing', () => {
+    const rejected = [
+      file({ scanState: 'rejected', available: false }),
+      { ...letter, scanState: 'rejected' as const },
+    ];
+    const bundle = bundleOf(sampleEhrFormSource(), [], rejected);
+    const documents = all<DocumentReference>(bundle, 'DocumentReference');
+    expect(documents).toHaveLength(2);
+    for (const document of documents) {
+      expect(document.status).toBe('entered-in-error');
+      expect(document.docStatus).toBeUndefined();
+      expect(document.content[0]?.attachment).not.toHaveProperty('url');
+      // Still saying which file it was, so the sender can send a clean copy.
+      expect(document.content[0]?.attachment.title).toBeDefined();
+      expect(document.identifier?.map((i) => i.system)).toContain('urn:ietf:rfc:3986');
+    }
+    expect(one<ServiceRequest>(bundle, 'ServiceRequest').supportingInfo).toBeUndefined();
+    expect(one<Task>(bundle, 'Task').output).toBeUndefined();
+  });
+
+  it('give each file the same id in every read, and leave out what a referral without files lacks', () => {
+    const ids = (b: ReferralBundle) => all<DocumentReference>(b, 'DocumentReference').map((d) => d.id);
+    expect(ids(bundleOf(sampleEhrFormSource(), [], [file(), letter]))).toEqual(
+      ids(bundleOf(sampleEhrFormSource(), [], [file(), letter])),
+    );
+    expect(new Set(ids(bundleOf(sampleEhrFormSource(), [], [file(), letter]))).size).toBe(2);
+    const bundle = bundleOf(sampleEhrFormSource());
+    expect(all(bundle, 'DocumentReference')).toEqual([]);
+    expect(one<ServiceRequest>(bundle, 'ServiceRequest').supportingInfo).toBeUndefined();
+    expect(one<Task>(bundle, 'Task').output).toBeUndefined();
+  });
+
+  it('leave out a digest that is not a SHA-256, rather than alter it', () => {
+    const document = one<DocumentReference>(
+      bundleOf(sampleEhrFormSource(), [], [file({ sha256: 'not-a-digest' })]),
+      'DocumentReference',
+    );
+    expect(document.identifier).toEqual([
+      { use: 'official', system: 'urn:refhub:fhir:NamingSystem:attachment-id', value: file().id },
+    ]);
+  });
+});
+
 describe('values FHIR cannot carry', () => {
   it('are left out of their element, never altered, and the bundle stays valid', () => {
     const offering = sampleOffering('soc', {
@@ -525,7 +697,12 @@ describe('values FHIR cannot carry', () => {
 describe('the validator the tests rely on', () => {
   it('finds a code outside a required value set, a dangling reference and a wrong target type', () => {
     const bundle = structuredClone(
-      referralBundleOf({ referral: sampleEhrFormSource(), deliveries: [], assembledAt: ASSEMBLED_AT }),
+      referralBundleOf({
+        referral: sampleEhrFormSource(),
+        deliveries: [],
+        attachments: [],
+        assembledAt: ASSEMBLED_AT,
+      }),
     );
     const request = bundle.entry[0]!.resource as ServiceRequest;
     (request as { status: string }).status = 'pending';
@@ -537,9 +714,47 @@ describe('the validator the tests rely on', () => {
     expect(messages.some((m) => m.startsWith('points at a Task; allowed:'))).toBe(true);
   });
 
+  it('finds a content type that is no media type', () => {
+    const bundle = structuredClone(
+      referralBundleOf({
+        referral: sampleEhrFormSource(),
+        deliveries: [],
+        attachments: [
+          {
+            id: '0197a2b0-6000-7000-8000-000000000001',
+            referralId: sampleEhrFormSource().id,
+            number: 1,
+            fileName: 'ecg.pdf',
+            mediaType: 'application/pdf',
+            sizeBytes: 10,
+            sha256: 'ab'.repeat(32),
+            scanState: 'available',
+            available: true,
+            addedBy: 'sender',
+            authorInstitution: SENDER,
+            createdAt: '2026-06-02T08:00:00.000Z',
+          },
+        ],
+        assembledAt: ASSEMBLED_AT,
+      }),
+    );
+    expect(bundleIssues(bundle)).toEqual([]);
+    const document = bundle.entry.find((e) => e.resource.resourceType === 'DocumentReference')!
+      .resource as DocumentReference;
+    document.content[0]!.attachment.contentType = 'PDF document';
+    expect(bundleIssues(bundle).map((i) => i.message)).toContain(
+      'PDF document is not in http://hl7.org/fhir/ValueSet/mimetypes|4.0.1',
+    );
+  });
+
   it('finds what Medplum finds: a missing required element', () => {
     const bundle = structuredClone(
-      referralBundleOf({ referral: sampleEhrFormSource(), deliveries: [], assembledAt: ASSEMBLED_AT }),
+      referralBundleOf({
+        referral: sampleEhrFormSource(),
+        deliveries: [],
+        attachments: [],
+        assembledAt: ASSEMBLED_AT,
+      }),
     );
     delete (bundle.entry[1]!.resource as Partial<Task>).intent;
     expect(bundleIssues(bundle).map((i) => i.message)).toContain('error: Missing required property');

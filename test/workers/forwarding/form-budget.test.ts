@@ -96,7 +96,7 @@ describe('a forward job', () => {
         events.push(`keep ${messageId}`);
         return Promise.resolve({
           changed: false,
-          form: { ...rendered, formType: 'letter', sha256: 'a'.repeat(64) },
+          form: { ...rendered, formType: 'letter', sha256: 'a'.repeat(64), attachments: [] },
         });
       },
       recordAttempt: (outcome: AttemptOutcome) => {

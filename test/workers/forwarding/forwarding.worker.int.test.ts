@@ -2,6 +2,7 @@
 // both engines. What arrives at the EHR is exactly the ehrForm a client reads at that version.
 import { createHash } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { attachmentRepository } from '../../../src/db/attachments.repository.ts';
 import { ENGINES } from '../../support/engines.ts';
 import { createBridgeApp, eventually, startEhr, type BridgeApp } from '../../support/bridge.ts';
 import { CANARY, CANARY_MARKERS } from '../../support/fixtures/patients.ts';
@@ -296,5 +297,131 @@ describe.each(ENGINES)('forwarding to the EHR on %s', (engine) => {
       `${t.sender.institution.institutionIdType}:${t.sender.institution.institutionId}`,
     );
     expect(ehr.output().stdout + ehr.output().stderr).not.toContain(CANARY.patientName);
+  });
+  describe('with files', () => {
+    const LETTER = Buffer.from('%PDF-1.7\nA referral letter with an ECG.\n%%EOF\n');
+    const NOTES = Buffer.from('ECG 12-lead: sinus rhythm, rate 72.\n');
+    const hex = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+    const attach = async (id: string, bytes: Buffer, fileName: string) => {
+      const res = await t.request(t.sender, {
+        method: 'POST',
+        url: url(id, 'attachments'),
+        query: { ...t.sender.institution },
+        headers: {
+          'content-type': 'application/octet-stream',
+          'content-disposition': `attachment; filename="${fileName}"`,
+        },
+        payload: bytes,
+      });
+      expect(res.statusCode, res.body).toBe(201);
+      return res.json<{ id: string; number: number; sha256: string }>();
+    };
+
+    it('sends each file as a document of its own, byte for byte, listed in the form it goes with', async () => {
+      await open();
+      const draft = await createDraft(t);
+      const letter = await attach(draft.id, LETTER, 'referral letter.pdf');
+      const notes = await attach(draft.id, NOTES, 'ecg notes.txt');
+      await call(t, t.sender, 'POST', url(draft.id, 'submit'), {});
+      const before = await read(draft.id, '&additionalField=ehrForm');
+      // The form a client reads lists the files that will go with it.
+      for (const file of [letter, notes]) expect(before.ehrForm).toContain(file.sha256);
+      expect(before.ehrForm).toContain('referral letter.pdf');
+
+      t.startBackground();
+      await settled(draft.id, 'forwarded');
+      const deliveries = await ehr.deliveries({ referralId: draft.id });
+      const form = `${draft.id}.v${before.version}`;
+      expect(deliveries.map((d) => d.messageId)).toEqual([form, `${form}.a1`, `${form}.a2`]);
+      expect(deliveries[0]).toMatchObject({ sha256: sha256(before.ehrForm) });
+      // The bytes the EHR received are the bytes uploaded: their SHA-256, checked by the EHR on arrival.
+      expect(deliveries[1]).toMatchObject({
+        sha256: hex(LETTER),
+        document: { formMessageId: form, number: 1, mediaType: 'application/pdf', sizeBytes: LETTER.length },
+      });
+      expect(deliveries[2]).toMatchObject({
+        sha256: hex(NOTES),
+        document: { formMessageId: form, number: 2, mediaType: 'text/plain', sizeBytes: NOTES.length },
+      });
+
+      // The ledger proves them: the attempt's form names the files sent with it.
+      const [attempt] = (await ledger(draft.id)).data as unknown as { id: string; outcome: string }[];
+      expect(attempt?.outcome).toBe('delivered');
+      const proof = (await call(
+        t,
+        t.sender,
+        'GET',
+        `${url(draft.id, 'ehr-submissions')}/${attempt?.id}/form?institutionIdType=hci&institutionId=S1234A`,
+      )) as { ehrForm: string; attachments: { messageId: string; attachmentId: string; sha256: string }[] };
+      expect(proof.ehrForm).toBe(before.ehrForm);
+      expect(proof.attachments).toEqual([
+        expect.objectContaining({ messageId: `${form}.a1`, attachmentId: letter.id, sha256: hex(LETTER) }),
+        expect.objectContaining({ messageId: `${form}.a2`, attachmentId: notes.id, sha256: hex(NOTES) }),
+      ]);
+    });
+
+    it('retries the form and its files together when a file is refused for now', async () => {
+      await open();
+      const draft = await createDraft(t);
+      await attach(draft.id, LETTER, 'letter.pdf');
+      await call(t, t.sender, 'POST', url(draft.id, 'submit'), {});
+      // The form is taken, the file is not (503): the attempt is retried as a whole.
+      await ehr.setBehaviour({ fileStatuses: [503] });
+      t.startBackground();
+      await settled(draft.id, 'forwarded');
+      const rows = (await ledger(draft.id)).data as unknown as {
+        outcome: string;
+        httpStatus?: number;
+        reason?: string;
+      }[];
+      expect(rows.map((r) => [r.outcome, r.httpStatus])).toEqual([
+        ['retrying', 503],
+        ['delivered', 201],
+      ]);
+      const deliveries = await ehr.deliveries({ referralId: draft.id });
+      expect(deliveries.map((d) => d.messageId.slice(-3))).toEqual([
+        `.v${deliveries[0]?.version}`.slice(-3),
+        '.a1',
+      ]);
+    });
+
+    it('never sends a file whose stored bytes are not those it was added with', async () => {
+      await open();
+      const draft = await createDraft(t);
+      const letter = await attach(draft.id, LETTER, 'letter.pdf');
+      await call(t, t.sender, 'POST', url(draft.id, 'submit'), {});
+      await t.ctx.db
+        .updateTable('attachment_contents')
+        .set({ content: Buffer.from('%PDF-1.7\nSomething else entirely.\n') })
+        .where('attachment_id', '=', letter.id)
+        .execute();
+      t.startBackground();
+      const failed = await settled(draft.id, 'failed');
+      expect(failed.timelineEvents.at(-1)).toMatchObject({
+        type: 'ehr.forward-failed',
+        description:
+          'The referral form could not be delivered to the national health record: file 1 is not the file that was added.',
+      });
+      expect((await ledger(draft.id)).data.map((r) => [r.outcome, r.errorCode])).toEqual([
+        ['failed', 'attachment_changed'],
+      ]);
+      const deliveries = await ehr.deliveries({ referralId: draft.id });
+      expect(deliveries.map((d) => d.document)).toEqual([undefined]);
+    });
+
+    it('waits for a file still being scanned, so that it goes with the form', async () => {
+      await open({ ATTACHMENT_SCANNER: 'clamd://127.0.0.1:9' });
+      const draft = await createDraft(t);
+      const letter = await attach(draft.id, LETTER, 'letter.pdf');
+      await call(t, t.sender, 'POST', url(draft.id, 'submit'), {});
+      const plan = await t.ctx.ehrForwarding.plan(draft.id);
+      expect(plan.kind).toBe('waiting-for-scan');
+      // The scan finds it clean: the forward sends it with the form.
+      await attachmentRepository(t.ctx.db).recordScan(letter.id, { kind: 'clean' }, t.ctx.clock.now());
+      const ready = await t.ctx.ehrForwarding.plan(draft.id);
+      expect(ready.kind === 'send' ? ready.source.attachments?.map((a) => a.id) : ready.kind).toEqual([
+        letter.id,
+      ]);
+    });
   });
 });
