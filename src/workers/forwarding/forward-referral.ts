@@ -137,6 +137,10 @@ export async function forwardReferral(
       JSON.stringify(forwardRequest(messageId, record.id, record.version, source, form)),
     );
     const sent = await deps.ehr.send(body, messageId);
+    // The form's bytes are no longer needed: its budget is given back before any file takes its own,
+    // so that no two jobs each hold a form while waiting for room for a file.
+    release();
+    release = () => undefined;
     // The files the kept form lists go once the form is delivered, each as a document of its own; the
     // attempt is delivered when all of them are, and a retry sends them all again (the EHR keeps one
     // of each message ID).
