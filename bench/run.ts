@@ -4,7 +4,7 @@
 //   npm run bench -- --pglite         embedded PGlite
 //   npm run bench -- --soak           and then ten minutes of mixed load, for memory over time
 //   npm run bench -- --only get,list  some scenarios only (render, get, list, forward, write, scale,
-//                                     growth, webhooks, fairness)
+//                                     growth, webhooks, fairness, uploads)
 //   npm run bench -- --cpu-stages     the forward scenario alone, with refhub under --cpu-prof, and a
 //                                     table of CPU per referral by stage of the forward
 //
@@ -33,6 +33,7 @@ import { growthScenario } from './scenarios/growth.ts';
 import { scaleOutScenario } from './scenarios/scale-out.ts';
 import { webhookScenario } from './scenarios/webhooks.ts';
 import { fairnessScenario } from './scenarios/fairness.ts';
+import { uploadsScenario } from './scenarios/uploads.ts';
 import {
   attributeProfile,
   formatStageTable,
@@ -52,6 +53,7 @@ const SCENARIOS = [
   'growth',
   'webhooks',
   'fairness',
+  'uploads',
 ] as const;
 /** Scenarios that need PostgreSQL; on PGlite they are left out. */
 const POSTGRES_ONLY: readonly Scenario[] = ['scale', 'growth'];
@@ -140,7 +142,10 @@ async function main(): Promise<void> {
       databaseUrl: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
       redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
       // A write round at 50 connections consumes one draft per submit; this leaves ample room.
-      writeDrafts: chosen.has('write') ? numberFrom('BENCH_WRITE_DRAFTS', 15_000) : 0,
+      // The uploads take one draft of their own.
+      writeDrafts:
+        (chosen.has('write') ? numberFrom('BENCH_WRITE_DRAFTS', 15_000) : 0) +
+        (chosen.has('uploads') ? 1 : 0),
       forwardDrafts: chosen.has('forward') ? burst * forwardRounds + idleSamples : 0,
       bareDrafts: chosen.has('forward') ? burst * forwardRounds + idleSamples : 0,
       refhubNodeOptions,
@@ -184,6 +189,7 @@ async function main(): Promise<void> {
           'growth',
           () => growthScenario(env, { ...plan, sizes: growthSizes, institutions: 10, backlog, nodeOptions }),
         ],
+        ['uploads', () => uploadsScenario(env, { files: 10, fileMiB: 10, budgetMiB: 32 })],
         // Last: each submit and cancel queues a forward, and the backlog drains long after the run.
         ['write', () => writeScenario(env, plan)],
         [

@@ -38,16 +38,28 @@ const TYPE_OF_DETECTED = new Map<string, AttachmentType>(
     .map(([type, { mediaType }]) => [mediaType, type]),
 );
 
-/** UTF-8 (a BOM allowed) with no control characters but tab, line feed, form feed and carriage return. */
+/** How much of a file is decoded at once to check it is text: the whole file never is. */
+const TEXT_PIECE_BYTES = 64 * 1024;
+
+/**
+ * UTF-8 (a BOM allowed) with no control characters but tab, line feed, form feed and carriage return.
+ * Decoded a piece at a time, so that checking a large file holds no string of all of it.
+ */
 export function isPlainText(bytes: Uint8Array): boolean {
-  let text: string;
+  const decoder = new TextDecoder('utf-8', { fatal: true });
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    for (let offset = 0; offset < bytes.length; offset += TEXT_PIECE_BYTES) {
+      const piece = bytes.subarray(offset, offset + TEXT_PIECE_BYTES);
+      const last = offset + TEXT_PIECE_BYTES >= bytes.length;
+      // A character split between two pieces is held back by the decoder until the next one.
+      const text = decoder.decode(piece, { stream: !last });
+      // eslint-disable-next-line no-control-regex
+      if (/[\u0000-\u0008\u000b\u000e-\u001f\u007f-\u009f]/.test(text)) return false;
+    }
+    return true;
   } catch {
     return false;
   }
-  // eslint-disable-next-line no-control-regex
-  return !/[\u0000-\u0008\u000b\u000e-\u001f\u007f-\u009f]/.test(text);
 }
 
 export async function inspectAttachment(

@@ -184,6 +184,21 @@ describe('isPlainText', () => {
     expect(isPlainText(Buffer.from('bell\u0007'))).toBe(false);
     expect(isPlainText(Buffer.from([0x66, 0xff, 0x66]))).toBe(false);
   });
+
+  it('reads a large file a piece at a time, across characters split between pieces', () => {
+    // 65,535 ASCII bytes, then 転 (three bytes) straddling the 64 KiB boundary.
+    const straddling = Buffer.concat([Buffer.alloc(65_535, 'a'), Buffer.from('転院 notes')]);
+    expect(isPlainText(straddling)).toBe(true);
+    expect(isPlainText(Buffer.concat([straddling, Buffer.alloc(70_000, 'b'), Buffer.from('\u0007')]))).toBe(
+      false,
+    );
+    // A character cut off at the end of the file is not text.
+    expect(isPlainText(Buffer.concat([Buffer.alloc(65_536, 'a'), Buffer.from('転').subarray(0, 2)]))).toBe(
+      false,
+    );
+    // C1 controls are two bytes in UTF-8; one split between pieces is still found.
+    expect(isPlainText(Buffer.concat([Buffer.alloc(65_535, 'a'), Buffer.from('\u0085')]))).toBe(false);
+  });
 });
 
 describe('file names', () => {

@@ -114,6 +114,13 @@ function toAppError(error: FastifyError, request: FastifyRequest): AppError {
         'Unsupported media type',
         'Send the body as application/json.',
       );
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError(
+        'bad_request',
+        400,
+        'Bad request',
+        'The request body is not as long as its Content-Length says.',
+      );
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new ValidationError([{ path: 'body', message: 'is empty; send a JSON object' }]);
     case 'FST_ERR_CTP_INVALID_JSON_BODY':

@@ -3,6 +3,7 @@
 // nothing stored; who may attach, read and remove, and when; the scan state guarding the content;
 // keyed retries; and the file's name and content kept out of the timeline and the logs.
 import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentRepository } from '../../../src/db/attachments.repository.ts';
 import { ENGINES } from '../../support/engines.ts';
@@ -268,6 +269,36 @@ describe.each(ENGINES)('attachments on %s', (engine) => {
         url: `${base(draft.id)}/${exact.json<AttachmentJson>().id}`,
         query: { ...t.sender.institution },
       });
+    });
+
+    it('takes a body of no declared length (chunked) within the limit, and refuses one past it', async () => {
+      const send = (bytes: Buffer) =>
+        t.request(t.sender, {
+          method: 'POST',
+          url: base(draft.id),
+          query: { ...t.sender.institution },
+          headers: { 'content-type': 'text/plain', 'content-disposition': 'attachment; filename="big.txt"' },
+          payload: Readable.from([bytes.subarray(0, 1000), bytes.subarray(1000)]),
+        });
+      const taken = await send(Buffer.alloc(300_000, 'a'));
+      expect(taken.statusCode, taken.body).toBe(201);
+      const refused = await send(Buffer.alloc(1024 * 1024 + 1, 'a'));
+      expect(refused.statusCode).toBe(413);
+      expect(refused.json<ProblemJson>().code).toBe('payload_too_large');
+      await t.request(t.sender, {
+        method: 'DELETE',
+        url: `${base(draft.id)}/${taken.json<AttachmentJson>().id}`,
+        query: { ...t.sender.institution },
+      });
+    });
+
+    it('refuses a body shorter than its Content-Length says', async () => {
+      const res = await upload(t, t.sender, draft.id, TEXT, 'notes.txt', {
+        'content-length': String(TEXT.length + 10),
+      });
+      expect(res.statusCode).toBe(400);
+      expect(res.json<ProblemJson>()).toMatchObject({ code: 'bad_request' });
+      expect(await listed(t, t.sender, draft.id)).toEqual([]);
     });
 
     it('keeps JSON bodies of other routes to their own limit', async () => {
