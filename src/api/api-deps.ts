@@ -31,6 +31,7 @@ import type { AdminAudit } from './admin/admin-audit.ts';
 import type { OpsAuth } from './admin/ops-auth.ts';
 import type { QueueBoard } from './admin/queue-board.ts';
 import type { FailureLimiter } from './failure-limiter.ts';
+import type { UploadBudget } from './upload-budget.ts';
 import type { SessionGate } from './web/session-gate.ts';
 
 export interface ApiDeps {
@@ -69,6 +70,8 @@ export interface ApiDeps {
 export interface WebParts {
   readonly gate: SessionGate;
   readonly linkFailures: FailureLimiter;
+  /** The app's upload budget, shared with the API's attachment route. */
+  readonly uploads: UploadBudget;
 }
 
 /** The ops pages' own state: the queue board, the overview, their audit and the sign-in. */
@@ -83,6 +86,8 @@ export interface AdminParts {
 export interface ApiParts {
   /** Unknown API keys per client address. */
   readonly apiKeyFailures: FailureLimiter;
+  /** The bytes of uploads the app holds at once, the web form's included. */
+  readonly uploads: UploadBudget;
   readonly web: WebParts;
   readonly admin: AdminParts;
 }

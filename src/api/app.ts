@@ -142,7 +142,7 @@ export async function buildApp(deps: ApiDeps, parts: ApiParts): Promise<FastifyI
   await app.register(doctorRoutes(deps));
   await app.register(referralRoutes(deps), { prefix: API_PREFIX });
   await app.register(providerRoutes(deps), { prefix: API_PREFIX });
-  await app.register(attachmentsRoutes(deps), { prefix: API_PREFIX });
+  await app.register(attachmentsRoutes(deps, parts.uploads), { prefix: API_PREFIX });
   await app.register(linkRoutes(deps), { prefix: API_PREFIX });
   await app.register(webPlugin(deps, parts.web));
   await app.register(ehrSubmissionRoutes(deps), { prefix: API_PREFIX });

@@ -11,6 +11,7 @@ import { createAdminAudit } from '../api/admin/admin-audit.ts';
 import { createOpsAuth } from '../api/admin/ops-auth.ts';
 import { createQueueBoard } from '../api/admin/queue-board.ts';
 import { createFailureLimiter, FAILED_AUTHENTICATION } from '../api/failure-limiter.ts';
+import { createUploadBudget } from '../api/upload-budget.ts';
 import { createSessionCodec } from '../api/web/session.ts';
 import { createSessionGate } from '../api/web/session-gate.ts';
 import { resolveSessionSecret } from '../api/web/session-secret.ts';
@@ -32,9 +33,11 @@ export async function createApiParts(ctx: AppContext): Promise<ApiParts> {
   const writable = ctx.config.opsDashboardWrite;
   const board = createQueueBoard({ producer, writable, timeZone: ctx.displayTime.timeZone });
   const audit = createAdminAudit({ db: ctx.db, clock: ctx.clock });
+  const uploads = createUploadBudget(ctx.config.attachmentUploadsInFlightMib);
   return {
     apiKeyFailures: failureLimiter(),
-    web: { gate, linkFailures: failureLimiter() },
+    uploads,
+    web: { gate, linkFailures: failureLimiter(), uploads },
     admin: {
       board,
       overview: createOpsOverview({ db: ctx.db, clock: ctx.clock, producer }),

@@ -96,19 +96,22 @@ export interface FormState {
   readonly fields: Record<string, string>;
 }
 
-/** What a browser would post from the form in `html` before the person changes anything. */
+/** What a browser would post from the referral's form in `html` before the person changes anything. */
 export function formStateOf(html: string): FormState {
   const $ = cheerio.load(html);
   const fields: Record<string, string> = {};
-  $('form input[name], form textarea[name], form select[name]').each((_, el) => {
-    const node = $(el);
-    const name = node.attr('name')!;
-    if (el.tagName === 'textarea') fields[name] = node.text();
-    else if (el.tagName === 'select') fields[name] = node.find('option[selected]').attr('value') ?? '';
-    else if (node.attr('type') === 'radio') {
-      if (node.attr('checked') !== undefined) fields[name] = node.attr('value') ?? '';
-    } else fields[name] = node.attr('value') ?? '';
-  });
+  // The referral's own form: not the forms of its files (upload, remove).
+  $('form:not(.upload, .file__remove)')
+    .find('input[name], textarea[name], select[name]')
+    .each((_, el) => {
+      const node = $(el);
+      const name = node.attr('name')!;
+      if (el.tagName === 'textarea') fields[name] = node.text();
+      else if (el.tagName === 'select') fields[name] = node.find('option[selected]').attr('value') ?? '';
+      else if (node.attr('type') === 'radio') {
+        if (node.attr('checked') !== undefined) fields[name] = node.attr('value') ?? '';
+      } else fields[name] = node.attr('value') ?? '';
+    });
   return { csrf: fields._csrf ?? '', version: fields.version ?? '', fields };
 }
 
@@ -152,4 +155,160 @@ export function expectSecurityHeaders(res: LightMyRequestResponse): void {
   expect(csp).toContain("frame-ancestors 'none'");
   expect(csp).toContain("base-uri 'none'");
   expect(csp).not.toMatch(/script-src|unsafe-eval/);
+}
+
+/** A file as a person picks it in the upload form: its name, its bytes and the type the browser gives it. */
+export interface PickedFile {
+  readonly name: string;
+  readonly bytes: Buffer;
+  /** The type the browser gives it, from the name's extension (application/octet-stream otherwise). */
+  readonly type?: string;
+}
+
+/** A part of a multipart body: a field, or a file input (null when no file was chosen). */
+export type FormPart =
+  | { readonly name: string; readonly value: string }
+  | { readonly name: string; readonly file: PickedFile | null };
+
+const BROWSER_TYPES: Readonly<Record<string, string>> = {
+  pdf: 'application/pdf',
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  tif: 'image/tiff',
+  tiff: 'image/tiff',
+  gif: 'image/gif',
+  txt: 'text/plain',
+  docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+  exe: 'application/x-msdownload',
+};
+
+/** The type Chromium gives a picked file, from its name's extension. */
+export function browserTypeOf(name: string): string {
+  const extension = /\.([^.]+)$/.exec(name)?.[1]?.toLowerCase() ?? '';
+  return BROWSER_TYPES[extension] ?? 'application/octet-stream';
+}
+
+/**
+ * A multipart/form-data body as Chromium builds it: its boundary, each part's name (and a file's
+ * name, raw UTF-8, with `"`, CR and LF escaped as %22, %0D and %0A), a file's type, CRLF lines.
+ */
+export function multipartBody(parts: readonly FormPart[]): { contentType: string; payload: Buffer } {
+  const boundary = '----WebKitFormBoundary7MA4YWxkTrZu0gW';
+  const escape = (text: string) => text.replace(/"/g, '%22').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+  const chunks: Buffer[] = [];
+  for (const part of parts) {
+    chunks.push(Buffer.from(`--${boundary}\r\n`));
+    if ('value' in part) {
+      chunks.push(Buffer.from(`Content-Disposition: form-data; name="${escape(part.name)}"\r\n\r\n`));
+      chunks.push(Buffer.from(part.value), Buffer.from('\r\n'));
+    } else {
+      const file = part.file ?? { name: '', bytes: Buffer.alloc(0), type: 'application/octet-stream' };
+      chunks.push(
+        Buffer.from(
+          `Content-Disposition: form-data; name="${escape(part.name)}"; filename="${escape(file.name)}"\r\n` +
+            `Content-Type: ${file.type ?? browserTypeOf(file.name)}\r\n\r\n`,
+        ),
+        file.bytes,
+        Buffer.from('\r\n'),
+      );
+    }
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return { contentType: `multipart/form-data; boundary=${boundary}`, payload: Buffer.concat(chunks) };
+}
+
+/** The headers Chromium sends with a post from the form's own page (no-referrer: `Origin: null`). */
+export const OWN_PAGE_HEADERS: Readonly<Record<string, string>> = {
+  origin: 'null',
+  'sec-fetch-site': 'same-origin',
+};
+
+/**
+ * Loads the form and posts its upload form with `file` (null: none chosen), as Chromium does: the
+ * token first, then the file. `parts` replaces the body's parts, to post what a page would not.
+ */
+export async function postFile(
+  t: TestApp,
+  session: WebSession,
+  file: PickedFile | null,
+  options: { headers?: Record<string, string>; csrf?: string; parts?: readonly FormPart[] } = {},
+): Promise<LightMyRequestResponse> {
+  const page = cheerio.load((await getPage(t, session, `/form/${session.referralId}`)).body);
+  const form = page('form[enctype="multipart/form-data"]');
+  expect(form.length, 'the upload form').toBe(1);
+  const csrf = options.csrf ?? form.find('input[name=_csrf]').attr('value') ?? '';
+  const { contentType, payload } = multipartBody(
+    options.parts ?? [
+      { name: '_csrf', value: csrf },
+      { name: 'file', file },
+    ],
+  );
+  return t.app.inject({
+    method: 'POST',
+    url: form.attr('action')!,
+    headers: {
+      cookie: session.cookie,
+      'content-type': contentType,
+      ...OWN_PAGE_HEADERS,
+      ...options.headers,
+    },
+    payload,
+  });
+}
+
+/** A file as the pages list it. */
+export interface ListedFile {
+  readonly id: string;
+  readonly name: string;
+  /** "PDF, 1 KB. Added Tue 1 Dec 2026, 09:30 SGT by Bukit Timah Family Clinic." */
+  readonly details: string;
+  readonly state: string;
+  /** The download link, when the file may be opened there. */
+  readonly href: string | undefined;
+  /** Where its remove button posts, when it has one. */
+  readonly removeAction: string | undefined;
+}
+
+/** The files a page lists. */
+export function filesOf(html: string): ListedFile[] {
+  const $ = cheerio.load(html);
+  return $('.files .file')
+    .toArray()
+    .map((li) => {
+      const item = $(li);
+      return {
+        id: item.attr('data-file') ?? '',
+        name: item.find('.file__name').text().trim(),
+        details: item.find('.file__meta').text().replace(/\s+/g, ' ').trim(),
+        state: item.find('.file__state').text().trim(),
+        href: item.find('.file__name a').attr('href'),
+        removeAction: item.find('form.file__remove').attr('action'),
+      };
+    });
+}
+
+/** Loads the form and presses the remove button of the file `attachmentId`, as a browser posts it. */
+export async function removeFile(
+  t: TestApp,
+  session: WebSession,
+  attachmentId: string,
+  options: { headers?: Record<string, string>; csrf?: string; action?: string } = {},
+): Promise<LightMyRequestResponse> {
+  const page = cheerio.load((await getPage(t, session, `/form/${session.referralId}`)).body);
+  const form = page(`.file[data-file="${attachmentId}"] form.file__remove`);
+  const action = options.action ?? form.attr('action');
+  expect(action, 'a remove button').toBeDefined();
+  const csrf = options.csrf ?? form.find('input[name=_csrf]').attr('value') ?? formStateOf(page.html()).csrf;
+  return t.app.inject({
+    method: 'POST',
+    url: action!,
+    headers: {
+      cookie: session.cookie,
+      'content-type': 'application/x-www-form-urlencoded',
+      ...OWN_PAGE_HEADERS,
+      ...options.headers,
+    },
+    payload: new URLSearchParams({ _csrf: csrf }).toString(),
+  });
 }

@@ -6,17 +6,17 @@
 //
 // The content is answered as the file's detected media type, a piece at a time from the database,
 // with `Content-Digest` (RFC 9530) and an `ETag` that are its SHA-256.
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { parse as parseContentDisposition, type ContentDisposition } from 'content-disposition';
 import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ATTACHMENT_TYPE_NAMES, ATTACHMENT_TYPES } from '../../domain/attachments.ts';
-import { createByteBudget } from '../../domain/byte-budget.ts';
 import { AttachmentRefusedError } from '../../errors.ts';
-import { contentDisposition } from '../../services/attachments-inspection.ts';
 import type { ApiDeps } from '../api-deps.ts';
+import { sendAttachmentContent } from '../attachment-content.ts';
 import { API_PREFIX, ifMatchOf } from '../http.ts';
+import type { UploadBudget } from '../upload-budget.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { Attachment, AttachmentList } from '../schemas/attachments.schema.ts';
 import { documentedAs } from '../schemas/documented.ts';
@@ -68,13 +68,6 @@ const UPLOAD_MEDIA_TYPES = [
   'application/octet-stream',
   ...ATTACHMENT_TYPE_NAMES.map((type) => ATTACHMENT_TYPES[type].mediaType),
 ];
-
-/**
- * The copies of an upload's bytes held at once while it is stored: the body, and the statement that
- * writes it, whose bytea parameter the driver sends as hex text (twice the bytes) in a protocol
- * message as large again. Measured by the bench's `uploads` scenario.
- */
-const UPLOAD_COPIES_IN_FLIGHT = 5;
 
 /** Where an upload names its file, as a refusal names it. */
 const FILE_NAME_FIELD = 'header.Content-Disposition';
@@ -147,17 +140,11 @@ async function readFile(stream: Readable, declared: string | undefined, limit: n
   return whole;
 }
 
-/** `Content-Digest` (RFC 9530) of a SHA-256 given in hex. */
-function contentDigest(sha256Hex: string): string {
-  return `sha-256=:${Buffer.from(sha256Hex, 'hex').toString('base64')}:`;
-}
-
-export function attachmentsRoutes(deps: AttachmentsRoutesDeps) {
+export function attachmentsRoutes(deps: AttachmentsRoutesDeps, uploads: UploadBudget) {
   return (fastify: FastifyInstance) => {
     const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
     const attachments = deps.attachments;
     const maxBytes = deps.config.attachmentMaxBytes;
-    const uploads = createByteBudget(deps.config.attachmentUploadsInFlightMib * 1024 * 1024);
 
     // Within these routes a body is a file, whatever its type: kept as bytes, at most maxBytes.
     app.removeAllContentTypeParsers();
@@ -171,17 +158,14 @@ export function attachmentsRoutes(deps: AttachmentsRoutesDeps) {
         },
       );
     });
-    // An upload takes its bytes from the budget before it is read, counted for every copy it makes
-    // (UPLOAD_COPIES_IN_FLIGHT), and gives them back when its answer is sent or the connection is
-    // gone. A request that says it is larger than the limit is refused without waiting (Fastify
-    // answers 413 before reading).
+    // An upload takes its room in the app's budget before it is read (api/upload-budget.ts). A request
+    // that says it is larger than the limit is refused without waiting (readFile answers 413 at once).
     app.addHook('preParsing', async (request, reply, payload) => {
       if (request.method !== 'POST') return payload;
       const declared = Number(request.headers['content-length']);
       if (Number.isSafeInteger(declared) && declared > maxBytes) return payload;
       const bytes = Number.isSafeInteger(declared) && declared >= 0 ? declared : maxBytes;
-      const release = await uploads.take(UPLOAD_COPIES_IN_FLIGHT * bytes);
-      reply.raw.once('close', release);
+      await uploads.holdFor(reply, bytes);
       return payload;
     });
 
@@ -345,20 +329,10 @@ export function attachmentsRoutes(deps: AttachmentsRoutesDeps) {
           { idType: query.institutionIdType, id: query.institutionId },
           query.requesterIdentifier,
         );
-        const { view, content } = await attachments.content(caller, params.referralId, params.attachmentId);
-        const type = view.mediaType === 'text/plain' ? 'text/plain; charset=utf-8' : view.mediaType;
-        return reply
-          .type(type)
-          .headers({
-            'content-length': String(view.sizeBytes),
-            'content-disposition': contentDisposition(view.fileName),
-            'content-digest': contentDigest(view.sha256),
-            etag: `"${view.sha256}"`,
-            'x-content-type-options': 'nosniff',
-            // Opened in a browser, the file runs nothing and reaches nothing.
-            'content-security-policy': "sandbox; default-src 'none'",
-          })
-          .send(Readable.from(content));
+        return sendAttachmentContent(
+          reply,
+          await attachments.content(caller, params.referralId, params.attachmentId),
+        );
       },
     );
 

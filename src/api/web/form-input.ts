@@ -232,6 +232,8 @@ export function formErrors(
       return { field, message: REQUIRED_TO_SUBMIT[field] ?? `${FIELD_LABELS[field]} ${e.message}` };
     return { field, message: `${FIELD_LABELS[field]} ${e.message}` };
   });
-  const order = (e: SummaryError) => (e.field === null ? -1 : FORM_FIELDS.indexOf(e.field));
+  // The file input comes after every field of the referral's form.
+  const order = (e: SummaryError) =>
+    e.field === null ? -1 : e.field === 'file' ? FORM_FIELDS.length : FORM_FIELDS.indexOf(e.field);
   return out.sort((a, b) => order(a) - order(b));
 }

@@ -1,7 +1,8 @@
 // Builds what the form page shows from the referral as the services return it: the mode, the
-// provider's request, the services to choose from and the times, in the display zone.
+// provider's request, the services to choose from, the files and the times, in the display zone.
+import type { AttachmentView } from '../../domain/attachments.ts';
 import type { DisplayTime } from '../../domain/display-time.ts';
-import { senderChangeMode } from '../../domain/lifecycle.ts';
+import { isAllowed, senderChangeMode } from '../../domain/lifecycle.ts';
 import type { OfferingView, ReferralView } from '../../domain/referral-view.ts';
 import type { Status } from '../../domain/statuses.ts';
 import type { OfferingRecord } from '../../db/catalog.repository.ts';
@@ -9,6 +10,7 @@ import type { SummaryError } from '../../render/pages/form-controls.ts';
 import type { Choice } from '../../render/pages/referral-form-fields.ts';
 import type { OfferingChoice } from '../../render/pages/offering-choice.ts';
 import type { Notice, ReferralFormModel } from '../../render/pages/referral-form.page.ts';
+import { fileItems, fileUpload, type FileRules } from './file-items.ts';
 import type { FormValues } from './form-input.ts';
 import type { WebSession } from './session.ts';
 
@@ -17,6 +19,11 @@ export type FormMode = 'edit' | 'respond';
 /** The form's mode for a status, or undefined when the sender can no longer change the referral. */
 export function modeFor(status: Status): FormMode | undefined {
   return senderChangeMode(status);
+}
+
+/** Whether the sender may remove files now: from a draft only (the lifecycle table's rule). */
+export function filesRemovable(status: Status): boolean {
+  return isAllowed('remove-attachment', 'sender', { status, offeringCancellable: true });
 }
 
 function choiceOf(offering: OfferingView, inactive: boolean): OfferingChoice {
@@ -59,10 +66,15 @@ export interface FormPageInput {
   readonly catalog: readonly OfferingRecord[];
   readonly countries: readonly Choice[];
   readonly display: DisplayTime;
+  readonly files: readonly AttachmentView[];
+  readonly fileRules: FileRules & { readonly scanned: boolean };
+  /** Why the last file was refused, shown by the file input and in the summary. */
+  readonly uploadError?: string;
 }
 
 export function formPageModel(input: FormPageInput): ReferralFormModel {
   const { view, mode } = input;
+  const removable = filesRemovable(view.status);
   return {
     nonce: input.nonce,
     mode,
@@ -77,13 +89,24 @@ export function formPageModel(input: FormPageInput): ReferralFormModel {
     action: `/form/${view.id}`,
     values: input.values,
     // The service has no control to link to while it is fixed: its errors stand in the summary alone.
-    errors: (input.errors ?? []).map((e) =>
-      mode === 'respond' && e.field === 'offeringId' ? { field: null, message: e.message } : e,
-    ),
+    errors: [
+      ...(input.errors ?? []).map((e) =>
+        mode === 'respond' && e.field === 'offeringId' ? { field: null, message: e.message } : e,
+      ),
+      ...(input.uploadError === undefined ? [] : [{ field: 'file' as const, message: input.uploadError }]),
+    ],
     ...(input.notice === undefined ? {} : { notice: input.notice }),
     offerings: mode === 'edit' ? offeringChoices(input.catalog, view.offering?.id ?? null) : [],
     fixedOffering: view.offering === null ? null : choiceOf(view.offering, false),
     providerRequest: mode === 'respond' ? providerRequest(view, input.display) : null,
     countries: input.countries,
+    files: {
+      items: fileItems(input.files, input.display, { download: 'form', removable }),
+      upload: view.allowedActions.includes('add-attachment')
+        ? fileUpload(view.id, input.fileRules, input.uploadError)
+        : null,
+      scanned: input.fileRules.scanned,
+      removable,
+    },
   };
 }

@@ -5,10 +5,26 @@
 //
 // A save is checked against the version the page was drawn from (If-Match): if the referral changed
 // meanwhile, nothing is overwritten and the person is told.
+//
+// The form also attaches files (a multipart POST of its own, read in a scope of its own with the
+// multipart parser and the upload limits) and removes them (from a draft), through the same
+// attachments service as the API. Both answer a redirect back to the form, or the form again saying
+// why a file was refused; they carry the session's token like every post of the form.
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import multipart from '@fastify/multipart';
 import type { ApiDeps } from '../api-deps.ts';
+import type { UploadBudget } from '../upload-budget.ts';
 import type { ReferralView } from '../../domain/referral-view.ts';
-import { IncompleteReferralError, ValidationError, VersionMismatchError } from '../../errors.ts';
+import { isStatus } from '../../domain/statuses.ts';
+import {
+  AttachmentNotFoundError,
+  AttachmentRefusedError,
+  IncompleteReferralError,
+  InvalidTransitionError,
+  LimitExceededError,
+  ValidationError,
+  VersionMismatchError,
+} from '../../errors.ts';
 import type { SummaryError } from '../../render/pages/form-controls.ts';
 import type { Choice } from '../../render/pages/referral-form-fields.ts';
 import { renderReferralFormPage, type Notice } from '../../render/pages/referral-form.page.ts';
@@ -23,8 +39,17 @@ import {
   valuesOf,
   type FormValues,
 } from './form-input.ts';
-import { formPageModel, modeFor, type FormMode } from './form-page.ts';
-import { referralIdOf, notEditable } from './referral-pages.ts';
+import {
+  FILE_NAME_FIELD,
+  NO_FILE_WORDS,
+  readUpload,
+  refusalWords,
+  tooLargeWords,
+  tooManyWords,
+  uploadLimits,
+} from './file-upload.ts';
+import { filesRemovable, formPageModel, modeFor, type FormMode } from './form-page.ts';
+import { attachmentIdOf, referralIdOf, notEditable } from './referral-pages.ts';
 import type { OpenSession, SessionGate } from './session-gate.ts';
 import { sendPage, WebPageError } from './web-pages.ts';
 
@@ -34,13 +59,42 @@ const SAVED: Notice = {
   text: 'Nothing has been sent to the provider yet.',
 };
 
+const REMOVED: Notice = { tone: 'success', title: 'File removed' };
+
+/** The notice a redirect back to the form asks for (`?saved=1`, `?attached=1`, `?removed=1`). */
+function noticeOf(query: unknown, attached: Notice): Notice | undefined {
+  const asked = query as Record<string, unknown>;
+  if (asked.saved === '1') return SAVED;
+  if (asked.attached === '1') return attached;
+  if (asked.removed === '1') return REMOVED;
+  return undefined;
+}
+
 export type FormRoutesDeps = Pick<
   ApiDeps,
-  'catalog' | 'referralQueries' | 'referralCommands' | 'displayTime'
+  'catalog' | 'referralQueries' | 'referralCommands' | 'displayTime' | 'attachments' | 'config'
 >;
 
-export function formRoutes(deps: FormRoutesDeps, gate: SessionGate, countries: readonly Choice[]) {
+export function formRoutes(
+  deps: FormRoutesDeps,
+  gate: SessionGate,
+  uploads: UploadBudget,
+  countries: readonly Choice[],
+) {
   const checkFields = createReferralFieldsCheck();
+  const maxBytes = deps.config.attachmentMaxBytes;
+  const { settings } = deps.attachments;
+  const fileRules = {
+    types: settings.types,
+    maxBytes,
+    perReferral: settings.perReferral,
+    scanned: settings.scanned,
+  };
+  const attachedNotice: Notice = {
+    tone: 'success',
+    title: 'File attached',
+    ...(settings.scanned ? { text: 'It can be opened once the malware scan finds it clean.' } : {}),
+  };
 
   async function showForm(
     reply: FastifyReply,
@@ -48,9 +102,16 @@ export function formRoutes(deps: FormRoutesDeps, gate: SessionGate, countries: r
     open: OpenSession,
     view: ReferralView,
     mode: FormMode,
-    extra: { values?: FormValues; errors?: readonly SummaryError[]; notice?: Notice; version?: number } = {},
+    extra: {
+      values?: FormValues;
+      errors?: readonly SummaryError[];
+      notice?: Notice;
+      version?: number;
+      uploadError?: string;
+    } = {},
   ): Promise<FastifyReply> {
     const catalog = mode === 'edit' ? await deps.catalog.listOfferings() : [];
+    const files = await deps.attachments.list(open.caller, view.id);
     return sendPage(reply, status, (nonce) =>
       renderReferralFormPage(
         formPageModel({
@@ -63,9 +124,12 @@ export function formRoutes(deps: FormRoutesDeps, gate: SessionGate, countries: r
           ...(extra.errors === undefined ? {} : { errors: extra.errors }),
           ...(extra.notice === undefined ? {} : { notice: extra.notice }),
           ...(extra.version === undefined ? {} : { version: extra.version }),
+          ...(extra.uploadError === undefined ? {} : { uploadError: extra.uploadError }),
           catalog,
           countries,
           display: deps.displayTime,
+          files,
+          fileRules,
         }),
       ),
     );
@@ -79,13 +143,13 @@ export function formRoutes(deps: FormRoutesDeps, gate: SessionGate, countries: r
     return { view, mode };
   }
 
-  return (app: FastifyInstance) => {
+  return async (app: FastifyInstance) => {
     app.get('/form/:referralId', { schema: { hide: true } }, async (request, reply) => {
       const id = referralIdOf(request.params);
       const open = await gate.open(request, id, 'form');
       const { view, mode } = await editable(open, id);
-      const saved = (request.query as Record<string, unknown>).saved === '1';
-      return showForm(reply, 200, open, view, mode, saved ? { notice: SAVED } : {});
+      const notice = noticeOf(request.query, attachedNotice);
+      return showForm(reply, 200, open, view, mode, notice === undefined ? {} : { notice });
     });
 
     app.post('/form/:referralId', { schema: { hide: true } }, async (request, reply) => {
@@ -181,8 +245,88 @@ export function formRoutes(deps: FormRoutesDeps, gate: SessionGate, countries: r
         }),
       );
     });
+
+    // Removing a file: a plain form post with the session's token, from a draft only.
+    app.post(
+      '/form/:referralId/attachments/:attachmentId/remove',
+      { schema: { hide: true } },
+      async (request, reply) => {
+        const id = referralIdOf(request.params);
+        const attachmentId = attachmentIdOf(request.params);
+        const open = await gate.open(request, id, 'form');
+        gate.checkPost(request, open.session, tokenOf(request.body));
+        try {
+          await deps.attachments.remove(open.caller, id, attachmentId);
+        } catch (error) {
+          const again = async (status: number, message: string) => {
+            const { view, mode } = await editable(open, id);
+            return showForm(reply, status, open, view, mode, { errors: [{ field: null, message }] });
+          };
+          if (error instanceof AttachmentNotFoundError) return again(404, FILE_GONE);
+          // Still open to the sender, but submitted once (a page drawn while it was a draft): the file
+          // stays. A referral the sender can no longer change gets that page (web-errors.ts).
+          if (error instanceof InvalidTransitionError) {
+            const status = error.extra.currentStatus;
+            if (typeof status === 'string' && isStatus(status) && modeFor(status) !== undefined) {
+              return again(409, FILE_KEPT);
+            }
+          }
+          throw error;
+        }
+        return reply.redirect(`/form/${id}?removed=1`, 303);
+      },
+    );
+
+    // Attaching a file: multipart, in a scope of its own, so no other route of the form takes it.
+    await app.register(async (files) => {
+      await files.register(multipart, { limits: uploadLimits(maxBytes) });
+
+      files.post('/form/:referralId/attachments', { schema: { hide: true } }, async (request, reply) => {
+        const id = referralIdOf(request.params);
+        const open = await gate.open(request, id, 'form');
+        // A post from another site is refused before any of it is read.
+        gate.checkOrigin(request);
+        const declared = Number(request.headers['content-length']);
+        const holds =
+          Number.isSafeInteger(declared) && declared >= 0 ? Math.min(declared, maxBytes) : maxBytes;
+        // Room in the app's upload budget, shared with the API (api/upload-budget.ts).
+        await uploads.holdFor(reply, holds);
+
+        const upload = await readUpload(request, maxBytes, (token) => {
+          gate.checkPost(request, open.session, token);
+        });
+        const { view, mode } = await editable(open, id);
+        const refused = (status: number, uploadError: string) =>
+          showForm(reply, status, open, view, mode, { uploadError });
+        if (upload.kind === 'none') return refused(400, NO_FILE_WORDS);
+        if (upload.kind === 'too-large') return refused(413, tooLargeWords(fileRules));
+        try {
+          await deps.attachments.add(open.caller, id, { ...upload.file, fileNameField: FILE_NAME_FIELD });
+        } catch (error) {
+          if (error instanceof AttachmentRefusedError) {
+            return refused(error.status, refusalWords(error, fileRules));
+          }
+          if (error instanceof LimitExceededError) {
+            return refused(409, tooManyWords(fileRules, filesRemovable(view.status)));
+          }
+          throw error;
+        }
+        return reply.redirect(`/form/${id}?attached=1`, 303);
+      });
+    });
   };
 }
+
+/** The token a plain form post carries; anything else (a repeated field) is no token. */
+function tokenOf(body: unknown): string | undefined {
+  const token = (body as Record<string, unknown> | undefined)?._csrf;
+  return typeof token === 'string' ? token : undefined;
+}
+
+const FILE_GONE = 'That file is no longer attached: it was removed already, perhaps in another tab.';
+
+const FILE_KEPT =
+  'Files cannot be removed once the referral has been submitted: the provider may already have them.';
 
 /** The referral changed after the page was drawn: nothing was saved; the entries are kept. */
 const CHANGED_MEANWHILE: SummaryError = {

@@ -50,6 +50,19 @@ export interface SessionCookie {
 }
 
 export function createSessionGate(deps: SessionGateDeps) {
+  /**
+   * Refuses a POST whose headers say it came from another site, before its body is read (an upload
+   * is not read at all then). `checkPost` checks this too, and then the token.
+   */
+  function checkOrigin(request: FastifyRequest): void {
+    // Under `Referrer-Policy: no-referrer` browsers send `Origin: null` even for our own forms, so
+    // only a real origin is compared; Sec-Fetch-Site and the token still decide.
+    const origin = request.headers.origin;
+    if (origin !== undefined && origin !== 'null' && origin !== deps.publicOrigin) throw FORM_EXPIRED();
+    const site = request.headers['sec-fetch-site'];
+    if (site !== undefined && site !== 'same-origin') throw FORM_EXPIRED();
+  }
+
   return {
     /** The cookie that starts a session for what a redeemed link grants. */
     cookieFor(grant: LinkGrant): SessionCookie {
@@ -118,14 +131,11 @@ export function createSessionGate(deps: SessionGateDeps) {
     /** The token every form of this session carries. */
     csrfToken: (session: WebSession): string => deps.codec.csrfToken(session),
 
+    checkOrigin,
+
     /** Refuses a POST that did not come from this session's own page. */
     checkPost(request: FastifyRequest, session: WebSession, csrfToken: unknown): void {
-      // Under `Referrer-Policy: no-referrer` browsers send `Origin: null` even for our own forms, so
-      // only a real origin is compared; Sec-Fetch-Site and the token still decide.
-      const origin = request.headers.origin;
-      if (origin !== undefined && origin !== 'null' && origin !== deps.publicOrigin) throw FORM_EXPIRED();
-      const site = request.headers['sec-fetch-site'];
-      if (site !== undefined && site !== 'same-origin') throw FORM_EXPIRED();
+      checkOrigin(request);
       if (!deps.codec.checkCsrf(session, csrfToken)) throw FORM_EXPIRED();
     },
   };

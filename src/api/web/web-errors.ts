@@ -5,6 +5,9 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isStatus } from '../../domain/statuses.ts';
 import {
   AppError,
+  AttachmentNotFoundError,
+  AttachmentPendingScanError,
+  AttachmentRejectedError,
   ConcurrentModificationError,
   ForbiddenRoleError,
   InvalidTransitionError,
@@ -16,7 +19,13 @@ import {
   VersionMismatchError,
 } from '../../errors.ts';
 import { errorKind } from '../../logger.ts';
-import { notEditable, REFERRAL_UNAVAILABLE } from './referral-pages.ts';
+import {
+  FILE_REJECTED,
+  FILE_UNAVAILABLE,
+  FILE_WAITING_FOR_SCAN,
+  notEditable,
+  REFERRAL_UNAVAILABLE,
+} from './referral-pages.ts';
 import { sendMessagePage, WebPageError } from './web-pages.ts';
 
 const TRY_AGAIN = 'Nothing was saved. Go back, reload the page and try again.';
@@ -27,6 +36,9 @@ function appErrorPage(error: AppError): WebPageError {
     if (typeof status === 'string' && isStatus(status)) return notEditable(status);
   }
   if (error instanceof ReferralNotFoundError || error instanceof NotFoundError) return REFERRAL_UNAVAILABLE();
+  if (error instanceof AttachmentNotFoundError) return FILE_UNAVAILABLE();
+  if (error instanceof AttachmentPendingScanError) return FILE_WAITING_FOR_SCAN();
+  if (error instanceof AttachmentRejectedError) return FILE_REJECTED();
   if (error instanceof ForbiddenRoleError) {
     return new WebPageError(403, 'This link does not allow that', [
       'The link you opened does not let you change this referral. Open it from your clinic system.',

@@ -1,13 +1,15 @@
 // The hosted referral form (contract §8), as one Fastify plugin: link redemption, the session
-// cookie, CSRF, the form, the view and print pages, and the security headers on every response.
-// `api/app.ts` registers it; it is encapsulated, so its form parser, hooks and error handler apply to
-// these routes only (the API still takes JSON alone, and still answers in problem+json).
+// cookie, CSRF, the form and its files, the view and print pages, and the security headers on every
+// response. `api/app.ts` registers it; it is encapsulated, so its form parser, hooks and error handler
+// apply to these routes only (the API still takes JSON alone, and still answers in problem+json). The
+// multipart parser is narrower still: only the form's upload route has it (form.routes.ts).
 import type { FastifyInstance } from 'fastify';
 import cookie from '@fastify/cookie';
 import type { WebParts } from '../api-deps.ts';
 import { COUNTRY_CODES, countryName } from '../../domain/countries.ts';
 import type { Choice } from '../../render/pages/referral-form-fields.ts';
 import { copyRoutes, type CopyRoutesDeps } from './copy.routes.ts';
+import { filesRoutes, type FilesRoutesDeps } from './files.routes.ts';
 import { formRoutes, type FormRoutesDeps } from './form.routes.ts';
 import { linkRoutes, type LinkRedemptionRoutesDeps } from './links-redemption.routes.ts';
 import { handleWebError } from './web-errors.ts';
@@ -22,7 +24,7 @@ function countryChoices(): Choice[] {
   );
 }
 
-export type WebDeps = LinkRedemptionRoutesDeps & FormRoutesDeps & CopyRoutesDeps;
+export type WebDeps = LinkRedemptionRoutesDeps & FormRoutesDeps & CopyRoutesDeps & FilesRoutesDeps;
 
 /** `parts` (the session gate, the failure count of link tokens) come from the composition root. */
 export function webPlugin(deps: WebDeps, parts: WebParts) {
@@ -44,7 +46,8 @@ export function webPlugin(deps: WebDeps, parts: WebParts) {
     app.setErrorHandler(handleWebError);
 
     await app.register(linkRoutes(deps, gate, parts.linkFailures));
-    await app.register(formRoutes(deps, gate, countryChoices()));
+    await app.register(formRoutes(deps, gate, parts.uploads, countryChoices()));
     await app.register(copyRoutes(deps, gate));
+    await app.register(filesRoutes(deps, gate));
   };
 }

@@ -6,7 +6,10 @@ import type { Status } from '../../domain/statuses.ts';
 import { html, trustedHtml, type SafeHtml } from '../html.ts';
 import { STATUS_TEXT, type Choice, type FormField } from './referral-form-fields.ts';
 
-export const fieldId = (name: FormField): string => `field-${name}`;
+/** What an error can belong to: a field of the referral's form, or the file input beside it. */
+export type ErrorTarget = FormField | 'file';
+
+export const fieldId = (name: ErrorTarget): string => `field-${name}`;
 const hintId = (name: FormField) => `field-${name}-hint`;
 const errorId = (name: FormField) => `field-${name}-error`;
 
@@ -168,7 +171,7 @@ export function radios(props: RadiosProps): SafeHtml {
 
 export interface SummaryError {
   /** The field the error belongs to, or null for an error about the whole form. */
-  readonly field: FormField | null;
+  readonly field: ErrorTarget | null;
   readonly message: string;
 }
 

@@ -118,6 +118,24 @@ legend { padding: 0; }
 .button--secondary:hover { background: #eef5fa; }
 .button:focus-visible { outline: 3px solid var(--focus); outline-offset: 0; box-shadow: 0 0 0 6px #0b0c0c; }
 .actions__note { color: var(--muted); font-size: 0.9375rem; flex-basis: 100%; margin: 0; }
+.button--small { min-height: 44px; padding: 8px 16px; }
+
+.files { list-style: none; margin: 0 0 20px; padding: 0; border-top: 1px solid var(--line); }
+.file { display: flex; flex-wrap: wrap; align-items: center; gap: 8px 16px; padding: 12px 0; border-bottom: 1px solid var(--line); }
+.file__main { flex: 1 1 16em; min-width: 0; }
+.file__name { display: block; font-weight: 700; overflow-wrap: anywhere; }
+.file__meta { display: block; color: var(--muted); font-size: 0.9375rem; }
+.file__remove { margin: 0; }
+.files__none { color: var(--muted); }
+.file-input { display: block; max-width: 100%; min-height: 44px; padding: 8px 0; font: inherit; }
+.file-input::file-selector-button {
+  min-height: 44px; margin: 0 12px 0 0; padding: 8px 16px; font: inherit; font-weight: 700; color: var(--brand);
+  background: #fff; border: 2px solid var(--brand); border-radius: 4px; cursor: pointer;
+}
+.field--error .file-input::file-selector-button { border-color: var(--error); }
+.file-input:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
+.upload { margin: 0 0 20px; }
+.files-card { margin-top: 20px; }
 
 .summary { display: grid; grid-template-columns: minmax(9em, 30%) 1fr; margin: 0 0 16px; border-top: 1px solid var(--line); }
 .summary dt, .summary dd { margin: 0; padding: 10px 12px 10px 0; border-bottom: 1px solid var(--line); }

@@ -1,9 +1,12 @@
 // The read-only pages behind the `view` and `print` links (contract §8): exactly the content of the
 // EHR form, in the web page's frame, with a print stylesheet that leaves only the document on paper.
+// The referral's files are listed after the document (they are not part of it): with a download link
+// on the view page, and as a list on paper.
 import type { DisplayTime } from '../../domain/display-time.ts';
 import type { EhrFormSource } from '../../domain/referral-view.ts';
 import { renderEhrFormContent } from '../ehr-form.ts';
 import { html } from '../html.ts';
+import { fileList, type FileItem } from './file-list.ts';
 import { renderPage } from './page-shell.ts';
 
 export interface ReferralCopyModel {
@@ -16,6 +19,8 @@ export interface ReferralCopyModel {
   readonly sessionEnds: string;
   /** The installation's display zone, so the content is the EHR form's, byte for byte. */
   readonly display: DisplayTime;
+  /** The referral's files; on the view page, those that may be opened link to their download. */
+  readonly files: readonly FileItem[];
 }
 
 export function renderReferralCopyPage(model: ReferralCopyModel): string {
@@ -31,7 +36,11 @@ export function renderReferralCopyPage(model: ReferralCopyModel): string {
         }
       </p>
     </div>
-    <article class="document" aria-label="${formType}">${content}</article>`;
+    <article class="document" aria-label="${formType}">${content}</article>
+    <section class="card files-card" aria-labelledby="files-title">
+      <h2 class="card__title" id="files-title">Files</h2>
+      ${fileList(model.files)}
+    </section>`;
   return renderPage({
     nonce: model.nonce,
     title: `${title} ${model.source.id}`,

@@ -4,6 +4,9 @@
 //
 // `edit` is a draft; `respond` is a referral whose provider asked the sender to act: it shows the
 // request, and the service is fixed (changing it would hand the referral to another provider).
+//
+// The referral's files sit between the clinical information and the buttons, in forms of their own
+// (an upload is multipart; a form cannot hold another), so the buttons name the referral's form.
 import type { Status } from '../../domain/statuses.ts';
 import { html, type SafeHtml } from '../html.ts';
 import {
@@ -15,6 +18,7 @@ import {
   textInput,
   type SummaryError,
 } from './form-controls.ts';
+import { fileList, uploadForm, type FileItem, type FileUpload } from './file-list.ts';
 import { fixedOffering, offeringChoices, type OfferingChoice } from './offering-choice.ts';
 import { renderPage } from './page-shell.ts';
 import {
@@ -56,7 +60,22 @@ export interface ReferralFormModel {
   readonly fixedOffering: OfferingChoice | null;
   readonly providerRequest: { readonly text: string; readonly at: string } | null;
   readonly countries: readonly Choice[];
+  readonly files: FormFiles;
 }
+
+/** The referral's files on the form, and the form that attaches one while the sender may. */
+export interface FormFiles {
+  readonly items: readonly FileItem[];
+  /** Null when the sender may not attach a file now. */
+  readonly upload: FileUpload | null;
+  /** Whether files are scanned for malware before anyone can open them. */
+  readonly scanned: boolean;
+  /** Whether the sender may remove files now (a draft); once submitted, they stay. */
+  readonly removable: boolean;
+}
+
+/** The ID of the referral's own form, which the buttons below the files name. */
+const REFERRAL_FORM_ID = 'referral-form';
 
 const URGENCY_CHOICES: readonly Choice[] = [
   { value: 'false', label: 'Routine' },
@@ -178,6 +197,26 @@ function clinicalSection(model: ReferralFormModel): SafeHtml {
   </section>`;
 }
 
+function filesSection(model: ReferralFormModel): SafeHtml {
+  const { files } = model;
+  return html`<section class="card" aria-labelledby="section-files">
+    <h2 class="card__title" id="section-files">Files</h2>
+    <p class="card__intro">
+      Letters, reports, results or images for the provider.
+      ${files.scanned ? 'Each file is scanned for malware before anyone can open it.' : null}
+    </p>
+    ${fileList(files.items, model.csrfToken)}
+    ${
+      files.items.length > 0 && !files.removable
+        ? html`<p class="muted">
+            Files stay with the referral once it has been submitted: the provider may already have them.
+          </p>`
+        : null
+    }
+    ${files.upload === null ? null : uploadForm(files.upload, model.csrfToken)}
+  </section>`;
+}
+
 function providerRequest(model: ReferralFormModel): SafeHtml | null {
   const request = model.providerRequest;
   if (request === null) return null;
@@ -205,20 +244,35 @@ export function renderReferralFormPage(model: ReferralFormModel): string {
       <span>Last saved ${model.lastSaved}</span>
     </p>
     ${errorSummary(model.errors)} ${notice(model)} ${providerRequest(model)}
-    <form method="post" action="${model.action}" novalidate>
+    <form id="${REFERRAL_FORM_ID}" method="post" action="${model.action}" novalidate>
       <input type="hidden" name="_csrf" value="${model.csrfToken}" />
       <input type="hidden" name="version" value="${model.version}" />
       ${patientSection(model)} ${referrerSection(model)} ${offeringSection(model)} ${clinicalSection(model)}
-      <div class="actions">
-        <button class="button button--secondary" type="submit" name="intent" value="save">Save draft</button>
-        <button class="button button--primary" type="submit" name="intent" value="submit">
-          ${model.mode === 'respond' ? 'Submit response' : 'Submit referral'}
-        </button>
-        <p class="actions__note">
-          Submitting sends the referral to the provider. Save draft keeps your changes without sending.
-        </p>
-      </div>
-    </form>`;
+    </form>
+    ${filesSection(model)}
+    <div class="actions">
+      <button
+        class="button button--secondary"
+        type="submit"
+        form="${REFERRAL_FORM_ID}"
+        name="intent"
+        value="save"
+      >
+        Save draft
+      </button>
+      <button
+        class="button button--primary"
+        type="submit"
+        form="${REFERRAL_FORM_ID}"
+        name="intent"
+        value="submit"
+      >
+        ${model.mode === 'respond' ? 'Submit response' : 'Submit referral'}
+      </button>
+      <p class="actions__note">
+        Submitting sends the referral to the provider. Save draft keeps your changes without sending.
+      </p>
+    </div>`;
   return renderPage({
     nonce: model.nonce,
     title: model.errors.length > 0 ? `Error: ${title}` : title,

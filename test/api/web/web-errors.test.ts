@@ -3,6 +3,9 @@
 import { describe, expect, it } from 'vitest';
 import {
   AppError,
+  AttachmentNotFoundError,
+  AttachmentPendingScanError,
+  AttachmentRejectedError,
   ConcurrentModificationError,
   ForbiddenRoleError,
   IncompleteReferralError,
@@ -38,6 +41,9 @@ describe('pageForError', () => {
       'This referral is not available',
     ],
     [new NotFoundError('gone'), 404, 'This referral is not available'],
+    [new AttachmentNotFoundError('id'), 404, 'This file is not available'],
+    [new AttachmentPendingScanError(), 409, 'This file is waiting for its malware scan'],
+    [new AttachmentRejectedError(), 410, 'This file cannot be opened'],
     [new ForbiddenRoleError('no'), 403, 'This link does not allow that'],
     [new ConcurrentModificationError('id'), 409, 'The referral is busy'],
     [new VersionMismatchError(1, 2), 409, 'The referral is busy'],

@@ -12,6 +12,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBridgeApp, eventually, startEhr, type BridgeApp } from '../../support/bridge.ts';
 import { CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, ensureArtifactsDir, freePort } from '../../support/browser.ts';
+import { CATALOG, PAGES, pdf } from '../../support/fixtures/attachment-files.ts';
 import { PATIENT } from '../../support/fixtures/patients.ts';
 import { OPS_USER } from '../../support/ops-client.ts';
 import type { SandboxEhrProcess } from '../../support/sandbox-ehr-process.ts';
@@ -20,6 +21,8 @@ import { startWebhookReceiver, type WebhookReceiver } from '../../support/webhoo
 import { WEB_REQUESTER, linksOf, upsertLink } from '../../support/web.ts';
 
 const WIDTHS = [320, 390] as const;
+
+const LONG_FILE_NAME = 'Echocardiogram-and-exercise-ECG-report-Central-General-Hospital-2026-11-26.pdf';
 
 const REFERRER = {
   referrerName: 'Dr Lim Wei Ling',
@@ -230,7 +233,20 @@ describe('every page on a phone, in Chromium', () => {
 
       it('shows the form, a used link and the result page without sideways scrolling', async () => {
         const link = await upsertLink(t, { offeringId: 'cgh-gastro', ...PATIENT, ...REFERRER });
+        // A file with a long name of one word, which must wrap inside its card.
+        const attached = await t.request(t.sender, {
+          method: 'POST',
+          url: `/api/v1/referrals/${link.referralId}/attachments`,
+          query: { ...t.sender.institution },
+          headers: {
+            'content-type': 'application/pdf',
+            'content-disposition': `attachment; filename="${LONG_FILE_NAME}"`,
+          },
+          payload: pdf(CATALOG, PAGES),
+        });
+        expect(attached.statusCode, attached.body).toBe(201);
         const form = await measure('form', width, link.url);
+        expect(await form.page.locator('.files .file').count()).toBe(1);
         expect(form.problems).toEqual([]);
         await Promise.all([
           form.page.waitForURL(`**/form/${link.referralId}/submitted`),

@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CATALOG, GIF, PAGES, pdf } from '../../support/fixtures/attachment-files.ts';
 import { PATIENT } from '../../support/fixtures/patients.ts';
 import { call } from '../../support/scenarios.ts';
 import { senderView } from '../../support/store-inspection.ts';
@@ -264,6 +265,115 @@ describe('the web form in Chromium', () => {
       page.getByRole('button', { name: 'Submit response' }).click(),
     ]);
     expect((await senderView(t, id)).status).toBe('pending-acceptance');
+  });
+
+  it('attaches, downloads and removes a file with script turned off, listing it with its state', async () => {
+    const letter = pdf(CATALOG, PAGES);
+    const link = await upsertLink(t, { offeringId: 'cgh-gastro', ...PATIENT });
+    const id = link.referralId;
+    // A browser of its own with script off: the form must not need it.
+    const noScript = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    try {
+      const context = await noScript.newContext({
+        javaScriptEnabled: false,
+        viewport: { width: 1280, height: 900 },
+        locale: 'en-SG',
+        timezoneId: 'Asia/Singapore',
+      });
+      const page = await context.newPage();
+      const problems: string[] = [];
+      page.on('pageerror', (error) => problems.push(`script error: ${error.message}`));
+      page.on('dialog', (dialog) => {
+        problems.push(`dialog: ${dialog.message()}`);
+        void dialog.dismiss();
+      });
+      page.on('console', (message) => {
+        // The one expected: the 415 of the refused file below, which is the page working.
+        if (message.type() === 'error' && !message.text().includes('status of 415')) {
+          problems.push(`${message.type()}: ${message.text()}`);
+        }
+      });
+      await page.goto(link.url);
+      expect(await page.locator('.files__none').textContent()).toBe('No files are attached.');
+
+      await page.setInputFiles('#field-file', {
+        name: 'ecg-report.pdf',
+        mimeType: 'application/pdf',
+        buffer: letter,
+      });
+      await Promise.all([
+        page.waitForURL(`**/form/${id}?attached=1`),
+        page.getByRole('button', { name: 'Attach file' }).click(),
+      ]);
+      expect(await page.locator('.banner__title').textContent()).toBe('File attached');
+      const file = page.locator('.files .file');
+      await expect.poll(() => file.count()).toBe(1);
+      expect(await file.locator('.file__name').textContent()).toBe('ecg-report.pdf');
+      expect(await file.locator('.file__state').textContent()).toBe('Available (not scanned)');
+      expect(await file.locator('.file__meta').textContent()).toMatch(
+        new RegExp(`^PDF, ${letter.length} bytes\\. Added .+ SGT by Bukit Timah Family Clinic\\.$`),
+      );
+      await page.screenshot({ path: path.join(ARTIFACTS, 'web-form-files.png'), fullPage: true });
+
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        file.getByRole('link', { name: 'ecg-report.pdf' }).click(),
+      ]);
+      expect(download.suggestedFilename()).toBe('ecg-report.pdf');
+      expect(fs.readFileSync(await download.path()).equals(letter)).toBe(true);
+
+      // A file refused for its type: the reason by the input, and the page as it was.
+      await page.setInputFiles('#field-file', { name: 'photo.gif', mimeType: 'image/gif', buffer: GIF });
+      const refused = await Promise.all([
+        page.waitForResponse((r) => r.request().method() === 'POST'),
+        page.getByRole('button', { name: 'Attach file' }).click(),
+      ]);
+      expect(refused[0].status()).toBe(415);
+      await page.waitForSelector('.error-summary');
+      expect(await page.locator('#field-file-error').textContent()).toContain(
+        'This type of file is not accepted.',
+      );
+      await page.screenshot({ path: path.join(ARTIFACTS, 'web-form-file-refused.png'), fullPage: true });
+
+      await Promise.all([
+        page.waitForURL(`**/form/${id}?removed=1`),
+        page.getByRole('button', { name: 'Remove ecg-report.pdf' }).click(),
+      ]);
+      expect(await page.locator('.banner__title').textContent()).toBe('File removed');
+      expect(await page.locator('.files__none').textContent()).toBe('No files are attached.');
+
+      // Attached again and submitted: the view page lists it after the document, to download.
+      await page.setInputFiles('#field-file', {
+        name: 'ecg-report.pdf',
+        mimeType: 'application/pdf',
+        buffer: letter,
+      });
+      await Promise.all([
+        page.waitForURL(`**/form/${id}?attached=1`),
+        page.getByRole('button', { name: 'Attach file' }).click(),
+      ]);
+      await call(t, t.sender, 'POST', `/api/v1/referrals/${id}/submit`, {});
+      await page.goto((await linksOf(t, id)).view!.url);
+      const listed = page.locator('.files-card .file');
+      await expect.poll(() => listed.count()).toBe(1);
+      expect(await listed.locator('.file__state').textContent()).toBe('Available (not scanned)');
+      await page.screenshot({ path: path.join(ARTIFACTS, 'web-view-files.png'), fullPage: true });
+      const [again] = await Promise.all([
+        page.waitForEvent('download'),
+        listed.getByRole('link', { name: 'ecg-report.pdf' }).click(),
+      ]);
+      expect(fs.readFileSync(await again.path()).equals(letter)).toBe(true);
+      expect(problems).toEqual([]);
+    } finally {
+      await noScript.close();
+    }
+    const view = await senderView(t, id);
+    expect((view.timelineEvents as { type: string }[]).map((e) => e.type).slice(-4)).toEqual([
+      'referral.attachment-added',
+      'referral.attachment-removed',
+      'referral.attachment-added',
+      'referral.pending-acceptance',
+    ]);
   });
 
   it('shows a patient named like markup as text, with no dialog, on every page', async () => {
