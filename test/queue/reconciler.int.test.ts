@@ -7,9 +7,8 @@
 // Where attachments are scanned, an attachment still waiting for its scan with no live scan job (a
 // crash between the upload and its enqueue, or a loss of Redis's data) gets its scan job back, under
 // its own ID and with IDs only; one whose job is queued, or that was just added, is left alone.
-import { createHash, randomUUID } from 'node:crypto';
-import { UnrecoverableError, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import { randomUUID } from 'node:crypto';
+import { UnrecoverableError } from 'bullmq';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentRepository, type AttachmentRecord } from '../../src/db/attachments.repository.ts';
 import type { OutboxMessage } from '../../src/db/outbox.repository.ts';
@@ -26,8 +25,9 @@ import {
   type QueuePayloads,
 } from '../../src/queue/registry.ts';
 import { outboxHandlers } from '../../src/queue/outbox-topics.ts';
-import { createQueueApp, manualForwardWorker, type QueueApp } from '../support/bridge.ts';
+import { createQueueApp, manualForwardWorker, manualWorker, type QueueApp } from '../support/bridge.ts';
 import { ENGINES } from '../support/engines.ts';
+import { storedAttachment } from '../support/stored-attachments.ts';
 import { call, createDraft, type ReferralJson } from '../support/scenarios.ts';
 
 const LIVE_STATES = ['wait', 'delayed', 'active', 'prioritized'] as const;
@@ -116,29 +116,8 @@ describe.each(ENGINES)('the reconciler on %s', (engine) => {
    * An attachment stored as an upload stores it, waiting for its scan, added `ageMs` ago, with no scan
    * job queued: as after a crash between the upload's statement and its enqueue.
    */
-  const waitingForScan = async (ageMs = 10 * 60_000): Promise<AttachmentRecord> => {
-    const draft = await createDraft(t);
-    const added = await attachmentRepository(t.ctx.db).add(
-      {
-        id: randomUUID(),
-        referralId: draft.id,
-        fileName: FILE_NAME,
-        mediaType: 'application/pdf',
-        sizeBytes: LETTER.length,
-        sha256: createHash('sha256').update(LETTER).digest('hex'),
-        scanState: 'pending-scan',
-        addedBy: 'sender',
-        authorInstitution: { idType: 'hci', id: 'S1234A' },
-        requesterIdentifier: null,
-        system: 'HAS',
-        createdAt: new Date(Date.now() - ageMs),
-      },
-      LETTER,
-      20,
-    );
-    if (added === 'too-many') throw new Error('refused');
-    return added;
-  };
+  const waitingForScan = (ageMs = 10 * 60_000): Promise<AttachmentRecord> =>
+    storedAttachment(t, LETTER, { fileName: FILE_NAME, createdAt: new Date(Date.now() - ageMs) });
   const scanPayload = (a: AttachmentRecord): QueuePayloads['attachment-scan'] => ({
     attachmentId: a.id,
     referralId: a.referralId,
@@ -146,22 +125,6 @@ describe.each(ENGINES)('the reconciler on %s', (engine) => {
   const scanState = async (a: AttachmentRecord) => {
     const job = await scans().getJob(attachmentScanJobId(a.id));
     return job === undefined ? 'none' : await job.getState();
-  };
-  /** A worker on the scan queue that takes jobs by hand, as `manualForwardWorker` does for forwards. */
-  const manualScanWorker = () => {
-    const connection = new Redis(t.ctx.config.redisUrl, { maxRetriesPerRequest: null });
-    const worker = new Worker<QueuePayloads['attachment-scan']>('attachment-scan', null, {
-      connection,
-      prefix: t.ctx.config.queuePrefix,
-      autorun: false,
-    });
-    return {
-      worker,
-      async close() {
-        await worker.close();
-        connection.disconnect();
-      },
-    };
   };
 
   it('lists no due forward whose outbox row is still undispatched, nor one that is not quiet', async () => {
@@ -370,7 +333,7 @@ describe.each(ENGINES)('the reconciler on %s', (engine) => {
       const failing = await waitingForScan();
       const finished = await waitingForScan();
       await t.ctx.queues.enqueueScans([scanPayload(failing), scanPayload(finished)]);
-      const manual = manualScanWorker();
+      const manual = manualWorker(t, 'attachment-scan');
       try {
         const token = randomUUID();
         const first = await manual.worker.getNextJob(token);
@@ -608,7 +571,7 @@ describe.each(ENGINES)('the reconciler on %s', (engine) => {
       let finished: Promise<void> | undefined;
       const finishTheScan = () =>
         (finished ??= (async () => {
-          const manual = manualScanWorker();
+          const manual = manualWorker(t, 'attachment-scan');
           try {
             const token = randomUUID();
             const job = await manual.worker.getNextJob(token);

@@ -57,15 +57,18 @@ export async function createQueueApp(engine: Engine, options: TestAppOptions = {
 }
 
 /**
- * A worker on the app's forward queue that takes jobs by hand (BullMQ's manual processing), so a test
+ * A worker on one of the app's queues that takes jobs by hand (BullMQ's manual processing), so a test
  * can hold a job in the active state, or finish it, the way a running worker would.
  */
-export function manualForwardWorker(t: TestApp): {
-  readonly worker: Worker<QueuePayloads['ehr-forward']>;
+export function manualWorker<Q extends keyof QueuePayloads>(
+  t: TestApp,
+  queue: Q,
+): {
+  readonly worker: Worker<QueuePayloads[Q]>;
   close(): Promise<void>;
 } {
   const connection = new Redis(t.ctx.config.redisUrl, { maxRetriesPerRequest: null });
-  const worker = new Worker<QueuePayloads['ehr-forward']>('ehr-forward', null, {
+  const worker = new Worker<QueuePayloads[Q]>(queue, null, {
     connection,
     prefix: t.ctx.config.queuePrefix,
     autorun: false,
@@ -78,6 +81,9 @@ export function manualForwardWorker(t: TestApp): {
     },
   };
 }
+
+/** A worker on the app's forward queue that takes jobs by hand (see manualWorker). */
+export const manualForwardWorker = (t: TestApp) => manualWorker(t, 'ehr-forward');
 
 /** A sandbox EHR process, shared by the tests of one file. */
 export function startEhr(): Promise<SandboxEhrProcess> {

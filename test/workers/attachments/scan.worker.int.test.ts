@@ -2,7 +2,6 @@
 // with its signature, a scan done is never done again, an attachment removed meanwhile is left alone,
 // and a scanner that cannot be reached leaves the attachment waiting and the job to retry. Then the
 // queue: a scan queued twice runs once, and the worker records it.
-import { createHash, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,33 +15,12 @@ import { EICAR, EICAR_SIGNATURE, startClamd, type ClamdServer } from '../../supp
 import { ENGINES } from '../../support/engines.ts';
 import { freePort, LOOPBACK } from '../../support/free-port.ts';
 import { createDraft } from '../../support/scenarios.ts';
+import { storedAttachment } from '../../support/stored-attachments.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
 
 const LETTER = Buffer.from('%PDF-1.7\nA consultation letter.\n');
 
-async function addAttachment(t: TestApp, content: Buffer): Promise<AttachmentRecord> {
-  const draft = await createDraft(t);
-  const added = await attachmentRepository(t.ctx.db).add(
-    {
-      id: randomUUID(),
-      referralId: draft.id,
-      fileName: 'letter.pdf',
-      mediaType: 'application/pdf',
-      sizeBytes: content.length,
-      sha256: createHash('sha256').update(content).digest('hex'),
-      scanState: 'pending-scan',
-      addedBy: 'sender',
-      authorInstitution: { idType: 'hci', id: 'S1234A' },
-      requesterIdentifier: null,
-      system: 'HAS',
-      createdAt: t.ctx.clock.now(),
-    },
-    content,
-    20,
-  );
-  if (added === 'too-many') throw new Error('refused');
-  return added;
-}
+const addAttachment = (t: TestApp, content: Buffer) => storedAttachment(t, content);
 
 let clamd: ClamdServer;
 beforeAll(async () => {
