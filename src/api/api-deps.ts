@@ -60,7 +60,7 @@ export interface ApiDeps {
   readonly pingScanner: ScannerPing;
   readonly links: LinkService;
   readonly linkRedemption: Pick<LinkRedemption, 'redeem'>;
-  readonly catalog: Pick<CatalogService, 'listOfferings'>;
+  readonly catalog: Pick<CatalogService, 'listOfferings' | 'listOutcomeCodes'>;
   readonly ehrForwarding: Pick<EhrForwarding, 'submissions' | 'formOfAttempt'>;
   readonly eventFeed: EventFeed;
   readonly webhookSubscriptions: WebhookSubscriptions;

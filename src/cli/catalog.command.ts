@@ -1,5 +1,5 @@
-// `refhub catalog load FILE`: loads the catalog of systems, institutions and offerings, an upsert by
-// ID, and says how much it loaded.
+// `refhub catalog load FILE`: loads the catalog of systems, institutions, offerings and outcome codes,
+// an upsert by ID, and says how much it loaded.
 import type { CatalogService } from '../services/catalog.service.ts';
 import { plural } from './plural.ts';
 
@@ -10,6 +10,6 @@ export interface LoadCatalogDeps {
 export async function loadCatalog(deps: LoadCatalogDeps, file: string): Promise<void> {
   const loaded = await deps.catalog.loadFile(file);
   process.stdout.write(
-    `Loaded ${plural(loaded.systems, 'system')}, ${plural(loaded.institutions, 'institution')} and ${plural(loaded.offerings, 'offering')}.\n`,
+    `Loaded ${plural(loaded.systems, 'system')}, ${plural(loaded.institutions, 'institution')}, ${plural(loaded.offerings, 'offering')} and ${plural(loaded.outcomes, 'outcome code')}.\n`,
   );
 }

@@ -1,7 +1,9 @@
-// Systems, institutions and offerings: the catalog (contract §1). Loading is an upsert by ID.
+// Systems, institutions, offerings and outcome codes: the catalog (contract §1). Loading is an upsert
+// by ID.
 import { sql } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
 import { REFHUB_SYSTEM } from '../domain/lifecycle.ts';
+import type { OutcomeCode } from '../domain/outcome.ts';
 import type { InstitutionView, OfferingView } from '../domain/referral-view.ts';
 import type { OfferingCategory } from '../domain/statuses.ts';
 import type { Executor } from './executor.ts';
@@ -128,6 +130,60 @@ export function catalogRepository(db: Executor) {
         .execute();
     },
 
+    /** The file's outcome codes, in its order (the order people are offered them). */
+    async upsertOutcomeCodes(codes: readonly OutcomeCode[]): Promise<void> {
+      if (codes.length === 0) return;
+      await db
+        .insertInto('outcome_codes')
+        .values(
+          codes.map((c, position) => ({
+            code: c.code,
+            display: c.display,
+            summary_required: c.summaryRequired,
+            active: c.active,
+            position,
+          })),
+        )
+        .onConflict((oc) =>
+          oc
+            .column('code')
+            .doUpdateSet((eb) => ({
+              display: eb.ref('excluded.display'),
+              summary_required: eb.ref('excluded.summary_required'),
+              active: eb.ref('excluded.active'),
+              position: eb.ref('excluded.position'),
+              updated_at: sql<Date>`now()`,
+            }))
+            // An unchanged row is left alone, so loading the same file twice changes nothing.
+            .where(
+              sql<boolean>`(outcome_codes.display, outcome_codes.summary_required, outcome_codes.active,
+                outcome_codes.position)
+              is distinct from (excluded.display, excluded.summary_required, excluded.active,
+                excluded.position)`,
+            ),
+        )
+        .execute();
+    },
+
+    async findOutcomeCode(code: string): Promise<OutcomeCode | undefined> {
+      const row = await db
+        .selectFrom('outcome_codes')
+        .select(['code', 'display', 'summary_required', 'active'])
+        .where('code', '=', code)
+        .executeTakeFirst();
+      return row && toOutcomeCode(row);
+    },
+
+    async listOutcomeCodes(): Promise<OutcomeCode[]> {
+      const rows = await db
+        .selectFrom('outcome_codes')
+        .select(['code', 'display', 'summary_required', 'active'])
+        .orderBy('position')
+        .orderBy(sql`code collate "C"`)
+        .execute();
+      return rows.map(toOutcomeCode);
+    },
+
     /** The systems of the catalog, `Manual` among them; refhub's own (REFHUB_SYSTEM) is not one. */
     async listSystems(): Promise<string[]> {
       const rows = await db
@@ -222,6 +278,15 @@ function toOfferingRecord(row: OfferingRow): OfferingRecord {
     active: row.active,
     institution: { idType: row.institution_id_type, id: row.institution_id, name: row.institution_name },
   };
+}
+
+function toOutcomeCode(row: {
+  code: string;
+  display: string;
+  summary_required: boolean;
+  active: boolean;
+}): OutcomeCode {
+  return { code: row.code, display: row.display, summaryRequired: row.summary_required, active: row.active };
 }
 
 export type CatalogRepository = ReturnType<typeof catalogRepository>;

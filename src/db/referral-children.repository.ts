@@ -1,6 +1,8 @@
-// The parts of a referral that live in their own tables: appointments, notes and timeline events.
+// The parts of a referral that live in their own tables: appointments, notes, the provider's outcome
+// and timeline events.
 // They are read and written only after the referral itself passed the tenancy check.
 import { sql, type Insertable, type RawBuilder } from 'kysely';
+import type { OutcomeView } from '../domain/outcome.ts';
 import type { AppointmentView, NoteView, TimelineEventView } from '../domain/referral-view.ts';
 import type { AppointmentStatus } from '../domain/statuses.ts';
 import type { Executor } from './executor.ts';
@@ -23,6 +25,18 @@ export interface NewNote {
   readonly requesterIdentifier: string | null;
   readonly system: string;
   readonly createdAt: Date;
+}
+
+export interface NewOutcome {
+  readonly referralId: string;
+  readonly code: string;
+  readonly display: string;
+  readonly summary: string | null;
+  readonly attachmentIds: readonly string[];
+  readonly completedByName: string | null;
+  readonly requesterIdentifier: string | null;
+  readonly system: string;
+  readonly completedAt: Date;
 }
 
 export interface NewTimelineEvent {
@@ -70,6 +84,27 @@ export const childWrites = {
       .set({ status: 'cancelled', updated_at: now })
       .where('referral_id', '=', referralId)
       .where('status', '=', 'scheduled');
+  },
+
+  insertOutcome(db: Executor, outcome: NewOutcome) {
+    return db.insertInto('referral_outcomes').values({
+      referral_id: outcome.referralId,
+      code: outcome.code,
+      display: outcome.display,
+      summary: outcome.summary,
+      attachment_ids: JSON.stringify(outcome.attachmentIds),
+      completed_by_name: outcome.completedByName,
+      requester_identifier: outcome.requesterIdentifier,
+      system: outcome.system,
+      completed_at: outcome.completedAt,
+    });
+  },
+
+  acknowledgeOutcome(db: Executor, referralId: string, byName: string | null, now: Date) {
+    return db
+      .updateTable('referral_outcomes')
+      .set({ acknowledged_at: now, acknowledged_by_name: byName })
+      .where('referral_id', '=', referralId);
   },
 
   insertNote(db: Executor, note: NewNote) {
@@ -145,6 +180,8 @@ export function timelineRepository(db: Executor) {
 export interface ReferralParts {
   readonly appointments: AppointmentRecord[];
   readonly notes: NoteView[];
+  /** The provider's outcome, once it completed the referral. */
+  readonly outcome: OutcomeView | null;
   readonly timelineEvents: TimelineEventView[];
 }
 
@@ -158,16 +195,26 @@ export interface ReferralPartsColumns {
     createdAt: string;
     institution: { idType: string; id: string; name: string };
   }[];
+  outcome: {
+    code: string;
+    display: string;
+    summary: string | null;
+    attachmentIds: string[];
+    completedByName: string | null;
+    completedAt: string;
+    acknowledgedByName: string | null;
+    acknowledgedAt: string | null;
+  } | null;
   timelineEvents: { id: string; type: string; system: string; description: string; producedAt: string }[];
 }
 
 /**
- * A referral's appointments, notes and timeline as three JSON columns, in the orders of the lists
- * above (appointments by start, then by ID in byte order, whatever the database's collation, so that
- * a write's answer, which orders them in code, lists them as a read does), for the referral whose ID is `referralId` (a value, or a reference to the outer query's
- * column). Every full read of a referral needs all three; reading them in the same statement as the
- * referral saves three round trips, during which the request holds a pooled connection inside its
- * transaction.
+ * A referral's appointments, notes, outcome and timeline as four JSON columns, in the orders of the
+ * lists above (appointments by start, then by ID in byte order, whatever the database's collation, so
+ * that a write's answer, which orders them in code, lists them as a read does), for the referral whose
+ * ID is `referralId` (a value, or a reference to the outer query's column). Every full read of a
+ * referral needs all four; reading them in the same statement as the referral saves four round trips,
+ * during which the request holds a pooled connection inside its transaction.
  */
 export function referralPartsColumns(referralId: string | RawBuilder<unknown>) {
   return [
@@ -184,6 +231,12 @@ export function referralPartsColumns(referralId: string | RawBuilder<unknown>) {
         from notes n
         join institutions i on i.id_type = n.author_institution_id_type and i.id = n.author_institution_id
         where n.referral_id = ${referralId})`.as('notes'),
+    sql<ReferralPartsColumns['outcome']>`(
+      select json_build_object(
+               'code', o.code, 'display', o.display, 'summary', o.summary, 'attachmentIds', o.attachment_ids,
+               'completedByName', o.completed_by_name, 'completedAt', o.completed_at,
+               'acknowledgedByName', o.acknowledged_by_name, 'acknowledgedAt', o.acknowledged_at)
+        from referral_outcomes o where o.referral_id = ${referralId})`.as('outcome'),
     sql<ReferralPartsColumns['timelineEvents']>`(
       select coalesce(json_agg(json_build_object(
                'id', t.id, 'type', t.type, 'system', t.system, 'description', t.description,
@@ -211,6 +264,7 @@ export function toReferralParts(row: ReferralPartsColumns): ReferralParts {
       authorInstitution: n.institution,
       createdAt: dateOf(n.createdAt).toISOString(),
     })),
+    outcome: row.outcome === null ? null : toOutcomeView(row.outcome),
     timelineEvents: row.timelineEvents.map((t) => ({
       id: t.id,
       type: t.type,
@@ -218,5 +272,19 @@ export function toReferralParts(row: ReferralPartsColumns): ReferralParts {
       description: t.description,
       producedAt: dateOf(t.producedAt).toISOString(),
     })),
+  };
+}
+
+function toOutcomeView(o: NonNullable<ReferralPartsColumns['outcome']>): OutcomeView {
+  return {
+    code: o.code,
+    display: o.display,
+    summary: o.summary,
+    attachmentIds: o.attachmentIds,
+    completedByName: o.completedByName,
+    completedAt: dateOf(o.completedAt).toISOString(),
+    ...(o.acknowledgedAt === null
+      ? {}
+      : { acknowledgedAt: dateOf(o.acknowledgedAt).toISOString(), acknowledgedByName: o.acknowledgedByName }),
   };
 }

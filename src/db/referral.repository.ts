@@ -3,6 +3,7 @@
 // compare-and-set on `version`, so concurrent transitions cannot both win (contract §4).
 import { sql, type ExpressionBuilder, type Insertable, type RawBuilder, type Selectable } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
+import { SENDER_ACTS_IN } from '../domain/lifecycle.ts';
 import { ReferralNotFoundError } from '../errors.ts';
 import type { InstitutionView, PatientView, ReferrerView } from '../domain/referral-view.ts';
 import type { EhrForwardingState } from '../domain/referral-view.ts';
@@ -327,7 +328,7 @@ const READ_COLUMNS = [
 ];
 
 /** The columns of a full read (`referralPartsColumns` added to `baseQuery`), by name. */
-const FULL_READ_COLUMNS = [...READ_COLUMNS, 'appointments', 'notes', 'timelineEvents'];
+const FULL_READ_COLUMNS = [...READ_COLUMNS, 'appointments', 'notes', 'outcome', 'timelineEvents'];
 
 /**
  * A full read with what it writes, in one statement: the referral (if the institution may see it),
@@ -402,8 +403,16 @@ function sideMatches(
         eb.or(
           filter.coreStatuses.map((core) =>
             core === 'sender-action-required'
-              ? // "Requires action from the user": only the sender is asked to act.
-                eb.and([eb('r.status', '=', sql.lit('sender-action-required')), sideOf(eb, 'sender', inst)])
+              ? // "Requires action from the user": only the sender is asked to act, to answer the
+                // provider's request or to read its outcome.
+                eb.and([
+                  eb(
+                    'r.status',
+                    'in',
+                    SENDER_ACTS_IN.map((status) => sql.lit(status)),
+                  ),
+                  sideOf(eb, 'sender', inst),
+                ])
               : eb(
                   'r.status',
                   'in',

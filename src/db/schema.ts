@@ -129,6 +129,31 @@ export interface AttachmentsTable {
   created_at: Timestamp;
 }
 
+export interface OutcomeCodesTable {
+  code: string;
+  display: string;
+  summary_required: boolean;
+  active: boolean;
+  position: number;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface ReferralOutcomesTable {
+  referral_id: string;
+  code: string;
+  display: string;
+  summary: string | null;
+  /** JSON: the IDs of the provider's attachments that are part of the outcome, in the order given. */
+  attachment_ids: ColumnType<string[], string, string>;
+  completed_by_name: string | null;
+  requester_identifier: string | null;
+  system: string;
+  completed_at: Timestamp;
+  acknowledged_by_name: string | null;
+  acknowledged_at: Timestamp | null;
+}
+
 export interface AttachmentContentsTable {
   attachment_id: string;
   content: Buffer;
@@ -320,6 +345,8 @@ export interface Database {
   notes: NotesTable;
   attachments: AttachmentsTable;
   attachment_contents: AttachmentContentsTable;
+  outcome_codes: OutcomeCodesTable;
+  referral_outcomes: ReferralOutcomesTable;
   timeline_events: TimelineEventsTable;
   audit_events: AuditEventsTable;
   idempotency_keys: IdempotencyKeysTable;

@@ -24,6 +24,8 @@ export const ACTIONS = [
   'reject',
   'request-action',
   'upsert-appointment',
+  'complete',
+  'acknowledge-outcome',
   'add-note',
   'add-attachment',
 ] as const;
@@ -43,6 +45,8 @@ export const OPERATION_OF_ACTION: Readonly<Record<Action, Operation>> = {
   reject: 'reject',
   'request-action': 'request-action',
   'upsert-appointment': 'upsert-appointment',
+  complete: 'complete',
+  'acknowledge-outcome': 'acknowledge-outcome',
   'add-note': 'add-note',
   'add-attachment': 'add-attachment',
 };

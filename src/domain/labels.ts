@@ -33,12 +33,15 @@ export const STATUS_LABELS: Readonly<Record<Status, string>> = {
   scheduled: 'Appointment scheduled',
   rejected: 'Rejected',
   cancelled: 'Cancelled',
+  completed: 'Completed, outcome awaiting acknowledgement',
+  'outcome-acknowledged': 'Completed, outcome acknowledged',
 };
 
 /** The same, for the sender in its own form, where the action is the reader's. */
 export const STATUS_LABELS_FOR_SENDER: Readonly<Record<Status, string>> = {
   ...STATUS_LABELS,
   'sender-action-required': 'Action required from you',
+  completed: 'Completed: read and acknowledge the outcome',
 };
 
 export const APPOINTMENT_STATUS_LABELS: Readonly<Record<AppointmentStatus, string>> = {

@@ -47,6 +47,8 @@ const SUBMITTED: readonly Status[] = [
   'scheduled',
   'rejected',
   'cancelled',
+  'completed',
+  'outcome-acknowledged',
 ];
 const ALL: readonly Status[] = ['draft', ...SUBMITTED];
 
@@ -115,6 +117,21 @@ export const LIFECYCLE = {
     event: null,
     outbox: [],
   },
+  // The provider closes the loop: what happened, in a code of the catalog's list and the consult
+  // summary. The national record gets the form again, now with its Outcome section. The referral waits
+  // for the sender to read the outcome (it is listed under sender-action-required until then).
+  complete: {
+    from: { provider: ['accepted', 'scheduled'] },
+    to: { kind: 'status', status: 'completed' },
+    event: 'referral.completed',
+    outbox: ['ehr-forward'],
+  },
+  'acknowledge-outcome': {
+    from: { sender: ['completed'] },
+    to: { kind: 'status', status: 'outcome-acknowledged' },
+    event: 'referral.outcome-acknowledged',
+    outbox: [],
+  },
   'add-note': {
     from: { sender: ALL, provider: SUBMITTED },
     to: { kind: 'same' },
@@ -172,6 +189,8 @@ export const OPERATION_VERBS: Readonly<Record<Operation, string>> = {
   reject: 'reject',
   'request-action': 'request sender action on',
   'upsert-appointment': 'change appointments of',
+  complete: 'complete',
+  'acknowledge-outcome': 'acknowledge the outcome of',
   'add-note': 'add a note to',
   'add-attachment': 'attach a file to',
   'remove-attachment': 'remove a file from',
@@ -281,6 +300,31 @@ export function isBookkeeping(operation: Operation): boolean {
 export const DRAFT: Status = LIFECYCLE.create.to.status;
 /** The status in which the provider waits for the sender (the target of `request-action`). */
 const AWAITING_SENDER: Status = LIFECYCLE['request-action'].to.status;
+/** The status in which the provider's outcome waits for the sender to read it (the target of `complete`). */
+export const OUTCOME_TO_ACKNOWLEDGE: Status = LIFECYCLE.complete.to.status;
+
+/**
+ * The statuses in which the sender must act (the list's `sender-action-required`): those from which
+ * the sender may answer the provider's request, or acknowledge its outcome.
+ */
+export const SENDER_ACTS_IN: readonly Status[] = [AWAITING_SENDER, OUTCOME_TO_ACKNOWLEDGE];
+
+export type SenderActionReason = 'provider-request' | 'outcome-to-acknowledge';
+
+/** Why the sender must act, in words for the sender's worklist. */
+export const SENDER_ACTION_WORDS: Readonly<Record<SenderActionReason, string>> = {
+  'provider-request':
+    'The provider asked you to act on the referral (the timeline gives its reason): update it and submit it again.',
+  'outcome-to-acknowledge':
+    'The provider completed the referral and reported its outcome: read it and acknowledge it.',
+};
+
+/** Why the sender must act on a referral in `status`, or undefined when it need not. */
+export function senderActionReason(status: Status): SenderActionReason | undefined {
+  if (status === AWAITING_SENDER) return 'provider-request';
+  if (status === OUTCOME_TO_ACKNOWLEDGE) return 'outcome-to-acknowledge';
+  return undefined;
+}
 
 /**
  * How the sender may change the referral now, as the lifecycle table allows `update`: complete a

@@ -2,6 +2,8 @@
 // draws the ehrForm from them. Unset values are null; `submittedAt` is absent for drafts.
 import type { FormAttachment } from './attachments.ts';
 import type { Action, BlockedAction } from './actions.ts';
+import type { SenderActionReason } from './lifecycle.ts';
+import type { OutcomeView } from './outcome.ts';
 import type { AppointmentStatus, CoreStatus, OfferingCategory, Status } from './statuses.ts';
 
 export interface InstitutionView {
@@ -62,10 +64,18 @@ export interface ReferralSummaryView {
   readonly allowedActions: Action[];
   /** What else the caller's side may do in general, and why not now. */
   readonly blockedActions: BlockedAction[];
+  /**
+   * For the sender, while the referral waits for it (it is listed under `sender-action-required`):
+   * why, as a code and in words. Absent otherwise.
+   */
+  readonly actionRequired?: { readonly reason: SenderActionReason; readonly description: string };
 }
 
 /** The summary as stored, the same for every caller: what the ehrForm and the FHIR view draw from. */
-export type StoredSummaryView = Omit<ReferralSummaryView, 'allowedActions' | 'blockedActions'>;
+export type StoredSummaryView = Omit<
+  ReferralSummaryView,
+  'allowedActions' | 'blockedActions' | 'actionRequired'
+>;
 
 export interface AppointmentView {
   readonly id: string;
@@ -112,6 +122,8 @@ export interface ReferralView extends ReferralSummaryView {
   readonly appointments: AppointmentView[];
   readonly links: LinkView[];
   readonly notes: NoteView[];
+  /** The provider's outcome, once it completed the referral; absent before. */
+  readonly outcome?: OutcomeView;
   readonly timelineEvents: TimelineEventView[];
   readonly ehrForwarding: EhrForwardingView;
   readonly ehrForm?: string;
@@ -124,5 +136,11 @@ export interface ReferralView extends ReferralSummaryView {
  */
 export type EhrFormSource = Omit<
   ReferralView,
-  'links' | 'ehrForwarding' | 'ehrForm' | 'ehrFormType' | 'allowedActions' | 'blockedActions'
+  | 'links'
+  | 'ehrForwarding'
+  | 'ehrForm'
+  | 'ehrFormType'
+  | 'allowedActions'
+  | 'blockedActions'
+  | 'actionRequired'
 > & { readonly attachments?: readonly FormAttachment[] };

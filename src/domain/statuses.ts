@@ -9,6 +9,8 @@ export const STATUSES = [
   'scheduled',
   'rejected',
   'cancelled',
+  'completed',
+  'outcome-acknowledged',
 ] as const;
 export type Status = (typeof STATUSES)[number];
 
@@ -19,6 +21,7 @@ export const CORE_STATUSES = [
   'rejected',
   'cancelled',
   'sender-action-required',
+  'completed',
 ] as const;
 export type CoreStatus = (typeof CORE_STATUSES)[number];
 
@@ -30,6 +33,8 @@ export const CORE_STATUS_OF: Readonly<Record<Status, CoreStatus>> = {
   scheduled: 'confirmed',
   rejected: 'rejected',
   cancelled: 'cancelled',
+  completed: 'completed',
+  'outcome-acknowledged': 'completed',
 };
 
 /** The statuses whose coreStatus is `core`. */

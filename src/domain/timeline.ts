@@ -83,6 +83,18 @@ export const timeline = {
         };
     }
   },
+  // The consult summary is not quoted: it is clinical, and the timeline goes to webhooks and the
+  // event feed. The outcome's words are the catalog's.
+  completed: (actor: string, outcome: string, files: number): TimelineEntry => ({
+    type: LIFECYCLE.complete.event,
+    description:
+      `${actor} completed the referral: ${outcome}.` +
+      (files === 0 ? '' : ` ${files === 1 ? 'One file is' : `${files} files are`} part of the outcome.`),
+  }),
+  outcomeAcknowledged: (actor: string): TimelineEntry => ({
+    type: LIFECYCLE['acknowledge-outcome'].event,
+    description: `${actor} acknowledged the outcome of the referral.`,
+  }),
   noteAdded: (actor: string): TimelineEntry => ({
     type: LIFECYCLE['add-note'].event,
     description: `${actor} added a note.`,

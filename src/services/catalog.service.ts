@@ -1,4 +1,5 @@
-// Loads the catalog (contract §1): systems, institutions and offerings from a JSON document. The
+// Loads the catalog (contract §1): systems, institutions, offerings and the providers' outcome codes
+// from a JSON document. The
 // document is checked whole before anything is written, and loading is one transaction and an
 // upsert by ID, so loading the same file twice changes nothing and a bad file changes nothing.
 import fs from 'node:fs/promises';
@@ -6,6 +7,7 @@ import type { Kysely, Transaction } from 'kysely';
 import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
 import { REFHUB_SYSTEM } from '../domain/lifecycle.ts';
+import { OUTCOME_CODE_PATTERN } from '../domain/outcome.ts';
 import { INSTITUTION_ID_TYPES, OFFERING_CATEGORIES } from '../domain/statuses.ts';
 import { ValidationError } from '../errors.ts';
 import { catalogRepository, type CatalogRepository } from '../db/catalog.repository.ts';
@@ -46,6 +48,20 @@ export const CatalogDocument = Type.Object(
       ),
       { maxItems: 100_000 },
     ),
+    outcomes: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            code: Type.String({ pattern: OUTCOME_CODE_PATTERN }),
+            display: Text(200),
+            summaryRequired: Type.Optional(Type.Boolean()),
+            active: Type.Optional(Type.Boolean()),
+          },
+          { additionalProperties: false },
+        ),
+        { maxItems: 200 },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -55,6 +71,7 @@ export interface CatalogSummary {
   readonly systems: number;
   readonly institutions: number;
   readonly offerings: number;
+  readonly outcomes: number;
 }
 
 /** What the database already holds, so a file may refer to systems and institutions loaded before. */
@@ -118,6 +135,12 @@ export function parseCatalog(
       });
     }
   });
+  const codes = new Set<string>();
+  (document.outcomes ?? []).forEach((o, index) => {
+    if (codes.has(o.code))
+      problems.push({ path: `/outcomes/${index}/code`, message: `repeats outcome ${o.code}` });
+    codes.add(o.code);
+  });
   if (problems.length > 0) throw new ValidationError(problems);
   return document;
 }
@@ -147,10 +170,15 @@ export async function loadCatalogIn(trx: Transaction<Database>, document: unknow
   await repo.upsertOfferings(
     catalog.offerings.map((o) => ({ ...o, cancellable: o.cancellable ?? true, active: o.active ?? true })),
   );
+  const outcomes = catalog.outcomes ?? [];
+  await repo.upsertOutcomeCodes(
+    outcomes.map((o) => ({ ...o, summaryRequired: o.summaryRequired ?? true, active: o.active ?? true })),
+  );
   return {
     systems: catalog.systems.length,
     institutions: catalog.institutions.length,
     offerings: catalog.offerings.length,
+    outcomes: outcomes.length,
   };
 }
 
@@ -182,6 +210,9 @@ export function createCatalogService(deps: { db: Kysely<Database> }) {
 
     /** Every offering, active or not, with its provider: what the web form lets a sender choose from. */
     listOfferings: () => catalogRepository(deps.db).listOfferings(),
+
+    /** Every outcome code, in use or withdrawn, in the catalog file's order. */
+    listOutcomeCodes: () => catalogRepository(deps.db).listOutcomeCodes(),
   };
 }
 

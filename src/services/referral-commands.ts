@@ -6,6 +6,7 @@ import { APPOINTMENT_WINDOW_YEARS, isWithinAppointmentWindow } from '../domain/a
 import type { Clock } from '../domain/clock.ts';
 import type { DisplayTime } from '../domain/display-time.ts';
 import { decide } from '../domain/lifecycle.ts';
+import type { OutcomeView } from '../domain/outcome.ts';
 import type { NoteView, ReferralSummaryView, ReferralView } from '../domain/referral-view.ts';
 import type { AppointmentStatus, Party } from '../domain/statuses.ts';
 import { missingForSubmit } from '../domain/submission.ts';
@@ -18,6 +19,7 @@ import {
   ValidationError,
 } from '../errors.ts';
 import type { InstitutionRef } from '../domain/access.ts';
+import { attachmentRepository } from '../db/attachments.repository.ts';
 import { catalogRepository } from '../db/catalog.repository.ts';
 import { auditEventOf } from '../db/audit.repository.ts';
 import { REFERRAL_WRITE_RETURNING, type ReferralWrite } from '../db/change-log.repository.ts';
@@ -54,6 +56,14 @@ export interface CommandDeps {
   readonly links: LinkMinter;
   /** Writes the times in timeline sentences (an appointment's start) in the display zone. */
   readonly displayTime: DisplayTime;
+}
+
+export interface OutcomeInput {
+  readonly outcomeCode: string;
+  readonly summary?: string | undefined;
+  /** The provider's own attachments of this referral that are part of the outcome. */
+  readonly attachmentIds?: readonly string[] | undefined;
+  readonly completedByName?: string | undefined;
 }
 
 export interface AppointmentInput {
@@ -328,6 +338,85 @@ export function createReferralCommands(deps: CommandDeps) {
       );
     },
 
+    complete(caller: Caller, id: string, input: OutcomeInput, ifMatch?: number): Promise<ReferralView> {
+      return mutate(
+        caller,
+        id,
+        'complete',
+        ifMatch,
+        async ({ db, record, party, now }) => {
+          const decision = decide('complete', party, statusInput(record));
+          const outcome = await checkedOutcome(db, record.id, input);
+          const completedByName = input.completedByName?.trim() || personIn(caller);
+          const view: OutcomeView = {
+            code: outcome.code,
+            display: outcome.display,
+            summary: outcome.summary,
+            attachmentIds: [...outcome.attachmentIds],
+            completedByName,
+            completedAt: now.toISOString(),
+          };
+          return {
+            decision,
+            events: [
+              timeline.completed(
+                actorName(record, party, completedByName),
+                outcome.display,
+                outcome.attachmentIds.length,
+              ),
+            ],
+            children: {
+              writes: (db: Executor) => [
+                childWrites.insertOutcome(db, {
+                  ...outcome,
+                  referralId: record.id,
+                  completedByName,
+                  requesterIdentifier: caller.requesterIdentifier,
+                  system: caller.system,
+                  completedAt: now,
+                }),
+              ],
+              parts: (before) => ({ ...before, outcome: view }),
+            },
+          };
+        },
+        fullView(caller),
+      );
+    },
+
+    acknowledgeOutcome(
+      caller: Caller,
+      id: string,
+      input: { acknowledgedByName?: string | undefined },
+      ifMatch?: number,
+    ): Promise<ReferralView> {
+      return mutate(
+        caller,
+        id,
+        'acknowledge-outcome',
+        ifMatch,
+        ({ record, parts, party, now }) => {
+          const decision = decide('acknowledge-outcome', party, statusInput(record));
+          const byName = input.acknowledgedByName?.trim() || personIn(caller);
+          const outcome = parts.outcome;
+          // The table lets the sender acknowledge only a completed referral, which has its outcome.
+          if (outcome === null) throw new Error(`referral ${record.id} is completed without an outcome`);
+          return Promise.resolve({
+            decision,
+            events: [timeline.outcomeAcknowledged(actorName(record, party, byName))],
+            children: {
+              writes: (db: Executor) => [childWrites.acknowledgeOutcome(db, record.id, byName, now)],
+              parts: (before) => ({
+                ...before,
+                outcome: { ...outcome, acknowledgedAt: now.toISOString(), acknowledgedByName: byName },
+              }),
+            },
+          });
+        },
+        fullView(caller),
+      );
+    },
+
     addNote(
       caller: Caller,
       id: string,
@@ -438,9 +527,45 @@ export async function newDraft(
     },
     after: {
       record: inserted.after,
-      parts: { appointments: [], notes: [], timelineEvents: timelineViewsOf(events) },
+      parts: { appointments: [], notes: [], outcome: null, timelineEvents: timelineViewsOf(events) },
     },
   };
+}
+
+/**
+ * The outcome `input` names, checked against the catalog and the referral's files: a code the catalog
+ * offers now, the summary it requires, and files the provider itself added that the scanner did not
+ * reject, each named once.
+ */
+async function checkedOutcome(db: Executor, referralId: string, input: OutcomeInput) {
+  const code = await catalogRepository(db).findOutcomeCode(input.outcomeCode);
+  const problems: { path: string; message: string }[] = [];
+  if (code === undefined || !code.active) {
+    problems.push({
+      path: 'body.outcomeCode',
+      message: `is not an outcome the catalog offers (GET /api/v1/outcome-codes lists them)`,
+    });
+  }
+  const summary = input.summary?.trim() ? input.summary : null;
+  if (code?.summaryRequired === true && summary === null) {
+    problems.push({ path: 'body.summary', message: `is required with outcome ${code.code}` });
+  }
+  const ids = input.attachmentIds ?? [];
+  if (ids.length > 0) {
+    const files = new Map((await attachmentRepository(db).list(referralId)).map((a) => [a.id, a]));
+    ids.forEach((fileId, index) => {
+      const file = files.get(fileId);
+      const path = `body.attachmentIds.${index}`;
+      if (ids.indexOf(fileId) !== index) problems.push({ path, message: 'names a file twice' });
+      else if (file === undefined) problems.push({ path, message: 'is not an attachment of this referral' });
+      else if (file.addedBy !== 'provider')
+        problems.push({ path, message: "is the sender's attachment; name the provider's own files" });
+      else if (file.scanState === 'rejected')
+        problems.push({ path, message: 'was rejected by the malware scan' });
+    });
+  }
+  if (problems.length > 0 || code === undefined) throw new ValidationError(problems);
+  return { code: code.code, display: code.display, summary, attachmentIds: ids };
 }
 
 function statusInput(record: ReferralRecord) {

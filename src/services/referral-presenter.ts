@@ -2,7 +2,8 @@
 // caller; the summary a caller gets adds the actions its side may take (allowedActions and
 // blockedActions), which read only columns every read of a referral already has.
 import { callerActions, type ReferralActions } from '../domain/actions.ts';
-import { isCancellable } from '../domain/lifecycle.ts';
+import { isOnSide } from '../domain/access.ts';
+import { isCancellable, SENDER_ACTION_WORDS, senderActionReason } from '../domain/lifecycle.ts';
 import type {
   EhrForwardingView,
   OfferingView,
@@ -28,7 +29,15 @@ export function toSummary(
   // A cancel option may be offered to whoever reads; ops, acting on no referral, reads the sender's.
   const cancellable =
     caller.role === 'ops' ? stored.isCancellable : actions.allowedActions.includes('cancel');
-  return { ...stored, ...actions, isCancellable: cancellable };
+  const reason = senderActionReason(record.status);
+  const waitsForCaller =
+    reason !== undefined && caller.role === 'sender' && isOnSide(record, caller.institution, 'sender');
+  return {
+    ...stored,
+    ...actions,
+    isCancellable: cancellable,
+    ...(waitsForCaller ? { actionRequired: { reason, description: SENDER_ACTION_WORDS[reason] } } : {}),
+  };
 }
 
 /** The summary as stored, the same for every caller (`isCancellable` as the sender's answer). */

@@ -52,8 +52,13 @@ export interface ReferralPage {
 }
 
 /** What accumulates on a referral after it is written, as the views present it. */
-function presentParts({ appointments, notes, timelineEvents }: ReferralParts) {
-  return { appointments: appointments.map(toAppointmentView), notes, timelineEvents };
+function presentParts({ appointments, notes, outcome, timelineEvents }: ReferralParts) {
+  return {
+    appointments: appointments.map(toAppointmentView),
+    notes,
+    ...(outcome === null ? {} : { outcome }),
+    timelineEvents,
+  };
 }
 
 /**

@@ -25,6 +25,7 @@ interface DemoCatalog {
   systems: string[];
   institutions: { idType: string; id: string; name: string }[];
   offerings: DemoOffering[];
+  outcomes: { code: string; display: string; summaryRequired?: boolean; active?: boolean }[];
 }
 
 const DEMO = JSON.parse(fs.readFileSync(DEMO_CATALOG_FILE, 'utf8')) as DemoCatalog;
@@ -45,6 +46,7 @@ async function snapshot(store: Store) {
       .orderBy('id')
       .execute(),
     offerings: await store.db.selectFrom('offerings').selectAll().orderBy('id').execute(),
+    outcomes: await store.db.selectFrom('outcome_codes').selectAll().orderBy('code').execute(),
   };
 }
 
@@ -66,6 +68,14 @@ describe('the demo catalog', () => {
     expect(senders.length).toBeGreaterThanOrEqual(2);
     expect(providers.size).toBeGreaterThanOrEqual(2);
     for (const provider of providers) expect(institutions).toContain(provider);
+  });
+
+  it('lists outcomes a provider reports, one of which needs no summary', () => {
+    const outcomes = DEMO.outcomes;
+    expect(outcomes.map((o) => o.code)).toEqual(
+      expect.arrayContaining(['seen-discharged', 'seen-follow-up', 'referred-on', 'did-not-attend']),
+    );
+    expect(outcomes.find((o) => o.code === 'did-not-attend')?.summaryRequired).toBe(false);
   });
 
   it('lists the systems HAS, Epic and PartnersBuddy', () => {
@@ -108,6 +118,7 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
       systems: DEMO.systems.length,
       institutions: DEMO.institutions.length,
       offerings: DEMO.offerings.length,
+      outcomes: DEMO.outcomes.length,
     });
     const repo = catalogRepository(store.db);
     expect(await repo.listSystems()).toEqual(['Epic', 'HAS', 'Manual', 'PartnersBuddy']);
@@ -132,6 +143,15 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
       name: 'Bukit Timah Family Clinic',
     });
     expect(await repo.findOffering('nope')).toBeUndefined();
+    // The outcome codes, in the file's order, with their defaults.
+    expect((await repo.listOutcomeCodes()).map((o) => o.code)).toEqual(DEMO.outcomes.map((o) => o.code));
+    expect(await repo.findOutcomeCode('seen-discharged')).toEqual({
+      code: 'seen-discharged',
+      display: 'Seen and discharged to the referring clinic',
+      summaryRequired: true,
+      active: true,
+    });
+    expect(await repo.findOutcomeCode('nope')).toBeUndefined();
     expect(await repo.findInstitution({ idType: 'hci', id: 'NOPE' })).toBeUndefined();
   });
 
@@ -146,6 +166,27 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
     expect(second.offerings).toHaveLength(DEMO.offerings.length);
     // Timestamps included: an identical load rewrites nothing.
     expect(second).toEqual(first);
+  });
+
+  it('updates outcome words by code and keeps a code left out of a later file', async () => {
+    const changed = demo();
+    changed.outcomes = [
+      { code: 'did-not-attend', display: 'Did not attend two appointments', summaryRequired: true },
+      { code: 'seen-discharged', display: 'Seen and discharged', active: false },
+    ];
+    await catalog.load(changed);
+    const repo = catalogRepository(store.db);
+    expect(await repo.findOutcomeCode('did-not-attend')).toEqual({
+      code: 'did-not-attend',
+      display: 'Did not attend two appointments',
+      summaryRequired: true,
+      active: true,
+    });
+    expect((await repo.findOutcomeCode('seen-discharged'))?.active).toBe(false);
+    // A code is never deleted: referrals completed with it keep it. The new file's order comes first.
+    const codes = (await repo.listOutcomeCodes()).map((o) => o.code);
+    expect(codes.slice(0, 2)).toEqual(['did-not-attend', 'seen-discharged']);
+    expect(codes).toContain('referred-on');
   });
 
   it('updates names and offering fields by ID', async () => {
@@ -282,6 +323,24 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
       (doc) => doc.institutions.push({ ...doc.institutions[0]!, name: 'Another' }),
       `/institutions/${DEMO.institutions.length}/id`,
       /S1234A/,
+    ],
+    [
+      'a duplicate outcome code',
+      (doc) => doc.outcomes.push({ ...doc.outcomes[0]!, display: 'Another' }),
+      `/outcomes/${DEMO.outcomes.length}/code`,
+      /seen-discharged/,
+    ],
+    [
+      'an outcome code with capitals',
+      (doc) => (doc.outcomes[1]!.code = 'Seen'),
+      '/outcomes/1/code',
+      /pattern|match/,
+    ],
+    [
+      'an outcome without words',
+      (doc) => (doc.outcomes[2]!.display = ''),
+      '/outcomes/2/display',
+      /fewer|least|short/,
     ],
     [
       'a bad category',

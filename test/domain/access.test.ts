@@ -30,6 +30,7 @@ const SENDER_OPERATIONS: readonly Operation[] = [
   'delete',
   'cancel',
   'back-to-draft',
+  'acknowledge-outcome',
   'add-note',
   'add-attachment',
   'remove-attachment',
@@ -40,6 +41,7 @@ const PROVIDER_OPERATIONS: readonly Operation[] = [
   'reject',
   'request-action',
   'upsert-appointment',
+  'complete',
   'add-note',
   'add-attachment',
 ];

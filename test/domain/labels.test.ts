@@ -90,6 +90,8 @@ describe('clinical timeline events', () => {
         'referral.accepted',
         'referral.rejected',
         'referral.sender-action-required',
+        'referral.completed',
+        'referral.outcome-acknowledged',
         'note.created',
         'referral.attachment-added',
         'referral.attachment-removed',

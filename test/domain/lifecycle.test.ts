@@ -39,6 +39,8 @@ const ALLOWED_FROM: Readonly<Record<Operation, Partial<Record<Actor, readonly St
   reject: { provider: ['pending-acceptance', 'accepted'] },
   'request-action': { provider: ['pending-acceptance', 'accepted'] },
   'upsert-appointment': { provider: ['accepted', 'scheduled'] },
+  complete: { provider: ['accepted', 'scheduled'] },
+  'acknowledge-outcome': { sender: ['completed'] },
   // "any except deleted"; a provider never sees a draft (contract §2), so it cannot note one.
   'add-note': { sender: [...STATUSES], provider: SUBMITTED },
   'add-attachment': {
@@ -63,6 +65,8 @@ const LEADS_TO: Readonly<Record<Exclude<Operation, 'upsert-appointment'>, Status
   accept: 'accepted',
   reject: 'rejected',
   'request-action': 'sender-action-required',
+  complete: 'completed',
+  'acknowledge-outcome': 'outcome-acknowledged',
   'add-note': 'same',
   'add-attachment': 'same',
   'remove-attachment': 'same',
@@ -83,6 +87,8 @@ const EVENTS: Readonly<Record<Operation, string | null>> = {
   reject: 'referral.rejected',
   'request-action': 'referral.sender-action-required',
   'upsert-appointment': null,
+  complete: 'referral.completed',
+  'acknowledge-outcome': 'referral.outcome-acknowledged',
   'add-note': 'note.created',
   'add-attachment': 'referral.attachment-added',
   'remove-attachment': 'referral.attachment-removed',
@@ -108,9 +114,9 @@ describe('LIFECYCLE against contract §4', () => {
   });
 
   it('walks every (status, operation, actor) triple', () => {
-    // A guard that the walk below is exhaustive: 7 statuses × 16 operations × 3 actors.
+    // A guard that the walk below is exhaustive: 9 statuses × 18 operations × 3 actors.
     expect(TRIPLES).toHaveLength(STATUSES.length * OPERATIONS.length * ACTORS.length);
-    expect(TRIPLES.length).toBe(336);
+    expect(TRIPLES.length).toBe(486);
   });
 
   describe.each([true, false])('offering cancellable: %s', (cancellable) => {
@@ -230,11 +236,12 @@ describe('outbox topics', () => {
     }
   });
 
-  it('enqueues ehr-forward for submit and cancel, and for nothing else (contract §7)', () => {
+  it('enqueues ehr-forward for submit, cancel and complete, and for nothing else (contract §7)', () => {
+    // Complete sends the national record the form again, with the provider's outcome.
     const forwarding = OPERATIONS.filter((op) =>
       (LIFECYCLE[op].outbox as readonly string[]).includes('ehr-forward'),
     );
-    expect(forwarding.sort()).toEqual(['cancel', 'submit']);
+    expect(forwarding.sort()).toEqual(['cancel', 'complete', 'submit']);
   });
 });
 

@@ -14,6 +14,8 @@ export type ActionName =
   | 'reject'
   | 'request-action'
   | 'upsert-appointment'
+  | 'complete'
+  | 'acknowledge-outcome'
   | 'add-note'
   | 'add-attachment';
 
@@ -43,6 +45,8 @@ export const SUCCESS_STATUS: Readonly<Record<ActionName, number>> = {
   reject: 200,
   'request-action': 200,
   'upsert-appointment': 200,
+  complete: 200,
+  'acknowledge-outcome': 200,
   'add-note': 201,
   'add-attachment': 201,
 };
@@ -87,6 +91,10 @@ export function actionRequest(
           location: input.text,
         },
       };
+    case 'complete':
+      return post('complete', { outcomeCode: 'seen-discharged', summary: input.text });
+    case 'acknowledge-outcome':
+      return post('acknowledge-outcome');
     case 'add-note':
       return post('notes', { content: input.text });
     case 'add-attachment':

@@ -6,13 +6,23 @@ import type { ActionName } from './action-calls.ts';
 
 /** The actions each party has at all. */
 export const PARTY_ACTIONS: Readonly<Record<Party, readonly ActionName[]>> = {
-  sender: ['edit', 'submit', 'delete', 'back-to-draft', 'cancel', 'add-note', 'add-attachment'],
+  sender: [
+    'edit',
+    'submit',
+    'delete',
+    'back-to-draft',
+    'cancel',
+    'acknowledge-outcome',
+    'add-note',
+    'add-attachment',
+  ],
   provider: [
     'cancel',
     'accept',
     'reject',
     'request-action',
     'upsert-appointment',
+    'complete',
     'add-note',
     'add-attachment',
   ],
@@ -27,16 +37,28 @@ export const CONTRACT_ALLOWED: Readonly<Record<Party, Readonly<Record<Status, re
     scheduled: ['add-note'],
     rejected: ['add-note'],
     cancelled: ['add-note'],
+    completed: ['acknowledge-outcome', 'add-note'],
+    'outcome-acknowledged': ['add-note'],
   },
   provider: {
     // A provider never sees a draft (contract §2); the table gives it nothing there either.
     draft: [],
     'pending-acceptance': ['cancel', 'accept', 'reject', 'request-action', 'add-note'],
-    accepted: ['cancel', 'reject', 'request-action', 'upsert-appointment', 'add-note', 'add-attachment'],
+    accepted: [
+      'cancel',
+      'reject',
+      'request-action',
+      'upsert-appointment',
+      'complete',
+      'add-note',
+      'add-attachment',
+    ],
     'sender-action-required': ['cancel', 'add-note'],
-    scheduled: ['cancel', 'upsert-appointment', 'add-note', 'add-attachment'],
+    scheduled: ['cancel', 'upsert-appointment', 'complete', 'add-note', 'add-attachment'],
     rejected: ['add-note'],
     cancelled: ['add-note'],
+    completed: ['add-note'],
+    'outcome-acknowledged': ['add-note'],
   },
 };
 

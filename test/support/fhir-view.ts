@@ -20,6 +20,8 @@ export const REQUEST_STATUS: Readonly<Record<Status, string>> = {
   scheduled: 'active',
   rejected: 'revoked',
   cancelled: 'revoked',
+  completed: 'completed',
+  'outcome-acknowledged': 'completed',
 };
 export const TASK_STATUS: Readonly<Record<Status, string>> = {
   draft: 'draft',
@@ -29,6 +31,8 @@ export const TASK_STATUS: Readonly<Record<Status, string>> = {
   scheduled: 'in-progress',
   rejected: 'rejected',
   cancelled: 'cancelled',
+  completed: 'completed',
+  'outcome-acknowledged': 'completed',
 };
 export const APPOINTMENT_STATUS: Readonly<Record<AppointmentStatus, string>> = {
   scheduled: 'booked',

@@ -38,6 +38,7 @@ export interface SummaryJson {
   isCancellable: boolean;
   allowedActions: string[];
   blockedActions: BlockedActionJson[];
+  actionRequired?: { reason: string; description: string };
 }
 
 export interface BlockedActionJson {
@@ -57,9 +58,17 @@ export const DOCUMENTED_ACTIONS = [
   'reject',
   'request-action',
   'upsert-appointment',
+  'complete',
+  'acknowledge-outcome',
   'add-note',
   'add-attachment',
 ];
+/** The statuses in which the sender is asked to act, each with its documented reason. */
+export const SENDER_ACTION_REASONS: Readonly<Partial<Record<Status, string>>> = {
+  'sender-action-required': 'provider-request',
+  completed: 'outcome-to-acknowledge',
+};
+const WITH_OUTCOME: readonly Status[] = ['completed', 'outcome-acknowledged'];
 export const DOCUMENTED_BLOCK_REASONS = ['not-your-side', 'not-in-status', 'offering-not-cancellable'];
 
 export interface AppointmentJson {
@@ -97,6 +106,7 @@ export interface ReferralBody extends SummaryJson {
   links: LinkJson[];
   notes: NoteJson[];
   timelineEvents: TimelineEventJson[];
+  outcome?: Record<string, unknown> & { completedAt: string };
   ehrForwarding: { state: string; attempts: number; lastAttemptAt?: string; sha256?: string };
   ehrForm?: string;
   ehrFormType?: string;
@@ -116,6 +126,8 @@ export const CONTRACT_CORE_STATUS: Readonly<Record<Status, string>> = {
   scheduled: 'confirmed',
   rejected: 'rejected',
   cancelled: 'cancelled',
+  completed: 'completed',
+  'outcome-acknowledged': 'completed',
 };
 
 export const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -182,10 +194,29 @@ function expectSummaryFields(body: SummaryJson): void {
   expect(new Set(listed).size).toBe(listed.length);
 }
 
+/**
+ * The summary's keys for `body`: `submittedAt` once submitted, and `actionRequired` where the sender
+ * is asked to act (only the sender gets it: present or not, it must be the documented one).
+ */
+function summaryKeys(body: SummaryJson): string[] {
+  const reason = SENDER_ACTION_REASONS[body.status];
+  if (body.actionRequired !== undefined) {
+    expect(reason, `actionRequired in ${body.status}`).toBeDefined();
+    expect(keysOf(body.actionRequired)).toEqual(['description', 'reason']);
+    expect(body.actionRequired.reason).toBe(reason);
+    expect(body.actionRequired.description).toMatch(/^[A-Z].+\.$/);
+  }
+  return [
+    ...SUMMARY_KEYS,
+    ...(body.status === 'draft' ? [] : ['submittedAt']),
+    ...(body.actionRequired === undefined ? [] : ['actionRequired']),
+  ];
+}
+
 /** A ReferralSummary (list, delete, cancel, back-to-draft): exactly its fields. */
 export function expectSummaryShape(value: unknown): SummaryJson {
   const body = value as SummaryJson;
-  const keys = body.status === 'draft' ? SUMMARY_KEYS : [...SUMMARY_KEYS, 'submittedAt'];
+  const keys = summaryKeys(body);
   expect(keysOf(body)).toEqual(sorted(keys));
   expectSummaryFields(body);
   return body;
@@ -195,9 +226,9 @@ export function expectSummaryShape(value: unknown): SummaryJson {
 export function expectReferralShape(value: unknown, options: { ehrForm?: boolean } = {}): ReferralBody {
   const body = value as ReferralBody;
   const keys = [
-    ...SUMMARY_KEYS,
+    ...summaryKeys(body),
     ...REFERRAL_KEYS,
-    ...(body.status === 'draft' ? [] : ['submittedAt']),
+    ...(WITH_OUTCOME.includes(body.status) ? ['outcome'] : []),
     ...(options.ehrForm === true ? ['ehrForm', 'ehrFormType'] : []),
   ];
   expect(keysOf(body)).toEqual(sorted(keys));
@@ -220,6 +251,20 @@ export function expectReferralShape(value: unknown, options: { ehrForm?: boolean
     // A sentence for people: capitalised, several words, and no event type inside it.
     expect(e.description).toMatch(/^[A-Z]\S* .+ .+/);
     expect(e.description).not.toMatch(/\b(referral|appt|note|ehr)\.[a-z-]+/);
+  }
+  if (body.outcome !== undefined) {
+    expect(keysOf(body.outcome)).toEqual(
+      sorted([
+        'code',
+        'display',
+        'summary',
+        'attachmentIds',
+        'completedByName',
+        'completedAt',
+        ...(body.status === 'outcome-acknowledged' ? ['acknowledgedAt', 'acknowledgedByName'] : []),
+      ]),
+    );
+    expect(body.outcome.completedAt).toMatch(ISO_MS);
   }
   const produced = body.timelineEvents.map((e) => e.producedAt);
   expect(produced, 'timelineEvents oldest first').toEqual([...produced].sort());

@@ -75,6 +75,16 @@ export async function referralIn(
         reason: 'Not within our scope.',
       })) as ReferralJson;
       break;
+    case 'completed':
+    case 'outcome-acknowledged':
+      await call(t, t.provider, 'POST', url('accept'), {});
+      current = (await call(t, t.provider, 'POST', url('complete'), {
+        outcomeCode: 'seen-discharged',
+        summary: 'Gastroscopy normal. No follow-up needed; continue omeprazole for four weeks.',
+      })) as ReferralJson;
+      if (status === 'outcome-acknowledged')
+        current = (await call(t, t.sender, 'POST', url('acknowledge-outcome'), {})) as ReferralJson;
+      break;
     case 'cancelled':
       await call(t, t.sender, 'POST', url('cancel'), { cancelNote: 'Patient recovered' });
       current = (await call(

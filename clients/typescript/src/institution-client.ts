@@ -6,6 +6,7 @@ import type {
   LinkPrefill,
   LinkUpsertResponse,
   ListFilters,
+  OutcomeCode,
   Referral,
   ReferralFields,
   ReferralPage,
@@ -58,6 +59,12 @@ export class InstitutionClient {
       }),
     );
     return data;
+  }
+
+  /** The outcomes a provider may report when it completes a referral, in the catalog's order. */
+  async outcomeCodes(signal?: AbortSignal): Promise<OutcomeCode[]> {
+    const { data } = await answerOf(this.#api.GET('/api/v1/outcome-codes', { signal }));
+    return data.data;
   }
 
   /** Creates a draft from `prefill` and returns a one-time link into the web form to complete it. */

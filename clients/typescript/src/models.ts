@@ -9,6 +9,8 @@ export type ReferralSummary = Schemas['ReferralSummary'];
 export type ReferralPage = Schemas['ReferralPage'];
 export type Note = Schemas['Note'];
 export type Attachment = Schemas['Attachment'];
+export type Outcome = Schemas['Outcome'];
+export type OutcomeCode = Schemas['OutcomeCode'];
 export type Appointment = Schemas['Appointment'];
 export type TimelineEvent = Schemas['TimelineEvent'];
 export type LinkUpsertResponse = Schemas['LinkUpsertResponse'];
@@ -44,6 +46,8 @@ export type AcceptInput = WithoutActingFor<JsonBody<operations['acceptReferral']
 export type RejectInput = WithoutActingFor<JsonBody<operations['rejectReferral']>>;
 export type RequestActionInput = WithoutActingFor<JsonBody<operations['requestSenderAction']>>;
 export type AppointmentInput = WithoutActingFor<JsonBody<operations['upsertAppointment']>>;
+export type CompleteInput = WithoutActingFor<JsonBody<operations['completeReferral']>>;
+export type AcknowledgeOutcomeInput = WithoutActingFor<JsonBody<operations['acknowledgeReferralOutcome']>>;
 
 /** A file to attach: its bytes, its name, and the type the client believes it has. */
 export interface AttachmentUpload {

@@ -149,6 +149,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/referrals/{referralId}/acknowledge-outcome': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Acknowledge the provider's outcome
+     * @description For a completed referral: the sender read its `outcome`. Until then the referral is listed under the `sender-action-required` filter, with `actionRequired.reason` `outcome-to-acknowledge`.
+     */
+    post: operations['acknowledgeReferralOutcome'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/referrals/{referralId}/notes': {
     parameters: {
       query?: never;
@@ -223,6 +243,46 @@ export interface paths {
      * @description For a referral pending acceptance or accepted. The timeline quotes `reason`; the sender updates the referral and submits it again.
      */
     post: operations['requestSenderAction'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/referrals/{referralId}/complete': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Complete a referral with its outcome
+     * @description For a referral that is accepted or scheduled. `outcomeCode` is a code of GET /outcome-codes; `summary` (the consult summary, plain text) is required unless the code says otherwise. `attachmentIds` names the provider's own files (uploaded first, with POST …/attachments) that are part of the outcome, such as the consultation letter. The referral becomes `completed` and waits for the sender to acknowledge the outcome; the national EHR gets the form again, with its Outcome section.
+     */
+    post: operations['completeReferral'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/outcome-codes': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the outcomes a provider may report
+     * @description The catalog's outcome codes in use, in the catalog's order, with words for people.
+     */
+    get: operations['listOutcomeCodes'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -609,22 +669,36 @@ export interface components {
         | 'sender-action-required'
         | 'scheduled'
         | 'rejected'
-        | 'cancelled';
+        | 'cancelled'
+        | 'completed'
+        | 'outcome-acknowledged';
       /**
        * @description The status to display to users.
        * @enum {unknown}
        */
-      coreStatus: 'draft' | 'pending' | 'confirmed' | 'rejected' | 'cancelled' | 'sender-action-required';
+      coreStatus:
+        'draft' | 'pending' | 'confirmed' | 'rejected' | 'cancelled' | 'sender-action-required' | 'completed';
       /** @description Whether a cancel option may be offered to the caller: equal to whether `cancel` is in its allowedActions. For an ops key, which acts on no referral, the sender's answer. */
       isCancellable: boolean;
       /** @description The actions the caller may run now, for the side of the referral its key acts for, by the lifecycle. A call may still be refused for its content (400, 422 incomplete_referral, 409 limit_exceeded, 412). */
       allowedActions: components['schemas']['AllowedAction'][];
       /** @description The other actions of the caller's side, with the reason each is not allowed now. Actions the side never has (a sender accepting) are in neither list. */
       blockedActions: components['schemas']['BlockedAction'][];
+      /** @description Only for the sender, while the referral waits for it: it is then listed under the `sender-action-required` filter. Absent otherwise. */
+      actionRequired?: {
+        /**
+         * @description Stable code: `provider-request` (the provider asked the sender to act; the timeline gives why) or `outcome-to-acknowledge` (the provider completed the referral; read `outcome` and acknowledge it). More may be added.
+         * @enum {unknown}
+         */
+        reason: 'provider-request' | 'outcome-to-acknowledge';
+        /** @description Why, as a sentence for the sender. */
+        description: string;
+      };
       appointments: components['schemas']['Appointment'][];
       /** @description What the requester can do now, one button each. Minted for the requesterIdentifier. */
       links: components['schemas']['Link'][];
       notes: components['schemas']['Note'][];
+      outcome?: components['schemas']['Outcome'];
       /** @description Oldest first. */
       timelineEvents: components['schemas']['TimelineEvent'][];
       ehrForwarding: components['schemas']['EhrForwarding'];
@@ -674,18 +748,31 @@ export interface components {
         | 'sender-action-required'
         | 'scheduled'
         | 'rejected'
-        | 'cancelled';
+        | 'cancelled'
+        | 'completed'
+        | 'outcome-acknowledged';
       /**
        * @description The status to display to users.
        * @enum {unknown}
        */
-      coreStatus: 'draft' | 'pending' | 'confirmed' | 'rejected' | 'cancelled' | 'sender-action-required';
+      coreStatus:
+        'draft' | 'pending' | 'confirmed' | 'rejected' | 'cancelled' | 'sender-action-required' | 'completed';
       /** @description Whether a cancel option may be offered to the caller: equal to whether `cancel` is in its allowedActions. For an ops key, which acts on no referral, the sender's answer. */
       isCancellable: boolean;
       /** @description The actions the caller may run now, for the side of the referral its key acts for, by the lifecycle. A call may still be refused for its content (400, 422 incomplete_referral, 409 limit_exceeded, 412). */
       allowedActions: components['schemas']['AllowedAction'][];
       /** @description The other actions of the caller's side, with the reason each is not allowed now. Actions the side never has (a sender accepting) are in neither list. */
       blockedActions: components['schemas']['BlockedAction'][];
+      /** @description Only for the sender, while the referral waits for it: it is then listed under the `sender-action-required` filter. Absent otherwise. */
+      actionRequired?: {
+        /**
+         * @description Stable code: `provider-request` (the provider asked the sender to act; the timeline gives why) or `outcome-to-acknowledge` (the provider completed the referral; read `outcome` and acknowledge it). More may be added.
+         * @enum {unknown}
+         */
+        reason: 'provider-request' | 'outcome-to-acknowledge';
+        /** @description Why, as a sentence for the sender. */
+        description: string;
+      };
     };
     ReferralPage: {
       data: components['schemas']['ReferralSummary'][];
@@ -769,6 +856,33 @@ export interface components {
       /** Format: date-time */
       createdAt: string;
     };
+    /** @description The provider's outcome: what happened to the referral. */
+    Outcome: {
+      /** @description A code of the catalog's outcome list (GET /outcome-codes). */
+      code: string;
+      /** @description The code's words for people, as the catalog had them when the referral was completed. */
+      display: string;
+      summary: string | null;
+      /** @description The provider's attachments that are part of the outcome (the consultation letter). */
+      attachmentIds: string[];
+      completedByName: string | null;
+      /** Format: date-time */
+      completedAt: string;
+      /**
+       * Format: date-time
+       * @description When the sender acknowledged the outcome; absent until then.
+       */
+      acknowledgedAt?: string;
+      acknowledgedByName?: string | null;
+    };
+    /** @description An outcome a provider may report, from the catalog. */
+    OutcomeCode: {
+      code: string;
+      /** @description Words for people. */
+      display: string;
+      /** @description Whether completing with this code needs a `summary`. */
+      summaryRequired: boolean;
+    };
     TimelineEvent: {
       /** Format: uuid */
       id: string;
@@ -782,7 +896,7 @@ export interface components {
       producedAt: string;
     };
     /**
-     * @description An operation of the lifecycle a party runs on a referral: `edit` (PATCH, or the link upsert naming the referral), `submit`, `delete`, `back-to-draft`, `cancel`, `accept`, `reject`, `request-action`, `upsert-appointment` (PUT of an appointment) and `add-note` (POST of a note). More may be added.
+     * @description An operation of the lifecycle a party runs on a referral: `edit` (PATCH, or the link upsert naming the referral), `submit`, `delete`, `back-to-draft`, `cancel`, `accept`, `reject`, `request-action`, `upsert-appointment` (PUT of an appointment), `complete` (the provider reports the outcome), `acknowledge-outcome` (the sender read it), `add-note` (POST of a note) and `add-attachment` (POST of a file). More may be added.
      * @enum {unknown}
      */
     AllowedAction:
@@ -795,6 +909,8 @@ export interface components {
       | 'reject'
       | 'request-action'
       | 'upsert-appointment'
+      | 'complete'
+      | 'acknowledge-outcome'
       | 'add-note'
       | 'add-attachment';
     /** @description An action the caller's side has, which it may not run now, and why. */
@@ -1134,7 +1250,15 @@ export interface operations {
          *       "pending"
          *     ]
          */
-        status?: ('draft' | 'pending' | 'confirmed' | 'rejected' | 'cancelled' | 'sender-action-required')[];
+        status?: (
+          | 'draft'
+          | 'pending'
+          | 'confirmed'
+          | 'rejected'
+          | 'cancelled'
+          | 'sender-action-required'
+          | 'completed'
+        )[];
         /**
          * @description Only referrals the institution sends, or receives.
          * @example sender
@@ -1293,7 +1417,13 @@ export interface operations {
         'application/json': {
           /** @description coreStatus values; repeatable. `sender-action-required` selects the referrals that need the caller to act. */
           status?: (
-            'draft' | 'pending' | 'confirmed' | 'rejected' | 'cancelled' | 'sender-action-required'
+            | 'draft'
+            | 'pending'
+            | 'confirmed'
+            | 'rejected'
+            | 'cancelled'
+            | 'sender-action-required'
+            | 'completed'
           )[];
           /**
            * @description Only referrals the institution sends, or receives.
@@ -2886,6 +3016,139 @@ export interface operations {
       };
     };
   };
+  acknowledgeReferralOutcome: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version.
+         * @example W/"1"
+         */
+        'If-Match'?: string;
+        /**
+         * @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409.
+         * @example 6a317e8e-1579-5ea3-b809-54ff808d86e4
+         */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
+        referralId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /**
+           * @description The kind of institution identifier. `hci` is the healthcare institution code.
+           * @enum {unknown}
+           */
+          institutionIdType: 'hci';
+          institutionId: string;
+          /** @description The person using the client system; an email address is preferred. Audited with every call. */
+          requesterIdentifier?: string;
+          acknowledgedByName?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The referral, its outcome acknowledged. */
+      200: {
+        headers: {
+          /** @description The version of the referral as a weak ETag, such as `W/"3"`: it changes with every change to the referral, not with the bridge's bookkeeping. Send it back as `If-Match` to guard a change. */
+          ETag?: string;
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Referral'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
   addReferralNote: {
     parameters: {
       query?: never;
@@ -3425,6 +3688,247 @@ export interface operations {
           'Retry-After'?: number;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
           'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  completeReferral: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version.
+         * @example W/"1"
+         */
+        'If-Match'?: string;
+        /**
+         * @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409.
+         * @example aa49c799-df39-557c-b17a-198a57ad3c1f
+         */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
+        referralId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /**
+           * @description The kind of institution identifier. `hci` is the healthcare institution code.
+           * @enum {unknown}
+           */
+          institutionIdType: 'hci';
+          institutionId: string;
+          /** @description The person using the client system; an email address is preferred. Audited with every call. */
+          requesterIdentifier?: string;
+          outcomeCode: string;
+          summary?: string;
+          attachmentIds?: string[];
+          completedByName?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The referral, completed. */
+      200: {
+        headers: {
+          /** @description The version of the referral as a weak ETag, such as `W/"3"`: it changes with every change to the referral, not with the bridge's bookkeeping. Send it back as `If-Match` to guard a change. */
+          ETag?: string;
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Referral'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  listOutcomeCodes: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version.
+         * @example W/"1"
+         */
+        'If-Match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The outcome codes. */
+      200: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['OutcomeCode'][];
+          };
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -5250,7 +5754,7 @@ export interface operations {
         'application/json': {
           /** @description Where deliveries are POSTed: `https` (plain `http` only outside production); in production its host must resolve to public addresses only, unless an operator allowed it (WEBHOOK_ALLOWED_ADDRESSES). */
           url: string;
-          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.created, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.rejected, referral.sender-action-required, referral.updated. */
+          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.completed, referral.created, referral.outcome-acknowledged, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.rejected, referral.sender-action-required, referral.updated. */
           eventTypes?: string[];
           /** @description A note for people */
           description?: string;
@@ -5614,7 +6118,7 @@ export interface operations {
         'application/json': {
           /** @description Where deliveries are POSTed: `https` (plain `http` only outside production); in production its host must resolve to public addresses only, unless an operator allowed it (WEBHOOK_ALLOWED_ADDRESSES). */
           url?: string;
-          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.created, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.rejected, referral.sender-action-required, referral.updated. */
+          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.completed, referral.created, referral.outcome-acknowledged, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.rejected, referral.sender-action-required, referral.updated. */
           eventTypes?: string[];
           /** @description A note for people */
           description?: string;

@@ -24,6 +24,8 @@ import type {
   ReferralSummary,
   RejectInput,
   RequestActionInput,
+  CompleteInput,
+  AcknowledgeOutcomeInput,
 } from './models.ts';
 import type { paths } from './openapi.generated.ts';
 import { answerOf } from './problems.ts';
@@ -201,6 +203,38 @@ export class ReferralHandle {
     return this.#seen(
       await answerOf(
         this.#api.POST('/api/v1/referrals/{referralId}/request-action', {
+          params: this.#post(options),
+          body: { ...this.#body, ...input },
+          signal: options.signal,
+        }),
+      ),
+    );
+  }
+
+  /**
+   * The provider's outcome: a code of `outcomeCodes()`, the consult summary, and the provider's own
+   * files (attached first) that are part of it.
+   */
+  async complete(input: CompleteInput, options: WriteOptions = {}): Promise<Referral> {
+    return this.#seen(
+      await answerOf(
+        this.#api.POST('/api/v1/referrals/{referralId}/complete', {
+          params: this.#post(options),
+          body: { ...this.#body, ...input },
+          signal: options.signal,
+        }),
+      ),
+    );
+  }
+
+  /** The sender read the provider's outcome: the referral leaves the sender's worklist. */
+  async acknowledgeOutcome(
+    input: AcknowledgeOutcomeInput = {},
+    options: WriteOptions = {},
+  ): Promise<Referral> {
+    return this.#seen(
+      await answerOf(
+        this.#api.POST('/api/v1/referrals/{referralId}/acknowledge-outcome', {
           params: this.#post(options),
           body: { ...this.#body, ...input },
           signal: options.signal,

@@ -1,14 +1,17 @@
-// The provider's operations (contract §5.10): accept, reject, ask the sender to act, and keep the
-// referral's appointments.
+// The provider's operations (contract §5.10): accept, reject, ask the sender to act, keep the
+// referral's appointments, and complete it with its outcome (the catalog's outcome codes are listed
+// here too).
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { ApiDeps } from '../api-deps.ts';
+import { MAX_OUTCOME_SUMMARY, OUTCOME_CODE_PATTERN } from '../../domain/outcome.ts';
 import { APPOINTMENT_STATUSES } from '../../domain/statuses.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { ifMatchOf, institutionOf, referralHeaders } from '../http.ts';
 import {
   ActingFor,
+  MULTILINE,
   PersonName,
   Reason,
   ReferralId,
@@ -18,10 +21,10 @@ import {
 import { GuardedHeaders, GuardedPostHeaders } from '../schemas/headers.ts';
 import { ref } from '../schemas/named.ts';
 import { operation } from '../schemas/operation.ts';
-import { Referral } from '../schemas/referral.schema.ts';
+import { InstitutionParams, OutcomeCode, Referral } from '../schemas/referral.schema.ts';
 import { problems, success } from '../schemas/responses.ts';
 
-export type ProviderRoutesDeps = Pick<ApiDeps, 'referralCommands'>;
+export type ProviderRoutesDeps = Pick<ApiDeps, 'referralCommands' | 'catalog'>;
 
 export function providerRoutes(deps: ProviderRoutesDeps) {
   return (fastify: FastifyInstance) => {
@@ -138,6 +141,94 @@ export function providerRoutes(deps: ProviderRoutesDeps) {
           body.requestedByName,
         );
         return view;
+      },
+    );
+
+    app.post(
+      '/referrals/:referralId/complete',
+      {
+        config: { action: 'referral.complete', responseHeaders: referralHeaders },
+        schema: {
+          ...operation({
+            operationId: 'completeReferral',
+            tag: 'Provider',
+            summary: 'Complete a referral with its outcome',
+            description:
+              'For a referral that is accepted or scheduled. `outcomeCode` is a code of GET /outcome-codes; ' +
+              '`summary` (the consult summary, plain text) is required unless the code says otherwise. ' +
+              "`attachmentIds` names the provider's own files (uploaded first, with POST …/attachments) " +
+              'that are part of the outcome, such as the consultation letter. The referral becomes ' +
+              '`completed` and waits for the sender to acknowledge the outcome; the national EHR gets the ' +
+              'form again, with its Outcome section.',
+          }),
+          headers: GuardedPostHeaders,
+          params: ReferralIdParams,
+          body: Type.Object(
+            {
+              ...ActingFor,
+              outcomeCode: Type.String({ pattern: OUTCOME_CODE_PATTERN, maxLength: 64 }),
+              summary: Type.Optional(
+                Type.String({ minLength: 1, maxLength: MAX_OUTCOME_SUMMARY, [MULTILINE]: true }),
+              ),
+              attachmentIds: Type.Optional(
+                Type.Array(Type.String({ format: 'uuid' }), { maxItems: 20, uniqueItems: true }),
+              ),
+              completedByName: Type.Optional(PersonName),
+            },
+            { additionalProperties: false },
+          ),
+          response: {
+            200: success(ref(Referral), 'The referral, completed.', { etag: true, idempotent: true }),
+            ...problems({ idempotent: true }),
+          },
+        },
+      },
+      async (request) => {
+        const { body } = request;
+        const caller = callerOf(request, institutionOf(body), body.requesterIdentifier);
+        return await commands.complete(
+          caller,
+          request.params.referralId,
+          {
+            outcomeCode: body.outcomeCode,
+            summary: body.summary,
+            attachmentIds: body.attachmentIds,
+            completedByName: body.completedByName,
+          },
+          ifMatchOf(request),
+        );
+      },
+    );
+
+    app.get(
+      '/outcome-codes',
+      {
+        config: { action: 'catalog.outcome-codes' },
+        schema: {
+          ...operation({
+            operationId: 'listOutcomeCodes',
+            tag: 'Provider',
+            summary: 'List the outcomes a provider may report',
+            description:
+              "The catalog's outcome codes in use, in the catalog's order, with words for people: what " +
+              'POST /referrals/{referralId}/complete takes as `outcomeCode`.',
+          }),
+          querystring: InstitutionParams,
+          response: {
+            200: success(Type.Object({ data: Type.Array(ref(OutcomeCode)) }), 'The outcome codes.'),
+            ...problems(),
+          },
+        },
+      },
+      async (request) => {
+        // The key must act for the institution it names, as on every read.
+        callerOf(request, institutionOf(request.query), undefined);
+        const codes = await deps.catalog.listOutcomeCodes();
+        return {
+          data: codes
+            .filter((c) => c.active)
+            .map(({ code, display, summaryRequired }) => ({ code, display, summaryRequired })),
+        };
       },
     );
 

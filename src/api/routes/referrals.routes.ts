@@ -390,6 +390,47 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
     );
 
     app.post(
+      '/referrals/:referralId/acknowledge-outcome',
+      {
+        config: { action: 'referral.acknowledge-outcome', responseHeaders: referralHeaders },
+        schema: {
+          ...operation({
+            operationId: 'acknowledgeReferralOutcome',
+            tag: 'Referrals',
+            summary: "Acknowledge the provider's outcome",
+            description:
+              'For a completed referral: the sender read its `outcome`. Until then the referral is listed ' +
+              'under the `sender-action-required` filter, with `actionRequired.reason` ' +
+              '`outcome-to-acknowledge`.',
+          }),
+          headers: GuardedPostHeaders,
+          params: ReferralIdParams,
+          body: Type.Object(
+            { ...ActingFor, acknowledgedByName: Type.Optional(PersonName) },
+            { additionalProperties: false },
+          ),
+          response: {
+            200: success(ref(Referral), 'The referral, its outcome acknowledged.', {
+              etag: true,
+              idempotent: true,
+            }),
+            ...problems({ idempotent: true }),
+          },
+        },
+      },
+      async (request) => {
+        const { body } = request;
+        const caller = callerOf(request, institutionOf(body), body.requesterIdentifier);
+        return await deps.referralCommands.acknowledgeOutcome(
+          caller,
+          request.params.referralId,
+          { acknowledgedByName: body.acknowledgedByName },
+          ifMatchOf(request),
+        );
+      },
+    );
+
+    app.post(
       '/referrals/:referralId/notes',
       {
         config: { action: 'referral.add-note' },

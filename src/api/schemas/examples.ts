@@ -103,6 +103,7 @@ const OPERATIONS: Readonly<Record<string, OperationExamples>> = {
     body: { ...bySender, cancelNote: 'Patient recovered.', cancelledByName: 'Dr Lim Wei Ming' },
   },
   returnReferralToDraft: { body: bySender },
+  acknowledgeReferralOutcome: { body: { ...bySender, acknowledgedByName: 'Dr Lim Wei Ming' } },
   addReferralNote: {
     body: {
       ...bySender,
@@ -127,6 +128,18 @@ const OPERATIONS: Readonly<Record<string, OperationExamples>> = {
       requestedByName: 'Dr Wong Mei Ling',
     },
   },
+  completeReferral: {
+    parameters: asProvider,
+    body: {
+      ...byProvider,
+      outcomeCode: 'seen-follow-up',
+      summary:
+        'Gastroscopy on 14 January: mild antral gastritis, biopsies taken (CLO test negative). ' +
+        'Continue omeprazole 20 mg daily for 8 weeks; review in clinic in 3 months.',
+      completedByName: 'Dr Wong Mei Ling',
+    },
+  },
+  listOutcomeCodes: { parameters: asProvider },
   upsertAppointment: {
     parameters: asProvider,
     body: {

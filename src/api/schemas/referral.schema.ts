@@ -83,7 +83,9 @@ export const AllowedAction = named(
     description:
       'An operation of the lifecycle a party runs on a referral: `edit` (PATCH, or the link upsert naming ' +
       'the referral), `submit`, `delete`, `back-to-draft`, `cancel`, `accept`, `reject`, `request-action`, ' +
-      '`upsert-appointment` (PUT of an appointment) and `add-note` (POST of a note). More may be added.',
+      '`upsert-appointment` (PUT of an appointment), `complete` (the provider reports the outcome), ' +
+      '`acknowledge-outcome` (the sender read it), `add-note` (POST of a note) and `add-attachment` ' +
+      '(POST of a file). More may be added.',
   }),
 );
 
@@ -147,6 +149,24 @@ const summaryProperties = {
       "The other actions of the caller's side, with the reason each is not allowed now. Actions the side " +
       'never has (a sender accepting) are in neither list.',
   }),
+  actionRequired: Type.Optional(
+    Type.Object(
+      {
+        reason: Type.Enum(['provider-request', 'outcome-to-acknowledge'], {
+          description:
+            'Stable code: `provider-request` (the provider asked the sender to act; the timeline gives ' +
+            'why) or `outcome-to-acknowledge` (the provider completed the referral; read `outcome` and ' +
+            'acknowledge it). More may be added.',
+        }),
+        description: Type.String({ description: 'Why, as a sentence for the sender.' }),
+      },
+      {
+        description:
+          'Only for the sender, while the referral waits for it: it is then listed under the ' +
+          '`sender-action-required` filter. Absent otherwise.',
+      },
+    ),
+  ),
 };
 
 export const ReferralSummary = named(
@@ -190,6 +210,43 @@ export const Note = named(
   ),
 );
 
+export const Outcome = named(
+  'Outcome',
+  Type.Object(
+    {
+      code: Type.String({ description: "A code of the catalog's outcome list (GET /outcome-codes)." }),
+      display: Type.String({
+        description: "The code's words for people, as the catalog had them when the referral was completed.",
+      }),
+      summary: Nullable(
+        Type.String({
+          description: 'The consult summary, plain text; null only where the code requires none.',
+        }),
+      ),
+      attachmentIds: Type.Array(Type.String({ format: 'uuid' }), {
+        description: "The provider's attachments that are part of the outcome (the consultation letter).",
+      }),
+      completedByName: Nullable(Type.String()),
+      completedAt: At(),
+      acknowledgedAt: Type.Optional(At('When the sender acknowledged the outcome; absent until then.')),
+      acknowledgedByName: Type.Optional(Nullable(Type.String())),
+    },
+    { description: "The provider's outcome: what happened to the referral." },
+  ),
+);
+
+export const OutcomeCode = named(
+  'OutcomeCode',
+  Type.Object(
+    {
+      code: Type.String(),
+      display: Type.String({ description: 'Words for people.' }),
+      summaryRequired: Type.Boolean({ description: 'Whether completing with this code needs a `summary`.' }),
+    },
+    { description: 'An outcome a provider may report, from the catalog.' },
+  ),
+);
+
 export const TimelineEvent = named(
   'TimelineEvent',
   Type.Object({
@@ -228,6 +285,7 @@ export const Referral = named(
         description: 'What the requester can do now, one button each. Minted for the requesterIdentifier.',
       }),
       notes: Type.Array(ref(Note)),
+      outcome: Type.Optional(ref(Outcome)),
       timelineEvents: Type.Array(ref(TimelineEvent), { description: 'Oldest first.' }),
       ehrForwarding: ref(EhrForwarding),
       ehrForm: Type.Optional(

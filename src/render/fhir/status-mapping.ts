@@ -21,12 +21,15 @@ export const SERVICE_REQUEST_STATUS: Readonly<Record<Status, ServiceRequest['sta
   scheduled: 'active',
   rejected: 'revoked',
   cancelled: 'revoked',
+  completed: 'completed',
+  'outcome-acknowledged': 'completed',
 };
 
 /**
  * task-status, as the FHIR referral workflow and 360X use it: the Task says where the provider's work
  * stands. `scheduled` is `in-progress` (an appointment is booked or has taken place: the provider is
- * fulfilling the request; refhub never records a referral as complete). sender-action-required is
+ * fulfilling the request). Once the provider reported its outcome the Task is `completed`, whether or
+ * not the sender has read it yet (businessStatus tells the two apart). sender-action-required is
  * `on-hold`: the provider waits for the sender, and businessStatus and statusReason say why.
  */
 export const TASK_STATUS: Readonly<Record<Status, Task['status']>> = {
@@ -37,6 +40,8 @@ export const TASK_STATUS: Readonly<Record<Status, Task['status']>> = {
   scheduled: 'in-progress',
   rejected: 'rejected',
   cancelled: 'cancelled',
+  completed: 'completed',
+  'outcome-acknowledged': 'completed',
 };
 
 /** appointmentstatus. */
@@ -68,6 +73,8 @@ export const STATUS_DISPLAY: Readonly<Record<Status, string>> = {
   scheduled: 'Scheduled',
   rejected: 'Rejected',
   cancelled: 'Cancelled',
+  completed: 'Completed',
+  'outcome-acknowledged': 'Outcome acknowledged',
 };
 
 export const CORE_STATUS_DISPLAY: Readonly<Record<CoreStatus, string>> = {
@@ -77,4 +84,5 @@ export const CORE_STATUS_DISPLAY: Readonly<Record<CoreStatus, string>> = {
   rejected: 'Rejected',
   cancelled: 'Cancelled',
   'sender-action-required': 'Sender action required',
+  completed: 'Completed',
 };

@@ -80,4 +80,6 @@ export const STATUS_TEXT: Readonly<
   scheduled: { label: STATUS_LABELS_FOR_SENDER.scheduled, tone: 'confirmed' },
   rejected: { label: STATUS_LABELS_FOR_SENDER.rejected, tone: 'stopped' },
   cancelled: { label: STATUS_LABELS_FOR_SENDER.cancelled, tone: 'stopped' },
+  completed: { label: STATUS_LABELS_FOR_SENDER.completed, tone: 'action' },
+  'outcome-acknowledged': { label: STATUS_LABELS_FOR_SENDER['outcome-acknowledged'], tone: 'confirmed' },
 };

@@ -10,6 +10,7 @@ import { ENGINES } from '../../support/engines.ts';
 import { CANARY, CANARY_MARKERS, PATIENT } from '../../support/fixtures/patients.ts';
 import {
   CONTRACT_CORE_STATUS,
+  SENDER_ACTION_REASONS,
   ISO_MS,
   expectReferralShape,
   expectSummaryShape,
@@ -918,9 +919,18 @@ describe.each(ENGINES)('endpoints on %s', (engine) => {
       const { links: providerLinks } = asProvider;
       // The same referral, with buttons and actions for each party
       // (actions: test/api/routes/referrals-actions.int.test.ts).
-      const perCaller = new Set(['links', 'allowedActions', 'blockedActions', 'isCancellable']);
+      const perCaller = new Set([
+        'links',
+        'allowedActions',
+        'blockedActions',
+        'isCancellable',
+        'actionRequired',
+      ]);
       const shared = (view: object) => Object.entries(view).filter(([field]) => !perCaller.has(field));
       expect(shared(asProvider)).toEqual(shared(asSender));
+      // Only the sender is asked to act, with the reason its worklist shows.
+      expect(asSender.actionRequired?.reason).toBe(SENDER_ACTION_REASONS[status]);
+      expect(asProvider).not.toHaveProperty('actionRequired');
       expect(senderLinks.length).toBeGreaterThan(0);
       expect(providerLinks.map(({ type, label }) => ({ type, label }))).toEqual(
         contractLinks(status, 'provider'),

@@ -155,8 +155,8 @@ describe.each(ENGINES)('actions listed against calls made, on %s', (engine) => {
       tally('never');
       expect(
         ROLE_OF[caller] === 'sender'
-          ? ['accept', 'reject', 'request-action', 'upsert-appointment']
-          : ['edit', 'submit', 'delete', 'back-to-draft'],
+          ? ['accept', 'reject', 'request-action', 'upsert-appointment', 'complete']
+          : ['edit', 'submit', 'delete', 'back-to-draft', 'acknowledge-outcome'],
       ).toContain(action);
     }
   }

@@ -105,6 +105,22 @@ const CASES: readonly OperationCase[] = [
     }),
   },
   {
+    label: 'complete',
+    operation: 'complete',
+    actor: 'provider',
+    request: (id) => ({
+      method: 'POST',
+      url: `${referralUrl(id)}/complete`,
+      body: { outcomeCode: 'seen-follow-up', summary: 'Reviewed in clinic; follow-up in six weeks.' },
+    }),
+  },
+  {
+    label: 'acknowledge-outcome',
+    operation: 'acknowledge-outcome',
+    actor: 'sender',
+    request: (id) => ({ method: 'POST', url: `${referralUrl(id)}/acknowledge-outcome`, body: {} }),
+  },
+  {
     label: 'add-note as sender',
     operation: 'add-note',
     actor: 'sender',

@@ -148,6 +148,8 @@ describe('the ServiceRequest and the Task', () => {
     scheduled: ['active', 'in-progress'],
     rejected: ['revoked', 'rejected'],
     cancelled: ['revoked', 'cancelled'],
+    completed: ['completed', 'completed'],
+    'outcome-acknowledged': ['completed', 'completed'],
   };
 
   it.each(STATUSES)(

@@ -410,7 +410,7 @@ describe('refhub CLI', () => {
       );
 
       const loaded = await cli(['catalog', 'load', 'catalog/demo.json']);
-      expect(loaded.stdout).toMatch(/Loaded 3 systems, 4 institutions and 7 offerings/);
+      expect(loaded.stdout).toMatch(/Loaded 3 systems, 4 institutions, 7 offerings and 6 outcome codes/);
 
       // A bad catalog is refused, naming the problem, and nothing of it is loaded.
       const dir = tempDir();
