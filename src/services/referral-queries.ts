@@ -147,6 +147,7 @@ export function ehrFormSourceOf(view: EhrFormSource): EhrFormSource {
     isCancellable: view.isCancellable,
     appointments: view.appointments,
     notes: view.notes,
+    ...(view.outcome === undefined ? {} : { outcome: view.outcome }),
     timelineEvents: view.timelineEvents,
   };
 }

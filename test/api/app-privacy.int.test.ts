@@ -193,6 +193,33 @@ describe.each(ENGINES)('privacy on %s', (engine) => {
         const res = await send(who, options);
         expect(res.statusCode, `${describeRequest(options)}: ${res.body}`).toBe(status);
       }
+      // The provider's outcome carries clinical text about the patient; the sender acknowledges it.
+      const seen = await referralIn(t, 'accepted', CANARY);
+      for (const [who, options] of [
+        [
+          P,
+          {
+            method: 'POST',
+            url: `/api/v1/referrals/${seen.id}/complete`,
+            payload: {
+              ...institutionOf(P),
+              outcomeCode: 'seen-follow-up',
+              summary: `${CANARY.patientName} (${CANARY.patientUin}): ${CANARY.clinicalInfo}`,
+            },
+          },
+        ],
+        [
+          S,
+          {
+            method: 'POST',
+            url: `/api/v1/referrals/${seen.id}/acknowledge-outcome`,
+            payload: { ...institutionOf(S), requesterIdentifier: REQUESTER },
+          },
+        ],
+      ] as const) {
+        const res = await send(who, options);
+        expect(res.statusCode, `${describeRequest(options)}: ${res.body}`).toBe(200);
+      }
 
       // Requests that fail while carrying canary values in this or other fields.
       const draft = await referralIn(t, 'draft', { ...CANARY, patientUin: null });

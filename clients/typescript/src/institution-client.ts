@@ -63,7 +63,13 @@ export class InstitutionClient {
 
   /** The outcomes a provider may report when it completes a referral, in the catalog's order. */
   async outcomeCodes(signal?: AbortSignal): Promise<OutcomeCode[]> {
-    const { data } = await answerOf(this.#api.GET('/api/v1/outcome-codes', { signal }));
+    const { institutionIdType, institutionId } = this.actingFor;
+    const { data } = await answerOf(
+      this.#api.GET('/api/v1/outcome-codes', {
+        params: { query: { institutionIdType, institutionId } },
+        signal,
+      }),
+    );
     return data.data;
   }
 

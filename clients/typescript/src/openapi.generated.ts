@@ -278,7 +278,7 @@ export interface paths {
     };
     /**
      * List the outcomes a provider may report
-     * @description The catalog's outcome codes in use, in the catalog's order, with words for people.
+     * @description The catalog's outcome codes in use, in the catalog's order, with words for people: what POST /referrals/{referralId}/complete takes as `outcomeCode`.
      */
     get: operations['listOutcomeCodes'];
     put?: never;
@@ -3039,6 +3039,14 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "institutionIdType": "hci",
+         *       "institutionId": "S1234A",
+         *       "requesterIdentifier": "dr.lim@bukittimah.example",
+         *       "acknowledgedByName": "Dr Lim Wei Ming"
+         *     }
+         */
         'application/json': {
           /**
            * @description The kind of institution identifier. `hci` is the healthcare institution code.
@@ -3740,6 +3748,16 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "institutionIdType": "hci",
+         *       "institutionId": "S9001Z",
+         *       "requesterIdentifier": "dr.wong@centralgeneral.example",
+         *       "outcomeCode": "seen-follow-up",
+         *       "summary": "Gastroscopy on 14 January: mild antral gastritis, biopsies taken (CLO test negative). Continue omeprazole 20 mg daily for 8 weeks; review in clinic in 3 months.",
+         *       "completedByName": "Dr Wong Mei Ling"
+         *     }
+         */
         'application/json': {
           /**
            * @description The kind of institution identifier. `hci` is the healthcare institution code.
@@ -3855,14 +3873,16 @@ export interface operations {
   };
   listOutcomeCodes: {
     parameters: {
-      query?: never;
-      header?: {
+      query: {
         /**
-         * @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version.
-         * @example W/"1"
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
          */
-        'If-Match'?: string;
+        institutionIdType: 'hci';
+        /** @example S9001Z */
+        institutionId: string;
       };
+      header?: never;
       path?: never;
       cookie?: never;
     };

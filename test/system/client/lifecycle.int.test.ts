@@ -4,6 +4,7 @@
 // the sender updates and resubmits; appointments, notes, and a cancel guarded by the ETag of the last
 // read. On another referral: back to draft and delete. A write whose answer is lost is retried with
 // the same Idempotency-Key and replayed; a stale If-Match is refused; errors arrive as typed problems.
+// On a third: the provider's outcome with its letter, and the sender's acknowledgement.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createRefhubClient,
@@ -148,6 +149,63 @@ describe.each(ENGINES)('@refhub/client against refhub on %s', (engine) => {
     expect(final.notes).toHaveLength(2);
     expect(final.appointments[0]?.status).toBe('cancelled');
     expect(final.timelineEvents.map((event) => event.description).join('\n')).toContain('Patient recovered');
+  });
+
+  it('closes the loop: the provider completes with its outcome and letter, the sender acknowledges it', async () => {
+    const created = await clinic.createReferral({ offeringId: 'cgh-gastro', ...PATIENT });
+    const referral = clinic.referral(created);
+    await referral.submit();
+    const received = hospital.referral(created.id);
+    await received.read();
+    await received.accept();
+
+    // The provider picks an outcome from the catalog's list and attaches its letter first.
+    const codes = await hospital.outcomeCodes();
+    const followUp = codes.find((code) => code.code === 'seen-follow-up');
+    expect(followUp).toEqual({
+      code: 'seen-follow-up',
+      display: 'Seen, follow-up arranged with the provider',
+      summaryRequired: true,
+    });
+    const letter = await received.attach({
+      content: new Blob(['Consultation letter: review in 3 months.'], { type: 'text/plain' }),
+      fileName: 'letter.txt',
+      mediaType: 'text/plain',
+    });
+    await received.read();
+    const completed = await received.complete({
+      outcomeCode: followUp!.code,
+      summary: 'Gastroscopy normal. Review in clinic in 3 months.',
+      attachmentIds: [letter.id],
+      completedByName: 'Dr Wong',
+    });
+    expect(completed.coreStatus).toBe('completed');
+    expect(completed.outcome).toMatchObject({
+      code: 'seen-follow-up',
+      display: followUp!.display,
+      attachmentIds: [letter.id],
+      completedByName: 'Dr Wong',
+    });
+
+    // The sender's worklist has it, with the reason, until it acknowledges the outcome.
+    const worklist: ReferralSummary[] = [];
+    for await (const summary of clinic.referrals({ status: ['sender-action-required'] }))
+      worklist.push(summary);
+    expect(worklist.find((summary) => summary.id === created.id)?.actionRequired?.reason).toBe(
+      'outcome-to-acknowledge',
+    );
+    const read = await referral.read();
+    expect(read.allowedActions).toContain('acknowledge-outcome');
+    const acknowledged = await referral.acknowledgeOutcome({ acknowledgedByName: 'Dr Lim' });
+    expect(acknowledged.coreStatus).toBe('completed');
+    expect(acknowledged.outcome?.acknowledgedByName).toBe('Dr Lim');
+    expect(acknowledged.outcome?.acknowledgedAt).toEqual(expect.any(String));
+    expect(acknowledged.actionRequired).toBeUndefined();
+
+    // Acknowledged once; a second time is a typed 409 naming the status.
+    const again = await problemOf(referral.acknowledgeOutcome());
+    expect(again.status).toBe(409);
+    expect(again.problem.code).toBe('invalid_transition');
   });
 
   it('returns another referral to draft and deletes it', async () => {
