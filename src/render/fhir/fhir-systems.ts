@@ -47,8 +47,13 @@ export const REFHUB_CODE_SYSTEMS = {
   coreStatus: `${REFHUB}:CodeSystem:core-status`,
   /** patient.residentialStatus: SC, PR, Foreigner. */
   residentialStatus: `${REFHUB}:CodeSystem:residential-status`,
-  /** Task.output.type: `attachment`, a file the provider attached to the referral. */
+  /**
+   * Task.output.type: `consult-summary`, the outcome's consult summary; `outcome-document`, a file the
+   * provider named as part of its outcome; `attachment`, any other file the provider attached.
+   */
   taskOutputType: `${REFHUB}:CodeSystem:task-output-type`,
+  /** The provider's outcome: the codes of the catalog's outcome list (`GET /api/v1/outcome-codes`). */
+  outcome: `${REFHUB}:CodeSystem:outcome`,
 } as const;
 
 export const REFHUB_EXTENSIONS = {

@@ -83,7 +83,10 @@ export function referralBundleOf({
   const documentsBy = (party: AttachmentSource['addedBy']) =>
     documents
       .filter(({ attachment }) => attachment.addedBy === party && isPresentable(attachment))
-      .map(({ resource }) => referenceTo<DocumentReference>(resource));
+      .map(({ attachment, resource }) => ({
+        attachmentId: attachment.id,
+        reference: referenceTo<DocumentReference>(resource),
+      }));
   const serviceRequest = serviceRequestOf(referral, {
     patient,
     requester:
@@ -91,7 +94,7 @@ export function referralBundleOf({
         ? referenceTo(sender, sender.name)
         : referenceTo(clinician.role, clinician.practitioner?.name?.[0]?.text),
     provider,
-    supportingInfo: documentsBy('sender'),
+    supportingInfo: documentsBy('sender').map(({ reference }) => reference),
   });
   const task = taskOf(referral, {
     serviceRequest,

@@ -113,6 +113,13 @@ describe.each(ENGINES)('the FHIR view on %s', (engine) => {
         /Not within our scope|Patient recovered|Please attach the ECG/,
       );
     }
+    if (status === 'completed' || status === 'outcome-acknowledged') {
+      // The outcome the provider reported, and its consult summary.
+      expect(task?.statusReason?.coding?.map((c) => c.code)).toEqual(['seen-discharged']);
+      expect(task?.output?.map((o) => o.valueString)).toEqual([
+        'Gastroscopy normal. No follow-up needed; continue omeprazole for four weeks.',
+      ]);
+    }
   });
 
   it('maps every appointment status', async () => {
@@ -233,6 +240,70 @@ describe.each(ENGINES)('the FHIR view on %s', (engine) => {
           documentOf(bundle, letter.id),
         ]);
       }
+    });
+
+    it('shows the outcome: its code as the Task’s statusReason, its summary and documents first among the outputs, each file once', async () => {
+      const referral = await referralIn(t, 'accepted', CANARY);
+      const url = (op: string) => `/api/v1/referrals/${referral.id}/${op}`;
+      const scan = await attachFile(t, t.provider, referral.id, ECG_PDF, 'scan.pdf');
+      const letter = await attachFile(t, t.provider, referral.id, DOCX, 'consultation-letter.docx');
+      const summary = 'Gastroscopy normal.\nContinue omeprazole for four weeks.';
+      const completed = await call(t, t.provider, 'POST', url('complete'), {
+        outcomeCode: 'seen-follow-up',
+        summary,
+        attachmentIds: [letter.id],
+        completedByName: 'Dr Wong',
+      });
+      const { completedAt } = completed.outcome as { completedAt: string };
+      const outputType = (code: string, display: string) => ({
+        coding: [{ system: 'urn:refhub:fhir:CodeSystem:task-output-type', code, display }],
+      });
+
+      const views: FhirRead['bundle'][] = [];
+      for (const who of [t.sender, t.provider]) {
+        const { bundle } = await readFhir(t, who, referral.id);
+        views.push(bundle);
+        const [task] = resourcesOf<Task>(bundle, 'Task');
+        expect(task?.status).toBe('completed');
+        expect(task?.statusReason).toEqual({
+          coding: [
+            {
+              system: 'urn:refhub:fhir:CodeSystem:outcome',
+              code: 'seen-follow-up',
+              display: 'Seen, follow-up arranged with the provider',
+            },
+          ],
+          text: 'Seen, follow-up arranged with the provider',
+        });
+        expect(task?.executionPeriod).toEqual({ end: completedAt });
+        expect(task?.output?.map(({ type, valueString }) => ({ type, valueString }))).toEqual([
+          { type: outputType('consult-summary', 'Consult summary'), valueString: summary },
+          { type: outputType('outcome-document', 'Outcome document'), valueString: undefined },
+          { type: outputType('attachment', 'Attachment'), valueString: undefined },
+        ]);
+        expect(task?.output?.slice(1).map((o) => resolved(bundle, o.valueReference))).toEqual([
+          documentOf(bundle, letter.id),
+          documentOf(bundle, scan.id),
+        ]);
+        // The outcome's document serves the letter.
+        const content = await follow(t, who, documentOf(bundle, letter.id)?.content[0]?.attachment.url);
+        expect(content.rawPayload.equals(DOCX)).toBe(true);
+      }
+
+      // The sender's acknowledgement changes refhub's status only; the outcome reads the same.
+      await call(t, t.sender, 'POST', url('acknowledge-outcome'), { acknowledgedByName: 'Dr Lim' });
+      const { bundle } = await readFhir(t, t.sender, referral.id);
+      const [before] = resourcesOf<Task>(views[0]!, 'Task');
+      const [after] = resourcesOf<Task>(bundle, 'Task');
+      expect(after?.status).toBe('completed');
+      expect(after?.businessStatus?.coding?.map((c) => c.code)).toEqual([
+        'outcome-acknowledged',
+        'completed',
+      ]);
+      expect(before?.businessStatus?.coding?.map((c) => c.code)).toEqual(['completed', 'completed']);
+      expect(after?.statusReason).toEqual(before?.statusReason);
+      expect(after?.output).toEqual(before?.output);
+      expect(after?.executionPeriod).toEqual(before?.executionPeriod);
     });
 
     it('has none for a referral without files', async () => {

@@ -3,8 +3,9 @@
 // what the documented tables say about its status and its appointments, and carries nothing the API
 // does not give the same caller. Referrals are made over the API as clients make them: random fields
 // (present or not, blank or not), driven into every status, with appointments in every status, notes
-// and attached files from both sides, and attempts on the EHR ledger, which are recorded through the
-// forwarding service as the forward worker records them.
+// and attached files from both sides, outcomes with and without a summary and documents, and attempts
+// on the EHR ledger, which are recorded through the forwarding service as the forward worker records
+// them.
 import { randomUUID } from 'node:crypto';
 import type {
   Appointment,
@@ -45,7 +46,7 @@ import { REQUESTER } from '../../support/referral-routes.ts';
 import { call } from '../../support/scenarios.ts';
 import { createTestApp, type TestApp, type TestParty } from '../../support/test-app.ts';
 
-/** Referrals per status and engine: 7 statuses × 6 = 42 referrals on each engine. */
+/** Referrals per status and engine: 9 statuses × 6 = 54 referrals on each engine. */
 const RUNS_PER_STATUS = 6;
 
 type Party = 'sender' | 'provider';
@@ -79,6 +80,36 @@ interface FilePlan {
   readonly stem: string;
 }
 
+/** The outcome codes of the demo catalog; one needs no summary. */
+const OUTCOME_CODES = [
+  'seen-discharged',
+  'seen-follow-up',
+  'referred-on',
+  'admitted',
+  'did-not-attend',
+  'declined-after-review',
+] as const;
+
+interface OutcomePlan {
+  readonly outcomeCode: (typeof OUTCOME_CODES)[number];
+  readonly summary?: string;
+  /** The provider's files named as part of the outcome, by their place among its files, in this order. */
+  readonly documents: readonly number[];
+  readonly completedByName?: string;
+  readonly acknowledgedByName?: string;
+}
+
+/** The outcome, as the API returns it. */
+interface OutcomeJson {
+  readonly code: string;
+  readonly display: string;
+  readonly summary: string | null;
+  readonly attachmentIds: string[];
+  readonly completedAt: string;
+}
+
+const COMPLETED: readonly Status[] = ['completed', 'outcome-acknowledged'];
+
 interface ReferralPlan {
   readonly status: Status;
   readonly fields: Record<string, unknown>;
@@ -90,6 +121,8 @@ interface ReferralPlan {
   readonly ledger: readonly LedgerPlan[];
   /** Attached by the sender while a draft, and by the provider once it accepted (when it does). */
   readonly files: { readonly sender: readonly FilePlan[]; readonly provider: readonly FilePlan[] };
+  /** For a completed referral: what the provider reports. */
+  readonly outcome?: OutcomePlan;
 }
 
 /**
@@ -168,8 +201,8 @@ const appointmentsFor = (status: Status, acceptFirst: boolean, cancelledBy: Part
         fc.shuffledSubarray([...every, ...more], { minLength: every.length + more.length }),
       );
   }
-  // A provider may cancel a referral it has already scheduled.
-  if (status === 'cancelled' && acceptFirst && cancelledBy === 'provider') {
+  // A provider may cancel a referral it has already scheduled, and complete one whether scheduled or not.
+  if ((status === 'cancelled' && acceptFirst && cancelledBy === 'provider') || COMPLETED.includes(status)) {
     return fc.array(fc.constantFrom(...APPOINTMENT_STATUSES).chain(appointment), { maxLength: 3 });
   }
   return fc.constant([]);
@@ -208,7 +241,28 @@ const filePlan: fc.Arbitrary<FilePlan> = fc.record({
 const providerAccepts = (status: Status, acceptFirst: boolean) =>
   status === 'accepted' ||
   status === 'scheduled' ||
+  COMPLETED.includes(status) ||
   (acceptFirst && (status === 'rejected' || status === 'sender-action-required' || status === 'cancelled'));
+
+/** An outcome naming some of the provider's `files` in any order; a summary unless the code needs none. */
+const outcomeFor = (files: number): fc.Arbitrary<OutcomePlan> =>
+  fc.constantFrom(...OUTCOME_CODES).chain((outcomeCode) =>
+    fc.record(
+      {
+        outcomeCode: fc.constant(outcomeCode),
+        summary: text(300, { lines: true }),
+        documents: fc.shuffledSubarray([...Array(files).keys()]),
+        completedByName: text(40),
+        acknowledgedByName: text(40),
+      },
+      {
+        requiredKeys:
+          outcomeCode === 'did-not-attend'
+            ? ['outcomeCode', 'documents']
+            : ['outcomeCode', 'summary', 'documents'],
+      },
+    ),
+  );
 
 const planFor = (status: Status): fc.Arbitrary<ReferralPlan> =>
   fc
@@ -246,6 +300,11 @@ const planFor = (status: Status): fc.Arbitrary<ReferralPlan> =>
             : fc.constant([]),
         }),
       }),
+    )
+    .chain((plan) =>
+      COMPLETED.includes(status)
+        ? outcomeFor(plan.files.provider.length).map((outcome) => ({ ...plan, outcome }))
+        : fc.constant(plan),
     );
 
 /** Every string in a JSON value, and every number as text. */
@@ -263,7 +322,10 @@ function dataValues(value: unknown, into: string[] = []): string[] {
   if (Array.isArray(value)) for (const item of value) dataValues(item, into);
   else if (value !== null && typeof value === 'object') {
     for (const [key, item] of Object.entries(value)) {
-      if (['value', 'text', 'contentString', 'birthDate', 'title'].includes(key) && typeof item === 'string')
+      if (
+        ['value', 'text', 'contentString', 'valueString', 'birthDate', 'title'].includes(key) &&
+        typeof item === 'string'
+      )
         into.push(item);
       else dataValues(item, into);
     }
@@ -290,17 +352,18 @@ describe.each(ENGINES)('the FHIR view of random referrals on %s', (engine) => {
     const op = (who: Party, name: string, body: Record<string, unknown> = {}) =>
       call(t, partyOf(who), 'POST', `/api/v1/referrals/${id}/${name}`, body, name === 'notes' ? 201 : 200);
     const attach = async (who: Party, files: readonly FilePlan[]) => {
+      const ids: string[] = [];
       for (const file of files) {
-        await attachFile(t, partyOf(who), id, FILES[file.kind], `${file.stem}.${file.kind}`);
+        ids.push((await attachFile(t, partyOf(who), id, FILES[file.kind], `${file.stem}.${file.kind}`)).id);
       }
+      return ids;
     };
     await attach('sender', plan.files.sender);
     if (plan.status !== 'draft') await op('sender', 'submit');
-    if (plan.acceptFirst || plan.status === 'accepted' || plan.status === 'scheduled') {
-      if (plan.status !== 'draft' && plan.status !== 'pending-acceptance') {
-        await op('provider', 'accept');
-        await attach('provider', plan.files.provider);
-      }
+    let providerFiles: string[] = [];
+    if (providerAccepts(plan.status, plan.acceptFirst)) {
+      await op('provider', 'accept');
+      providerFiles = await attach('provider', plan.files.provider);
     }
     for (const [i, a] of plan.appointments.entries()) {
       await call(t, t.provider, 'PUT', `/api/v1/referrals/${id}/appointments/appt-${i}`, { ...a });
@@ -310,6 +373,19 @@ describe.each(ENGINES)('the FHIR view of random referrals on %s', (engine) => {
       await op('provider', 'request-action', { reason: 'Attach the ECG.' });
     if (plan.status === 'cancelled')
       await op(plan.cancelledBy, 'cancel', { cancelNote: 'Patient recovered' });
+    if (plan.outcome !== undefined) {
+      const { documents, acknowledgedByName, ...outcome } = plan.outcome;
+      await op('provider', 'complete', {
+        ...outcome,
+        ...(documents.length === 0 ? {} : { attachmentIds: documents.map((i) => providerFiles[i]) }),
+      });
+      if (plan.status === 'outcome-acknowledged')
+        await op(
+          'sender',
+          'acknowledge-outcome',
+          acknowledgedByName === undefined ? {} : { acknowledgedByName },
+        );
+    }
     for (const note of plan.notes) {
       await op(note.by, 'notes', {
         content: note.content,
@@ -357,6 +433,8 @@ describe.each(ENGINES)('the FHIR view of random referrals on %s', (engine) => {
       referral: get.json<
         Record<string, unknown> & {
           status: Status;
+          coreStatus: string;
+          outcome?: OutcomeJson;
           appointments: { id: string; status: AppointmentStatus }[];
           notes: { content: string }[];
           patient: Record<string, string | null>;
@@ -376,6 +454,7 @@ describe.each(ENGINES)('the FHIR view of random referrals on %s', (engine) => {
     const [task] = resourcesOf<Task>(bundle, 'Task');
     expect(request?.status).toBe(REQUEST_STATUS[plan.status]);
     expect(task?.status).toBe(TASK_STATUS[plan.status]);
+    expect(task?.businessStatus?.coding?.map((c) => c.code)).toEqual([plan.status, referral.coreStatus]);
     expect(request?.priority).toBe(referral.isUrgent === true ? 'urgent' : 'routine');
 
     const appointments = resourcesOf<Appointment>(bundle, 'Appointment');
@@ -415,12 +494,38 @@ describe.each(ENGINES)('the FHIR view of random referrals on %s', (engine) => {
         ],
       });
     }
-    const urlsOf = (party: Party) =>
-      documents
-        .filter((_, i) => attachments[i]?.addedBy === party)
-        .map((d) => bundle.entry.find((e) => e.resource === d)?.fullUrl);
-    expect(request?.supportingInfo?.map((r) => r.reference) ?? []).toEqual(urlsOf('sender'));
-    expect(task?.output?.map((o) => o.valueReference?.reference) ?? []).toEqual(urlsOf('provider'));
+    const urlOf = (attachmentId: string) =>
+      bundle.entry.find((e) => e.resource === documents[attachments.findIndex((a) => a.id === attachmentId)])
+        ?.fullUrl;
+    const idsBy = (party: Party) => attachments.filter((a) => a.addedBy === party).map((a) => a.id);
+    expect(request?.supportingInfo?.map((r) => r.reference) ?? []).toEqual(idsBy('sender').map(urlOf));
+
+    // The outcome: its code is why the Task is completed, its summary and documents come first among
+    // the outputs, and the provider's other files follow, each file once.
+    const { outcome } = referral;
+    expect(outcome === undefined).toBe(plan.outcome === undefined);
+    const named = outcome?.attachmentIds ?? [];
+    expect(
+      task?.output?.map((o) => [o.type.coding?.[0]?.code, o.valueString ?? o.valueReference?.reference]) ??
+        [],
+    ).toEqual([
+      ...(outcome?.summary == null ? [] : [['consult-summary', outcome.summary]]),
+      ...named.map((fileId) => ['outcome-document', urlOf(fileId)]),
+      ...idsBy('provider')
+        .filter((fileId) => !named.includes(fileId))
+        .map((fileId) => ['attachment', urlOf(fileId)]),
+    ]);
+    if (outcome === undefined) {
+      expect(task?.executionPeriod).toBeUndefined();
+    } else {
+      expect(task?.statusReason).toEqual({
+        coding: [
+          { system: 'urn:refhub:fhir:CodeSystem:outcome', code: outcome.code, display: outcome.display },
+        ],
+        text: outcome.display,
+      });
+      expect(task?.executionPeriod).toEqual({ end: outcome.completedAt });
+    }
 
     const [patient] = resourcesOf<Patient>(bundle, 'Patient');
     expect(patient?.identifier?.[0]?.value).toBe(referral.patient.uin ?? undefined);

@@ -17,6 +17,7 @@ import type {
   Task,
 } from '@medplum/fhirtypes';
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { OutcomeView } from '../../../src/domain/outcome.ts';
 import type { NoteView } from '../../../src/domain/referral-view.ts';
 import { APPOINTMENT_STATUSES, CORE_STATUS_OF, STATUSES, type Status } from '../../../src/domain/statuses.ts';
 import type {
@@ -669,6 +670,138 @@ describe('the attachments', () => {
     expect(document.identifier).toEqual([
       { use: 'official', system: 'urn:refhub:fhir:NamingSystem:attachment-id', value: file().id },
     ]);
+  });
+});
+
+describe('the outcome', () => {
+  const REFERRAL_ID = sampleEhrFormSource().id;
+  const providerFile = (n: number, overrides: Partial<AttachmentSource> = {}): AttachmentSource => ({
+    id: `0197a2b0-7000-7000-8000-00000000000${n}`,
+    referralId: REFERRAL_ID,
+    number: n,
+    fileName: `consultation letter ${n}.pdf`,
+    mediaType: 'application/pdf',
+    sizeBytes: 1000 + n,
+    sha256: String(n).repeat(64),
+    scanState: 'available',
+    available: true,
+    addedBy: 'provider',
+    authorInstitution: PROVIDER,
+    createdAt: `2026-06-0${n}T02:00:00.000Z`,
+    ...overrides,
+  });
+  const ecg = providerFile(1, { fileName: 'ecg.pdf', addedBy: 'sender', authorInstitution: SENDER });
+  const [scan, letter, addendum] = [2, 3, 4].map((n) => providerFile(n));
+  const outcome = (overrides: Partial<OutcomeView> = {}): OutcomeView => ({
+    code: 'seen-discharged',
+    display: 'Seen and discharged to the referring clinic',
+    summary: 'Gastroscopy normal.\nContinue omeprazole for four weeks.',
+    attachmentIds: [addendum!.id, letter!.id],
+    completedByName: 'Dr Wong',
+    completedAt: '2026-06-05T01:00:00.000Z',
+    ...overrides,
+  });
+  const completed = (status: 'completed' | 'outcome-acknowledged', overrides: Partial<OutcomeView> = {}) =>
+    inStatus(status, {
+      outcome: {
+        ...outcome(overrides),
+        ...(status === 'outcome-acknowledged'
+          ? { acknowledgedAt: '2026-06-06T01:00:00.000Z', acknowledgedByName: 'Dr Lim' }
+          : {}),
+      },
+    });
+  const typeOf = (code: string, display: string) => ({
+    coding: [{ system: 'urn:refhub:fhir:CodeSystem:task-output-type', code, display }],
+  });
+
+  it.each(['completed', 'outcome-acknowledged'] as const)(
+    'is the %s Task’s statusReason: the outcome code, in words, ended when the provider completed it',
+    (status) => {
+      const task = one<Task>(bundleOf(completed(status)), 'Task');
+      expect(task.status).toBe('completed');
+      expect(task.statusReason).toEqual({
+        coding: [
+          {
+            system: 'urn:refhub:fhir:CodeSystem:outcome',
+            code: 'seen-discharged',
+            display: 'Seen and discharged to the referring clinic',
+          },
+        ],
+        text: 'Seen and discharged to the referring clinic',
+      });
+      expect(task.executionPeriod).toEqual({ end: '2026-06-05T01:00:00.000Z' });
+      // Whether the sender has read it is refhub's status, under the same core status.
+      expect(task.businessStatus).toEqual({
+        coding: [
+          {
+            system: 'urn:refhub:fhir:CodeSystem:referral-status',
+            code: status,
+            display: status === 'completed' ? 'Completed' : 'Outcome acknowledged',
+          },
+          { system: 'urn:refhub:fhir:CodeSystem:core-status', code: 'completed', display: 'Completed' },
+        ],
+        text: 'Completed',
+      });
+    },
+  );
+
+  it('puts the consult summary and the outcome’s documents first in Task.output, and lists each file once', () => {
+    const bundle = bundleOf(completed('completed'), [], [ecg, scan!, letter!, addendum!]);
+    const task = one<Task>(bundle, 'Task');
+    const documents = all<DocumentReference>(bundle, 'DocumentReference');
+    const at = (file: AttachmentSource) => {
+      const document = documents.find((d) => d.identifier?.[0]?.value === file.id);
+      return { reference: `urn:uuid:${document!.id}`, type: 'DocumentReference' };
+    };
+    expect(task.output).toEqual([
+      {
+        type: typeOf('consult-summary', 'Consult summary'),
+        valueString: 'Gastroscopy normal.\nContinue omeprazole for four weeks.',
+      },
+      // In the order the provider named them, then its other files in the order they were added.
+      { type: typeOf('outcome-document', 'Outcome document'), valueReference: at(addendum!) },
+      { type: typeOf('outcome-document', 'Outcome document'), valueReference: at(letter!) },
+      { type: typeOf('attachment', 'Attachment'), valueReference: at(scan!) },
+    ]);
+    // The sender's file supports the request and is no output.
+    expect(one<ServiceRequest>(bundle, 'ServiceRequest').supportingInfo).toEqual([at(ecg)]);
+  });
+
+  it('has no summary output without a summary, and no output for a document the scanner rejected', () => {
+    const rejected = { ...letter!, scanState: 'rejected' as const, available: false };
+    const bundle = bundleOf(
+      completed('outcome-acknowledged', {
+        code: 'did-not-attend',
+        display: 'Patient did not attend',
+        summary: null,
+      }),
+      [],
+      [rejected, addendum!],
+    );
+    const task = one<Task>(bundle, 'Task');
+    expect(task.output?.map((o) => o.type.coding?.[0]?.code)).toEqual(['outcome-document']);
+    expect(
+      resolve(bundle, task.output?.[0]?.valueReference, 'DocumentReference').identifier?.[0]?.value,
+    ).toBe(addendum!.id);
+    expect(task.statusReason?.coding?.[0]?.code).toBe('did-not-attend');
+  });
+
+  it('names an outcome by its code alone when its words are blank, and by nothing when the code is no FHIR code', () => {
+    let task = one<Task>(bundleOf(completed('completed', { display: '  ' })), 'Task');
+    expect(task.statusReason).toEqual({
+      coding: [{ system: 'urn:refhub:fhir:CodeSystem:outcome', code: 'seen-discharged' }],
+    });
+    task = one<Task>(bundleOf(completed('completed', { code: ' seen  ', display: 'Seen' })), 'Task');
+    expect(task.statusReason).toEqual({ text: 'Seen' });
+  });
+
+  it('is absent, with its statusReason and end, from a referral without one', () => {
+    for (const status of ['accepted', 'scheduled', 'completed'] as const) {
+      const task = one<Task>(bundleOf(inStatus(status), [], [letter!]), 'Task');
+      expect(task.statusReason).toBeUndefined();
+      expect(task.executionPeriod).toBeUndefined();
+      expect(task.output?.map((o) => o.type.coding?.[0]?.code)).toEqual(['attachment']);
+    }
   });
 });
 
