@@ -95,11 +95,6 @@ function toRecord(row: Selectable<AttachmentsTable>): AttachmentRecord {
   };
 }
 
-/** PostgreSQL's unique_violation: another attachment of the referral took the number first. */
-function isUniqueViolation(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '23505';
-}
-
 /**
  * Attachments waiting for a scan since before `before`, with no `attachment-scan` outbox row of their
  * referral left to dispatch: the relay queues the scans of such a referral's files itself.
@@ -126,47 +121,6 @@ function awaitingScanQuery(db: Executor, before: Date) {
 
 export function attachmentRepository(db: Executor) {
   return {
-    /**
-     * Stores an attachment and its bytes in one statement, numbered after the referral's others, unless
-     * the referral already has `maxPerReferral`: then nothing is stored and the answer is 'too-many'.
-     * Two adds at once may take the same number; the one that loses takes the next and counts again.
-     * Each loss means another attachment was stored, so it loses at most `maxPerReferral` times.
-     */
-    async add(
-      attachment: NewAttachment,
-      content: Uint8Array,
-      maxPerReferral: number,
-    ): Promise<AttachmentRecord | 'too-many'> {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          const { rows } = await sql<Selectable<AttachmentsTable>>`
-            with taken as (
-              select coalesce(max(number), 0) as last, count(*) as n
-              from attachments where referral_id = ${attachment.referralId}),
-            added as (
-              insert into attachments (id, referral_id, number, file_name, media_type, size_bytes, sha256,
-                scan_state, added_by, author_institution_id_type, author_institution_id,
-                requester_identifier, system, created_at)
-              select ${attachment.id}, ${attachment.referralId}, taken.last + 1, ${attachment.fileName},
-                ${attachment.mediaType}, ${attachment.sizeBytes}, ${attachment.sha256},
-                ${attachment.scanState}, ${attachment.addedBy}, ${attachment.authorInstitution.idType},
-                ${attachment.authorInstitution.id}, ${attachment.requesterIdentifier},
-                ${attachment.system}, ${attachment.createdAt}
-              from taken where taken.n < ${maxPerReferral}
-              returning *),
-            stored as (
-              insert into attachment_contents (attachment_id, content)
-              select added.id, ${Buffer.from(content.buffer, content.byteOffset, content.byteLength)}
-              from added)
-            select * from added`.execute(db);
-          const [row] = rows;
-          return row === undefined ? 'too-many' : toRecord(row);
-        } catch (error) {
-          if (!isUniqueViolation(error) || attempt > maxPerReferral) throw error;
-        }
-      }
-    },
-
     /** The referral's attachments, in the order they were added. */
     async list(referralId: string): Promise<AttachmentRecord[]> {
       const rows = await db
@@ -271,16 +225,6 @@ export function attachmentRepository(db: Executor) {
         .where('scan_state', 'in', ['available', 'not-scanned'])
         .orderBy('number')
         .execute();
-    },
-
-    /** Removes the attachment and its bytes; false when there was none. */
-    async remove(referralId: string, id: string): Promise<boolean> {
-      const result = await db
-        .deleteFrom('attachments')
-        .where('referral_id', '=', referralId)
-        .where('id', '=', id)
-        .executeTakeFirst();
-      return result.numDeletedRows > 0n;
     },
   };
 }

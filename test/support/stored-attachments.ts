@@ -1,10 +1,40 @@
-// An attachment stored straight through the repository, as a test's starting state: a file waiting
-// for its scan with no job queued (as after a crash between an upload's statement and its scan's
-// enqueue), of a new draft of the sender.
+// Attachments stored straight through the store's writes, as a test's starting state: the rows a
+// change's statement writes (attachmentWrites), without the change around them. `storedAttachment`
+// is a file waiting for its scan with no job queued (as after a crash between an upload's statement
+// and its scan's enqueue), of a new draft of the sender.
 import { createHash, randomUUID } from 'node:crypto';
-import { attachmentRepository, type AttachmentRecord } from '../../src/db/attachments.repository.ts';
+import type { Kysely } from 'kysely';
+import {
+  attachmentRepository,
+  attachmentWrites,
+  type AttachmentRecord,
+  type NewAttachment,
+} from '../../src/db/attachments.repository.ts';
+import type { Database } from '../../src/db/schema.ts';
 import { createDraft } from './scenarios.ts';
 import type { TestApp } from './test-app.ts';
+
+/** Stores `attachment` with its bytes, numbered after the referral's others, and reads it back. */
+export async function insertAttachment(
+  db: Kysely<Database>,
+  attachment: NewAttachment,
+  content: Uint8Array,
+): Promise<AttachmentRecord> {
+  const repo = attachmentRepository(db);
+  const number = (await repo.list(attachment.referralId)).length + 1;
+  await db.transaction().execute(async (trx) => {
+    for (const write of attachmentWrites.insert(trx, { ...attachment, number }, content))
+      await trx.executeQuery(write.compile());
+  });
+  const stored = await repo.find(attachment.referralId, attachment.id);
+  if (stored === undefined) throw new Error(`attachment ${attachment.id} was not stored`);
+  return stored;
+}
+
+/** Removes an attachment as a removal's statement does. */
+export async function deleteAttachment(db: Kysely<Database>, referralId: string, id: string): Promise<void> {
+  await db.executeQuery(attachmentWrites.remove(db, referralId, id).compile());
+}
 
 export async function storedAttachment(
   t: TestApp,
@@ -12,7 +42,8 @@ export async function storedAttachment(
   options: { readonly fileName?: string; readonly createdAt?: Date } = {},
 ): Promise<AttachmentRecord> {
   const draft = await createDraft(t);
-  const added = await attachmentRepository(t.ctx.db).add(
+  return insertAttachment(
+    t.ctx.db,
     {
       id: randomUUID(),
       referralId: draft.id,
@@ -28,8 +59,5 @@ export async function storedAttachment(
       createdAt: options.createdAt ?? t.ctx.clock.now(),
     },
     content,
-    20,
   );
-  if (added === 'too-many') throw new Error('the draft refused the attachment');
-  return added;
 }

@@ -179,6 +179,19 @@ describe.each(ENGINES)('attachments on %s', (engine) => {
     expect(await listed(t, t.sender, draft.id)).toHaveLength(3);
   });
 
+  it('keeps the limit and numbers without gaps when uploads race', async () => {
+    const draft = await createDraft(t);
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, (_, n) => upload(t, t.sender, draft.id, PNG, `race-${n}.png`)),
+    );
+    // Each upload is a compare-and-set on the referral's version: a loser reads again and counts again.
+    // Three wins at most: a loser loses to each of them once before it counts three and is refused.
+    expect(answers.map((res) => res.statusCode).sort()).toEqual([201, 201, 201, 409, 409]);
+    for (const res of answers.filter((r) => r.statusCode === 409))
+      expect(res.json()).toMatchObject({ code: 'limit_exceeded' });
+    expect((await listed(t, t.sender, draft.id)).map((a) => a.number)).toEqual([1, 2, 3]);
+  });
+
   describe('refusals', () => {
     let draft: ReferralJson;
     beforeAll(async () => {

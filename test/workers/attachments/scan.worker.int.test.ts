@@ -15,7 +15,7 @@ import { EICAR, EICAR_SIGNATURE, startClamd, type ClamdServer } from '../../supp
 import { ENGINES } from '../../support/engines.ts';
 import { freePort, LOOPBACK } from '../../support/free-port.ts';
 import { createDraft } from '../../support/scenarios.ts';
-import { storedAttachment } from '../../support/stored-attachments.ts';
+import { deleteAttachment, storedAttachment } from '../../support/stored-attachments.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
 
 const LETTER = Buffer.from('%PDF-1.7\nA consultation letter.\n');
@@ -67,7 +67,7 @@ describe.each(ENGINES)('scanning an attachment on %s', (engine) => {
     const a = await addAttachment(t, LETTER);
     const other = await createDraft(t);
     expect(await scanAttachment(deps(), { attachmentId: a.id, referralId: other.id })).toBe('gone');
-    await attachmentRepository(t.ctx.db).remove(a.referralId, a.id);
+    await deleteAttachment(t.ctx.db, a.referralId, a.id);
     expect(await scanAttachment(deps(), { attachmentId: a.id, referralId: a.referralId })).toBe('gone');
   });
 
