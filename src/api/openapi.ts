@@ -34,12 +34,13 @@ export const TAGS = [
     name: 'Referrals',
     description:
       'What a sender does: list, search and read referrals; create, update, submit, cancel, delete and ' +
-      'return them to draft; add notes.',
+      "return them to draft; add notes; acknowledge the provider's outcome.",
   },
   {
     name: 'Provider',
     description:
-      'What a provider does with a referral it receives: accept, reject, ask the sender to act, book.',
+      'What a provider does with a referral it receives: accept, reject, ask the sender to act, book, ' +
+      'and complete it with its outcome (a code of the catalog’s outcome list and the consult summary).',
   },
   {
     name: 'Attachments',
