@@ -4,7 +4,7 @@ import * as cheerio from 'cheerio';
 import { expect } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
 import { PATIENT } from './fixtures/patients.ts';
-import type { TestApp } from './test-app.ts';
+import type { TestApp, TestParty } from './test-app.ts';
 
 export const WEB_REQUESTER = 'dr.lim@bukittimah.example';
 
@@ -270,10 +270,10 @@ export interface ListedFile {
   readonly removeAction: string | undefined;
 }
 
-/** The files a page lists. */
-export function filesOf(html: string): ListedFile[] {
+/** The files a page lists; `within` narrows them to one part of the page (`.files-card`, `.outcome-card`). */
+export function filesOf(html: string, within?: string): ListedFile[] {
   const $ = cheerio.load(html);
-  return $('.files .file')
+  return $(within === undefined ? '.files .file' : `${within} .files .file`)
     .toArray()
     .map((li) => {
       const item = $(li);
@@ -310,5 +310,92 @@ export async function removeFile(
       ...options.headers,
     },
     payload: new URLSearchParams({ _csrf: csrf }).toString(),
+  });
+}
+
+/** A file a party adds through the API, as its clinic system does; its ID. */
+export async function apiAttach(
+  t: TestApp,
+  who: TestParty,
+  referralId: string,
+  file: { readonly name: string; readonly bytes: Buffer },
+): Promise<string> {
+  const res = await t.request(who, {
+    method: 'POST',
+    url: `/api/v1/referrals/${referralId}/attachments`,
+    query: { ...who.institution, requesterIdentifier: 'dr.wong@cgh.example.org' },
+    headers: {
+      'content-type': 'application/octet-stream',
+      'content-disposition': `attachment; filename*=UTF-8''${encodeURIComponent(file.name)}`,
+    },
+    payload: file.bytes,
+  });
+  expect(res.statusCode, res.body).toBe(201);
+  return res.json<{ id: string }>().id;
+}
+
+/** The Outcome card as a page shows it. */
+export interface OutcomeCard {
+  /** Each row's label and its value, spaces collapsed. */
+  readonly rows: Record<string, string>;
+  /** The consult summary as written, line breaks and all; undefined when the card shows none. */
+  readonly summary: string | undefined;
+  readonly documents: ListedFile[];
+  /** Where the acknowledge button posts, when the page offers it. */
+  readonly acknowledgeAction: string | undefined;
+  readonly acknowledgeButton: string | undefined;
+}
+
+/** The page's Outcome card, or undefined when it has none. */
+export function outcomeCardOf(html: string): OutcomeCard | undefined {
+  const $ = cheerio.load(html);
+  const card = $('.outcome-card');
+  if (card.length === 0) return undefined;
+  expect(card.length, 'one Outcome card').toBe(1);
+  const rows = Object.fromEntries(
+    card
+      .find('dl.summary dt')
+      .toArray()
+      .map((dt) => [
+        $(dt).text().replace(/\s+/g, ' ').trim(),
+        $(dt).next('dd').text().replace(/\s+/g, ' ').trim(),
+      ]),
+  );
+  const summary = card.find('.outcome__summary');
+  const form = card.find('form.outcome__acknowledge');
+  return {
+    rows,
+    summary: summary.length === 0 ? undefined : summary.text(),
+    documents: filesOf(html, '.outcome-card'),
+    acknowledgeAction: form.attr('action'),
+    acknowledgeButton: form.length === 0 ? undefined : form.find('button').text().replace(/\s+/g, ' ').trim(),
+  };
+}
+
+/**
+ * Loads the view page and presses "Acknowledge outcome", as a browser posts it. `csrf` and `action`
+ * post what the page would not (a page without the button, a forged token).
+ */
+export async function acknowledgeOutcome(
+  t: TestApp,
+  session: WebSession,
+  options: { headers?: Record<string, string>; csrf?: string; action?: string } = {},
+): Promise<LightMyRequestResponse> {
+  const page = cheerio.load((await getPage(t, session, `/view/${session.referralId}`)).body);
+  const form = page('form.outcome__acknowledge');
+  const action = options.action ?? form.attr('action');
+  expect(action, 'an acknowledge button').toBeDefined();
+  return t.app.inject({
+    method: 'POST',
+    url: action!,
+    headers: {
+      cookie: session.cookie,
+      'content-type': 'application/x-www-form-urlencoded',
+      ...OWN_PAGE_HEADERS,
+      ...options.headers,
+    },
+    payload: new URLSearchParams({
+      _csrf: options.csrf ?? form.find('input[name=_csrf]').attr('value') ?? '',
+    }).toString(),
   });
 }

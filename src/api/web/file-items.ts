@@ -7,6 +7,7 @@ import {
   sizeWords,
   type AttachmentType,
   type AttachmentView,
+  type FormAttachment,
 } from '../../domain/attachments.ts';
 import type { DisplayTime } from '../../domain/display-time.ts';
 import type { FileItem, FileUpload } from '../../render/pages/file-list.ts';
@@ -55,6 +56,24 @@ export function fileItems(
         : null,
     removeAction: links.removable === true ? removePath(file.referralId, file.id) : null,
   }));
+}
+
+/**
+ * The files the EHR form lists, as the forward sends them: those that may be read, by number. The view
+ * and print pages render the form with them, so their document is the one the record receives.
+ */
+export function formAttachments(files: readonly AttachmentView[]): FormAttachment[] {
+  return files
+    .filter((file) => file.available)
+    .sort((a, b) => a.number - b.number)
+    .map(({ id, number, fileName, mediaType, sizeBytes, sha256 }) => ({
+      id,
+      number,
+      fileName,
+      mediaType,
+      sizeBytes,
+      sha256,
+    }));
 }
 
 /** What this installation accepts: the types, the size of a file and the files of a referral. */

@@ -237,3 +237,9 @@ export function formErrors(
     e.field === null ? -1 : e.field === 'file' ? FORM_FIELDS.length : FORM_FIELDS.indexOf(e.field);
   return out.sort((a, b) => order(a) - order(b));
 }
+
+/** The token a plain form post carries (a button's form); anything else (a repeated field) is no token. */
+export function tokenOf(body: unknown): string | undefined {
+  const token = (body as Record<string, unknown> | undefined)?._csrf;
+  return typeof token === 'string' ? token : undefined;
+}

@@ -36,6 +36,7 @@ import {
   EDITABLE_FIELDS,
   formErrors,
   readForm,
+  tokenOf,
   valuesOf,
   type FormValues,
 } from './form-input.ts';
@@ -315,12 +316,6 @@ export function formRoutes(
       });
     });
   };
-}
-
-/** The token a plain form post carries; anything else (a repeated field) is no token. */
-function tokenOf(body: unknown): string | undefined {
-  const token = (body as Record<string, unknown> | undefined)?._csrf;
-  return typeof token === 'string' ? token : undefined;
 }
 
 const FILE_GONE = 'That file is no longer attached: it was removed already, perhaps in another tab.';

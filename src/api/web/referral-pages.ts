@@ -1,6 +1,7 @@
 // What the referral pages share: the referral and file IDs from the path, the page for a referral the
 // sender can no longer change here, and the pages for a file that cannot be opened.
 import { isUuid } from '../../domain/ids.ts';
+import { senderActionReason } from '../../domain/lifecycle.ts';
 import type { Status } from '../../domain/statuses.ts';
 import { STATUS_TEXT } from '../../render/pages/referral-form-fields.ts';
 import { WebPageError } from './web-pages.ts';
@@ -43,7 +44,9 @@ export function attachmentIdOf(params: unknown): string {
 export function notEditable(status: Status): WebPageError {
   return new WebPageError(409, 'This referral can no longer be changed here', [
     `Its status is now: ${STATUS_TEXT[status].label}.`,
-    'The sender can change a referral only while it is a draft, or when the provider has asked for action. ' +
-      'Check the referral in your clinic system.',
+    senderActionReason(status) === 'outcome-to-acknowledge'
+      ? 'The provider has completed it. Open the referral from your clinic system to read the outcome and acknowledge it.'
+      : 'The sender can change a referral only while it is a draft, or when the provider has asked for action. ' +
+        'Check the referral in your clinic system.',
   ]);
 }

@@ -199,6 +199,21 @@ export function errorSummary(errors: readonly SummaryError[]): SafeHtml | null {
   </div>`;
 }
 
+/** A message at the top of a page, after something the person did ("Draft saved"). */
+export interface Notice {
+  readonly tone: 'success' | 'info' | 'warn';
+  readonly title: string;
+  readonly text?: string;
+}
+
+export function noticeBanner(n: Notice | undefined): SafeHtml | null {
+  if (n === undefined) return null;
+  const tone = n.tone === 'success' ? 'banner' : `banner banner--${n.tone}`;
+  return html`<div class="${tone}" role="status">
+    <span class="banner__title">${n.title}</span>${n.text === undefined ? null : html`<span>${n.text}</span>`}
+  </div>`;
+}
+
 export function statusTag(status: Status): SafeHtml {
   const { label, tone } = STATUS_TEXT[status];
   return html`<strong class="${`tag tag--${tone}`}">${label}</strong>`;

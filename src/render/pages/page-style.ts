@@ -136,6 +136,11 @@ legend { padding: 0; }
 .file-input:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 .upload { margin: 0 0 20px; }
 .files-card { margin-top: 20px; }
+.card__subtitle { font-size: 1.0625rem; font-weight: 700; margin: 0 0 8px; }
+.outcome-card .summary dd strong { font-size: 1.0625rem; }
+.outcome__summary { white-space: pre-wrap; overflow-wrap: anywhere; }
+.acknowledge { border-top: 1px solid var(--line); padding: 18px 0 4px; }
+.acknowledge form { margin: 0 0 18px; }
 
 .summary { display: grid; grid-template-columns: minmax(9em, 30%) 1fr; margin: 0 0 16px; border-top: 1px solid var(--line); }
 .summary dt, .summary dd { margin: 0; padding: 10px 12px 10px 0; border-bottom: 1px solid var(--line); }

@@ -11,11 +11,13 @@ import type { Status } from '../../domain/statuses.ts';
 import { html, type SafeHtml } from '../html.ts';
 import {
   errorSummary,
+  noticeBanner,
   radios,
   select,
   statusTag,
   textarea,
   textInput,
+  type Notice,
   type SummaryError,
 } from './form-controls.ts';
 import { fileList, uploadForm, type FileItem, type FileUpload } from './file-list.ts';
@@ -30,11 +32,7 @@ import {
   type FormField,
 } from './referral-form-fields.ts';
 
-export interface Notice {
-  readonly tone: 'success' | 'info' | 'warn';
-  readonly title: string;
-  readonly text?: string;
-}
+export type { Notice };
 
 export interface ReferralFormModel {
   readonly nonce: string;
@@ -227,15 +225,6 @@ function providerRequest(model: ReferralFormModel): SafeHtml | null {
   </section>`;
 }
 
-function notice(model: ReferralFormModel): SafeHtml | null {
-  const n = model.notice;
-  if (n === undefined) return null;
-  const tone = n.tone === 'success' ? 'banner' : `banner banner--${n.tone}`;
-  return html`<div class="${tone}" role="status">
-    <span class="banner__title">${n.title}</span>${n.text === undefined ? null : html`<span>${n.text}</span>`}
-  </div>`;
-}
-
 export function renderReferralFormPage(model: ReferralFormModel): string {
   const title = model.mode === 'respond' ? 'Respond to the provider’s request' : 'Complete the referral';
   const main = html`<h1 class="page-title">${title}</h1>
@@ -243,7 +232,7 @@ export function renderReferralFormPage(model: ReferralFormModel): string {
       ${statusTag(model.status)} <span>Reference <span class="mono">${model.referralId}</span></span>
       <span>Last saved ${model.lastSaved}</span>
     </p>
-    ${errorSummary(model.errors)} ${notice(model)} ${providerRequest(model)}
+    ${errorSummary(model.errors)} ${noticeBanner(model.notice)} ${providerRequest(model)}
     <form id="${REFERRAL_FORM_ID}" method="post" action="${model.action}" novalidate>
       <input type="hidden" name="_csrf" value="${model.csrfToken}" />
       <input type="hidden" name="version" value="${model.version}" />

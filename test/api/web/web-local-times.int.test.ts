@@ -1,14 +1,23 @@
 // Every time a person reads (the form, the result page, the view and print pages, the provider's
-// request, timeline sentences and the EHR form) is in DISPLAY_TIME_ZONE and names its zone, while the
-// API keeps ISO 8601 UTC. The clock is fixed at 09:30 in Singapore on 1 December 2026, so each time
-// can be written out.
+// request, the outcome, timeline sentences and the EHR form) is in DISPLAY_TIME_ZONE and names its
+// zone, while the API keeps ISO 8601 UTC. The clock is fixed at 09:30 in Singapore on 1 December
+// 2026, so each time can be written out.
 import * as cheerio from 'cheerio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../../support/engines.ts';
 import { PATIENT } from '../../support/fixtures/patients.ts';
 import { call } from '../../support/scenarios.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
-import { WEB_REQUESTER, getPage, linksOf, newFormSession, postForm, redeem } from '../../support/web.ts';
+import {
+  WEB_REQUESTER,
+  acknowledgeOutcome,
+  getPage,
+  linksOf,
+  newFormSession,
+  outcomeCardOf,
+  postForm,
+  redeem,
+} from '../../support/web.ts';
 
 const NOW = new Date('2026-12-01T01:30:00.000Z');
 const APPOINTMENT = '2026-12-03T02:00:00.000Z';
@@ -116,6 +125,25 @@ describe.each(ENGINES)('times people read, on %s', (engine) => {
       const page = cheerio.load((await getPage(t, await redeem(t, (await linksOf(t, id)).respond!))).body);
       expect(page('.request').text()).toContain(zone.now);
       expect(textOf(page.html())).not.toContain('UTC');
+    });
+
+    it('shows when the provider reported the outcome and when the sender acknowledged it', async () => {
+      const session = await newFormSession(t, { offeringId: 'cgh-gastro', ...PATIENT });
+      const id = session.referralId;
+      await call(t, t.sender, 'POST', `/api/v1/referrals/${id}/submit`, {});
+      await call(t, t.provider, 'POST', `/api/v1/referrals/${id}/accept`, {});
+      const completed = await call(t, t.provider, 'POST', `/api/v1/referrals/${id}/complete`, {
+        outcomeCode: 'seen-discharged',
+        summary: 'No follow-up needed.',
+      });
+      expect((completed.outcome as { completedAt: string }).completedAt).toBe(NOW.toISOString());
+      const view = await redeem(t, (await linksOf(t, id)).view!);
+      expect(outcomeCardOf((await getPage(t, view)).body)!.rows.Completed).toBe(zone.now);
+
+      expect((await acknowledgeOutcome(t, view)).statusCode).toBe(303);
+      const page = (await getPage(t, view)).body;
+      expect(outcomeCardOf(page)!.rows).toMatchObject({ Completed: zone.now, Acknowledged: zone.now });
+      expect(textOf(page)).not.toContain('UTC');
     });
   });
 });

@@ -1,6 +1,7 @@
 // What clinicians read, in a real browser: the EHR form of referrals in every category and status
 // (a draft with nothing chosen, GPFirst, A&E, a specialist clinic with appointments and notes, one
-// awaiting the sender, one cancelled, one with most values missing), and every page of the web form.
+// awaiting the sender, one cancelled, one with most values missing), and every page of the web form,
+// the view page of a completed referral with its Outcome card too.
 // Debian's Chromium, driven by playwright-core, against refhub listening on a loopback port with the
 // EHR bridge running, so the timeline holds real delivery bookkeeping. The browser runs in another
 // time zone than the display zone: what it shows must not depend on the reader's machine.
@@ -376,6 +377,41 @@ describe('what clinicians read, in Chromium', () => {
         }
         await page.close();
       }
+    });
+
+    it('shows the provider’s outcome above the document, with its times in the display zone', async () => {
+      const link = await upsertLink(t, { offeringId: 'cgh-gastro', ...PATIENT, ...REFERRER });
+      const id = link.referralId;
+      await post(t.sender, id, 'submit');
+      await post(t.provider, id, 'accept');
+      await post(t.provider, id, 'complete', {
+        outcomeCode: 'seen-follow-up',
+        summary: 'OGD: small hiatus hernia.\nRepeat OGD in 6 months; we will send the appointment.',
+        completedByName: 'Dr Wong',
+      });
+      const page = await open('view-outcome', (await linksOf(t, id)).view!.url);
+      await expectReadable(page, 'article.document');
+      const card = page.locator('.outcome-card');
+      const text = (await card.textContent()) ?? '';
+      expect(text).toContain('Seen, follow-up arranged with the provider');
+      expect(text).not.toMatch(/seen-follow-up|UTC/);
+      const times = card.locator('dt', { hasText: /^(Completed|Acknowledged)$/ });
+      expect(await times.count()).toBe(2);
+      expect(await times.first().locator('xpath=following-sibling::dd[1]').textContent()).toMatch(
+        /^\w{3} \d{1,2} \w{3} \d{4}, \d{2}:\d{2} SGT$/,
+      );
+      await Promise.all([
+        page.waitForURL(`**/view/${id}?acknowledged=1`),
+        card.getByRole('button', { name: 'Acknowledge outcome' }).click(),
+      ]);
+      await shoot(page, 'web-view-outcome-acknowledged');
+      for (const label of ['Completed', 'Acknowledged']) {
+        const at = card.locator('dt', { hasText: new RegExp(`^${label}$`) });
+        expect(await at.locator('xpath=following-sibling::dd[1]').textContent()).toMatch(
+          /^\w{3} \d{1,2} \w{3} \d{4}, \d{2}:\d{2} SGT$/,
+        );
+      }
+      await page.close();
     });
 
     it('explains a used link, an unknown link, an ended session and a referral that can no longer change', async () => {

@@ -216,6 +216,46 @@ describe('every page on a phone, in Chromium', () => {
         },
       );
 
+      it('shows a completed referral’s Outcome card, its documents and its button inside the screen', async () => {
+        const link = await upsertLink(t, { offeringId: 'cgh-gastro', ...PATIENT, ...REFERRER });
+        const id = link.referralId;
+        await call(t, t.sender, 'POST', `/api/v1/referrals/${id}/submit`, {});
+        await call(t, t.provider, 'POST', `/api/v1/referrals/${id}/accept`, {});
+        const letter = await t.request(t.provider, {
+          method: 'POST',
+          url: `/api/v1/referrals/${id}/attachments`,
+          query: { ...t.provider.institution },
+          headers: {
+            'content-type': 'application/pdf',
+            'content-disposition': `attachment; filename="${LONG_FILE_NAME}"`,
+          },
+          payload: pdf(CATALOG, PAGES),
+        });
+        expect(letter.statusCode, letter.body).toBe(201);
+        await call(t, t.provider, 'POST', `/api/v1/referrals/${id}/complete`, {
+          outcomeCode: 'seen-follow-up',
+          summary:
+            'OGD: small hiatus hernia, biopsies taken (histology-pending-reference-CGH-2026-0001234).\n' +
+            'Repeat OGD in 6 months; we will send the appointment.',
+          attachmentIds: [letter.json<{ id: string }>().id],
+          completedByName: 'Dr Wong Mei Ling',
+        });
+        const { page, problems, close } = await measure('view-outcome', width, async () => {
+          return (await linksOf(t, id)).view!.url;
+        });
+        expect(problems).toEqual([]);
+        for (const part of [
+          '.outcome-card',
+          '.outcome-card .file__name',
+          '.outcome__summary',
+          '.acknowledge button',
+        ]) {
+          const box = await page.locator(part).first().boundingBox();
+          expect(box!.x + box!.width, part).toBeLessThanOrEqual(width);
+        }
+        await close();
+      });
+
       it('shows /admin’s tables without overflow or cut-off columns', async () => {
         const { page, problems, close } = await measure('admin', width, `${base}/admin`, {
           ops: true,

@@ -18,7 +18,7 @@ import { PATIENT } from '../../support/fixtures/patients.ts';
 import { call } from '../../support/scenarios.ts';
 import { senderView } from '../../support/store-inspection.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
-import { WEB_REQUESTER, linksOf, upsertLink, type UpsertedLink } from '../../support/web.ts';
+import { WEB_REQUESTER, apiAttach, linksOf, upsertLink, type UpsertedLink } from '../../support/web.ts';
 import { ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ensureArtifactsDir, freePort } from '../../support/browser.ts';
 
 const HOSTILE_NAME = '<img src=x onerror=alert(1)>';
@@ -374,6 +374,117 @@ describe('the web form in Chromium', () => {
       'referral.attachment-added',
       'referral.pending-acceptance',
     ]);
+  });
+
+  it('shows the provider’s outcome on the view page, and acknowledges it with script turned off', async () => {
+    const letter = pdf(CATALOG, PAGES);
+    const link = await upsertLink(t, {
+      offeringId: 'cgh-gastro',
+      ...PATIENT,
+      referrerName: 'Dr Lim Wei Ling',
+    });
+    const id = link.referralId;
+    await call(t, t.sender, 'POST', `/api/v1/referrals/${id}/submit`, {});
+    await call(t, t.provider, 'POST', `/api/v1/referrals/${id}/accept`, {});
+    const letterId = await apiAttach(t, t.provider, id, { name: 'consult-letter.pdf', bytes: letter });
+    const summary =
+      'Gastroscopy: mild antral gastritis, no ulcer. CLO test negative.\n' +
+      'Continue omeprazole 20 mg once daily for 4 weeks, then stop.\n\n' +
+      'No follow-up needed with us. Please re-refer if symptoms return.';
+    await call(t, t.provider, 'POST', `/api/v1/referrals/${id}/complete`, {
+      outcomeCode: 'seen-discharged',
+      summary,
+      attachmentIds: [letterId],
+      completedByName: 'Dr Wong Mei Ling',
+    });
+    // The sender's clinic system hands it the referral's links: a completed referral opens its view page.
+    const links = await linksOf(t, id);
+    expect(Object.keys(links).sort()).toEqual(['print', 'view']);
+
+    const noScript = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    try {
+      const context = await noScript.newContext({
+        javaScriptEnabled: false,
+        viewport: { width: 1280, height: 900 },
+        locale: 'en-SG',
+        timezoneId: 'Asia/Singapore',
+      });
+      const page = await context.newPage();
+      const problems: string[] = [];
+      page.on('pageerror', (error) => problems.push(`script error: ${error.message}`));
+      page.on('dialog', (dialog) => {
+        problems.push(`dialog: ${dialog.message()}`);
+        void dialog.dismiss();
+      });
+      page.on('console', (message) => {
+        if (message.type() === 'error') problems.push(`${message.type()}: ${message.text()}`);
+      });
+      await page.goto(links.view!.url);
+      expect(new URL(page.url()).pathname).toBe(`/view/${id}`);
+
+      const card = page.locator('.outcome-card');
+      expect(await card.getByRole('heading', { name: 'Outcome', exact: true }).isVisible()).toBe(true);
+      const row = (label: string) =>
+        card.locator('dt', { hasText: new RegExp(`^${label}$`) }).locator('xpath=following-sibling::dd[1]');
+      expect(await row('Outcome').textContent()).toBe('Seen and discharged to the referring clinic');
+      // As written, on its own lines: innerText is what the page renders, line breaks included.
+      expect(await card.locator('.outcome__summary').innerText()).toBe(summary);
+      expect(await row('Completed by').textContent()).toBe('Dr Wong Mei Ling (Central General Hospital)');
+      expect(await row('Completed').textContent()).toMatch(/^\w{3} \d{1,2} \w{3} \d{4}, \d{2}:\d{2} SGT$/);
+      expect(await row('Acknowledged').textContent()).toBe('Not yet');
+      // The outcome comes first, above the document.
+      const cardBox = await card.boundingBox();
+      const documentBox = await page.locator('article.document').boundingBox();
+      expect(cardBox!.y).toBeLessThan(documentBox!.y);
+      await page.screenshot({ path: path.join(ARTIFACTS, 'web-view-outcome.png'), fullPage: true });
+      // docs/images/web-view-outcome.png is this one.
+      await card.screenshot({ path: path.join(ARTIFACTS, 'web-view-outcome-card.png') });
+
+      const document = card.locator('.files .file');
+      expect(await document.count()).toBe(1);
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        document.getByRole('link', { name: 'consult-letter.pdf' }).click(),
+      ]);
+      expect(download.suggestedFilename()).toBe('consult-letter.pdf');
+      expect(fs.readFileSync(await download.path()).equals(letter)).toBe(true);
+
+      await Promise.all([
+        page.waitForURL(`**/view/${id}?acknowledged=1`),
+        card.getByRole('button', { name: 'Acknowledge outcome' }).click(),
+      ]);
+      expect(await page.locator('.banner__title').textContent()).toBe('Outcome acknowledged');
+      expect(await row('Acknowledged by').textContent()).toBe(`${WEB_REQUESTER} (Bukit Timah Family Clinic)`);
+      expect(await row('Acknowledged').textContent()).toMatch(/ SGT$/);
+      expect(await card.getByRole('button').count()).toBe(0);
+      await page.screenshot({
+        path: path.join(ARTIFACTS, 'web-view-outcome-acknowledged.png'),
+        fullPage: true,
+      });
+
+      // A reload shows the same: the post is not sent again.
+      await page.reload();
+      expect(await row('Acknowledged by').textContent()).toBe(`${WEB_REQUESTER} (Bukit Timah Family Clinic)`);
+
+      // On paper, the outcome is printed with the referral.
+      await page.goto(links.print!.url);
+      await page.emulateMedia({ media: 'print' });
+      expect(await page.locator('.outcome-card .outcome__summary').isVisible()).toBe(true);
+      expect(await page.locator('.outcome-card .acknowledge').count()).toBe(0);
+      await page.screenshot({ path: path.join(ARTIFACTS, 'web-print-outcome.png'), fullPage: true });
+      expect(problems).toEqual([]);
+    } finally {
+      await noScript.close();
+    }
+    const view = await senderView(t, id);
+    expect(view).toMatchObject({ status: 'outcome-acknowledged', coreStatus: 'completed' });
+    expect(
+      (view.timelineEvents as { type: string; system: string; description: string }[]).at(-1),
+    ).toMatchObject({
+      type: 'referral.outcome-acknowledged',
+      system: 'Manual',
+      description: `${WEB_REQUESTER} (Bukit Timah Family Clinic) acknowledged the outcome of the referral.`,
+    });
   });
 
   it('shows a patient named like markup as text, with no dialog, on every page', async () => {
