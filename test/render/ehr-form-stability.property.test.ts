@@ -41,6 +41,8 @@ const CLINICAL_TYPES = [
   'referral.sender-action-required',
   'referral.back-to-draft',
   'referral.cancelled',
+  'referral.completed',
+  'referral.outcome-acknowledged',
   'note.created',
   'appt.scheduled',
   'appt.actualized',
@@ -116,6 +118,19 @@ const referral: fc.Arbitrary<EhrFormSource> = fc
       maxLength: 3,
     }),
     timeline: fc.array(eventArbitrary(CLINICAL_TYPES), { maxLength: 6 }),
+    outcome: fc.option(
+      fc.record({
+        code: text,
+        display: text,
+        summary: optionalText,
+        completedByName: optionalText,
+        completedAt: instant,
+        acknowledged: fc.option(fc.record({ at: instant, byName: optionalText }), { nil: null }),
+        // Each of the outcome's files, and whether it goes with the form.
+        documents: fc.array(fc.record({ fileName: text, included: fc.boolean() }), { maxLength: 3 }),
+      }),
+      { nil: null },
+    ),
   })
   .map((r) => {
     const base = sampleEhrFormSource();
@@ -143,8 +158,48 @@ const referral: fc.Arbitrary<EhrFormSource> = fc
       appointments,
       notes,
       timelineEvents: r.timeline.map((e, i) => ({ ...e, id: `event-${i}` })),
+      ...(r.outcome === null ? {} : outcomeOf(r.outcome)),
     });
   });
+
+/** A referral's outcome and the files that go with its form. */
+function outcomeOf(o: {
+  code: string;
+  display: string;
+  summary: string | null;
+  completedByName: string | null;
+  completedAt: string;
+  acknowledged: { at: string; byName: string | null } | null;
+  documents: { fileName: string; included: boolean }[];
+}): Pick<EhrFormSource, 'outcome' | 'attachments'> {
+  return {
+    outcome: {
+      code: o.code,
+      display: o.display,
+      summary: o.summary,
+      attachmentIds: o.documents.map((_, i) => `file-${i}`),
+      completedByName: o.completedByName,
+      completedAt: o.completedAt,
+      ...(o.acknowledged === null
+        ? {}
+        : { acknowledgedAt: o.acknowledged.at, acknowledgedByName: o.acknowledged.byName }),
+    },
+    attachments: o.documents.flatMap((d, i) =>
+      d.included
+        ? [
+            {
+              id: `file-${i}`,
+              number: i + 1,
+              fileName: d.fileName,
+              mediaType: 'application/pdf',
+              sizeBytes: 1024 * (i + 1),
+              sha256: String(i).repeat(64),
+            },
+          ]
+        : [],
+    ),
+  };
+}
 
 /** `events` slotted into the timeline at the given positions, as later writes interleave with it. */
 function withInterleaved(

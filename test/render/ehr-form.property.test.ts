@@ -112,6 +112,17 @@ const hostile = fc.record({
   }),
   timeline: fc.array(fc.record({ description: text, system: text, cancels: fc.boolean() }), { maxLength: 4 }),
   cancelled: fc.boolean(),
+  outcome: fc.option(
+    fc.record({
+      code: text,
+      display: text,
+      summary: optionalText,
+      completedByName: optionalText,
+      // Each of the outcome's files, and whether it is among those that go with the form.
+      documents: fc.array(fc.record({ fileName: text, included: fc.boolean() }), { maxLength: 3 }),
+    }),
+    { nil: null },
+  ),
 });
 
 type Hostile = typeof hostile extends fc.Arbitrary<infer T> ? T : never;
@@ -158,6 +169,32 @@ function toSource(h: Hostile): EhrFormSource {
       authorInstitution: { idType: 'hci', id: '10C0001', name: n.institution },
     })),
     timelineEvents: events,
+    ...(h.outcome === null
+      ? {}
+      : {
+          outcome: {
+            code: h.outcome.code,
+            display: h.outcome.display,
+            summary: h.outcome.summary,
+            attachmentIds: h.outcome.documents.map((_, i) => `file-${i}`),
+            completedByName: h.outcome.completedByName,
+            completedAt: '2026-06-10T02:45:00.000Z',
+          },
+          attachments: h.outcome.documents.flatMap((d, i) =>
+            d.included
+              ? [
+                  {
+                    id: `file-${i}`,
+                    number: i + 1,
+                    fileName: d.fileName,
+                    mediaType: 'application/pdf',
+                    sizeBytes: 1024,
+                    sha256: '0'.repeat(64),
+                  },
+                ]
+              : [],
+          ),
+        }),
   });
 }
 
@@ -216,6 +253,13 @@ function expectedFields(h: Hostile, source: EhrFormSource): [string, (string | n
       ['offering.institution.name', [h.offering.provider]],
     );
   }
+  const outcome = h.outcome;
+  fields.push(
+    ['outcome.display', outcome === null ? [] : [outcome.display]],
+    ['outcome.code', outcome === null ? [] : [outcome.code]],
+    ['outcome.summary', outcome === null ? [] : [outcome.summary]],
+    ['outcome.completedByName', outcome === null ? [] : [outcome.completedByName]],
+  );
   const idType = h.referrer.idType;
   if (blank(h.referrer.id) || blank(idType)) fields.push(['referrer.idType', []]);
   if (h.cancelled && cancellation !== undefined) {
@@ -267,6 +311,15 @@ describe('renderEhrForm with arbitrary text', () => {
             .endsWith(` – Referral ${h.id.toWellFormed().replaceAll('\0', '\uFFFD')}`),
         ).toBe(true);
         for (const [field, values] of expectedFields(h, source)) expectShown($, field, values);
+        // The outcome's documents: each file that goes with the form by its name, any other as not included.
+        const documents = $('[data-field="outcome.attachment.fileName"]');
+        expect(documents.length).toBe(h.outcome?.documents.length ?? 0);
+        h.outcome?.documents.forEach((d, i) => {
+          const expected = d.included ? readBack(d.fileName) : ({ missing: true } as const);
+          expect(documents.eq(i).attr('data-missing')).toBe(expected.missing ? 'true' : undefined);
+          if (!d.included) expect(documents.eq(i).text()).toMatch(/^Not included with this form/);
+          else if (!expected.missing) expect(documents.eq(i).text()).toBe(expected.text);
+        });
         expect(renderEhrForm(source).html).toBe(form.html);
       }),
       { numRuns: NUM_RUNS },
