@@ -65,6 +65,12 @@ export interface Config {
   /** The queue dashboard may retry, promote and remove jobs. */
   readonly opsDashboardWrite: boolean;
   /**
+   * Whether the API takes the API keys of senders and providers (`Authorization: ApiKey …`). An
+   * installation whose clients all sign their credentials (POST /oauth2/token) refuses them with
+   * false; ops keys, refhub's operators' own, keep working.
+   */
+  readonly acceptApiKeys: boolean;
+  /**
    * Signs the web form's session cookies; every API process must share it. Unset outside production:
    * the installation generates one and keeps it in its database.
    */
@@ -279,6 +285,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     reminderMax: integer(env, 'REMINDER_MAX', 3, 0, 100),
     reconcileIntervalSeconds: integer(env, 'RECONCILE_INTERVAL_SECONDS', 60, 1, 86_400),
     opsDashboardWrite: oneOf(env, 'OPS_DASHBOARD_WRITE', ['true', 'false'], 'false') === 'true',
+    acceptApiKeys: oneOf(env, 'ACCEPT_API_KEYS', ['true', 'false'], 'true') === 'true',
     sessionSecret: secret(env, 'SESSION_SECRET', 32),
     metricsToken: secret(env, 'METRICS_TOKEN', 32),
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 20, 1, 600),
@@ -436,6 +443,7 @@ const SHOWN: { readonly [K in keyof Config]-?: readonly [variable: string, shown
   reminderMax: ['REMINDER_MAX', 'value'],
   reconcileIntervalSeconds: ['RECONCILE_INTERVAL_SECONDS', 'value'],
   opsDashboardWrite: ['OPS_DASHBOARD_WRITE', 'value'],
+  acceptApiKeys: ['ACCEPT_API_KEYS', 'value'],
   sessionSecret: ['SESSION_SECRET', 'secret'],
   metricsToken: ['METRICS_TOKEN', 'secret'],
   shutdownGraceSeconds: ['SHUTDOWN_GRACE_SECONDS', 'value'],

@@ -6,6 +6,7 @@ export type ErrorCode =
   | 'validation_failed'
   | 'unauthorized'
   | 'forbidden_role'
+  | 'insufficient_scope'
   | 'institution_not_permitted'
   | 'referral_not_found'
   | 'not_found'
@@ -94,7 +95,10 @@ export class ValidationError extends AppError {
 }
 
 export class UnauthorizedError extends AppError {
-  constructor(detail = 'Send a valid API key in the header "Authorization: ApiKey <key>".') {
+  constructor(
+    detail = 'Send a valid API key in the header "Authorization: ApiKey <key>", or an access token as ' +
+      '"Authorization: Bearer <token>".',
+  ) {
     super('unauthorized', 401, 'Unauthorized', detail);
   }
 }
@@ -263,5 +267,17 @@ export class IdempotencyKeyReusedError extends AppError {
       'Idempotency key reused',
       'This Idempotency-Key was used with a different request. Use a new key for a new request.',
     );
+  }
+}
+
+/** Why a token request is refused, as RFC 6749 §5.2 names it, with a sentence for the client's developer. */
+export class OAuthError extends Error {
+  override readonly name = 'OAuthError';
+  readonly error: 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'invalid_scope';
+  readonly status: 400 | 401;
+  constructor(error: OAuthError['error'], description: string) {
+    super(description);
+    this.error = error;
+    this.status = error === 'invalid_client' ? 401 : 400;
   }
 }

@@ -4,11 +4,16 @@
 import { Command } from 'commander';
 import type { CreateKeyOptions } from './cli/api-key.command.ts';
 import { institutionArg, instantArg, portArg, roleArg, tokenArg, uuidArg } from './cli/arguments.ts';
+import { clientRoleArg, type CreateClientOptions, type KeySourceOptions } from './cli/clients.command.ts';
 import { failFor } from './cli/failure.ts';
 import { SANDBOX_DEFAULT_PORT, type SandboxEhrCommandOptions } from './cli/sandbox-ehr.command.ts';
 import { VERSION } from './cli/version.ts';
 import {
   catalogLoadCommand,
+  clientsCreateCommand,
+  clientsKeysCommand,
+  clientsListCommand,
+  clientsRevokeCommand,
   doctorCommand,
   forwardsRetryCommand,
   keysCreateCommand,
@@ -130,6 +135,43 @@ keys
   .command('revoke <idOrPrefix>')
   .description('revoke a key by its ID or display prefix; it stops working at once')
   .action((idOrPrefix: string) => keysRevokeCommand(idOrPrefix));
+
+const clients = program
+  .command('clients')
+  .description('manage clients with signed credentials (OAuth 2.0 client credentials, private_key_jwt)');
+
+clients
+  .command('create')
+  .description(
+    'register a client by its public keys; prints the token URL, the scopes and, alone on the last line, ' +
+      'the client ID it signs its assertions with',
+  )
+  .requiredOption('--system <name>', 'the system the client belongs to, for example HAS')
+  .requiredOption('--role <role>', 'sender or provider', clientRoleArg)
+  .option('--institution <idType:id>', 'the one institution the client acts for', institutionArg)
+  .option('--label <text>', 'a note for operators')
+  .option('--jwks-url <url>', 'where the client publishes its JWKS (refhub fetches it)')
+  .option('--jwk-file <path>', 'a file holding its public JWK or JWKS')
+  .action((options: CreateClientOptions) => clientsCreateCommand(options));
+
+clients
+  .command('list')
+  .description('list clients: ID, role, system, institution, keys, state and label')
+  .action(() => clientsListCommand());
+
+clients
+  .command('keys')
+  .argument('<id>', 'the client ID', uuidArg('a client ID'))
+  .description("replace a client's public keys (to rotate a JWKS given inline; a URL's keys rotate there)")
+  .option('--jwks-url <url>', 'where the client publishes its JWKS (refhub fetches it)')
+  .option('--jwk-file <path>', 'a file holding its public JWK or JWKS')
+  .action((id: string, options: KeySourceOptions) => clientsKeysCommand(id, options));
+
+clients
+  .command('revoke')
+  .argument('<id>', 'the client ID', uuidArg('a client ID'))
+  .description('revoke a client by its ID; its access tokens stop working at once')
+  .action((id: string) => clientsRevokeCommand(id));
 
 program
   .command('sandbox-ehr')

@@ -17,6 +17,7 @@ import type { OpsOverviewService } from '../services/admin-overview.service.ts';
 import type { ApiKeyService } from '../services/api-key.service.ts';
 import type { Attachments } from '../services/attachments.service.ts';
 import type { CatalogService } from '../services/catalog.service.ts';
+import type { ClientCredentials } from '../services/client-credentials.service.ts';
 import type { ScannerPing } from '../services/doctor-checks.ts';
 import type { EventFeed } from '../services/events.service.ts';
 import type { ReferralFhir } from '../services/fhir.service.ts';
@@ -50,6 +51,8 @@ export interface ApiDeps {
   /** Set when the process begins to stop: readiness answers "draining". */
   readonly lifecycle: { readonly draining: boolean };
   readonly apiKeys: Pick<ApiKeyService, 'authenticate'>;
+  /** Signed client credentials: the token endpoint, and the access tokens it issued. */
+  readonly clientCredentials: Pick<ClientCredentials, 'issueToken' | 'authenticate'>;
   /** Mints a link again when a keyed request is replayed. */
   readonly linkMinter: Pick<LinkMinter, 'mintOne'>;
   readonly referralQueries: ReferralQueries;

@@ -32,6 +32,7 @@ import { eventRoutes } from './routes/events.routes.ts';
 import { webhookRoutes } from './routes/webhooks.routes.ts';
 import { fhirRoutes } from './routes/fhir.routes.ts';
 import { linkRoutes } from './routes/links.routes.ts';
+import { clientCredentialsRoutes } from './routes/client-credentials.routes.ts';
 import { attachmentsRoutes } from './routes/attachments.routes.ts';
 import { providerRoutes } from './routes/referrals-provider.routes.ts';
 import { referralRoutes } from './routes/referrals.routes.ts';
@@ -144,6 +145,7 @@ export async function buildApp(deps: ApiDeps, parts: ApiParts): Promise<FastifyI
   await app.register(providerRoutes(deps), { prefix: API_PREFIX });
   await app.register(attachmentsRoutes(deps, parts.uploads), { prefix: API_PREFIX });
   await app.register(linkRoutes(deps), { prefix: API_PREFIX });
+  await app.register(clientCredentialsRoutes(deps, parts.apiKeyFailures));
   await app.register(webPlugin(deps, parts.web));
   await app.register(ehrSubmissionRoutes(deps), { prefix: API_PREFIX });
   await app.register(fhirRoutes(deps), { prefix: API_PREFIX });

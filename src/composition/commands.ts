@@ -10,6 +10,14 @@ import { connectRedis } from '../queue/connections.ts';
 import { createSandboxEhr } from '../sandbox-ehr/sandbox-ehr.ts';
 import { createKey, listKeys, revokeKey, type CreateKeyOptions } from '../cli/api-key.command.ts';
 import { loadCatalog } from '../cli/catalog.command.ts';
+import {
+  createClient,
+  listClients,
+  revokeClient,
+  setClientKeys,
+  type CreateClientOptions,
+  type KeySourceOptions,
+} from '../cli/clients.command.ts';
 import { retryForwards } from '../cli/forwarding.command.ts';
 import { migrate } from '../cli/migrate.command.ts';
 import { reconcile } from '../cli/reconcile.command.ts';
@@ -111,6 +119,22 @@ export function keysListCommand(): Promise<void> {
 
 export function keysRevokeCommand(idOrPrefix: string): Promise<void> {
   return withContext('refhub keys revoke', (ctx) => revokeKey(ctx, idOrPrefix));
+}
+
+export function clientsCreateCommand(options: CreateClientOptions): Promise<void> {
+  return withContext('refhub clients create', (ctx) => createClient(ctx, options));
+}
+
+export function clientsListCommand(): Promise<void> {
+  return withContext('refhub clients list', (ctx) => listClients(ctx));
+}
+
+export function clientsKeysCommand(id: string, options: KeySourceOptions): Promise<void> {
+  return withContext('refhub clients keys', (ctx) => setClientKeys(ctx, id, options));
+}
+
+export function clientsRevokeCommand(id: string): Promise<void> {
+  return withContext('refhub clients revoke', (ctx) => revokeClient(ctx, id));
 }
 
 /** `refhub sandbox-ehr`; the in-process tests call it too. Refuses in production before building. */

@@ -21,6 +21,9 @@ import type { EhrFormSource } from '../domain/referral-view.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { renderEhrForm, type RenderedEhrForm } from '../render/ehr-form.ts';
 import { createApiKeyService, type ApiKeyService } from '../services/api-key.service.ts';
+import { createClientCredentials, type ClientCredentials } from '../services/client-credentials.service.ts';
+import { createJwksFetcher } from '../services/client-jwks-fetch.ts';
+import { TOKEN_PATH } from '../domain/client-credentials.ts';
 import { createCatalogService, type CatalogService } from '../services/catalog.service.ts';
 import { createHousekeeping, type Housekeeping } from '../services/housekeeping.service.ts';
 import { createLinkMinter, type LinkMinter } from '../services/links-minter.ts';
@@ -70,6 +73,7 @@ export interface AppContext {
   readonly links: LinkService;
   readonly linkRedemption: LinkRedemption;
   readonly apiKeys: ApiKeyService;
+  readonly clientCredentials: ClientCredentials;
   readonly catalog: CatalogService;
   readonly housekeeping: Housekeeping;
   readonly ehrForwarding: EhrForwarding;
@@ -262,6 +266,13 @@ export async function createContext(
     links: createLinkService(deps),
     linkRedemption: createLinkRedemption({ db, clock }),
     apiKeys: createApiKeyService({ db, clock }),
+    clientCredentials: createClientCredentials({
+      db,
+      clock,
+      tokenUrl: `${config.publicUrl}${TOKEN_PATH}`,
+      fetchJwks: createJwksFetcher({ production, allowed: config.webhookAllowedAddresses }),
+      endpoints: { production, allowed: config.webhookAllowedAddresses },
+    }),
     catalog: createCatalogService({ db }),
     housekeeping: createHousekeeping({
       db,

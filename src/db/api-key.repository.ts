@@ -7,6 +7,8 @@ import type { Executor } from './executor.ts';
 
 export interface ApiKeyRecord {
   readonly id: string;
+  /** `api-key`, or `client` for signed client credentials (client-credentials.repository.ts). */
+  readonly kind: 'api-key' | 'client';
   readonly prefix: string;
   readonly system: string;
   readonly role: Role;
@@ -30,6 +32,7 @@ export function apiKeyRepository(db: Executor) {
   async function withInstitutions(
     rows: readonly {
       id: string;
+      kind: 'api-key' | 'client';
       prefix: string;
       system: string;
       role: string;
@@ -52,6 +55,7 @@ export function apiKeyRepository(db: Executor) {
       .execute();
     return rows.map((r) => ({
       id: r.id,
+      kind: r.kind,
       prefix: r.prefix,
       system: r.system,
       role: r.role as Role,
@@ -64,7 +68,7 @@ export function apiKeyRepository(db: Executor) {
     }));
   }
 
-  const columns = ['id', 'prefix', 'system', 'role', 'label', 'created_at', 'revoked_at'] as const;
+  const columns = ['id', 'kind', 'prefix', 'system', 'role', 'label', 'created_at', 'revoked_at'] as const;
 
   return {
     async insert(key: NewApiKey): Promise<void> {
@@ -114,6 +118,7 @@ export function apiKeyRepository(db: Executor) {
       return (
         row && {
           id: row.id,
+          kind: row.kind,
           prefix: row.prefix,
           system: row.system,
           role: row.role as Role,
@@ -125,22 +130,31 @@ export function apiKeyRepository(db: Executor) {
       );
     },
 
-    async list(): Promise<ApiKeyRecord[]> {
+    /** The credentials of `kind`, oldest first. */
+    async list(kind: ApiKeyRecord['kind'] = 'api-key'): Promise<ApiKeyRecord[]> {
       const rows = await db
         .selectFrom('api_keys')
         .select(columns)
+        .where('kind', '=', kind)
         .orderBy('created_at')
         .orderBy('id')
         .execute();
       return withInstitutions(rows);
     },
 
-    /** Active keys whose ID or display prefix is `idOrPrefix` (several only for an ambiguous prefix). */
-    async findActiveByIdOrPrefix(idOrPrefix: string): Promise<ApiKeyRecord[]> {
+    /**
+     * Active credentials of `kind` whose ID or display prefix is `idOrPrefix` (several only for an
+     * ambiguous prefix).
+     */
+    async findActiveByIdOrPrefix(
+      idOrPrefix: string,
+      kind: ApiKeyRecord['kind'] = 'api-key',
+    ): Promise<ApiKeyRecord[]> {
       const byId = isUuid(idOrPrefix);
       const rows = await db
         .selectFrom('api_keys')
         .select(columns)
+        .where('kind', '=', kind)
         .where(byId ? 'id' : 'prefix', '=', idOrPrefix)
         .where('revoked_at', 'is', null)
         .execute();

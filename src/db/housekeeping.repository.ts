@@ -1,6 +1,7 @@
 // Removes rows whose purpose has passed: idempotency records after their 24 hours, one-time link
 // tokens a week after they expired (kept that long so a disputed link can still be traced), webhook
-// attempts past their retention, and a webhook secret rotated out once its overlap has ended.
+// attempts past their retention, a webhook secret rotated out once its overlap has ended, and access
+// tokens and client assertions' jtis once they have expired.
 import { sql } from 'kysely';
 import type { Executor } from './executor.ts';
 
@@ -40,6 +41,29 @@ export function housekeepingRepository(db: Executor) {
         )
         .executeTakeFirst();
       return Number(result.numDeletedRows);
+    },
+
+    /**
+     * Deletes up to `limit` access tokens that expired before `now`, and the `jti`s of assertions that
+     * did (an expired assertion is refused for its `exp`, so its `jti` need not be remembered).
+     */
+    async purgeClientCredentials(now: Date, limit: number): Promise<number> {
+      const tokens = await db
+        .deleteFrom('access_tokens')
+        .where(
+          'token_hash',
+          'in',
+          db.selectFrom('access_tokens').select('token_hash').where('expires_at', '<', now).limit(limit),
+        )
+        .executeTakeFirst();
+      const assertions = await db
+        .deleteFrom('client_assertions')
+        .where(
+          sql<boolean>`(api_key_id, jti) in (
+            select api_key_id, jti from client_assertions where expires_at < ${now} limit ${limit})`,
+        )
+        .executeTakeFirst();
+      return Number(tokens.numDeletedRows) + Number(assertions.numDeletedRows);
     },
 
     /** Deletes up to `limit` webhook attempts made before `cutoff`; returns how many. */

@@ -38,12 +38,39 @@ export interface OfferingsTable {
 export interface ApiKeysTable {
   id: string;
   prefix: string;
-  secret_hash: string;
+  /** `api-key`: a secret presented as `ApiKey …`; `client`: signed client credentials, no secret. */
+  kind: Generated<'api-key' | 'client'>;
+  /** The SHA-256 of an API key; null for a client. */
+  secret_hash: string | null;
   system: string;
   role: string;
   label: string | null;
   created_at: Generated<Date>;
   revoked_at: Date | null;
+}
+
+export interface ClientKeysTable {
+  api_key_id: string;
+  /** JSON: the client's JWKS, given inline; null when it is fetched from `jwks_url`. */
+  jwks: ColumnType<{ keys: unknown[] } | null, string | null, string | null>;
+  jwks_url: string | null;
+  updated_at: Timestamp;
+}
+
+export interface ClientAssertionsTable {
+  api_key_id: string;
+  jti: string;
+  expires_at: Timestamp;
+}
+
+export interface AccessTokensTable {
+  token_hash: string;
+  api_key_id: string;
+  institution_id_type: string;
+  institution_id: string;
+  scopes: string[];
+  issued_at: Timestamp;
+  expires_at: Timestamp;
 }
 
 export interface ApiKeyInstitutionsTable {
@@ -340,6 +367,9 @@ export interface Database {
   offerings: OfferingsTable;
   api_keys: ApiKeysTable;
   api_key_institutions: ApiKeyInstitutionsTable;
+  client_keys: ClientKeysTable;
+  client_assertions: ClientAssertionsTable;
+  access_tokens: AccessTokensTable;
   referrals: ReferralsTable;
   appointments: AppointmentsTable;
   notes: NotesTable;

@@ -88,7 +88,9 @@ export function createMetrics() {
   });
   const authFailures = new Counter({
     name: 'refhub_auth_failures_total',
-    help: 'Failed authentications (wrong API keys, unknown link tokens), refused or throttled, by kind',
+    help:
+      'Failed authentications (wrong API keys or access tokens, refused client assertions, unknown link ' +
+      'tokens), refused or throttled, by kind',
     labelNames: ['kind', 'outcome'] as const,
     registers: [registry],
   });
@@ -209,7 +211,10 @@ export function createMetrics() {
       setAsideJobs.inc({ queue });
     },
     /** A failed authentication: answered 401/404 (`refused`) or, past the limit, 429 (`throttled`). */
-    authFailure(kind: 'api-key' | 'link-token', outcome: 'refused' | 'throttled'): void {
+    authFailure(
+      kind: 'api-key' | 'access-token' | 'client-assertion' | 'link-token',
+      outcome: 'refused' | 'throttled',
+    ): void {
       authFailures.inc({ kind, outcome });
     },
     rateLimited(): void {

@@ -18,6 +18,8 @@ export interface PurgeResult {
   readonly webhookAttempts: number;
   /** Webhook secrets rotated out whose 24 hours of overlap have ended: forgotten. */
   readonly webhookSecrets: number;
+  /** Expired access tokens, and the `jti`s of expired client assertions. */
+  readonly clientCredentials: number;
 }
 
 const DAY_MS = 86_400_000;
@@ -51,6 +53,7 @@ export function createHousekeeping(deps: {
         events: await drain((now, limit) => referralEventRepository(deps.db).purgeBefore(cutoff(now), limit)),
         webhookAttempts: await drain((now, limit) => repo.purgeWebhookAttempts(cutoff(now), limit)),
         webhookSecrets: await repo.forgetRetiredWebhookSecrets(deps.clock.now()),
+        clientCredentials: await drain((now, limit) => repo.purgeClientCredentials(now, limit)),
       };
     },
 

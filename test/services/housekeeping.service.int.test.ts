@@ -1,3 +1,4 @@
+import { exportJWK, generateKeyPair } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LINK_TOKEN_RETENTION_MS, housekeepingRepository } from '../../src/db/housekeeping.repository.ts';
 import { createHousekeeping } from '../../src/services/housekeeping.service.ts';
@@ -51,6 +52,7 @@ describe.each(ENGINES)('housekeeping on %s', (engine) => {
       events: 0,
       webhookAttempts: 0,
       webhookSecrets: 0,
+      clientCredentials: 0,
       ...counts,
     });
     const events = await repo.count('referral_events');
@@ -116,5 +118,37 @@ describe.each(ENGINES)('housekeeping on %s', (engine) => {
     } finally {
       await receiver.close();
     }
+  });
+
+  it('forgets access tokens and assertion jtis once they have expired, and only then', async () => {
+    const { publicKey } = await generateKeyPair('ES384', { extractable: true });
+    const client = await t.ctx.clientCredentials.register({
+      system: 'HAS',
+      role: 'sender',
+      institution: { idType: 'hci', id: t.sender.institution.institutionId },
+      keys: { kind: 'inline', jwks: { keys: [{ ...(await exportJWK(publicKey)), kid: 'k1' }] } },
+    });
+    const expiresAt = new Date(now.getTime() + 300_000);
+    await t.ctx.db
+      .insertInto('access_tokens')
+      .values({
+        token_hash: 'a'.repeat(64),
+        api_key_id: client.id,
+        institution_id_type: 'hci',
+        institution_id: t.sender.institution.institutionId,
+        scopes: ['system/Referral.read'],
+        issued_at: now,
+        expires_at: expiresAt,
+      })
+      .execute();
+    await t.ctx.db
+      .insertInto('client_assertions')
+      .values({ api_key_id: client.id, jti: 'jti-1', expires_at: expiresAt })
+      .execute();
+    const housekeeping = createHousekeeping({ db: t.ctx.db, clock: t.ctx.clock, logger: t.ctx.logger });
+    expect((await housekeeping.purgeExpired()).clientCredentials).toBe(0);
+    now = new Date(expiresAt.getTime() + 1);
+    expect((await housekeeping.purgeExpired()).clientCredentials).toBe(2);
+    expect(await t.ctx.db.selectFrom('client_assertions').select('jti').execute()).toEqual([]);
   });
 });

@@ -1,5 +1,8 @@
-// `Authorization: ApiKey <key>` (contract §2). Every /api/v1 request is authenticated before it is
-// validated; `callerOf` then checks that the key may act for the institution the request names.
+// `Authorization: ApiKey <key>` (contract §2), or `Authorization: Bearer <token>`, an access token of
+// signed client credentials (POST /oauth2/token). Every /api/v1 request is authenticated before it is
+// validated; `callerOf` then checks that the key, or the token's client, may act for the institution
+// the request names. A token also carries scopes: a read needs `system/Referral.read`, anything else
+// `system/Referral.write`. An installation may refuse API keys altogether (ACCEPT_API_KEYS=false).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { InstitutionRef } from '../../domain/access.ts';
 import {
@@ -13,6 +16,7 @@ import type { ApiKeyRecord } from '../../db/api-key.repository.ts';
 import type { ApiDeps } from '../api-deps.ts';
 import { isApiRoute } from '../http.ts';
 import type { Caller } from '../../services/caller.ts';
+import { scopeFor } from '../../domain/client-credentials.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -24,9 +28,23 @@ declare module 'fastify' {
   }
 }
 
-const SCHEME = /^ApiKey\s+(\S+)\s*$/i;
+const SCHEME = /^(ApiKey|Bearer)\s+(\S+)\s*$/i;
 
-export type AuthDeps = Pick<ApiDeps, 'apiKeys' | 'metrics'>;
+export type AuthDeps = Pick<ApiDeps, 'apiKeys' | 'clientCredentials' | 'metrics'> & {
+  readonly config: Pick<ApiDeps['config'], 'acceptApiKeys'>;
+};
+
+function throttled(retryAfter: number, what: string): AppError {
+  return new AppError(
+    'rate_limited',
+    429,
+    'Too many failed authentications',
+    `Too many requests with ${what} from this address. Retry after ${retryAfter} seconds.`,
+    {},
+    undefined,
+    retryAfter,
+  );
+}
 
 /** `failures` counts unknown keys per client address (built by the composition root, one per app). */
 export function registerAuth(app: FastifyInstance, deps: AuthDeps, failures: FailureLimiter): void {
@@ -35,24 +53,45 @@ export function registerAuth(app: FastifyInstance, deps: AuthDeps, failures: Fai
   app.addHook('onRequest', async (request) => {
     if (!isApiRoute(request)) return;
     const header = request.headers.authorization;
-    const presented = header === undefined ? undefined : SCHEME.exec(header)?.[1];
-    if (presented === undefined) throw new UnauthorizedError();
+    const [, scheme, presented] = (header === undefined ? undefined : SCHEME.exec(header)) ?? [];
+    if (scheme === undefined || presented === undefined) throw new UnauthorizedError();
+    if (scheme.toLowerCase() === 'bearer') {
+      const token = await deps.clientCredentials.authenticate(presented);
+      if (!token) {
+        const retryAfter = failures.fail(request.ip);
+        deps.metrics.authFailure('access-token', retryAfter === undefined ? 'refused' : 'throttled');
+        if (retryAfter !== undefined) throw throttled(retryAfter, 'unknown access tokens');
+        throw new UnauthorizedError(
+          'The access token is unknown or has expired, or its client has been revoked: get a new one from ' +
+            'POST /oauth2/token.',
+        );
+      }
+      // Set before the scope check, so that a request refused for its scope is audited under the client.
+      request.apiKey = token;
+      const needed = scopeFor(request.method);
+      if (!token.scopes.includes(needed)) {
+        throw new AppError(
+          'insufficient_scope',
+          403,
+          'Insufficient scope',
+          `This request needs the scope ${needed}, which the access token was not granted.`,
+        );
+      }
+      return;
+    }
     const key = await deps.apiKeys.authenticate(presented);
     if (!key) {
       const retryAfter = failures.fail(request.ip);
       deps.metrics.authFailure('api-key', retryAfter === undefined ? 'refused' : 'throttled');
-      if (retryAfter !== undefined) {
-        throw new AppError(
-          'rate_limited',
-          429,
-          'Too many failed authentications',
-          `Too many requests with unknown API keys from this address. Retry after ${retryAfter} seconds.`,
-          {},
-          undefined,
-          retryAfter,
-        );
-      }
+      if (retryAfter !== undefined) throw throttled(retryAfter, 'unknown API keys');
       throw new UnauthorizedError('The API key is unknown or has been revoked.');
+    }
+    // Ops keys are refhub's operators' own, for the ops API; clinic systems sign their credentials.
+    if (!deps.config.acceptApiKeys && key.role !== 'ops') {
+      throw new UnauthorizedError(
+        'This installation does not accept API keys: authenticate with an access token of signed client ' +
+          'credentials (POST /oauth2/token), as "Authorization: Bearer <token>".',
+      );
     }
     request.apiKey = key;
   });

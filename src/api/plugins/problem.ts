@@ -165,6 +165,7 @@ export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply 
 const DENIED: ReadonlySet<string> = new Set([
   'referral_not_found',
   'forbidden_role',
+  'insufficient_scope',
   'institution_not_permitted',
 ]);
 
@@ -214,7 +215,13 @@ export function registerProblemHandlers(app: FastifyInstance, deps: ProblemDeps)
       request.log.info({ err: errorKind(error) }, 'the client closed the connection before its body arrived');
     }
     await auditDenied(deps, request, appError);
-    if (appError.code === 'unauthorized') reply.header('WWW-Authenticate', 'ApiKey');
+    if (appError.code === 'unauthorized') {
+      // The challenge names the scheme the request tried; without one, both.
+      const bearer = /^bearer\s/i.test(request.headers.authorization ?? '');
+      reply.header('WWW-Authenticate', bearer ? 'Bearer error="invalid_token"' : 'ApiKey, Bearer');
+    }
+    if (appError.code === 'insufficient_scope')
+      reply.header('WWW-Authenticate', 'Bearer error="insufficient_scope"');
     return sendProblem(reply, appError);
   });
 

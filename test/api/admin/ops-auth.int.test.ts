@@ -238,6 +238,6 @@ describe.each(ENGINES)('signing in to the ops pages on %s', (engine) => {
       headers: { authorization: basic(t.sender.key) },
     });
     expect(basicOnApi.statusCode).toBe(401);
-    expect(basicOnApi.headers['www-authenticate']).toBe('ApiKey');
+    expect(basicOnApi.headers['www-authenticate']).toBe('ApiKey, Bearer');
   });
 });

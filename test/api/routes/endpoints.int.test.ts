@@ -973,7 +973,7 @@ describe.each(ENGINES)('endpoints on %s', (engine) => {
       const res = await api(null, { method: 'GET', url: '/api/v1/institutions/hci/S1234A/referrals' });
       expectProblem(res, 401, 'unauthorized');
       expect(res.headers['api-version']).toBe(API_VERSION);
-      expect(res.headers['www-authenticate']).toBe('ApiKey');
+      expect(res.headers['www-authenticate']).toBe('ApiKey, Bearer');
     });
   });
 

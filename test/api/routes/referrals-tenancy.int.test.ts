@@ -258,25 +258,37 @@ describe.each(ENGINES)('tenancy on %s', (engine) => {
   describe('authentication', () => {
     const get = routeNamed('GET /referrals/:id');
 
-    async function expectUnauthorized(res: LightMyRequestResponse) {
+    async function expectUnauthorized(res: LightMyRequestResponse, challenge: string) {
       expectProblem(res, 401, 'unauthorized');
-      expect(res.headers['www-authenticate']).toBe('ApiKey');
+      expect(res.headers['www-authenticate']).toBe(challenge);
       expect(await auditRowsOf(t, res)).toEqual([]);
     }
 
+    const BOTH = 'ApiKey, Bearer';
+    const BAD_TOKEN = 'Bearer error="invalid_token"';
     it.each([
-      ['no Authorization header', undefined],
-      ['an empty header', ''],
-      ['another scheme', 'Bearer rfh_test_0123456789012345678901234567890123456789012'],
-      ['garbage', 'ApiKey not-a-key'],
-      ['a well-formed key nobody holds', 'ApiKey rfh_test_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'],
-    ])('%s → 401 unauthorized with WWW-Authenticate: ApiKey', async (_label, authorization) => {
+      ['no Authorization header', undefined, BOTH],
+      ['an empty header', '', BOTH],
+      ['another scheme', 'Basic dXNlcjpwYXNz', BOTH],
+      [
+        'an API key sent as a bearer token',
+        'Bearer rfh_test_0123456789012345678901234567890123456789012',
+        BAD_TOKEN,
+      ],
+      [
+        'a well-formed token nobody holds',
+        'Bearer rfh_at_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+        BAD_TOKEN,
+      ],
+      ['garbage', 'ApiKey not-a-key', BOTH],
+      ['a well-formed key nobody holds', 'ApiKey rfh_test_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', BOTH],
+    ])('%s → 401 unauthorized with its challenge', async (_label, authorization, challenge) => {
       const referral = await referralIn(t, 'pending-acceptance');
       const options = get.request(referral.id, t.sender);
       const headers = authorization === undefined ? {} : { authorization };
-      await expectUnauthorized(await t.request(null, { ...options, headers }));
+      await expectUnauthorized(await t.request(null, { ...options, headers }), challenge);
       const write = routeNamed('POST cancel').request(referral.id, t.sender);
-      await expectUnauthorized(await t.request(null, { ...write, headers }));
+      await expectUnauthorized(await t.request(null, { ...write, headers }), challenge);
       expect((await stateOf(t, referral.id)).status).toBe('pending-acceptance');
     });
 
@@ -291,10 +303,11 @@ describe.each(ENGINES)('tenancy on %s', (engine) => {
       const holder: TestParty = { key, institution: t.sender.institution };
       expect((await t.request(holder, get.request(referral.id, holder))).statusCode).toBe(200);
       await t.ctx.apiKeys.revoke(record.id);
-      await expectUnauthorized(await t.request(holder, get.request(referral.id, holder)));
+      await expectUnauthorized(await t.request(holder, get.request(referral.id, holder)), BOTH);
       const before = await stateOf(t, referral.id);
       await expectUnauthorized(
         await t.request(holder, routeNamed('DELETE /referrals/:id').request(referral.id, holder)),
+        BOTH,
       );
       expect(await stateOf(t, referral.id)).toEqual(before);
     });

@@ -181,6 +181,7 @@ describe('refhub CLI', () => {
       'migrate',
       'catalog',
       'keys',
+      'clients',
     ]) {
       expect(top.stdout).toMatch(new RegExp(`^\\s+${command}\\b`, 'm'));
     }
