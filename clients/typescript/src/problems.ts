@@ -1,6 +1,7 @@
-// The two ways a call fails. `RefhubProblemError`: refhub (or something in front of it) answered
+// The ways a call fails. `RefhubProblemError`: refhub (or something in front of it) answered
 // with an error; it carries the problem+json document, whose `code` is what to branch on.
-// `RefhubNetworkError`: no answer came, after the retries the policy allows.
+// `RefhubNetworkError`: no answer came, after the retries the policy allows. `RefhubTokenError`: a
+// client with signed credentials was refused an access token; it carries RFC 6749's `error`.
 import type { Problem } from './models.ts';
 
 export class RefhubProblemError extends Error {
@@ -31,6 +32,57 @@ export class RefhubNetworkError extends Error {
     this.reason = reason;
     this.attempts = attempts;
   }
+}
+
+/**
+ * The token endpoint refused to issue an access token, as RFC 6749 §5.2 says: `error` is what to
+ * branch on (`invalid_client`: the client is unknown or revoked, or its assertion did not verify;
+ * `invalid_scope`; `invalid_request`). An answer that is not an RFC 6749 error (a proxy's page) gets
+ * the error `http_<status>`.
+ */
+export class RefhubTokenError extends Error {
+  override readonly name = 'RefhubTokenError';
+  readonly status: number;
+  /** RFC 6749's error code, such as `invalid_client`. */
+  readonly error: string;
+  /** refhub's sentence for the client's developer (`error_description`), when it gave one. */
+  readonly description: string | undefined;
+  /** Seconds the token endpoint asked to wait (Retry-After), when it asked. */
+  readonly retryAfterSeconds: number | undefined;
+  constructor(status: number, error: string, description?: string, retryAfterSeconds?: number) {
+    super(`${status} ${error}${description === undefined ? '' : `: ${description}`}`);
+    this.status = status;
+    this.error = error;
+    this.description = description;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/** The error for a refused token request, from its answer's body (read here). */
+export async function tokenError(response: Response): Promise<RefhubTokenError> {
+  const seconds = response.headers.get('retry-after');
+  const retryAfter = seconds !== null && /^\d+$/.test(seconds.trim()) ? Number(seconds) : undefined;
+  let body: unknown;
+  try {
+    body = await response.json();
+  } catch {
+    body = undefined;
+  }
+  const { error, error_description: description } = (body ?? {}) as Record<string, unknown>;
+  if (typeof error !== 'string') {
+    return new RefhubTokenError(
+      response.status,
+      `http_${response.status}`,
+      `The token endpoint answered ${response.status} without an OAuth error.`,
+      retryAfter,
+    );
+  }
+  return new RefhubTokenError(
+    response.status,
+    error,
+    typeof description === 'string' ? description : undefined,
+    retryAfter,
+  );
 }
 
 function isProblem(body: unknown): body is Problem {

@@ -9,7 +9,9 @@
 //   Idempotency-Key (refhub replays the first answer instead of acting again). A PUT, PATCH or DELETE
 //   that got no answer is not resent; the caller reads the referral to see whether it changed.
 //
-// Attempts are bounded, and so is the wait a Retry-After may ask for.
+// Attempts are bounded, and so is the wait a Retry-After may ask for. Token requests of signed client
+// credentials follow the same policy with these helpers (client-credentials.ts), each attempt with a
+// new assertion.
 import { RefhubNetworkError } from './problems.ts';
 
 export interface RetryPolicy {
@@ -39,9 +41,9 @@ export interface AttemptReport {
 
 export type Fetch = (request: Request) => Promise<Response>;
 
-const RETRY_STATUSES = new Set([408, 429, 503]);
+export const RETRY_STATUSES = new Set([408, 429, 503]);
 
-interface Settings {
+export interface Settings {
   readonly attempts: number;
   readonly baseDelayMs: number;
   readonly maxDelayMs: number;
@@ -66,7 +68,7 @@ function safeWithoutAnswer(request: Request): boolean {
 }
 
 /** Seconds (or an HTTP date) from Retry-After, as milliseconds; undefined when absent or unreadable. */
-function retryAfterMs(response: Response): number | undefined {
+export function retryAfterMs(response: Response): number | undefined {
   const value = response.headers.get('retry-after');
   if (value === null) return undefined;
   if (/^\d+$/.test(value.trim())) return Number(value) * 1000;
@@ -84,12 +86,12 @@ async function stillRunning(response: Response): Promise<boolean> {
   }
 }
 
-function backoff(settings: Settings, attempt: number): number {
+export function backoff(settings: Settings, attempt: number): number {
   const ceiling = Math.min(settings.maxDelayMs, settings.baseDelayMs * 2 ** (attempt - 1));
   return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
 }
 
-function sleep(ms: number, signal: AbortSignal | null): Promise<void> {
+export function sleep(ms: number, signal: AbortSignal | null): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted === true) {
       reject(signal.reason as Error);
