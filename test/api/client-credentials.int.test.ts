@@ -282,6 +282,13 @@ describe.each(ENGINES)('signed client credentials on %s', (engine) => {
     expect(body.error_description).toMatch(description);
   });
 
+  it('takes token requests by POST only', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/oauth2/token' });
+    expect(res.statusCode).toBe(405);
+    expect(res.headers.allow).toBe('POST');
+    expect(res.json()).toMatchObject({ error: 'invalid_request' });
+  });
+
   it('refuses other grants, other assertion types and unknown scopes as RFC 6749 names them', async () => {
     const signed = await assertion(senderClient, senderKey);
     const password = await tokenRequest({ grant_type: 'password', client_assertion: signed });

@@ -27,6 +27,15 @@ export function clientCredentialsRoutes(deps: ClientCredentialsRoutesDeps, failu
   return (app: FastifyInstance) => {
     registerStrictFormParser(app);
 
+    // A token is asked for with POST only (RFC 6749 §3.2); any other method is told so.
+    app.route({
+      method: ['GET', 'HEAD', 'PUT', 'PATCH', 'DELETE'],
+      url: TOKEN_PATH,
+      schema: { hide: true },
+      handler: (_request, reply) =>
+        oauthError(reply.header('allow', 'POST'), 405, 'invalid_request', 'Ask for a token with POST.'),
+    });
+
     app.post(
       TOKEN_PATH,
       { schema: { hide: true }, config: { action: 'oauth.token' } },
