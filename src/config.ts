@@ -71,6 +71,14 @@ export interface Config {
    */
   readonly acceptApiKeys: boolean;
   /**
+   * Signs the audit trail's checkpoints (docs/security.md): a private Ed25519 JWK with a `kid`, kept
+   * out of the database, so that whoever can rewrite the database cannot sign new heads. Unset, the
+   * checkpoints are recorded unsigned and `refhub audit verify` says so.
+   */
+  readonly auditSigningKey: AuditSigningKey | undefined;
+  /** How often the audit trail's new rows are chained and a checkpoint written. */
+  readonly auditSealIntervalSeconds: number;
+  /**
    * Signs the web form's session cookies; every API process must share it. Unset outside production:
    * the installation generates one and keeps it in its database.
    */
@@ -183,6 +191,34 @@ function oneOf<T extends string>(env: Env, name: string, values: readonly T[], f
 }
 
 /** A secret given in the environment; never echoed in the error, which only names the rule. */
+/** A private Ed25519 key as a JWK (RFC 8037). */
+export interface AuditSigningKey {
+  readonly kty: 'OKP';
+  readonly crv: 'Ed25519';
+  readonly x: string;
+  readonly d: string;
+  readonly kid: string;
+}
+
+function auditSigningKey(env: Env): AuditSigningKey | undefined {
+  const raw = read(env, 'AUDIT_SIGNING_KEY');
+  if (raw === undefined) return undefined;
+  let jwk: Record<string, unknown>;
+  try {
+    jwk = JSON.parse(raw) as Record<string, unknown>;
+  } catch {
+    throw new ConfigError('AUDIT_SIGNING_KEY', 'must be a JWK, as JSON');
+  }
+  const text = (name: string) => (typeof jwk[name] === 'string' && jwk[name] !== '' ? jwk[name] : undefined);
+  const [x, d, kid] = [text('x'), text('d'), text('kid')];
+  if (jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519' || x === undefined || d === undefined || kid === undefined)
+    throw new ConfigError(
+      'AUDIT_SIGNING_KEY',
+      'must be a private Ed25519 JWK (kty OKP, crv Ed25519) with x, d and a kid',
+    );
+  return { kty: 'OKP', crv: 'Ed25519', x, d, kid };
+}
+
 function secret(env: Env, name: string, minLength: number): string | undefined {
   const raw = read(env, name);
   if (raw !== undefined && raw.length < minLength) {
@@ -286,6 +322,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     reconcileIntervalSeconds: integer(env, 'RECONCILE_INTERVAL_SECONDS', 60, 1, 86_400),
     opsDashboardWrite: oneOf(env, 'OPS_DASHBOARD_WRITE', ['true', 'false'], 'false') === 'true',
     acceptApiKeys: oneOf(env, 'ACCEPT_API_KEYS', ['true', 'false'], 'true') === 'true',
+    auditSigningKey: auditSigningKey(env),
+    auditSealIntervalSeconds: integer(env, 'AUDIT_SEAL_INTERVAL_SECONDS', 5, 1, 3600),
     sessionSecret: secret(env, 'SESSION_SECRET', 32),
     metricsToken: secret(env, 'METRICS_TOKEN', 32),
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 20, 1, 600),
@@ -444,6 +482,8 @@ const SHOWN: { readonly [K in keyof Config]-?: readonly [variable: string, shown
   reconcileIntervalSeconds: ['RECONCILE_INTERVAL_SECONDS', 'value'],
   opsDashboardWrite: ['OPS_DASHBOARD_WRITE', 'value'],
   acceptApiKeys: ['ACCEPT_API_KEYS', 'value'],
+  auditSigningKey: ['AUDIT_SIGNING_KEY', 'secret'],
+  auditSealIntervalSeconds: ['AUDIT_SEAL_INTERVAL_SECONDS', 'value'],
   sessionSecret: ['SESSION_SECRET', 'secret'],
   metricsToken: ['METRICS_TOKEN', 'secret'],
   shutdownGraceSeconds: ['SHUTDOWN_GRACE_SECONDS', 'value'],
@@ -493,6 +533,8 @@ function text(value: Config[keyof Config]): string | undefined {
   if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
     return String(value);
   if ('size' in value) return value.size === 0 ? undefined : [...value].join(',');
+  // A key is shown as its ID only (it is a secret: only whether it is set is described).
+  if ('kty' in value) return value.kid;
   return value.map(duration).join(',');
 }
 

@@ -3,12 +3,17 @@
 // the serving modes are in composition/serve.ts, and the operator's commands in src/cli.
 import { Command } from 'commander';
 import type { CreateKeyOptions } from './cli/api-key.command.ts';
+import { dayArg, type AuditExportOptions, type AuditVerifyOptions } from './cli/audit.command.ts';
 import { institutionArg, instantArg, portArg, roleArg, tokenArg, uuidArg } from './cli/arguments.ts';
 import { clientRoleArg, type CreateClientOptions, type KeySourceOptions } from './cli/clients.command.ts';
 import { failFor } from './cli/failure.ts';
 import { SANDBOX_DEFAULT_PORT, type SandboxEhrCommandOptions } from './cli/sandbox-ehr.command.ts';
 import { VERSION } from './cli/version.ts';
 import {
+  auditExportCommand,
+  auditPublicKeyCommand,
+  auditSealCommand,
+  auditVerifyCommand,
   catalogLoadCommand,
   clientsCreateCommand,
   clientsKeysCommand,
@@ -172,6 +177,44 @@ clients
   .argument('<id>', 'the client ID', uuidArg('a client ID'))
   .description('revoke a client by its ID; its access tokens stop working at once')
   .action((id: string) => clientsRevokeCommand(id));
+
+const audit = program
+  .command('audit')
+  .description('seal, verify and export the tamper-evident audit trail (docs/security.md)');
+
+audit
+  .command('seal')
+  .description('chain the audit rows written since the last round, now, and sign a checkpoint')
+  .action(() => auditSealCommand());
+
+audit
+  .command('verify')
+  .description(
+    'check the audit trail in the database, or an export (--file) with no database; ' +
+      'exit 1 and name the first broken link if it does not hold',
+  )
+  .option('--since <day>', 'only the chains of this day (YYYY-MM-DD, UTC) and after', dayArg)
+  .option('--file <export>', 'check this export (`refhub audit export`) instead of the database')
+  .option(
+    '--key <jwk>',
+    "a file holding the public JWK (or JWKS) to check an export's signatures with; in the database, " +
+      'the keys of AUDIT_SIGNING_KEY before a rotation, for the checkpoints they signed',
+  )
+  .action((options: AuditVerifyOptions) => auditVerifyCommand(options));
+
+audit
+  .command('public-key')
+  .description('print the public JWK of AUDIT_SIGNING_KEY, for auditors to check checkpoints with')
+  .action(() => auditPublicKeyCommand());
+
+audit
+  .command('export')
+  .description(
+    'write the sealed rows of the chains of these days, their checkpoints and the public key, as NDJSON',
+  )
+  .requiredOption('--from <day>', 'the first day (YYYY-MM-DD, UTC)', dayArg)
+  .requiredOption('--to <day>', 'the last day (YYYY-MM-DD, UTC)', dayArg)
+  .action((options: AuditExportOptions) => auditExportCommand(options));
 
 program
   .command('sandbox-ehr')

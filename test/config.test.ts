@@ -129,6 +129,21 @@ describe('loadConfig', () => {
     });
   });
 
+  it('reads AUDIT_SIGNING_KEY as a private Ed25519 JWK with a kid, and refuses anything else', () => {
+    const key = { kty: 'OKP', crv: 'Ed25519', x: 'eA', d: 'ZA', kid: 'audit-1' };
+    expect(loadConfig({ AUDIT_SIGNING_KEY: JSON.stringify(key) }).auditSigningKey).toEqual(key);
+    expect(loadConfig({}).auditSigningKey).toBeUndefined();
+    for (const bad of [
+      'not json',
+      JSON.stringify({ ...key, kid: undefined }),
+      JSON.stringify({ ...key, d: undefined }),
+      JSON.stringify({ ...key, crv: 'P-256', kty: 'EC' }),
+    ]) {
+      expect(() => loadConfig({ AUDIT_SIGNING_KEY: bad })).toThrow(ConfigError);
+      expect(() => loadConfig({ AUDIT_SIGNING_KEY: bad })).toThrow(/AUDIT_SIGNING_KEY/);
+    }
+  });
+
   it('refuses to start in production with no scanner, unless files are scanned before refhub', () => {
     const production = {
       NODE_ENV: 'production',

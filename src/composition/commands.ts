@@ -2,6 +2,7 @@
 // Redis or the sandbox), hands the command the few things it uses, and closes what it opened however
 // the command ends. main.ts calls these after parsing the command line; the commands themselves are
 // in src/cli. Modules only some commands need are loaded by those commands.
+import { InvalidArgumentError } from 'commander';
 import { loadConfig, opsKeyFromEnv, type Config } from '../config.ts';
 import { configuredStoreTarget, MIGRATION_NAMES, openStore } from '../db/database.ts';
 import { webhookSubscriptionRepository } from '../db/webhooks-subscription.repository.ts';
@@ -9,6 +10,15 @@ import { createLogger } from '../logger.ts';
 import { connectRedis } from '../queue/connections.ts';
 import { createSandboxEhr } from '../sandbox-ehr/sandbox-ehr.ts';
 import { createKey, listKeys, revokeKey, type CreateKeyOptions } from '../cli/api-key.command.ts';
+import {
+  exportAudit,
+  printPublicKey,
+  sealAudit,
+  verifyAudit,
+  verifyExportFile,
+  type AuditExportOptions,
+  type AuditVerifyOptions,
+} from '../cli/audit.command.ts';
 import { loadCatalog } from '../cli/catalog.command.ts';
 import {
   createClient,
@@ -119,6 +129,30 @@ export function keysListCommand(): Promise<void> {
 
 export function keysRevokeCommand(idOrPrefix: string): Promise<void> {
   return withContext('refhub keys revoke', (ctx) => revokeKey(ctx, idOrPrefix));
+}
+
+export function auditSealCommand(): Promise<void> {
+  return withContext('refhub audit seal', (ctx) => sealAudit(ctx));
+}
+
+/** With `--file`, an export is checked alone: no settings, no database. */
+export async function auditVerifyCommand(options: AuditVerifyOptions): Promise<void> {
+  if (options.file !== undefined) {
+    if (options.since !== undefined)
+      throw new InvalidArgumentError('--since is for the trail in the database; an export is checked whole');
+    return verifyExportFile(options);
+  }
+  return withContext('refhub audit verify', (ctx) => verifyAudit(ctx, options));
+}
+
+/** Needs only the settings: the public key is the half of AUDIT_SIGNING_KEY that may be shown. */
+export async function auditPublicKeyCommand(): Promise<void> {
+  printPublicKey(loadConfig().auditSigningKey);
+  return Promise.resolve();
+}
+
+export function auditExportCommand(options: AuditExportOptions): Promise<void> {
+  return withContext('refhub audit export', (ctx) => exportAudit(ctx, options));
 }
 
 export function clientsCreateCommand(options: CreateClientOptions): Promise<void> {

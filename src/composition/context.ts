@@ -23,6 +23,7 @@ import { renderEhrForm, type RenderedEhrForm } from '../render/ehr-form.ts';
 import { createApiKeyService, type ApiKeyService } from '../services/api-key.service.ts';
 import { createClientCredentials, type ClientCredentials } from '../services/client-credentials.service.ts';
 import { createJwksFetcher } from '../services/client-jwks-fetch.ts';
+import { createAuditChain, type AuditChain } from '../services/audit-chain.service.ts';
 import { TOKEN_PATH } from '../domain/client-credentials.ts';
 import { createCatalogService, type CatalogService } from '../services/catalog.service.ts';
 import { createHousekeeping, type Housekeeping } from '../services/housekeeping.service.ts';
@@ -74,6 +75,7 @@ export interface AppContext {
   readonly linkRedemption: LinkRedemption;
   readonly apiKeys: ApiKeyService;
   readonly clientCredentials: ClientCredentials;
+  readonly auditChain: AuditChain;
   readonly catalog: CatalogService;
   readonly housekeeping: Housekeeping;
   readonly ehrForwarding: EhrForwarding;
@@ -266,6 +268,7 @@ export async function createContext(
     links: createLinkService(deps),
     linkRedemption: createLinkRedemption({ db, clock }),
     apiKeys: createApiKeyService({ db, clock }),
+    auditChain: createAuditChain({ db, clock, signingKey: config.auditSigningKey }),
     clientCredentials: createClientCredentials({
       db,
       clock,

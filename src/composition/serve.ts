@@ -120,6 +120,15 @@ export async function serve(command: ServeCommand): Promise<void> {
     : await (await import('../api/ops-app.ts')).buildOpsApp(ctx);
   memoryAt('app');
   const stopHousekeeping = withApi ? ctx.housekeeping.start(HOUSEKEEPING_INTERVAL_MS) : () => undefined;
+  // The audit trail's sealer: every API process runs one, and one at a time does the work.
+  const stopSealing = withApi
+    ? ctx.auditChain.start(config.auditSealIntervalSeconds * 1000, (error: unknown) => {
+        ctx.logger.warn(
+          { err: { type: (error as Error).name } },
+          'sealing the audit trail failed; it will retry',
+        );
+      })
+    : () => undefined;
 
   let closing = false;
   const shutdown = async (signal: string) => {
@@ -133,6 +142,7 @@ export async function serve(command: ServeCommand): Promise<void> {
     }, config.shutdownGraceSeconds * 1000);
     deadline.unref();
     stopHousekeeping();
+    stopSealing();
     // First /readyz says "draining", and the listener stays open a moment, so that a load balancer
     // stops sending requests and the ones already on their way are read. Closing the listener at once
     // would reset a connection whose request had not been read yet. Then no new connections; the

@@ -1,6 +1,8 @@
 // The audit trail: one row for every read and write of referral data, written in the same
 // transaction as the work it records (and on its own for denied attempts). It names the key,
-// institution, requester, action and referral IDs, and never holds patient data.
+// institution, requester, action and referral IDs, and never holds patient data. A row is written
+// without its seal; the sealer chains it a moment later (audit-chain.repository.ts), so that no write
+// waits for another's.
 //
 // Every writer makes its row with `auditEventOf` and turns it into columns with `auditRow`, so what a
 // column holds is decided here alone. A statement written in SQL (one that must write the row only
@@ -102,7 +104,10 @@ const AUDIT_COLUMN_TYPES = {
   action: 'text',
   outcome: 'text',
   referral_ids: 'uuid[]',
-} as const satisfies Record<Exclude<keyof AuditEventsTable, 'seq'>, string>;
+} as const satisfies Record<Exclude<keyof AuditEventsTable, 'seq' | AuditSealColumn>, string>;
+
+/** The columns the sealer sets later (audit-chain.repository.ts); a row is written without them. */
+type AuditSealColumn = 'chain' | 'chain_index' | 'prev_hash' | 'row_hash' | 'sealed_at';
 
 /**
  * `auditRow(event)` as an INSERT for a statement written in SQL, to be used as one of its common table

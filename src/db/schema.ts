@@ -209,6 +209,28 @@ export interface AuditEventsTable {
   action: string;
   outcome: 'success' | 'denied';
   referral_ids: ColumnType<string[], string[] | undefined, string[]>;
+  /** Set by the sealer (audit-chain.repository.ts), all five together; null until it has run. */
+  chain: string | null;
+  chain_index: number | null;
+  prev_hash: string | null;
+  row_hash: string | null;
+  sealed_at: Date | null;
+}
+
+export interface AuditChainHeadsTable {
+  chain: string;
+  chain_index: number;
+  row_hash: string;
+}
+
+export interface AuditCheckpointsTable {
+  seq: Generated<string>;
+  created_at: Timestamp;
+  /** JSON: the head of each chain the round sealed, `{ [chain]: { index, hash } }`. */
+  heads: ColumnType<Record<string, { index: number; hash: string }>, string, string>;
+  /** A compact JWS (EdDSA) of the checkpoint, by AUDIT_SIGNING_KEY; null where none is set. */
+  signature: string | null;
+  key_id: string | null;
 }
 
 export interface IdempotencyKeysTable {
@@ -379,6 +401,8 @@ export interface Database {
   referral_outcomes: ReferralOutcomesTable;
   timeline_events: TimelineEventsTable;
   audit_events: AuditEventsTable;
+  audit_chain_heads: AuditChainHeadsTable;
+  audit_checkpoints: AuditCheckpointsTable;
   idempotency_keys: IdempotencyKeysTable;
   outbox: OutboxTable;
   link_tokens: LinkTokensTable;

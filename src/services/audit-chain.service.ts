@@ -1,0 +1,229 @@
+// Seals the audit trail and verifies it. Requests write their audit rows as before; the sealer chains
+// them afterwards (domain/audit-chain.ts), so that no request waits for another's row: every few
+// seconds one sealer at a time (an advisory lock) takes the rows written a little while ago, in the
+// order written, links each to its chain's head, and records a checkpoint of the heads it moved,
+// signed with AUDIT_SIGNING_KEY (a private Ed25519 JWK that is not in the database) as a compact JWS.
+//
+// `verify` recomputes every chain from its first row and names the first broken link: a row whose
+// content no longer gives its hash (changed), a gap in a chain's indexes or a `prev_hash` that is not
+// the previous row's hash (deleted, inserted, reordered), a row sealed long after it says it occurred
+// (back-dated), a chain whose last row is not the head its latest checkpoint signed (a row removed
+// from or added at the end), and a checkpoint whose signature does not verify.
+import type { Kysely } from 'kysely';
+import { CompactSign, importJWK, type JWK } from 'jose';
+import { chainOf, dayOfChain, GENESIS_HASH, rowHashOf } from '../domain/audit-chain.ts';
+import type { Clock } from '../domain/clock.ts';
+import {
+  auditChainRepository,
+  type ChainHead,
+  type AuditChainRow,
+  type Checkpoint,
+  type SealedRow,
+} from '../db/audit-chain.repository.ts';
+import type { Database } from '../db/schema.ts';
+import {
+  checkChain,
+  checkCheckpoints,
+  checkpointBytes,
+  publicJwkOf,
+  SEAL_LATE_MS,
+  type Break,
+} from './audit-chain-check.ts';
+
+// The checks are pure code of their own (audit-chain-check.ts), which `refhub audit verify --file`
+// runs on an export too; these names stay importable from here.
+export { checkpointBytes, SEAL_LATE_MS, type Break } from './audit-chain-check.ts';
+
+/** A row is sealed once it is this old, so that rows still being written are chained in their order. */
+export const SEAL_AFTER_MS = 2_000;
+const BATCH = 500;
+/** An export reads the rows this many at a time. */
+const EXPORT_PAGE = 1_000;
+
+/** What an export hands on, in order: the rows of its chains, then the checkpoints that name them. */
+export type ExportItem =
+  | { readonly type: 'row'; readonly row: AuditChainRow }
+  | { readonly type: 'checkpoint'; readonly checkpoint: Checkpoint };
+
+export interface AuditChainDeps {
+  readonly db: Kysely<Database>;
+  readonly clock: Clock;
+  /** AUDIT_SIGNING_KEY: a private Ed25519 JWK with a `kid`; checkpoints go unsigned without one. */
+  readonly signingKey?: JWK | undefined;
+}
+
+export interface Verification {
+  readonly chains: number;
+  readonly rows: number;
+  readonly checkpoints: number;
+  readonly unsignedCheckpoints: number;
+  /** The first broken link, or undefined when every chain holds. */
+  readonly broken?: Break;
+}
+
+export function createAuditChain(deps: AuditChainDeps) {
+  const signingKey = deps.signingKey;
+  const privateKey = signingKey === undefined ? undefined : importJWK(signingKey, 'EdDSA');
+  const publicJwk: JWK | undefined = signingKey === undefined ? undefined : publicJwkOf(signingKey);
+
+  async function sign(payload: Uint8Array): Promise<string | null> {
+    if (privateKey === undefined) return null;
+    return new CompactSign(payload)
+      .setProtectedHeader({ alg: 'EdDSA', kid: signingKey?.kid ?? '' })
+      .sign(await privateKey);
+  }
+
+  return {
+    /** The public half of the signing key, for auditors; undefined without a key. */
+    publicKey: publicJwk,
+
+    /** Chains every row old enough, and records a signed checkpoint; how many rows it sealed. */
+    async seal(): Promise<number> {
+      return deps.db.transaction().execute(async (trx) => {
+        const repo = auditChainRepository(trx);
+        await repo.lockSealer();
+        let sealed = 0;
+        const moved = new Map<string, ChainHead>();
+        for (;;) {
+          const now = deps.clock.now();
+          const rows = await repo.unsealed(new Date(now.getTime() - SEAL_AFTER_MS), BATCH);
+          if (rows.length === 0) break;
+          const chains = [...new Set(rows.map(chainOf))];
+          const heads = await repo.heads(chains);
+          for (const [chain, head] of moved) heads.set(chain, head);
+          const sealedRows: SealedRow[] = rows.map((row) => {
+            const chain = chainOf(row);
+            const head = heads.get(chain);
+            const prevHash = head?.hash ?? GENESIS_HASH;
+            const chainIndex = (head?.index ?? 0) + 1;
+            const rowHash = rowHashOf(prevHash, row);
+            const next = { index: chainIndex, hash: rowHash };
+            heads.set(chain, next);
+            moved.set(chain, next);
+            return { seq: row.seq, chain, chainIndex, prevHash, rowHash };
+          });
+          await repo.seal(sealedRows, new Map(chains.map((c) => [c, heads.get(c) as ChainHead])), now);
+          sealed += rows.length;
+          if (rows.length < BATCH) break;
+        }
+        if (sealed === 0) return 0;
+        const checkpoint = { createdAt: deps.clock.now(), heads: Object.fromEntries(moved) };
+        await repo.insertCheckpoint({
+          ...checkpoint,
+          signature: await sign(checkpointBytes(checkpoint)),
+          keyId: signingKey?.kid ?? null,
+        });
+        return sealed;
+      });
+    },
+
+    /**
+     * Seals every `intervalMs` until the returned function is called; a round that fails is reported
+     * to `onError` and the next one tries again (the rows wait, unsealed, meanwhile).
+     */
+    start(intervalMs: number, onError: (error: unknown) => void): () => void {
+      let running = false;
+      const timer = setInterval(() => {
+        if (running) return;
+        running = true;
+        this.seal()
+          .catch(onError)
+          .finally(() => {
+            running = false;
+          });
+      }, intervalMs);
+      timer.unref();
+      return () => {
+        clearInterval(timer);
+      };
+    },
+
+    /**
+     * The sealed rows of the chains of the days `fromDay` to `toDay` (YYYY-MM-DD, both included), in
+     * chain order, then every checkpoint that names one of those chains, oldest first: all from one
+     * snapshot, so that rows and checkpoints agree however the sealer runs meanwhile. `write` takes
+     * each in turn; how many of each there were.
+     */
+    async exportTrail(
+      fromDay: string,
+      toDay: string,
+      write: (item: ExportItem) => Promise<void> | void,
+    ): Promise<{ rows: number; checkpoints: number }> {
+      return deps.db
+        .transaction()
+        .setIsolationLevel('repeatable read')
+        .setAccessMode('read only')
+        .execute(async (trx) => {
+          const repo = auditChainRepository(trx);
+          let rows = 0;
+          let after: AuditChainRow | undefined;
+          for (;;) {
+            const page = await repo.exportRows(fromDay, toDay, after, EXPORT_PAGE);
+            for (const row of page) await write({ type: 'row', row });
+            rows += page.length;
+            after = page.at(-1);
+            if (page.length < EXPORT_PAGE) break;
+          }
+          const checkpoints = await repo.checkpointsNaming(fromDay, toDay);
+          for (const checkpoint of checkpoints) await write({ type: 'checkpoint', checkpoint });
+          return { rows, checkpoints: checkpoints.length };
+        });
+    },
+
+    /**
+     * Checks every chain (of the days from `sinceDay` on) and the checkpoints; names the first break.
+     * `earlierKeys` are the public keys AUDIT_SIGNING_KEY had before a rotation: a checkpoint whose
+     * key ID is one of theirs (and not the current key's) is checked with it.
+     */
+    async verify(sinceDay?: string, earlierKeys: readonly JWK[] = []): Promise<Verification> {
+      const repo = auditChainRepository(deps.db);
+      const checkpoints = await repo.checkpoints();
+      // The latest head each checkpoint signed, by chain, from verified checkpoints only. Without the
+      // key here, a signature cannot be checked; the heads are taken as recorded.
+      const checked = await checkCheckpoints(
+        checkpoints,
+        (checkpoint) =>
+          earlierKeys.find(
+            (k) => k.kid !== undefined && k.kid === checkpoint.keyId && k.kid !== publicJwk?.kid,
+          ) ?? publicJwk,
+      );
+      const { signed, unsigned: unsignedCheckpoints } = checked;
+      if (checked.broken !== undefined)
+        return {
+          chains: 0,
+          rows: 0,
+          checkpoints: checkpoints.length,
+          unsignedCheckpoints,
+          broken: checked.broken,
+        };
+      const chains = [...new Set([...(await repo.chains(sinceDay)), ...signed.keys()])]
+        .filter((chain) => sinceDay === undefined || dayOfChain(chain) >= sinceDay)
+        .sort();
+      let rowsChecked = 0;
+      const result = (broken?: Break): Verification => ({
+        chains: chains.length,
+        rows: rowsChecked,
+        checkpoints: checkpoints.length,
+        unsignedCheckpoints,
+        ...(broken === undefined ? {} : { broken }),
+      });
+      for (const chain of chains) {
+        const checkedChain = checkChain(chain, await repo.chainRows(chain), signed.get(chain));
+        rowsChecked += checkedChain.rows;
+        if (checkedChain.broken !== undefined) return result(checkedChain.broken);
+      }
+      const late = await repo.unsealedBefore(new Date(deps.clock.now().getTime() - SEAL_LATE_MS));
+      const [first] = late;
+      if (first !== undefined)
+        return result({
+          chain: chainOf(first),
+          rowId: first.id,
+          problem:
+            'a row older than the sealer allows is not sealed: it was inserted, or the sealer is stopped',
+        });
+      return result();
+    },
+  };
+}
+
+export type AuditChain = ReturnType<typeof createAuditChain>;

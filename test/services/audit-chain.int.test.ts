@@ -1,0 +1,325 @@
+// The audit trail's chains on both engines: requests write their rows, the sealer chains them per
+// institution and day and signs a checkpoint, and verify catches every way the test tampers with the
+// rows straight in the database: a changed row, a deleted one, an inserted one, two swapped, a
+// back-dated one, a removed chain end and a forged checkpoint.
+import { exportJWK, generateKeyPair } from 'jose';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { AuditSigningKey } from '../../src/config.ts';
+import { chainOf, GENESIS_HASH, rowHashOf } from '../../src/domain/audit-chain.ts';
+import { auditChainRepository } from '../../src/db/audit-chain.repository.ts';
+import { createAuditChain, SEAL_AFTER_MS, type AuditChain } from '../../src/services/audit-chain.service.ts';
+import { ENGINES } from '../support/engines.ts';
+import { referralIn } from '../support/scenarios.ts';
+import { createTestApp, type TestApp } from '../support/test-app.ts';
+
+async function signingKey(kid: string): Promise<AuditSigningKey> {
+  const { privateKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });
+  const jwk = await exportJWK(privateKey);
+  return { kty: 'OKP', crv: 'Ed25519', x: jwk.x ?? '', d: jwk.d ?? '', kid };
+}
+
+describe.each(ENGINES)('the audit trail’s chains on %s', (engine) => {
+  let t: TestApp;
+  let chain: AuditChain;
+  let key: AuditSigningKey;
+  // refhub's clock, moved on by the test past the moment a row may be sealed.
+  let ahead = 0;
+  const clock = { now: () => new Date(Date.now() + ahead) };
+
+  beforeAll(async () => {
+    t = await createTestApp(engine, { clock });
+    key = await signingKey('audit-2026-11');
+    chain = createAuditChain({ db: t.ctx.db, clock, signingKey: key });
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  /** Writes a few audited reads and writes, seals them, and checks the trail holds. */
+  async function sealedTrail() {
+    await referralIn(t, 'accepted');
+    await referralIn(t, 'pending-acceptance');
+    ahead += SEAL_AFTER_MS;
+    expect(await chain.seal()).toBeGreaterThan(0);
+    const verified = await chain.verify();
+    expect(verified.broken, JSON.stringify(verified.broken)).toBeUndefined();
+    return verified;
+  }
+
+  /** The sealed rows of the sender's chain today, in chain order. */
+  async function senderChain() {
+    const name = chainOf({
+      institution: { idType: 'hci', id: t.sender.institution.institutionId },
+      occurredAt: clock.now(),
+    });
+    const rows = await auditChainRepository(t.ctx.db).chainRows(name);
+    expect(rows.length).toBeGreaterThan(3);
+    return { name, rows };
+  }
+
+  /** Puts the trail back as sealed, so that each tampering starts from an intact trail. */
+  let restore: (() => Promise<void>) | undefined;
+  beforeEach(async () => {
+    await restore?.();
+    restore = undefined;
+  });
+
+  it('chains every row per institution and day, each linked to the one before, and signs the heads', async () => {
+    const verified = await sealedTrail();
+    expect(verified.rows).toBeGreaterThan(0);
+    expect(verified.unsignedCheckpoints).toBe(0);
+    const { rows } = await senderChain();
+    expect(rows[0]?.prevHash).toBe(GENESIS_HASH);
+    rows.forEach((row, i) => {
+      expect(row.chainIndex).toBe(i + 1);
+      expect(row.rowHash).toBe(rowHashOf(i === 0 ? GENESIS_HASH : (rows[i - 1]?.rowHash ?? ''), row));
+    });
+    // Nothing is left to seal; a second round writes no checkpoint.
+    expect(await chain.seal()).toBe(0);
+  });
+
+  it('seals each row once when two sealers run at the same time, as two processes would', async () => {
+    await referralIn(t, 'scheduled');
+    ahead += SEAL_AFTER_MS;
+    const other = createAuditChain({ db: t.ctx.db, clock, signingKey: key });
+    const [a, b] = await Promise.all([chain.seal(), other.seal()]);
+    expect(a > 0 !== b > 0, `one of them sealed (${a}, ${b})`).toBe(true);
+    expect((await chain.verify()).broken).toBeUndefined();
+  });
+
+  it('catches a changed row: its content no longer gives its hash', async () => {
+    await sealedTrail();
+    const { name, rows } = await senderChain();
+    const victim = rows[1]!;
+    await t.ctx.db
+      .updateTable('audit_events')
+      .set({ action: 'referral.read' })
+      .where('id', '=', victim.id)
+      .execute();
+    restore = async () => {
+      await t.ctx.db
+        .updateTable('audit_events')
+        .set({ action: victim.action })
+        .where('id', '=', victim.id)
+        .execute();
+    };
+    expect((await chain.verify()).broken).toMatchObject({
+      chain: name,
+      index: 2,
+      rowId: victim.id,
+      problem: expect.stringMatching(/changed/) as unknown,
+    });
+  });
+
+  it('catches a deleted row in the middle of a chain, and one at its end', async () => {
+    await sealedTrail();
+    const { name, rows } = await senderChain();
+    const middle = rows[2]!;
+    const deleteRow = (id: string) => t.ctx.db.deleteFrom('audit_events').where('id', '=', id).execute();
+    const copy = async (id: string) =>
+      t.ctx.db.selectFrom('audit_events').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    // Puts a deleted row back exactly as it was, its seq included.
+    const putBack = (row: object) =>
+      sql`insert into audit_events overriding system value
+        select * from json_populate_record(null::audit_events, ${JSON.stringify(row)}::json)`.execute(
+        t.ctx.db,
+      );
+    const kept = [await copy(middle.id), await copy(rows.at(-1)!.id)];
+    restore = async () => {
+      await putBack(kept[0]!);
+    };
+    await deleteRow(middle.id);
+    expect((await chain.verify()).broken).toMatchObject({ chain: name, index: 4 });
+    await restore();
+    restore = undefined;
+    expect((await chain.verify()).broken).toBeUndefined();
+
+    const last = rows.at(-1)!;
+    await deleteRow(last.id);
+    restore = async () => {
+      await putBack(kept[1]!);
+    };
+    expect((await chain.verify()).broken).toMatchObject({
+      chain: name,
+      index: last.chainIndex,
+      problem: expect.stringMatching(/checkpoint signed row/) as unknown,
+    });
+  });
+
+  it('catches a row inserted into a chain, and two rows swapped', async () => {
+    await sealedTrail();
+    const { name, rows } = await senderChain();
+    const [first, second] = [rows[0]!, rows[1]!];
+    // A forged row placed second, with a hash that would follow the first.
+    const forged = {
+      id: '018f0000-0000-7000-8000-0000000000aa',
+      occurredAt: second.occurredAt,
+      requestId: 'forged',
+      apiKeyId: second.apiKeyId,
+      system: second.system,
+      institution: second.institution,
+      requesterIdentifier: null,
+      action: 'referral.read',
+      outcome: 'success',
+      referralIds: [],
+    };
+    await t.ctx.db
+      .insertInto('audit_events')
+      .values({
+        id: forged.id,
+        occurred_at: forged.occurredAt,
+        request_id: forged.requestId,
+        api_key_id: forged.apiKeyId,
+        system: forged.system,
+        institution_id_type: forged.institution?.idType ?? null,
+        institution_id: forged.institution?.id ?? null,
+        requester_identifier: null,
+        action: forged.action,
+        outcome: 'success',
+        referral_ids: [],
+        chain: name,
+        chain_index: 2,
+        prev_hash: first.rowHash,
+        row_hash: rowHashOf(first.rowHash ?? '', forged),
+        sealed_at: second.sealedAt,
+      })
+      .execute();
+    restore = async () => {
+      await t.ctx.db.deleteFrom('audit_events').where('id', '=', forged.id).execute();
+    };
+    expect((await chain.verify()).broken).toMatchObject({ chain: name });
+    await restore();
+    restore = undefined;
+
+    // Swap the content of the first two rows (a reordering).
+    const swap = (row: typeof first, other: typeof first) =>
+      t.ctx.db
+        .updateTable('audit_events')
+        .set({ action: other.action, request_id: other.requestId, referral_ids: [...other.referralIds] })
+        .where('id', '=', row.id)
+        .execute();
+    await swap(first, second);
+    await swap(second, first);
+    restore = async () => {
+      await swap(first, first);
+      await swap(second, second);
+    };
+    expect((await chain.verify()).broken).toMatchObject({ chain: name, index: 1, rowId: first.id });
+  });
+
+  it('catches a row added at the end of a chain, past the head the latest checkpoint signed', async () => {
+    await sealedTrail();
+    const { name, rows } = await senderChain();
+    const last = rows.at(-1)!;
+    const added = {
+      id: '018f0000-0000-7000-8000-0000000000cc',
+      occurredAt: last.occurredAt,
+      requestId: 'appended',
+      apiKeyId: last.apiKeyId,
+      system: last.system,
+      institution: last.institution,
+      requesterIdentifier: null,
+      action: 'referral.read',
+      outcome: 'success',
+      referralIds: [],
+    };
+    await t.ctx.db
+      .insertInto('audit_events')
+      .values({
+        id: added.id,
+        occurred_at: added.occurredAt,
+        request_id: added.requestId,
+        api_key_id: added.apiKeyId,
+        system: added.system,
+        institution_id_type: added.institution?.idType ?? null,
+        institution_id: added.institution?.id ?? null,
+        requester_identifier: null,
+        action: added.action,
+        outcome: 'success',
+        referral_ids: [],
+        chain: name,
+        chain_index: (last.chainIndex ?? 0) + 1,
+        prev_hash: last.rowHash,
+        row_hash: rowHashOf(last.rowHash ?? '', added),
+        sealed_at: last.sealedAt,
+      })
+      .execute();
+    restore = async () => {
+      await t.ctx.db.deleteFrom('audit_events').where('id', '=', added.id).execute();
+    };
+    expect((await chain.verify()).broken).toMatchObject({
+      chain: name,
+      rowId: added.id,
+      problem: expect.stringMatching(/added after it/) as unknown,
+    });
+  });
+
+  it('catches a row inserted unsealed and back-dated, once it is sealed or left waiting', async () => {
+    await sealedTrail();
+    const backDated = new Date(clock.now().getTime() - 3_600_000);
+    const id = '018f0000-0000-7000-8000-0000000000bb';
+    await t.ctx.db
+      .insertInto('audit_events')
+      .values({
+        id,
+        occurred_at: backDated,
+        request_id: 'back-dated',
+        api_key_id: null,
+        system: 'HAS',
+        institution_id_type: 'hci',
+        institution_id: t.sender.institution.institutionId,
+        requester_identifier: null,
+        action: 'referral.read',
+        outcome: 'success',
+        referral_ids: [],
+      })
+      .execute();
+    restore = async () => {
+      await t.ctx.db.deleteFrom('audit_events').where('id', '=', id).execute();
+      await t.ctx.db.deleteFrom('audit_chain_heads').execute();
+      await t.ctx.db.deleteFrom('audit_checkpoints').execute();
+      await t.ctx.db
+        .updateTable('audit_events')
+        .set({ chain: null, chain_index: null, prev_hash: null, row_hash: null, sealed_at: null })
+        .execute();
+    };
+    expect((await chain.verify()).broken).toMatchObject({
+      rowId: id,
+      problem: expect.stringMatching(/not sealed/) as unknown,
+    });
+    await chain.seal();
+    expect((await chain.verify()).broken).toMatchObject({
+      rowId: id,
+      problem: expect.stringMatching(/back-dated/) as unknown,
+    });
+  });
+
+  it('catches a checkpoint whose heads were rewritten to match tampered rows', async () => {
+    await sealedTrail();
+    const [latest] = await t.ctx.db
+      .selectFrom('audit_checkpoints')
+      .select(['seq', 'heads'])
+      .orderBy('seq', 'desc')
+      .limit(1)
+      .execute();
+    const heads = latest!.heads;
+    const [name] = Object.keys(heads);
+    const forged = { ...heads, [name!]: { index: heads[name!]!.index, hash: 'f'.repeat(64) } };
+    await t.ctx.db
+      .updateTable('audit_checkpoints')
+      .set({ heads: JSON.stringify(forged) })
+      .where('seq', '=', latest!.seq)
+      .execute();
+    restore = async () => {
+      await t.ctx.db
+        .updateTable('audit_checkpoints')
+        .set({ heads: JSON.stringify(heads) })
+        .where('seq', '=', latest!.seq)
+        .execute();
+    };
+    expect((await chain.verify()).broken).toMatchObject({
+      problem: expect.stringMatching(/does not match its signature/) as unknown,
+    });
+  });
+});
