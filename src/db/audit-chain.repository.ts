@@ -202,19 +202,6 @@ export function auditChainRepository(db: Executor) {
       return rows.map(toRow);
     },
 
-    /** Rows not sealed although they occurred before `before`: the sealer should have chained them. */
-    async unsealedBefore(before: Date): Promise<AuditChainRow[]> {
-      const rows = await db
-        .selectFrom('audit_events')
-        .select(COLUMNS)
-        .where('sealed_at', 'is', null)
-        .where('occurred_at', '<', before)
-        .orderBy('seq')
-        .limit(100)
-        .execute();
-      return rows.map(toRow);
-    },
-
     /**
      * Up to `limit` sealed rows of the chains of the days `fromDay` to `toDay` (YYYY-MM-DD, both
      * included), in chain order (chain, index, then the order written), after the row `after`: an

@@ -8,8 +8,8 @@ import type { Clock } from '../domain/clock.ts';
 import type { Role } from '../domain/statuses.ts';
 import { ValidationError, NotFoundError } from '../errors.ts';
 import { apiKeyRepository, type ApiKeyRecord } from '../db/api-key.repository.ts';
-import { catalogRepository } from '../db/catalog.repository.ts';
 import type { Database } from '../db/schema.ts';
+import { unknownToCatalog } from './catalog-names.ts';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const KEY_PATTERN = /^rfh_(live|test)_[0-9A-Za-z]{43}$/;
@@ -49,24 +49,12 @@ export async function createApiKeyIn(
   trx: Transaction<Database>,
   request: NewKeyRequest,
 ): Promise<CreatedKey> {
-  const catalog = catalogRepository(trx);
-  const errors: { path: string; message: string }[] = [];
-  if (!(await catalog.listSystems()).includes(request.system)) {
-    errors.push({ path: 'system', message: `${request.system} is not a system in the catalog` });
-  }
+  const errors = await unknownToCatalog(trx, request.system, request.institutions);
   if (request.role !== 'ops' && request.institutions.length === 0) {
     errors.push({
       path: 'institution',
       message: `a ${request.role} key needs at least one institution`,
     });
-  }
-  for (const institution of request.institutions) {
-    if (!(await catalog.findInstitution(institution))) {
-      errors.push({
-        path: 'institution',
-        message: `${institution.idType}:${institution.id} is not an institution in the catalog`,
-      });
-    }
   }
   if (errors.length > 0) throw new ValidationError(errors);
   const secret = randomBase62(43);

@@ -212,7 +212,8 @@ export function createAuditChain(deps: AuditChainDeps) {
         rowsChecked += checkedChain.rows;
         if (checkedChain.broken !== undefined) return result(checkedChain.broken);
       }
-      const late = await repo.unsealedBefore(new Date(deps.clock.now().getTime() - SEAL_LATE_MS));
+      // A row the sealer should have chained by now.
+      const late = await repo.unsealed(new Date(deps.clock.now().getTime() - SEAL_LATE_MS), 1);
       const [first] = late;
       if (first !== undefined)
         return result({

@@ -36,7 +36,6 @@ import {
 import type { Role } from '../domain/statuses.ts';
 import { NotFoundError, OAuthError, ValidationError } from '../errors.ts';
 import { apiKeyRepository } from '../db/api-key.repository.ts';
-import { catalogRepository } from '../db/catalog.repository.ts';
 import {
   clientCredentialsRepository,
   type ClientKeySource,
@@ -44,6 +43,7 @@ import {
   type TokenRecord,
 } from '../db/client-credentials.repository.ts';
 import type { Database } from '../db/schema.ts';
+import { unknownToCatalog } from './catalog-names.ts';
 import { checkEndpointUrl, type EndpointPolicy } from './webhooks-endpoint-policy.ts';
 
 /** Fetches a client's JWKS from its URL: the same outbound rules as webhooks (composition's). */
@@ -190,16 +190,7 @@ export function createClientCredentials(deps: ClientCredentialsDeps) {
   return {
     /** Registers a client for one institution of the catalog, in a role; its keys are checked now. */
     async register(request: NewClientRequest): Promise<ClientRecord> {
-      const catalog = catalogRepository(deps.db);
-      const problems: { path: string; message: string }[] = [];
-      if (!(await catalog.listSystems()).includes(request.system))
-        problems.push({ path: 'system', message: `${request.system} is not a system in the catalog` });
-      if (!(await catalog.findInstitution(request.institution))) {
-        problems.push({
-          path: 'institution',
-          message: `${request.institution.idType}:${request.institution.id} is not an institution in the catalog`,
-        });
-      }
+      const problems = await unknownToCatalog(deps.db, request.system, [request.institution]);
       if (problems.length > 0) throw new ValidationError(problems);
       const keys = await checkedKeys(request.keys);
       const id = uuidv7();

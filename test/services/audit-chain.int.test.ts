@@ -6,7 +6,7 @@ import { exportJWK, generateKeyPair } from 'jose';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AuditSigningKey } from '../../src/config.ts';
-import { chainOf, GENESIS_HASH, rowHashOf } from '../../src/domain/audit-chain.ts';
+import { chainOf, GENESIS_HASH, rowHashOf, type AuditContent } from '../../src/domain/audit-chain.ts';
 import { auditChainRepository } from '../../src/db/audit-chain.repository.ts';
 import { createAuditChain, SEAL_AFTER_MS, type AuditChain } from '../../src/services/audit-chain.service.ts';
 import { ENGINES } from '../support/engines.ts';
@@ -56,6 +56,50 @@ describe.each(ENGINES)('the audit trail’s chains on %s', (engine) => {
     const rows = await auditChainRepository(t.ctx.db).chainRows(name);
     expect(rows.length).toBeGreaterThan(3);
     return { name, rows };
+  }
+
+  /** A read of the same institution and time as `row`, as someone writing into the table would forge it. */
+  function rowLike(row: AuditContent, id: string, requestId: string): AuditContent {
+    return {
+      id,
+      occurredAt: row.occurredAt,
+      requestId,
+      apiKeyId: row.apiKeyId,
+      system: row.system,
+      institution: row.institution,
+      requesterIdentifier: null,
+      action: 'referral.read',
+      outcome: 'success',
+      referralIds: [],
+    };
+  }
+
+  /** Writes `row` straight into the table, sealed as the sealer would have sealed it at `seal`. */
+  async function insertSealed(
+    row: AuditContent,
+    seal: { chain: string; index: number; prevHash: string; sealedAt: Date },
+  ) {
+    await t.ctx.db
+      .insertInto('audit_events')
+      .values({
+        id: row.id,
+        occurred_at: row.occurredAt,
+        request_id: row.requestId,
+        api_key_id: row.apiKeyId,
+        system: row.system,
+        institution_id_type: row.institution?.idType ?? null,
+        institution_id: row.institution?.id ?? null,
+        requester_identifier: row.requesterIdentifier,
+        action: row.action,
+        outcome: row.outcome as 'success' | 'denied',
+        referral_ids: [...row.referralIds],
+        chain: seal.chain,
+        chain_index: seal.index,
+        prev_hash: seal.prevHash,
+        row_hash: rowHashOf(seal.prevHash, row),
+        sealed_at: seal.sealedAt,
+      })
+      .execute();
   }
 
   /** Puts the trail back as sealed, so that each tampering starts from an intact trail. */
@@ -152,39 +196,13 @@ describe.each(ENGINES)('the audit trail’s chains on %s', (engine) => {
     const { name, rows } = await senderChain();
     const [first, second] = [rows[0]!, rows[1]!];
     // A forged row placed second, with a hash that would follow the first.
-    const forged = {
-      id: '018f0000-0000-7000-8000-0000000000aa',
-      occurredAt: second.occurredAt,
-      requestId: 'forged',
-      apiKeyId: second.apiKeyId,
-      system: second.system,
-      institution: second.institution,
-      requesterIdentifier: null,
-      action: 'referral.read',
-      outcome: 'success',
-      referralIds: [],
-    };
-    await t.ctx.db
-      .insertInto('audit_events')
-      .values({
-        id: forged.id,
-        occurred_at: forged.occurredAt,
-        request_id: forged.requestId,
-        api_key_id: forged.apiKeyId,
-        system: forged.system,
-        institution_id_type: forged.institution?.idType ?? null,
-        institution_id: forged.institution?.id ?? null,
-        requester_identifier: null,
-        action: forged.action,
-        outcome: 'success',
-        referral_ids: [],
-        chain: name,
-        chain_index: 2,
-        prev_hash: first.rowHash,
-        row_hash: rowHashOf(first.rowHash ?? '', forged),
-        sealed_at: second.sealedAt,
-      })
-      .execute();
+    const forged = rowLike(second, '018f0000-0000-7000-8000-0000000000aa', 'forged');
+    await insertSealed(forged, {
+      chain: name,
+      index: 2,
+      prevHash: first.rowHash!,
+      sealedAt: second.sealedAt!,
+    });
     restore = async () => {
       await t.ctx.db.deleteFrom('audit_events').where('id', '=', forged.id).execute();
     };
@@ -212,39 +230,13 @@ describe.each(ENGINES)('the audit trail’s chains on %s', (engine) => {
     await sealedTrail();
     const { name, rows } = await senderChain();
     const last = rows.at(-1)!;
-    const added = {
-      id: '018f0000-0000-7000-8000-0000000000cc',
-      occurredAt: last.occurredAt,
-      requestId: 'appended',
-      apiKeyId: last.apiKeyId,
-      system: last.system,
-      institution: last.institution,
-      requesterIdentifier: null,
-      action: 'referral.read',
-      outcome: 'success',
-      referralIds: [],
-    };
-    await t.ctx.db
-      .insertInto('audit_events')
-      .values({
-        id: added.id,
-        occurred_at: added.occurredAt,
-        request_id: added.requestId,
-        api_key_id: added.apiKeyId,
-        system: added.system,
-        institution_id_type: added.institution?.idType ?? null,
-        institution_id: added.institution?.id ?? null,
-        requester_identifier: null,
-        action: added.action,
-        outcome: 'success',
-        referral_ids: [],
-        chain: name,
-        chain_index: (last.chainIndex ?? 0) + 1,
-        prev_hash: last.rowHash,
-        row_hash: rowHashOf(last.rowHash ?? '', added),
-        sealed_at: last.sealedAt,
-      })
-      .execute();
+    const added = rowLike(last, '018f0000-0000-7000-8000-0000000000cc', 'appended');
+    await insertSealed(added, {
+      chain: name,
+      index: (last.chainIndex ?? 0) + 1,
+      prevHash: last.rowHash!,
+      sealedAt: last.sealedAt!,
+    });
     restore = async () => {
       await t.ctx.db.deleteFrom('audit_events').where('id', '=', added.id).execute();
     };

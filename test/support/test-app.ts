@@ -100,3 +100,11 @@ export async function createTestApp(engine: Engine, options: TestAppOptions = {}
     },
   };
 }
+
+/** Starts the app listening on a free loopback port, as a client reaches it; returns its base URL. */
+export async function listeningUrl(t: TestApp): Promise<string> {
+  await t.app.listen({ port: 0, host: '127.0.0.1' });
+  const address = t.app.server.address();
+  if (address === null || typeof address === 'string') throw new Error('refhub is not listening on a port');
+  return `http://127.0.0.1:${address.port}`;
+}

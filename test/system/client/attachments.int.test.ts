@@ -13,7 +13,7 @@ import {
 import { ENGINES } from '../../support/engines.ts';
 import { CATALOG, GIF, PAGES, pdf, TEXT } from '../../support/fixtures/attachment-files.ts';
 import { PATIENT } from '../../support/fixtures/patients.ts';
-import { createTestApp, type TestApp, type TestParty } from '../../support/test-app.ts';
+import { createTestApp, listeningUrl, type TestApp, type TestParty } from '../../support/test-app.ts';
 
 const LETTER = pdf(CATALOG, PAGES);
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
@@ -35,10 +35,7 @@ describe.each(ENGINES)('attachments through @refhub/client on %s', (engine) => {
 
   beforeAll(async () => {
     t = await createTestApp(engine);
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    const address = t.app.server.address();
-    if (address === null || typeof address === 'string') throw new Error('refhub is not listening');
-    const baseUrl = `http://127.0.0.1:${address.port}`;
+    const baseUrl = await listeningUrl(t);
     const actingAs = (party: TestParty, requesterIdentifier: string) =>
       createRefhubClient({ baseUrl, apiKey: party.key }).actingFor({
         ...party.institution,

@@ -17,7 +17,7 @@ import {
   type ReferralFields,
 } from '../../../clients/typescript/src/index.ts';
 import { ENGINES } from '../../support/engines.ts';
-import { createTestApp, type TestApp } from '../../support/test-app.ts';
+import { createTestApp, listeningUrl, type TestApp } from '../../support/test-app.ts';
 
 /** The token endpoint's public URL, as refhub (PUBLIC_URL http://refhub.test) names it: the `aud`. */
 const AUDIENCE = 'http://refhub.test/oauth2/token';
@@ -78,13 +78,6 @@ async function failureOf<E extends Error>(
   throw new Error(`the call succeeded, but a ${type.name} was expected`);
 }
 
-async function listening(t: TestApp): Promise<string> {
-  await t.app.listen({ port: 0, host: '127.0.0.1' });
-  const address = t.app.server.address();
-  if (address === null || typeof address === 'string') throw new Error('refhub is not listening on a port');
-  return `http://127.0.0.1:${address.port}`;
-}
-
 describe.each(ENGINES)('@refhub/client with signed client credentials against refhub on %s', (engine) => {
   let t: TestApp;
   let baseUrl: string;
@@ -117,7 +110,7 @@ describe.each(ENGINES)('@refhub/client with signed client credentials against re
 
   beforeAll(async () => {
     t = await createTestApp(engine);
-    baseUrl = await listening(t);
+    baseUrl = await listeningUrl(t);
     clinicKey = await keyPair('clinic-2026-1');
     hospitalKey = await keyPair('hospital-2026-1');
     clinicId = (

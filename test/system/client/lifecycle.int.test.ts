@@ -16,7 +16,7 @@ import {
 } from '../../../clients/typescript/src/index.ts';
 import { ENGINES } from '../../support/engines.ts';
 import { startFaultyProxy } from '../../support/faulty-proxy.ts';
-import { createTestApp, type TestApp, type TestParty } from '../../support/test-app.ts';
+import { createTestApp, listeningUrl, type TestApp, type TestParty } from '../../support/test-app.ts';
 
 const PATIENT: ReferralFields = {
   patientName: 'Tan Ah Kow',
@@ -39,13 +39,6 @@ async function problemOf(call: Promise<unknown>): Promise<RefhubProblemError> {
   throw new Error('the call succeeded, but a problem was expected');
 }
 
-async function listening(t: TestApp): Promise<string> {
-  await t.app.listen({ port: 0, host: '127.0.0.1' });
-  const address = t.app.server.address();
-  if (address === null || typeof address === 'string') throw new Error('refhub is not listening on a port');
-  return `http://127.0.0.1:${address.port}`;
-}
-
 describe.each(ENGINES)('@refhub/client against refhub on %s', (engine) => {
   let t: TestApp;
   let baseUrl: string;
@@ -59,7 +52,7 @@ describe.each(ENGINES)('@refhub/client against refhub on %s', (engine) => {
 
   beforeAll(async () => {
     t = await createTestApp(engine);
-    baseUrl = await listening(t);
+    baseUrl = await listeningUrl(t);
     clinic = actingAs(t.sender, 'dr.lim@bukittimah.example');
     hospital = actingAs(t.provider, 'dr.wong@cgh.example');
   });
