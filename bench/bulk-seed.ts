@@ -7,10 +7,18 @@
 // times (the copy's own, one second apart going back from `newest`). The columns are read from the
 // database's catalog, so a column that a migration adds is copied too. The template's timeline events,
 // audit rows and unprocessed outbox rows are copied with it, pointing at the copy. Link tokens are not:
-// they are what a read hands out, not part of the referral. test/system/bench/bulk-seed.int.test.ts
+// they are what a read hands out, not part of the referral.
+//
+// The copies hold their patient data in the clear, as rows written before field encryption do (and
+// without the blind index of the UIN): a sealed value opens only in the row it was sealed for, and
+// sealing a million rows one by one in this process would take the time the SQL copy saves. refhub
+// reads such rows as it reads data written before encryption was turned on; the scenarios that
+// measure a read's cost (api.ts) read drafts seeded sealed, as the API writes them. test/system/bench/bulk-seed.int.test.ts
 // checks that a copy reads and behaves like an API-made referral.
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../src/db/schema.ts';
+import { openColumns, SEALED_COLUMNS } from '../src/db/data-keys.repository.ts';
+import type { FieldCipher } from '../src/domain/data-keys.ts';
 
 export interface CloneBatch {
   /** The referral to copy. */
@@ -69,7 +77,11 @@ function copyOf(
 }
 
 /** Copies the template `batch.count` times with its timeline, audit and (optionally) outbox rows. */
-export async function cloneReferral(db: Kysely<Database>, batch: CloneBatch): Promise<void> {
+export async function cloneReferral(
+  db: Kysely<Database>,
+  cipher: FieldCipher,
+  batch: CloneBatch,
+): Promise<void> {
   if (batch.count <= 0) return;
   const from = batch.firstNumber;
   const to = batch.firstNumber + batch.count - 1;
@@ -86,7 +98,18 @@ export async function cloneReferral(db: Kysely<Database>, batch: CloneBatch): Pr
   const rowNumber = sql`(g * 8 + t.k)`;
   const series = sql`generate_series(${sql.lit(from)}::bigint, ${sql.lit(to)}::bigint) AS g`;
   await db.transaction().execute(async (trx) => {
+    const template = openColumns(
+      'referrals',
+      await trx
+        .selectFrom('referrals')
+        .select(['id', ...SEALED_COLUMNS.referrals.columns])
+        .where('id', '=', batch.templateId)
+        .executeTakeFirstOrThrow(),
+      cipher,
+    );
     const referral = copyOf(await columnsOf(trx, 'referrals'), {
+      ...Object.fromEntries(SEALED_COLUMNS.referrals.columns.map((c) => [c, sql`${template[c]}::text`])),
+      patient_uin_index: sql`NULL`,
       id: referralId,
       patient_uin: sql`'S' || lpad((1000000 + g % 9000000)::text, 7, '0') || 'D'`,
       patient_name: sql`'Tan Ah Kow ' || g`,

@@ -2,6 +2,7 @@
 // baselines, each a child process of its own, so that its RSS is its own and the load generator does
 // not share its event loop. A child is tied to this process (it dies with it, even on a SIGKILL), and
 // only the tail of its output is kept: a refhub under load logs a line per request.
+import { BENCH_DATA_KEYS } from './data-keys.ts';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -205,6 +206,7 @@ export function startRefhub(settings: RefhubSettings): Promise<Service> {
       HOST: '127.0.0.1',
       PORT: '0',
       DATA_DIR: settings.dataDir,
+      DATA_KEYS: BENCH_DATA_KEYS,
       ...(settings.databaseUrl === undefined ? {} : { DATABASE_URL: settings.databaseUrl }),
       REDIS_URL: settings.redisUrl,
       QUEUE_PREFIX: settings.queuePrefix,
@@ -301,6 +303,7 @@ export function startRefhubRole(role: 'api' | 'worker', settings: RefhubSettings
       HOST: '127.0.0.1',
       PORT: '0',
       DATA_DIR: settings.dataDir,
+      DATA_KEYS: BENCH_DATA_KEYS,
       DATABASE_URL: settings.databaseUrl,
       REDIS_URL: settings.redisUrl,
       QUEUE_PREFIX: settings.queuePrefix,

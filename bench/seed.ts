@@ -20,6 +20,7 @@ import { loadCatalogIn, readCatalogFile } from '../src/services/catalog.service.
 import { DEMO_CATALOG_FILE } from '../src/composition/demo-setup.ts';
 import { EMPTY_CONTENT, resolveContent, type ReferralFieldsInput } from '../src/services/referral-input.ts';
 import { newReferralRow } from '../src/db/referral.repository.ts';
+import { benchCipher } from './data-keys.ts';
 
 /** The requester the scenarios name in reads and writes (audited with each). */
 export const BENCH_REQUESTER = 'bench.clinician@example.org';
@@ -128,6 +129,7 @@ const ROWS_PER_STATEMENT = 500;
 export async function seedDrafts(db: Kysely<Database>, batch: DraftBatch): Promise<string[]> {
   const offset = batch.offset ?? 0;
   const newest = (batch.newest ?? new Date()).getTime();
+  const cipher = await benchCipher(db);
   return db.transaction().execute(async (trx) => {
     const sender = await catalogRepository(trx).findInstitution(batch.party.institution);
     if (!sender) throw new Error(`${batch.party.institution.id} is not in the catalog`);
@@ -153,13 +155,16 @@ export async function seedDrafts(db: Kysely<Database>, batch: DraftBatch): Promi
         };
         ids.push(id);
         referrals.push(
-          newReferralRow({
-            ...content,
-            id,
-            sender: batch.party.institution,
-            senderSystem: batch.party.system,
-            now: at,
-          }),
+          newReferralRow(
+            {
+              ...content,
+              id,
+              sender: batch.party.institution,
+              senderSystem: batch.party.system,
+              now: at,
+            },
+            cipher,
+          ),
         );
         events.push({
           id: uuidv7({ msecs: at.getTime() }),

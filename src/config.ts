@@ -9,6 +9,7 @@ import {
   type AttachmentType,
 } from './domain/attachments.ts';
 import { DEFAULT_DISPLAY_TIME_ZONE, isDisplayTimeZone } from './domain/display-time.ts';
+import { parseKeyEncryptionKeys, type LocalKeyEncryptionKey } from './domain/data-keys.ts';
 
 export interface Config {
   readonly env: 'production' | 'development' | 'test';
@@ -22,6 +23,18 @@ export interface Config {
    */
   readonly databasePreparedStatements: boolean;
   readonly dataDir: string;
+  /**
+   * The key-encryption keys that wrap the data keys patient data is sealed with (DATA_KEYS), the
+   * first active; or the file that holds them (DATA_KEYS_FILE). Outside production, with neither set,
+   * a key file is made in DATA_DIR on first start.
+   */
+  readonly dataKeys: readonly LocalKeyEncryptionKey[] | undefined;
+  readonly dataKeysFile: string | undefined;
+  /**
+   * How often each process looks for a data key made since it last looked (`refhub data-keys
+   * rotate`), which waits this long before its last pass. Every process must have the same.
+   */
+  readonly dataKeyRefreshSeconds: number;
   readonly linkTtlSeconds: number;
   readonly catalogFile: string | undefined;
   readonly rateLimitPerMinute: number;
@@ -219,6 +232,16 @@ function auditSigningKey(env: Env): AuditSigningKey | undefined {
   return { kty: 'OKP', crv: 'Ed25519', x, d, kid };
 }
 
+function keyEncryptionKeys(env: Env, name: string): LocalKeyEncryptionKey[] | undefined {
+  const raw = read(env, name);
+  if (raw === undefined) return undefined;
+  try {
+    return parseKeyEncryptionKeys(raw);
+  } catch (error) {
+    throw new ConfigError(name, (error as Error).message);
+  }
+}
+
 function secret(env: Env, name: string, minLength: number): string | undefined {
   const raw = read(env, name);
   if (raw !== undefined && raw.length < minLength) {
@@ -299,6 +322,9 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     databasePreparedStatements:
       oneOf(env, 'DATABASE_PREPARED_STATEMENTS', ['true', 'false'], 'true') === 'true',
     dataDir: path.resolve(cwd, read(env, 'DATA_DIR') ?? 'data'),
+    dataKeys: keyEncryptionKeys(env, 'DATA_KEYS'),
+    dataKeysFile: optionalPath(cwd, read(env, 'DATA_KEYS_FILE')),
+    dataKeyRefreshSeconds: integer(env, 'DATA_KEY_REFRESH_SECONDS', 30, 1, 3600),
     linkTtlSeconds: integer(env, 'LINK_TTL_SECONDS', 900, 30, 86_400),
     catalogFile: optionalPath(cwd, read(env, 'CATALOG_FILE')),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
@@ -361,6 +387,19 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   }
   if (mode === 'production' && config.ehrUrl === undefined) {
     throw new ConfigError('EHR_URL', 'is required when NODE_ENV=production (the sandbox EHR is off)');
+  }
+  if (config.dataKeys !== undefined && config.dataKeysFile !== undefined) {
+    throw new ConfigError(
+      'DATA_KEYS_FILE',
+      'cannot be set with DATA_KEYS: the key ring comes from one of them',
+    );
+  }
+  if (mode === 'production' && config.dataKeys === undefined && config.dataKeysFile === undefined) {
+    throw new ConfigError(
+      'DATA_KEYS',
+      'is required when NODE_ENV=production (or DATA_KEYS_FILE): the keys that wrap the data keys ' +
+        'patient data is sealed with, kept out of the database',
+    );
   }
   if (mode === 'production' && config.sessionSecret === undefined) {
     throw new ConfigError(
@@ -459,6 +498,9 @@ const SHOWN: { readonly [K in keyof Config]-?: readonly [variable: string, shown
   databaseUrl: ['DATABASE_URL', 'url'],
   databasePreparedStatements: ['DATABASE_PREPARED_STATEMENTS', 'value'],
   dataDir: ['DATA_DIR', 'value'],
+  dataKeys: ['DATA_KEYS', 'secret'],
+  dataKeysFile: ['DATA_KEYS_FILE', 'value'],
+  dataKeyRefreshSeconds: ['DATA_KEY_REFRESH_SECONDS', 'value'],
   linkTtlSeconds: ['LINK_TTL_SECONDS', 'value'],
   catalogFile: ['CATALOG_FILE', 'value'],
   rateLimitPerMinute: ['RATE_LIMIT_PER_MINUTE', 'value'],
@@ -535,7 +577,7 @@ function text(value: Config[keyof Config]): string | undefined {
   if ('size' in value) return value.size === 0 ? undefined : [...value].join(',');
   // A key is shown as its ID only (it is a secret: only whether it is set is described).
   if ('kty' in value) return value.kid;
-  return value.map(duration).join(',');
+  return value.map((entry) => (typeof entry === 'number' ? duration(entry) : entry.id)).join(',');
 }
 
 /** The effective configuration, every setting in the order of Config, secrets as set or unset. */

@@ -13,6 +13,8 @@ import {
   auditExportCommand,
   auditPublicKeyCommand,
   auditSealCommand,
+  dataKeysRotateCommand,
+  dataKeysStatusCommand,
   auditVerifyCommand,
   catalogLoadCommand,
   clientsCreateCommand,
@@ -177,6 +179,23 @@ clients
   .argument('<id>', 'the client ID', uuidArg('a client ID'))
   .description('revoke a client by its ID; its access tokens stop working at once')
   .action((id: string) => clientsRevokeCommand(id));
+
+const dataKeys = program
+  .command('data-keys')
+  .description('the keys patient data is sealed with, and their rotation (docs/security.md)');
+
+dataKeys
+  .command('status')
+  .description('show the data keys, which is active, and what is not yet sealed under it')
+  .action(() => dataKeysStatusCommand());
+
+dataKeys
+  .command('rotate')
+  .description(
+    'wrap every data key with the first key of DATA_KEYS, make a new data key and seal every value ' +
+      'again under it while the service runs; run again to finish one that was interrupted',
+  )
+  .action(() => dataKeysRotateCommand());
 
 const audit = program
   .command('audit')

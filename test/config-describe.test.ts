@@ -15,6 +15,7 @@ const SECRETS = {
   EHR_TOKEN: 'ehr-token-4f9b2c7d1e',
   SESSION_SECRET: 'session-secret-8a7b6c5d4e3f2a1b0c9d8e7f',
   METRICS_TOKEN: 'metrics-token-0a1b2c3d4e5f6a7b8c9d0e1f',
+  DATA_KEYS: `kek-1:${Buffer.alloc(32, 9).toString('base64')}`,
 };
 const DATABASE_PASSWORD = 'db-password-77c1';
 const REDIS_PASSWORD = 'redis-password-91ee';

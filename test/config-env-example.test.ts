@@ -39,7 +39,13 @@ describe('.env.example', () => {
   it('loads as a production configuration once the secrets are filled in', () => {
     const env = Object.fromEntries(example());
     const config = loadConfig(
-      { ...env, SESSION_SECRET: 'x'.repeat(48), METRICS_TOKEN: 'y'.repeat(40), EHR_TOKEN: 'token' },
+      {
+        ...env,
+        SESSION_SECRET: 'x'.repeat(48),
+        METRICS_TOKEN: 'y'.repeat(40),
+        EHR_TOKEN: 'token',
+        DATA_KEYS: `kek-1:${Buffer.alloc(32, 1).toString('base64')}`,
+      },
       '/srv/refhub',
     );
     expect(config.env).toBe('production');

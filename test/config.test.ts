@@ -2,6 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { checkEhrAddress } from '../src/services/outbound-address.ts';
 
+/** A key ring of one key-encryption key, as DATA_KEYS writes it. */
+const DATA_KEYS = 'kek-1:' + Buffer.alloc(32, 7).toString('base64');
+
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
     const config = loadConfig({}, '/srv/refhub');
@@ -59,6 +62,8 @@ describe('loadConfig', () => {
         EHR_URL: 'https://ehr.example/fhir/referrals',
         EHR_TOKEN: 'token-1',
         SESSION_SECRET: 'a-session-secret-of-at-least-32-characters',
+        DATA_KEYS: DATA_KEYS,
+        DATA_KEY_REFRESH_SECONDS: '10',
         EHR_MAX_ATTEMPTS: '5',
         EHR_BACKOFF_BASE_MS: '500',
         REMINDER_AFTER_SECONDS: '3600',
@@ -117,7 +122,36 @@ describe('loadConfig', () => {
       attachmentsPerReferral: 8,
       attachmentTypes: new Set(['pdf', 'png']),
       attachmentUploadsInFlightMib: 64,
+      dataKeys: [{ id: 'kek-1', key: Buffer.alloc(32, 7) }],
+      dataKeysFile: undefined,
+      dataKeyRefreshSeconds: 10,
     });
+  });
+
+  it('needs a key ring in production, from one place, and says what is wrong with one', () => {
+    const production = {
+      NODE_ENV: 'production',
+      EHR_URL: 'https://ehr.example/fhir',
+      SESSION_SECRET: 's'.repeat(40),
+      ATTACHMENT_SCANNING: 'elsewhere',
+    };
+    expect(() => loadConfig(production)).toThrow(
+      /^DATA_KEYS: is required when NODE_ENV=production \(or DATA_KEYS_FILE\)/,
+    );
+    expect(loadConfig({ ...production, DATA_KEYS_FILE: 'keys.json' }, '/srv').dataKeysFile).toBe(
+      '/srv/keys.json',
+    );
+    expect(() => loadConfig({ ...production, DATA_KEYS, DATA_KEYS_FILE: 'keys.json' })).toThrow(
+      /^DATA_KEYS_FILE: cannot be set with DATA_KEYS/,
+    );
+    expect(() => loadConfig({ DATA_KEYS: 'kek-1:c2hvcnQ=' })).toThrow(
+      'DATA_KEYS: key kek-1 must be 32 bytes in base64, got 5',
+    );
+    expect(() => loadConfig({ DATA_KEYS: `${DATA_KEYS},${DATA_KEYS}` })).toThrow(
+      'DATA_KEYS: names a key ID twice',
+    );
+    // Outside production, none is needed: refhub keeps a key file of its own (composition/key-ring.ts).
+    expect(loadConfig({}).dataKeys).toBeUndefined();
   });
 
   it('accepts every attachment type, 10 MiB and 20 a referral unless told otherwise', () => {
@@ -149,6 +183,7 @@ describe('loadConfig', () => {
       NODE_ENV: 'production',
       EHR_URL: 'https://ehr.example.org/referrals',
       SESSION_SECRET: 's'.repeat(40),
+      DATA_KEYS,
     };
     expect(() => loadConfig(production)).toThrow(
       /^ATTACHMENT_SCANNER: is required when NODE_ENV=production, so that no attachment is handed out unscanned; set ATTACHMENT_SCANNING=elsewhere/,
@@ -191,6 +226,7 @@ describe('loadConfig', () => {
       NODE_ENV: 'production',
       EHR_URL: 'https://ehr.example.org/referrals',
       SESSION_SECRET: 's'.repeat(40),
+      DATA_KEYS,
       ATTACHMENT_SCANNING: 'elsewhere',
     };
     expect(loadConfig(production).apiDocs).toBe('ops');
@@ -214,6 +250,7 @@ describe('loadConfig', () => {
     const production = {
       NODE_ENV: 'production',
       SESSION_SECRET: 's'.repeat(32),
+      DATA_KEYS,
       ATTACHMENT_SCANNING: 'elsewhere',
     };
     const loopback = loadConfig({ ...production, EHR_URL: 'https://127.0.0.1:9/ehr' });

@@ -19,6 +19,7 @@ import { request } from 'undici';
 import { migrateToLatest, openStore } from '../../src/db/database.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { cloneReferral } from '../bulk-seed.ts';
+import { benchCipher } from '../data-keys.ts';
 import type { BenchEnv } from '../environment.ts';
 import { getEach, jsonHeaders, measureHttp } from '../load.ts';
 import { sampleRss, startRefhub, type Service } from '../processes.ts';
@@ -87,7 +88,7 @@ async function growTo(state: GrowthState, size: number, log: (m: string) => void
   for (const [i, templateId] of state.templates.entries()) {
     // In steps of 50,000 copies, so that no one transaction grows without bound.
     for (let first = state.copies; first < perClinic; first += 50_000) {
-      await cloneReferral(state.db, {
+      await cloneReferral(state.db, await benchCipher(state.db), {
         templateId,
         count: Math.min(50_000, perClinic - first),
         firstNumber: first + 1,
@@ -196,7 +197,7 @@ async function forwardRun(
   await queue.pause();
   const template = await submittedTemplate(state.db, submitter);
   for (let first = 0; first < count; first += 50_000) {
-    await cloneReferral(state.db, {
+    await cloneReferral(state.db, await benchCipher(state.db), {
       templateId: template,
       count: Math.min(50_000, count - first),
       firstNumber: firstNumber + first,

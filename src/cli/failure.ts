@@ -3,6 +3,7 @@
 // prints it in full.
 import { InvalidArgumentError } from 'commander';
 import { ConfigError } from '../config.ts';
+import { KeyRingError } from '../domain/data-keys.ts';
 import { DataDirLockedError } from '../db/data-dir-lock.ts';
 import { MigrationFailedError, SchemaBehindError, StoreUnavailableError } from '../db/store-failure.ts';
 import { AppError } from '../errors.ts';
@@ -18,6 +19,7 @@ export function fail(message: string): never {
 export function failFor(error: unknown): never {
   if (
     error instanceof ConfigError ||
+    error instanceof KeyRingError ||
     error instanceof DataDirLockedError ||
     error instanceof QueuePrefixTakenError ||
     error instanceof StoreUnavailableError ||

@@ -10,6 +10,8 @@ export interface MigrateDeps {
   readonly migrate: (progress: {
     started(name: string): void;
     finished(name: string, ms: number): void;
+    /** Patient data written before field encryption was sealed, after the migrations: `rows` rows. */
+    sealed(rows: number): void;
   }) => Promise<void>;
   /** How many migrations this refhub has, for the report when none was pending. */
   readonly known: number;
@@ -32,6 +34,7 @@ export async function migrate(deps: MigrateDeps, out: MigrateOutput = process.st
   const live = out.isTTY === true;
   let began: number | undefined;
   let applied = 0;
+  let sealed = 0;
   let ticker: NodeJS.Timeout | undefined;
   const stopTicker = () => {
     if (ticker !== undefined) clearInterval(ticker);
@@ -58,6 +61,9 @@ export async function migrate(deps: MigrateDeps, out: MigrateOutput = process.st
         applied += 1;
         out.write(`${live ? REDRAW : ''}Applied  ${name} in ${duration(ms)}\n`);
       },
+      sealed(rows) {
+        sealed = rows;
+      },
     });
   } finally {
     // A migration that failed leaves its live line open: end it, so the error gets a line of its own.
@@ -69,4 +75,6 @@ export async function migrate(deps: MigrateDeps, out: MigrateOutput = process.st
       ? `The database schema is already up to date (${plural(deps.known, 'migration')}): nothing was applied.\n`
       : `Applied ${plural(applied, 'migration')} in ${duration(performance.now() - (began ?? 0))}, in one transaction: the database schema is up to date.\n`,
   );
+  if (sealed > 0)
+    out.write(`Sealed the patient data of ${plural(sealed, 'row')} written before field encryption.\n`);
 }

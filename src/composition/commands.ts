@@ -2,6 +2,7 @@
 // Redis or the sandbox), hands the command the few things it uses, and closes what it opened however
 // the command ends. main.ts calls these after parsing the command line; the commands themselves are
 // in src/cli. Modules only some commands need are loaded by those commands.
+import { dataKeysStatus, rotateDataKeys } from '../cli/data-keys.command.ts';
 import { InvalidArgumentError } from 'commander';
 import { loadConfig, opsKeyFromEnv, type Config } from '../config.ts';
 import { configuredStoreTarget, MIGRATION_NAMES, openStore } from '../db/database.ts';
@@ -37,7 +38,17 @@ import {
   type SandboxEhrCommandOptions,
 } from '../cli/sandbox-ehr.command.ts';
 import { listWebhooks, replayWebhooks, type ReplayOptions } from '../cli/webhooks.command.ts';
-import { createContext, openConfiguredStore, pingScanner, type AppContext } from './context.ts';
+import {
+  createContext,
+  openConfiguredStore,
+  pingScanner,
+  sealExistingData,
+  type AppContext,
+} from './context.ts';
+import { openDataKeys } from '../db/data-keys.repository.ts';
+import { createDataKeyRotation } from '../services/data-keys.service.ts';
+import { systemClock } from '../domain/clock.ts';
+import { keyRingOf } from './key-ring.ts';
 
 /**
  * Runs `work` with a context, closing the store (and the PGlite lock) however it ends. The schema must
@@ -109,8 +120,18 @@ export function migrateCommand(): Promise<void> {
   return migrate({
     known: MIGRATION_NAMES.length,
     migrate: async (progress) => {
-      const store = await openConfiguredStore(loadConfig(), 'refhub migrate', { migrate: progress });
-      await store.close();
+      const config = loadConfig();
+      const store = await openConfiguredStore(config, 'refhub migrate', { migrate: progress });
+      try {
+        const dataKeys = openDataKeys(store.db, keyRingOf(config), {
+          refreshMs: config.dataKeyRefreshSeconds * 1000,
+        });
+        const rotation = createDataKeyRotation({ db: store.db, dataKeys, clock: systemClock });
+        const sealed = await sealExistingData(rotation, createLogger({ ...config, logLevel: 'warn' }));
+        if (sealed > 0) progress.sealed(sealed);
+      } finally {
+        await store.close();
+      }
     },
   });
 }
@@ -129,6 +150,14 @@ export function keysListCommand(): Promise<void> {
 
 export function keysRevokeCommand(idOrPrefix: string): Promise<void> {
   return withContext('refhub keys revoke', (ctx) => revokeKey(ctx, idOrPrefix));
+}
+
+export function dataKeysStatusCommand(): Promise<void> {
+  return withContext('refhub data-keys status', (ctx) => dataKeysStatus(ctx));
+}
+
+export function dataKeysRotateCommand(): Promise<void> {
+  return withContext('refhub data-keys rotate', (ctx) => rotateDataKeys(ctx));
 }
 
 export function auditSealCommand(): Promise<void> {

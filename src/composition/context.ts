@@ -51,12 +51,19 @@ import { createReferralFhir, type ReferralFhir } from '../services/fhir.service.
 import { createAttachments, type Attachments } from '../services/attachments.service.ts';
 import type { ScannerPing } from '../services/doctor-checks.ts';
 import { createClamdClient } from '../workers/attachments/clamd-client.ts';
+import { openDataKeys, type DataKeys, type DataKeysOptions } from '../db/data-keys.repository.ts';
+import { keyRingOf } from './key-ring.ts';
+import { createDataKeyRotation, type DataKeyRotation } from '../services/data-keys.service.ts';
 
 export interface AppContext {
   readonly config: Config;
   readonly logger: Logger;
   readonly store: Store;
   readonly db: Kysely<Database>;
+  /** The keys patient data is sealed and opened with. */
+  readonly dataKeys: DataKeys;
+  /** Rotates the data keys and seals again what is not under the newest (`refhub data-keys`). */
+  readonly dataKeyRotation: DataKeyRotation;
   readonly clock: Clock;
   /** Times people read (the EHR form, the web pages, timeline sentences), in DISPLAY_TIME_ZONE. */
   readonly displayTime: DisplayTime;
@@ -114,6 +121,8 @@ export interface ContextOverrides {
   readonly store?: Store;
   readonly clock?: Clock;
   readonly logger?: Logger;
+  /** How the data keys are looked up again (a test shortens the refresh interval). */
+  readonly dataKeys?: DataKeysOptions;
 }
 
 /**
@@ -181,6 +190,33 @@ async function openServingStore(config: Config, command: string, logger: Logger)
 }
 
 /**
+ * Seals the patient data written before field encryption, once, after migrating (the serving modes as
+ * they start, and `refhub migrate`): the first data key is made then, and everything found in the
+ * clear is sealed under it, in batches (interrupted, the next start goes on). A rotation left
+ * unfinished is not resumed here, which could hold a start for long: it is named, with what finishes
+ * it. Returns the rows sealed.
+ */
+export async function sealExistingData(
+  rotation: DataKeyRotation,
+  logger: Pick<Logger, 'info' | 'warn'>,
+): Promise<number> {
+  const pending = await rotation.pending();
+  if (pending === undefined) return 0;
+  if (!pending.first) {
+    logger.warn(
+      { dataKey: pending.keyId },
+      'a data key rotation is unfinished: values under older keys still open, and `refhub data-keys rotate` finishes it',
+    );
+    return 0;
+  }
+  const { sealed } = await rotation.sweep(({ table, done, total }) => {
+    logger.info({ table, done, total }, 'sealing patient data written before field encryption');
+  });
+  if (sealed > 0) logger.info({ rows: sealed }, 'patient data sealed');
+  return sealed;
+}
+
+/**
  * Builds the context for `command`. `schema: 'migrate'` (the serving modes only) applies pending
  * migrations and logs them; otherwise a schema with migrations pending is refused.
  */
@@ -198,6 +234,12 @@ export async function createContext(
       ? await openServingStore(config, command, logger)
       : await openConfiguredStore(config, command, 'current'));
   const db = store.db;
+  const dataKeys = openDataKeys(db, keyRingOf(config), {
+    refreshMs: config.dataKeyRefreshSeconds * 1000,
+    ...overrides.dataKeys,
+  });
+  const dataKeyRotation = createDataKeyRotation({ db, dataKeys, clock });
+  if (schema === 'migrate') await sealExistingData(dataKeyRotation, logger);
   const linkMinter = createLinkMinter({
     publicUrl: config.publicUrl,
     ttlSeconds: config.linkTtlSeconds,
@@ -205,7 +247,7 @@ export async function createContext(
   });
   const displayTime = displayTimeIn(config.displayTimeZone);
   const renderForm = (source: EhrFormSource) => renderEhrForm(source, displayTime);
-  const deps = { db, clock, links: linkMinter };
+  const deps = { db, dataKeys, clock, links: linkMinter };
   let queues: QueueProducer | undefined;
   const queueProducer = () => (queues ??= createQueueProducer(config, logger));
   let installation: Promise<string> | undefined;
@@ -241,9 +283,10 @@ export async function createContext(
     })),
   });
   const referralQueries = createReferralQueries({ ...deps, renderEhrForm: renderForm });
-  const ehrForwarding = createEhrForwarding({ db, clock, metrics });
+  const ehrForwarding = createEhrForwarding({ db, dataKeys, clock, metrics });
   const attachments = createAttachments({
     db,
+    dataKeys,
     clock,
     settings: {
       maxBytes: config.attachmentMaxBytes,
@@ -257,6 +300,8 @@ export async function createContext(
     logger,
     store,
     db,
+    dataKeys,
+    dataKeyRotation,
     clock,
     displayTime,
     renderEhrForm: renderForm,
@@ -286,6 +331,7 @@ export async function createContext(
     ehrForwarding,
     reminders: createReminders({
       db,
+      dataKeys,
       clock,
       metrics,
       policy: {

@@ -5,6 +5,8 @@ import { sql, type Insertable, type RawBuilder } from 'kysely';
 import type { OutcomeView } from '../domain/outcome.ts';
 import type { AppointmentView, NoteView, TimelineEventView } from '../domain/referral-view.ts';
 import type { AppointmentStatus } from '../domain/statuses.ts';
+import type { FieldCipher } from '../domain/data-keys.ts';
+import { sealColumns } from './data-keys.repository.ts';
 import type { Executor } from './executor.ts';
 import type { TimelineEventsTable } from './schema.ts';
 
@@ -52,10 +54,17 @@ export interface NewTimelineEvent {
 export const childWrites = {
   upsertAppointment(
     db: Executor,
+    cipher: FieldCipher,
     referralId: string,
     appointment: Omit<AppointmentRecord, 'updatedAt'>,
     now: Date,
   ) {
+    const { location } = sealColumns(
+      'appointments',
+      { referral_id: referralId, id: appointment.id },
+      { location: appointment.location },
+      cipher,
+    );
     return db
       .insertInto('appointments')
       .values({
@@ -63,7 +72,7 @@ export const childWrites = {
         id: appointment.id,
         status: appointment.status,
         start_at: appointment.startAt,
-        location: appointment.location,
+        location,
         created_at: now,
         updated_at: now,
       })
@@ -71,7 +80,7 @@ export const childWrites = {
         oc.columns(['referral_id', 'id']).doUpdateSet({
           status: appointment.status,
           start_at: appointment.startAt,
-          location: appointment.location,
+          location,
           updated_at: now,
         }),
       );
@@ -86,12 +95,13 @@ export const childWrites = {
       .where('status', '=', 'scheduled');
   },
 
-  insertOutcome(db: Executor, outcome: NewOutcome) {
+  insertOutcome(db: Executor, cipher: FieldCipher, outcome: NewOutcome) {
+    const place = { referral_id: outcome.referralId };
     return db.insertInto('referral_outcomes').values({
       referral_id: outcome.referralId,
       code: outcome.code,
       display: outcome.display,
-      summary: outcome.summary,
+      summary: sealColumns('referral_outcomes', place, { summary: outcome.summary }, cipher).summary,
       attachment_ids: JSON.stringify(outcome.attachmentIds),
       completed_by_name: outcome.completedByName,
       requester_identifier: outcome.requesterIdentifier,
@@ -107,11 +117,11 @@ export const childWrites = {
       .where('referral_id', '=', referralId);
   },
 
-  insertNote(db: Executor, note: NewNote) {
+  insertNote(db: Executor, cipher: FieldCipher, note: NewNote) {
     return db.insertInto('notes').values({
       id: note.id,
       referral_id: note.referralId,
-      content: note.content,
+      content: sealColumns('notes', { id: note.id }, { content: note.content }, cipher).content,
       author_name: note.authorName,
       author_institution_id_type: note.authorInstitution.idType,
       author_institution_id: note.authorInstitution.id,
@@ -248,23 +258,41 @@ export function referralPartsColumns(referralId: string | RawBuilder<unknown>) {
 /** JSON has no timestamp type: the ISO 8601 text (with an offset) PostgreSQL wrote, as a Date. */
 const dateOf = (text: string) => new Date(text);
 
-export function toReferralParts(row: ReferralPartsColumns): ReferralParts {
+/** The parts of the referral `row.id`, their patient data opened. */
+export function toReferralParts(
+  row: ReferralPartsColumns & { id: string },
+  cipher: FieldCipher,
+): ReferralParts {
   return {
     appointments: row.appointments.map((a) => ({
       id: a.id,
       status: a.status as AppointmentStatus,
       startAt: dateOf(a.startAt),
-      location: a.location,
+      location: cipher.open(a.location, {
+        table: 'appointments',
+        column: 'location',
+        row: `${row.id}/${a.id}`,
+      }),
       updatedAt: dateOf(a.updatedAt),
     })),
     notes: row.notes.map((n) => ({
       id: n.id,
-      content: n.content,
+      content: cipher.open(n.content, { table: 'notes', column: 'content', row: n.id }),
       authorName: n.authorName,
       authorInstitution: n.institution,
       createdAt: dateOf(n.createdAt).toISOString(),
     })),
-    outcome: row.outcome === null ? null : toOutcomeView(row.outcome),
+    outcome:
+      row.outcome === null
+        ? null
+        : toOutcomeView({
+            ...row.outcome,
+            summary: cipher.openOptional(row.outcome.summary, {
+              table: 'referral_outcomes',
+              column: 'summary',
+              row: row.id,
+            }),
+          }),
     timelineEvents: row.timelineEvents.map((t) => ({
       id: t.id,
       type: t.type,

@@ -19,6 +19,8 @@ import {
   type ReferralPartsColumns,
 } from './referral-children.repository.ts';
 import { compiledOnce, type CompiledOnce } from './compiled-once.ts';
+import { openColumns, sealColumns, type DataKeys } from './data-keys.repository.ts';
+import type { FieldCipher } from '../domain/data-keys.ts';
 import type { Executor } from './executor.ts';
 import { providerSees } from './provider-visibility.ts';
 import type { Database, ReferralsTable } from './schema.ts';
@@ -133,7 +135,7 @@ function newestFirst(sort: ListSort, column = `r.${SORTS[sort].column}`) {
 /** A referral's row as the reads select it; opaque outside this file. */
 export type ReferralRow = Row;
 
-type Row = Selectable<ReferralsTable> & {
+type Row = Omit<Selectable<ReferralsTable>, 'patient_uin_index'> & {
   sender_name: string;
   o_name: string | null;
   o_category: string | null;
@@ -145,6 +147,16 @@ type Row = Selectable<ReferralsTable> & {
   o_active: boolean | null;
   p_name: string | null;
 };
+
+/** A referral's row as read, its patient data opened. */
+function opened<T extends Row>(row: T, cipher: FieldCipher): T {
+  return openColumns('referrals', row, cipher);
+}
+
+/** The columns of a write with their patient data sealed, and the patient's UIN's blind index. */
+function sealed<T extends Partial<Row>>(id: string, columns: T, cipher: FieldCipher) {
+  return sealColumns('referrals', { id }, columns, cipher) as T & { patient_uin_index?: string | null };
+}
 
 function toRecord(row: Row): ReferralRecord {
   const offering: OfferingRecord | null =
@@ -290,7 +302,11 @@ function baseQuery(db: Executor) {
     .where('r.deleted_at', 'is', null);
 }
 
-function visibleTo(inst: InstitutionRef, side?: 'sender' | 'provider') {
+/**
+ * Whether `inst` may see the referral `r` (on `side`, or on either): the tenancy of every read, and of
+ * the access report (access-report.repository.ts), which lists what was done to referrals it may see.
+ */
+export function visibleTo(inst: InstitutionRef, side?: 'sender' | 'provider') {
   return (eb: ExpressionBuilder<Database & { r: ReferralsTable }, 'r'>) =>
     side === undefined
       ? eb.or([sideOf(eb, 'sender', inst), sideOf(eb, 'provider', inst)])
@@ -422,13 +438,14 @@ function sideMatches(
         ),
       );
     }
-    if (patientUin !== undefined) conditions.push(eb('r.patient_uin', '=', patientUin));
+    // The patient is found by the blind index of the UIN: the UIN itself is sealed.
+    if (patientUin !== undefined) conditions.push(eb('r.patient_uin_index', '=', patientUin));
     return eb.and(conditions);
   };
 }
 
 type ListStatements = {
-  /** Arguments: idType, id, [patientUin], reach, limit, offset. Each row carries the total. */
+  /** Arguments: idType, id, [the patient UIN's blind index], reach, limit, offset. Each row carries the total. */
   readonly page: CompiledOnce<string[], Row & { total: number | string }>;
   /**
    * `page` with the list's audit row written in the same statement. Arguments: those of `page`, then
@@ -436,7 +453,7 @@ type ListStatements = {
    * it that tells whether there is a next page).
    */
   readonly auditedPage: CompiledOnce<string[], Row & { total: number | string }>;
-  /** Arguments: idType, id, [patientUin]. */
+  /** Arguments: idType, id, [the patient UIN's blind index]. */
   readonly count: CompiledOnce<string[], { total: number | string }>;
 };
 
@@ -536,12 +553,13 @@ function listStatements(filter: ListFilter): ListStatements {
   return statements;
 }
 
-export function referralRepository(db: Executor) {
+export function referralRepository(db: Executor, keys: DataKeys) {
+  const record = (row: Row | undefined) => row && keys.reading((cipher) => toRecord(opened(row, cipher)));
   return {
     /** The referral if `institution` may see it; undefined otherwise (the caller answers 404). */
     async findVisible(id: string, institution: InstitutionRef): Promise<ReferralRecord | undefined> {
       const [row] = await readVisible(db, id, institution.idType, institution.id);
-      return row && toRecord(row);
+      return record(row);
     },
 
     /** The referral if `institution` may see it; 404 referral_not_found otherwise. */
@@ -554,7 +572,7 @@ export function referralRepository(db: Executor) {
     /** The referral without a tenancy check: for workers acting for the system, never for callers. */
     async findForSystem(id: string): Promise<ReferralRecord | undefined> {
       const [row] = await readForSystem(db, id);
-      return row && toRecord(row);
+      return record(row);
     },
 
     /**
@@ -565,8 +583,14 @@ export function referralRepository(db: Executor) {
       id: string,
       institution: InstitutionRef,
     ): Promise<ReferralSnapshot | undefined> {
-      const [row] = await readVisibleWithParts(db, id, institution.idType, institution.id);
-      return row && { record: toRecord(row), parts: toReferralParts(row), row };
+      const [stored] = await readVisibleWithParts(db, id, institution.idType, institution.id);
+      return (
+        stored &&
+        keys.reading((cipher) => {
+          const row = opened(stored, cipher);
+          return { record: toRecord(row), parts: toReferralParts(row, cipher), row };
+        })
+      );
     },
 
     /**
@@ -595,14 +619,25 @@ export function referralRepository(db: Executor) {
         ),
       );
       return (
-        row && { record: toRecord(row), parts: toReferralParts(row), linked: row.minted as LinkAction[] }
+        row &&
+        keys.reading((cipher) => ({
+          record: toRecord(opened(row, cipher)),
+          parts: toReferralParts(row, cipher),
+          linked: row.minted as LinkAction[],
+        }))
       );
     },
 
     /** `findForSystem` with the referral's parts, in one statement (the forwarder renders from them). */
     async findForSystemWithParts(id: string): Promise<ReferralWithParts | undefined> {
       const [row] = await readForSystemWithParts(db, id);
-      return row && { record: toRecord(row), parts: toReferralParts(row) };
+      return (
+        row &&
+        keys.reading((cipher) => ({
+          record: toRecord(opened(row, cipher)),
+          parts: toReferralParts(row, cipher),
+        }))
+      );
     },
 
     /** Who sent the referral (it never changes), deleted or not: one indexed row, two columns. */
@@ -634,10 +669,11 @@ export function referralRepository(db: Executor) {
       audit?: AuditEvent,
     ): Promise<{ records: ReferralRecord[]; total: number; hasNext: boolean }> {
       const statements = listStatements(filter);
+      const cipher = await keys.cipher();
       const args = [
         filter.institution.idType,
         filter.institution.id,
-        ...(filter.patientUin === undefined ? [] : [filter.patientUin]),
+        ...(filter.patientUin === undefined ? [] : [cipher.blindIndex('patient-uin', filter.patientUin)]),
         String(filter.offset + filter.pageSize + 1),
         String(filter.pageSize + 1),
         String(filter.offset),
@@ -656,15 +692,19 @@ export function referralRepository(db: Executor) {
         // An empty page: from the start there is nothing at all; further on, count what there is.
         total = filter.offset === 0 ? 0 : ((await statements.count(db, ...args.slice(0, -3)))[0]?.total ?? 0);
       }
+      const page = rows.slice(0, filter.pageSize);
       return {
-        records: rows.slice(0, filter.pageSize).map(toRecord),
+        records: await keys.reading((c) => page.map((row) => toRecord(opened(row, c)))),
         total: Number(total),
         hasNext: rows.length > filter.pageSize,
       };
     },
 
     async insert(referral: NewReferral): Promise<void> {
-      await db.insertInto('referrals').values(newReferralRow(referral)).execute();
+      await db
+        .insertInto('referrals')
+        .values(newReferralRow(referral, await keys.cipher()))
+        .execute();
     },
 
     /**
@@ -677,7 +717,13 @@ export function referralRepository(db: Executor) {
       patch: ReferralPatch,
       now: Date,
     ): Promise<boolean> {
-      const result = await compareAndSetQuery(db, id, expectedVersion, patch, now).executeTakeFirst();
+      const result = await compareAndSetQuery(
+        db,
+        id,
+        expectedVersion,
+        sealed(id, patchColumns(patch), await keys.cipher()),
+        now,
+      ).executeTakeFirst();
       return result.numUpdatedRows === 1n;
     },
 
@@ -725,16 +771,16 @@ function versionedUpdate(
     .where(guard);
 }
 
-/** The compare-and-set of `patch`. */
+/** The compare-and-set of a patch's columns, sealed. */
 function compareAndSetQuery(
   db: Executor,
   id: string,
   expectedVersion: number,
-  patch: ReferralPatch,
+  columns: Partial<Selectable<ReferralsTable>>,
   now: Date,
   guard?: RawBuilder<boolean>,
 ) {
-  return versionedUpdate(db, id, expectedVersion, patchColumns(patch), now, guard);
+  return versionedUpdate(db, id, expectedVersion, columns, now, guard);
 }
 
 /** The soft delete: the row stays for the audit trail but is never visible again. */
@@ -758,13 +804,18 @@ export const referralWrites = {
   /** Inserts a new draft. */
   insert(
     db: Executor,
+    cipher: FieldCipher,
     referral: NewReferral,
     returning: readonly (keyof ReferralsTable)[],
     names: NewDraftNames,
   ) {
-    const row = newReferralRow(referral);
+    const row = plainReferralRow(referral);
     return {
-      query: () => db.insertInto('referrals').values(row).returning(returning),
+      query: () =>
+        db
+          .insertInto('referrals')
+          .values(sealed(referral.id, row, cipher))
+          .returning(returning),
       after: toRecord({ ...(row as Row), ...offeringColumns(names.offering), sender_name: names.sender }),
     };
   },
@@ -772,6 +823,7 @@ export const referralWrites = {
   /** The compare-and-set of `patch` on the referral `before` saw; `offering` is the one `patch` names. */
   compareAndSet(
     db: Executor,
+    cipher: FieldCipher,
     before: ReferralSnapshot,
     patch: ReferralPatch,
     now: Date,
@@ -787,9 +839,14 @@ export const referralWrites = {
     };
     return {
       query: (guard: RawBuilder<boolean>) =>
-        compareAndSetQuery(db, before.record.id, before.record.version, patch, now, guard).returning(
-          returning,
-        ),
+        compareAndSetQuery(
+          db,
+          before.record.id,
+          before.record.version,
+          sealed(before.record.id, patchColumns(patch), cipher),
+          now,
+          guard,
+        ).returning(returning),
       after: toRecord(row),
     };
   },
@@ -828,7 +885,12 @@ function offeringColumns(offering: OfferingRecord | null) {
 }
 
 /** The row of a new draft, as `insert` writes it (the benchmark's seeding writes the same rows). */
-export function newReferralRow(referral: NewReferral): Insertable<ReferralsTable> {
+export function newReferralRow(referral: NewReferral, cipher: FieldCipher): Insertable<ReferralsTable> {
+  return sealed(referral.id, plainReferralRow(referral), cipher);
+}
+
+/** The row of a new draft, its patient data in the clear. */
+function plainReferralRow(referral: NewReferral) {
   return {
     id: referral.id,
     // Every column named, defaults too: the record of a new draft is made from this row.

@@ -90,6 +90,8 @@ export interface ReferralsTable {
   provider_id: string | null;
   offering_id: string | null;
   patient_uin: string | null;
+  /** The blind index of `patient_uin` (domain/data-keys.ts), which is sealed. */
+  patient_uin_index: string | null;
   patient_name: string | null;
   patient_dob: string | null;
   patient_gender: string | null;
@@ -231,6 +233,17 @@ export interface AuditCheckpointsTable {
   /** A compact JWS (EdDSA) of the checkpoint, by AUDIT_SIGNING_KEY; null where none is set. */
   signature: string | null;
   key_id: string | null;
+}
+
+export interface DataKeysTable {
+  id: string;
+  purpose: 'fields' | 'blind-index';
+  kek_id: string;
+  /** The key, wrapped by the key-encryption key `kek_id` (never stored in the clear). */
+  wrapped: string;
+  created_at: Timestamp;
+  /** For a fields key: when every sealed value was last found under it (or a newer key). */
+  swept_at: Date | null;
 }
 
 export interface IdempotencyKeysTable {
@@ -404,6 +417,7 @@ export interface Database {
   audit_chain_heads: AuditChainHeadsTable;
   audit_checkpoints: AuditCheckpointsTable;
   idempotency_keys: IdempotencyKeysTable;
+  data_keys: DataKeysTable;
   outbox: OutboxTable;
   link_tokens: LinkTokensTable;
   installation_secrets: InstallationSecretsTable;

@@ -3,6 +3,7 @@
 // on the version, the timeline, the outbox (which queues the scan) and the audit row, with the file's
 // rows, in one statement. The file is judged by its bytes before it is stored, and its content is
 // handed out only once the scanner found it clean. Every read is audited before anything leaves.
+import type { DataKeys } from '../db/data-keys.repository.ts';
 import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
@@ -47,6 +48,8 @@ export interface AttachmentSettings {
 
 export interface AttachmentsDeps {
   readonly db: Kysely<Database>;
+  /** The keys patient data is sealed and opened with. */
+  readonly dataKeys: DataKeys;
   readonly clock: Clock;
   readonly settings: AttachmentSettings;
 }
@@ -92,7 +95,10 @@ export function createAttachments(deps: AttachmentsDeps) {
 
   /** The referral if the caller may see it, with the read's audit row stored first. */
   async function readAudited(caller: Caller, referralId: string, action: string): Promise<ReferralRecord> {
-    const record = await referralRepository(deps.db).findVisible(referralId, caller.institution);
+    const record = await referralRepository(deps.db, deps.dataKeys).findVisible(
+      referralId,
+      caller.institution,
+    );
     if (!record) throw new ReferralNotFoundError(referralId);
     await auditRepository(deps.db).record(auditEventOf(caller, action, [referralId], deps.clock.now()));
     return record;
@@ -250,7 +256,10 @@ export function createAttachments(deps: AttachmentsDeps) {
       referralId: string,
       attachmentId: string,
     ): Promise<{ view: AttachmentView; content: AsyncIterable<Buffer> }> {
-      const record = await referralRepository(deps.db).findVisible(referralId, caller.institution);
+      const record = await referralRepository(deps.db, deps.dataKeys).findVisible(
+        referralId,
+        caller.institution,
+      );
       if (!record) throw new ReferralNotFoundError(referralId);
       const attachment = await found(referralId, attachmentId);
       if (attachment.scanState === 'pending-scan') throw new AttachmentPendingScanError();

@@ -3,6 +3,7 @@
 // then hands the outcome to `recordAttempt`, which writes the ledger row, the referral's forwarding
 // state, the timeline event and the audit row in one transaction, under a lock on the referral row
 // (so a submit or cancel that lands meanwhile is never overwritten).
+import type { DataKeys } from '../db/data-keys.repository.ts';
 import { v7 as uuidv7 } from 'uuid';
 import type { Kysely, Transaction } from 'kysely';
 import { SCAN_RECHECK_MS, SCAN_WAIT_BEFORE_FORWARD_MS, type FormAttachment } from '../domain/attachments.ts';
@@ -32,6 +33,8 @@ import type { Metrics } from '../observability/metrics.ts';
 
 export interface ForwardingDeps {
   readonly db: Kysely<Database>;
+  /** The keys patient data is sealed and opened with. */
+  readonly dataKeys: DataKeys;
   readonly clock: Clock;
   readonly metrics: Pick<Metrics, 'observeEhrAttempt'>;
 }
@@ -157,7 +160,7 @@ export function createEhrForwarding(deps: ForwardingDeps) {
     /** What to do for a forward job, read fresh (the job may be late, repeated or coalesced). */
     async plan(referralId: string): Promise<ForwardPlan> {
       // The parts come in the same statement: most referrals a job reads are due to be sent.
-      const referrals = referralRepository(deps.db);
+      const referrals = referralRepository(deps.db, deps.dataKeys);
       const found = await referrals.findForSystemWithParts(referralId);
       // Deleted (only a draft can be) or never known: nothing goes to the EHR. A referral is never
       // removed, so one without a sender was never in this database.
@@ -301,7 +304,10 @@ export function createEhrForwarding(deps: ForwardingDeps) {
      */
     async formOfAttempt(caller: Caller, referralId: string, attemptId: string): Promise<SentFormView> {
       return deps.db.transaction().execute(async (trx) => {
-        const record = await referralRepository(trx).findVisible(referralId, caller.institution);
+        const record = await referralRepository(trx, deps.dataKeys).findVisible(
+          referralId,
+          caller.institution,
+        );
         if (record === undefined) throw new ReferralNotFoundError(referralId);
         const attempt = (await ehrSubmissionRepository(trx).list(referralId)).find((s) => s.id === attemptId);
         const form =
@@ -333,7 +339,7 @@ export function createEhrForwarding(deps: ForwardingDeps) {
     /** The ledger of a referral, oldest attempt first; 404 for an institution that cannot see it. */
     async submissions(reader: LedgerReader, referralId: string): Promise<SubmissionView[]> {
       return deps.db.transaction().execute(async (trx) => {
-        const repo = referralRepository(trx);
+        const repo = referralRepository(trx, deps.dataKeys);
         const record =
           reader.role === 'ops'
             ? await repo.findForSystem(referralId)

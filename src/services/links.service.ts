@@ -7,6 +7,7 @@
 // system knows of the clinician: it becomes the referrer's email (and ID, of type `email`), so the
 // letter is signed by someone and the provider knows whom to contact. The form shows it, to be
 // corrected there if the person referring is someone else.
+import type { DataKeys } from '../db/data-keys.repository.ts';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { upsertLinkAction } from '../domain/links.ts';
@@ -24,6 +25,8 @@ import { newDraft, planUpdate } from './referral-commands.ts';
 
 export interface LinkDeps {
   readonly db: Kysely<Database>;
+  /** The keys patient data is sealed and opened with. */
+  readonly dataKeys: DataKeys;
   readonly clock: Clock;
   readonly links: LinkMinter;
 }
@@ -101,7 +104,14 @@ export function createLinkService(deps: LinkDeps) {
 
       if (referralId === undefined) {
         const fields = withRequesterAsReferrer(prefill, caller.requesterIdentifier, null);
-        const draft = await newDraft(deps.db, deps.clock, caller, fields, 'link.upsert');
+        const draft = await newDraft(
+          deps.db,
+          await deps.dataKeys.cipher(),
+          deps.clock,
+          caller,
+          fields,
+          'link.upsert',
+        );
         const answer = answerWith(draft.after.record.id, 'edit');
         await runWrite(deps.db, caller, draft.write, answer);
         return answer.result;

@@ -1,5 +1,7 @@
 // Writes on referrals. Each command is a plan for the mutation runner: it asks the lifecycle table
 // whether the operation is allowed, and says what changes and which sentences go on the timeline.
+import type { DataKeys } from '../db/data-keys.repository.ts';
+import type { FieldCipher } from '../domain/data-keys.ts';
 import { v7 as uuidv7 } from 'uuid';
 import type { Kysely } from 'kysely';
 import { APPOINTMENT_WINDOW_YEARS, isWithinAppointmentWindow } from '../domain/appointment-window.ts';
@@ -52,6 +54,8 @@ export const MAX_APPOINTMENTS = 50;
 
 export interface CommandDeps {
   readonly db: Kysely<Database>;
+  /** The keys patient data is sealed and opened with. */
+  readonly dataKeys: DataKeys;
   readonly clock: Clock;
   readonly links: LinkMinter;
   /** Writes the times in timeline sentences (an appointment's start) in the display zone. */
@@ -123,7 +127,14 @@ export function createReferralCommands(deps: CommandDeps) {
     async create(caller: Caller, input: ReferralFieldsInput): Promise<ReferralView> {
       if (caller.role !== 'sender')
         throw new ForbiddenRoleError(`A ${caller.role} key may not create referrals.`);
-      const draft = await newDraft(deps.db, deps.clock, caller, input, 'referral.create');
+      const draft = await newDraft(
+        deps.db,
+        await deps.dataKeys.cipher(),
+        deps.clock,
+        caller,
+        input,
+        'referral.create',
+      );
       const answer = referralAnswer(deps.links, caller, draft.after);
       await runWrite(deps.db, caller, draft.write, answer);
       return answer.result;
@@ -323,7 +334,9 @@ export function createReferralCommands(deps: CommandDeps) {
               ),
             ],
             children: {
-              writes: (db: Executor) => [childWrites.upsertAppointment(db, record.id, appointment, now)],
+              writes: (db: Executor, cipher: FieldCipher) => [
+                childWrites.upsertAppointment(db, cipher, record.id, appointment, now),
+              ],
               parts: (before) => ({
                 ...before,
                 appointments: inAppointmentOrder([
@@ -366,8 +379,8 @@ export function createReferralCommands(deps: CommandDeps) {
               ),
             ],
             children: {
-              writes: (db: Executor) => [
-                childWrites.insertOutcome(db, {
+              writes: (db: Executor, cipher: FieldCipher) => [
+                childWrites.insertOutcome(db, cipher, {
                   ...outcome,
                   referralId: record.id,
                   completedByName,
@@ -459,7 +472,7 @@ export function createReferralCommands(deps: CommandDeps) {
             decision,
             events: [timeline.noteAdded(actorName(record, party, input.authorName))],
             children: {
-              writes: (db: Executor) => [childWrites.insertNote(db, note)],
+              writes: (db: Executor, cipher: FieldCipher) => [childWrites.insertNote(db, cipher, note)],
               parts: (before) => ({ ...before, notes: [...before.notes, view] }),
             },
           });
@@ -494,6 +507,7 @@ export function institutionName(record: ReferralRecord, institution: Institution
  */
 export async function newDraft(
   db: Executor,
+  cipher: FieldCipher,
   clock: Clock,
   caller: Caller,
   input: ReferralFieldsInput,
@@ -508,6 +522,7 @@ export async function newDraft(
   const id = uuidv7();
   const inserted = referralWrites.insert(
     db,
+    cipher,
     { id, sender: caller.institution, senderSystem: caller.system, now, ...EMPTY_CONTENT, ...content },
     REFERRAL_WRITE_RETURNING,
     { sender: catalog.senderName ?? '', offering },

@@ -13,6 +13,8 @@
 // The answer is the referral the read saw with the change applied, by the same columns the statement
 // sets (db/referral.repository.ts `referralWrites`): it is what a read after the statement returns,
 // and it is stored with the key in the statement itself, so it never needs a second read.
+import type { DataKeys } from '../db/data-keys.repository.ts';
+import type { FieldCipher } from '../domain/data-keys.ts';
 import { v7 as uuidv7 } from 'uuid';
 import type { Compilable, Kysely, Transaction } from 'kysely';
 import { actingParty } from '../domain/access.ts';
@@ -42,12 +44,14 @@ import { runWrite, type Answer } from './keyed-write.ts';
 
 export interface MutationDeps {
   readonly db: Kysely<Database>;
+  /** The keys patient data is sealed and opened with. */
+  readonly dataKeys: DataKeys;
   readonly clock: Clock;
 }
 
 /** Writes to the referral's other tables (appointments, notes), and the parts they leave. */
 export interface ChildWrites {
-  readonly writes: (db: Executor) => Compilable[];
+  readonly writes: (db: Executor, cipher: FieldCipher) => Compilable[];
   readonly parts: (before: ReferralParts) => ReferralParts;
 }
 
@@ -127,7 +131,10 @@ export interface MutationOptions {
 
 export function createMutationRunner(deps: MutationDeps) {
   async function read(caller: Caller, referralId: string): Promise<ReferralSnapshot> {
-    const found = await referralRepository(deps.db).findVisibleWithParts(referralId, caller.institution);
+    const found = await referralRepository(deps.db, deps.dataKeys).findVisibleWithParts(
+      referralId,
+      caller.institution,
+    );
     if (!found) throw new ReferralNotFoundError(referralId);
     return found;
   }
@@ -149,6 +156,7 @@ export function createMutationRunner(deps: MutationDeps) {
       }
       const party = actingParty(operation, caller.role, record, caller.institution);
       const now = deps.clock.now();
+      const cipher = await deps.dataKeys.cipher();
       const planned = await plan({ db: deps.db, record, parts: before.parts, party, now });
       const audit = auditEventOf(caller, options.auditAction ?? `referral.${operation}`, [record.id], now);
       if (planned.unchanged === true) {
@@ -175,6 +183,7 @@ export function createMutationRunner(deps: MutationDeps) {
             }
           : referralWrites.compareAndSet(
               deps.db,
+              cipher,
               before,
               {
                 ...planned.patch,
@@ -197,7 +206,7 @@ export function createMutationRunner(deps: MutationDeps) {
         caller,
         {
           referral: changed.query,
-          children: planned.children?.writes(deps.db) ?? [],
+          children: planned.children?.writes(deps.db, cipher) ?? [],
           timeline,
           outbox,
           audit,

@@ -1,6 +1,7 @@
 // Reads: one referral in full, and the list of an institution's referrals. Each read is audited, and
 // a full read mints the one-time links the requester may use now; what a read writes is stored, in
 // one statement, before anything it read is handed out.
+import type { DataKeys } from '../db/data-keys.repository.ts';
 import { attachmentRepository } from '../db/attachments.repository.ts';
 import type { Kysely } from 'kysely';
 import { partiesOf } from '../domain/access.ts';
@@ -32,6 +33,8 @@ import { toEhrForwarding, toStoredSummary, toSummary } from './referral-presente
 
 export interface QueryDeps {
   readonly db: Kysely<Database>;
+  /** The keys patient data is sealed and opened with. */
+  readonly dataKeys: DataKeys;
   readonly clock: Clock;
   readonly links: LinkMinter;
   readonly renderEhrForm: (source: EhrFormSource) => { html: string; formType: string };
@@ -161,7 +164,7 @@ export function createReferralQueries(deps: QueryDeps) {
       // caller may use depend on the status read, so every action's link is offered with the statuses
       // it applies in, and the statement stores those that apply. One round trip, no transaction.
       const offered = offeredLinks(deps.links, caller, referralId);
-      const found = await referralRepository(deps.db).readAudited(
+      const found = await referralRepository(deps.db, deps.dataKeys).readAudited(
         referralId,
         caller.institution,
         auditEventOf(
@@ -201,7 +204,7 @@ export function createReferralQueries(deps: QueryDeps) {
      * form rendered. As for `get`, the audit row is stored before anything read is handed out.
      */
     async getContent(caller: Caller, referralId: string, action: string): Promise<EhrFormSource> {
-      const found = await referralRepository(deps.db).readAudited(
+      const found = await referralRepository(deps.db, deps.dataKeys).readAudited(
         referralId,
         caller.institution,
         auditEventOf(caller, action, [referralId], deps.clock.now()),
@@ -218,7 +221,7 @@ export function createReferralQueries(deps: QueryDeps) {
     ): Promise<ReferralPage> {
       // As for a full read: the audit row is the list's only write, written by the statement that
       // reads the page, so it is stored before the page leaves, with no transaction of its own.
-      const page = await referralRepository(deps.db).list(
+      const page = await referralRepository(deps.db, deps.dataKeys).list(
         { institution: caller.institution, ...query },
         auditEventOf(caller, action, [], deps.clock.now()),
       );

@@ -4,6 +4,7 @@
 // derives the schedule from the referral's timeline and the reminders already sent, so a schedule lost
 // with Redis is rebuilt the same; `fire` re-reads the referral under a lock and sends only while the
 // referral still waits and reminders remain.
+import type { DataKeys } from '../db/data-keys.repository.ts';
 import { v7 as uuidv7 } from 'uuid';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
@@ -29,6 +30,8 @@ export interface ReminderPolicy {
 
 export interface ReminderDeps {
   readonly db: Kysely<Database>;
+  /** The keys patient data is sealed and opened with. */
+  readonly dataKeys: DataKeys;
   readonly clock: Clock;
   readonly policy: ReminderPolicy;
   readonly metrics: Pick<Metrics, 'reminderSent'>;
@@ -52,7 +55,7 @@ export function createReminders(deps: ReminderDeps) {
   return {
     /** The schedule the referral should have now, or null when it should have none. */
     async scheduleFor(referralId: string): Promise<ReminderSchedule | null> {
-      const record = await referralRepository(deps.db).findForSystem(referralId);
+      const record = await referralRepository(deps.db, deps.dataKeys).findForSystem(referralId);
       if (record?.status !== 'pending-acceptance' || policy.max === 0) return null;
       const p = await progress(deps.db, referralId);
       if (p === undefined || p.sent >= policy.max) return null;
@@ -67,9 +70,12 @@ export function createReminders(deps: ReminderDeps) {
     /** One firing; `firingKey` identifies it (the queue job), so running it twice sends once. */
     async fire(referralId: string, firingKey: string, requestId: string): Promise<FireResult> {
       const result = await deps.db.transaction().execute(async (trx): Promise<FireResult> => {
-        const record = await referralRepository(trx).lockForSystem(referralId);
+        const record = await referralRepository(trx, deps.dataKeys).lockForSystem(referralId);
         // A deleted referral keeps its row (and its sender); one with none is not in this database.
-        if (record === undefined && (await referralRepository(trx).senderOf(referralId)) === undefined) {
+        if (
+          record === undefined &&
+          (await referralRepository(trx, deps.dataKeys).senderOf(referralId)) === undefined
+        ) {
           return { kind: 'unknown-referral' };
         }
         if (record?.status !== 'pending-acceptance' || record.offering === null) return { kind: 'done' };

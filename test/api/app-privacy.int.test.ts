@@ -1,6 +1,7 @@
 // Patient data stays in the database and in the responses that are meant to carry it (contract §8,
 // §9): never in logs, error bodies, URLs or outbox rows. Secrets (API keys, one-time link tokens)
 // are stored only as hashes, anywhere in the database.
+import { openColumns } from '../../src/db/data-keys.repository.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { hashApiKey } from '../../src/services/api-key.service.ts';
@@ -313,10 +314,13 @@ describe.each(ENGINES)('privacy on %s', (engine) => {
     it('the requests reached the store (the canary is there, where it belongs)', async () => {
       const row = await t.ctx.db
         .selectFrom('referrals')
-        .select(['patient_name', 'patient_uin', 'status'])
+        .select(['id', 'patient_name', 'patient_uin', 'status'])
         .where('id', '=', referralId)
         .executeTakeFirstOrThrow();
-      expect(row).toEqual({
+      // Sealed (docs/security.md): the row holds the canary only as ciphertext that opens to it.
+      expect(row.patient_name).toMatch(/^rh1:/);
+      expect(openColumns('referrals', row, await t.ctx.dataKeys.cipher())).toEqual({
+        id: referralId,
         patient_name: CANARY.patientName,
         patient_uin: CANARY.patientUin,
         status: 'cancelled',

@@ -17,6 +17,8 @@ import { ReferralNotFoundError } from '../../src/errors.ts';
 import { createCatalogService } from '../../src/services/catalog.service.ts';
 import { DEMO_CATALOG_FILE } from '../../src/composition/demo-setup.ts';
 import { ENGINES, openTestStore } from '../support/engines.ts';
+import { testDataKeys } from '../support/data-keys.ts';
+import type { DataKeys } from '../../src/db/data-keys.repository.ts';
 
 const CLINIC_A = { idType: 'hci', id: 'S1234A' }; // sender
 const CLINIC_B = { idType: 'hci', id: 'S2345B' }; // sender
@@ -220,6 +222,7 @@ function matchesCore(f: Fixture, inst: InstitutionRef, cores: readonly CoreStatu
 describe.each(ENGINES)('referral repository on %s', (engine) => {
   let store: Store;
   let repo: ReferralRepository;
+  let keys: DataKeys;
   const ids = new Map<string, string>();
   const fixtureOf = new Map<string, Fixture>();
 
@@ -298,7 +301,8 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
   beforeAll(async () => {
     store = await openTestStore(engine);
     await createCatalogService({ db: store.db }).loadFile(DEMO_CATALOG_FILE);
-    repo = referralRepository(store.db);
+    keys = testDataKeys(store.db);
+    repo = referralRepository(store.db, keys);
     for (const f of FIXTURES) {
       const id = uuidv7();
       ids.set(f.name, id);
@@ -608,7 +612,15 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
         .select(['version', 'deleted_at', 'clinical_info'])
         .where('id', '=', id)
         .executeTakeFirstOrThrow();
-      expect(row).toEqual({ version: 2, deleted_at: at(101), clinical_info: 'Epigastric pain for 3 weeks.' });
+      expect(row).toMatchObject({ version: 2, deleted_at: at(101) });
+      // The row keeps its content, sealed: it opens to what was written.
+      expect(
+        (await keys.cipher()).open(row.clinical_info ?? '', {
+          table: 'referrals',
+          column: 'clinical_info',
+          row: id,
+        }),
+      ).toBe('Epigastric pain for 3 weeks.');
     });
 
     it('compare-and-set succeeds once for a version and fails for a stale one', async () => {
@@ -656,7 +668,7 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
       const id = await insertDraft(CLINIC_A);
       const attempts = Array.from({ length: 6 }, (_, i) =>
         store.db.transaction().execute(async (trx) => {
-          const won = await referralRepository(trx).compareAndSet(
+          const won = await referralRepository(trx, keys).compareAndSet(
             id,
             1,
             { clinicalInfo: `writer ${i}` },
@@ -677,9 +689,9 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
       let racer: Promise<boolean> | undefined;
       let racerSettled = false;
       await store.db.transaction().execute(async (trx) => {
-        expect(await referralRepository(trx).compareAndSet(id, 1, { clinicalInfo: 'holder' }, at(300))).toBe(
-          true,
-        );
+        expect(
+          await referralRepository(trx, keys).compareAndSet(id, 1, { clinicalInfo: 'holder' }, at(300)),
+        ).toBe(true);
         // Same version, outside the transaction: on PostgreSQL a second connection that blocks on
         // the row lock, on PGlite a query that waits for the one connection.
         racer = repo.compareAndSet(id, 1, { clinicalInfo: 'racer' }, at(301));
@@ -698,7 +710,12 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
       await expect(
         store.db.transaction().execute(async (trx) => {
           expect(
-            await referralRepository(trx).compareAndSet(id, 1, { clinicalInfo: 'rolled back' }, at(400)),
+            await referralRepository(trx, keys).compareAndSet(
+              id,
+              1,
+              { clinicalInfo: 'rolled back' },
+              at(400),
+            ),
           ).toBe(true);
           racer = repo.compareAndSet(id, 1, { clinicalInfo: 'second chance' }, at(401));
           await new Promise((resolve) => setTimeout(resolve, 100));

@@ -1,5 +1,6 @@
 // Builds the real application on a test store with the demo catalog, and API keys for every party a
 // test needs: two senders, two providers and ops. Logs are captured so tests can inspect them.
+import type { DataKeysOptions } from '../../src/db/data-keys.repository.ts';
 import { Writable } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { loadConfig } from '../../src/config.ts';
@@ -38,6 +39,7 @@ export interface TestAppOptions {
   readonly env?: Record<string, string>;
   readonly clock?: Clock;
   readonly store?: TestStoreOptions;
+  readonly dataKeys?: DataKeysOptions;
 }
 
 export async function createTestApp(engine: Engine, options: TestAppOptions = {}): Promise<TestApp> {
@@ -59,6 +61,7 @@ export async function createTestApp(engine: Engine, options: TestAppOptions = {}
     store,
     logger: createLogger(config, sink),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.dataKeys ? { dataKeys: options.dataKeys } : {}),
   });
   await ctx.catalog.loadFile(DEMO_CATALOG_FILE);
   const party = async (

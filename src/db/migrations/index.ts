@@ -16,6 +16,7 @@ import * as m0013 from './0013-forms-carry-attachments.ts';
 import * as m0014 from './0014-outcomes.ts';
 import * as m0015 from './0015-client-credentials.ts';
 import * as m0016 from './0016-audit-chain.ts';
+import * as m0017 from './0017-field-encryption.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -34,4 +35,5 @@ export const migrations: Record<string, Migration> = {
   '0014-outcomes': m0014,
   '0015-client-credentials': m0015,
   '0016-audit-chain': m0016,
+  '0017-field-encryption': m0017,
 };

@@ -2,6 +2,7 @@
 // rows but for what tells referrals apart. On both engines: copies of an API-made draft and of an
 // API-submitted referral have the template's columns, timeline, audit and outbox rows (but for IDs,
 // times and the patient), read the same through the API, and go on through the lifecycle.
+import { openColumns } from '../../../src/db/data-keys.repository.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cloneReferral } from '../../../bench/bulk-seed.ts';
 import { BENCH_REQUESTER, typicalReferralFields } from '../../../bench/seed.ts';
@@ -21,6 +22,7 @@ const VARYING = new Set([
   'occurred_at',
   'available_at',
   'patient_uin',
+  'patient_uin_index',
   'patient_name',
 ]);
 
@@ -39,11 +41,12 @@ describe.each(ENGINES)('bulk copies of a referral on %s', (engine) => {
 
   const acting = { institutionIdType: 'hci', institutionId: 'S1234A' } as const;
   const rowsOf = async (id: string) => ({
-    referral: await t.ctx.db
-      .selectFrom('referrals')
-      .selectAll()
-      .where('id', '=', id)
-      .executeTakeFirstOrThrow(),
+    // Opened: a sealed value differs from row to row, what it seals must not.
+    referral: openColumns(
+      'referrals',
+      await t.ctx.db.selectFrom('referrals').selectAll().where('id', '=', id).executeTakeFirstOrThrow(),
+      await t.ctx.dataKeys.cipher(),
+    ),
     timeline: await t.ctx.db
       .selectFrom('timeline_events')
       .selectAll()
@@ -87,7 +90,7 @@ describe.each(ENGINES)('bulk copies of a referral on %s', (engine) => {
 
   it('copies a draft with its rows, and a copy reads and submits like an API-made draft', async () => {
     const template = await create(1);
-    await cloneReferral(t.ctx.db, {
+    await cloneReferral(t.ctx.db, await t.ctx.dataKeys.cipher(), {
       templateId: template,
       count: 3,
       firstNumber: 10,
@@ -144,7 +147,7 @@ describe.each(ENGINES)('bulk copies of a referral on %s', (engine) => {
     expect(submit.statusCode, submit.body).toBe(200);
     const original = await rowsOf(template);
     expect(original.outbox.map((o) => o.topic)).toContain('ehr-forward');
-    await cloneReferral(t.ctx.db, {
+    await cloneReferral(t.ctx.db, await t.ctx.dataKeys.cipher(), {
       templateId: template,
       count: 2,
       firstNumber: 0,

@@ -2,6 +2,8 @@
 // rows are exactly what `POST /api/v1/referrals` writes. On both engines: a draft made by the API and
 // one seeded with the same fields have the same referral, timeline and audit rows (but for IDs and
 // times), read the same through the API, and go on through the API's lifecycle.
+import { BENCH_DATA_KEYS } from '../../../bench/data-keys.ts';
+import { openColumns } from '../../../src/db/data-keys.repository.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKeyService } from '../../../src/services/api-key.service.ts';
 import { systemClock } from '../../../src/domain/clock.ts';
@@ -48,7 +50,7 @@ function viewShape(view: Record<string, unknown>): Record<string, unknown> {
 describe.each(ENGINES)('benchmark seeding on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await createTestApp(engine);
+    t = await createTestApp(engine, { env: { DATA_KEYS: BENCH_DATA_KEYS } });
   });
   afterAll(async () => {
     await t.close();
@@ -62,11 +64,12 @@ describe.each(ENGINES)('benchmark seeding on %s', (engine) => {
     return res.json<Record<string, unknown>>();
   };
   const rowsOf = async (id: string) => ({
-    referral: await t.ctx.db
-      .selectFrom('referrals')
-      .selectAll()
-      .where('id', '=', id)
-      .executeTakeFirstOrThrow(),
+    // Opened: a sealed value differs from row to row, what it seals must not.
+    referral: openColumns(
+      'referrals',
+      await t.ctx.db.selectFrom('referrals').selectAll().where('id', '=', id).executeTakeFirstOrThrow(),
+      await t.ctx.dataKeys.cipher(),
+    ),
     timeline: await t.ctx.db
       .selectFrom('timeline_events')
       .selectAll()

@@ -1,0 +1,356 @@
+// The data keys (wrapped) and the keys this process has opened: what every repository that reads or
+// writes patient data seals and opens with (domain/data-keys.ts). Also the list of the columns that
+// hold sealed values, which the sweep (services/data-keys.service.ts) walks to seal what is still in
+// the clear or under an older key.
+import { createSecretKey, type KeyObject } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import {
+  fieldCipher,
+  KeyRingError,
+  sealedUnderPattern,
+  type BlindIndexKind,
+  newDataKeyId,
+  newSecretKey,
+  UnknownDataKeyError,
+  type FieldCipher,
+  type KeyEncryptionKeys,
+} from '../domain/data-keys.ts';
+import type { Executor } from './executor.ts';
+import type { Database } from './schema.ts';
+
+/**
+ * Every column that holds patient data, by table, with the columns that make a row's place (the
+ * additional data each value is sealed with). attachment_contents is sealed too, in chunks of its own
+ * format (db/attachments.repository.ts).
+ */
+export const SEALED_COLUMNS = {
+  referrals: {
+    key: ['id'],
+    columns: [
+      'patient_uin',
+      'patient_name',
+      'patient_dob',
+      'patient_gender',
+      'patient_nationality',
+      'patient_phone_number',
+      'patient_residential_status',
+      'referrer_name',
+      'referrer_email',
+      'referrer_contact_number',
+      'clinical_info',
+    ],
+    blindIndex: { column: 'patient_uin_index', of: 'patient_uin', kind: 'patient-uin' },
+  },
+  appointments: { key: ['referral_id', 'id'], columns: ['location'] },
+  notes: { key: ['id'], columns: ['content'] },
+  referral_outcomes: { key: ['referral_id'], columns: ['summary'] },
+} as const satisfies Record<string, SealedTableColumns>;
+
+interface SealedTableColumns {
+  readonly key: readonly string[];
+  readonly columns: readonly string[];
+  /** The column that holds the blind index of one of `columns`, kept with it by every write. */
+  readonly blindIndex?: { readonly column: string; readonly of: string; readonly kind: BlindIndexKind };
+}
+
+const tableColumns = (table: SealedTable): SealedTableColumns => SEALED_COLUMNS[table];
+
+export type SealedTable = keyof typeof SEALED_COLUMNS;
+
+/** The place of a row of `table` (its key columns' values, joined). */
+function rowPlace(table: SealedTable, row: Readonly<Record<string, unknown>>): string {
+  return SEALED_COLUMNS[table].key.map((column) => String(row[column])).join('/');
+}
+
+/**
+ * `columns` (some of a row of `table`, its key columns named in `key`) with each patient-data column
+ * that holds a text sealed; nulls and left-out columns stay as they are.
+ */
+export function sealColumns<T extends Record<string, unknown>>(
+  table: SealedTable,
+  key: Readonly<Record<string, unknown>>,
+  columns: T,
+  cipher: FieldCipher,
+): T {
+  const row = rowPlace(table, key);
+  const sealed: Record<string, unknown> = { ...columns };
+  const { columns: names, blindIndex } = tableColumns(table);
+  for (const column of names) {
+    const value = sealed[column];
+    if (typeof value === 'string') sealed[column] = cipher.seal(value, { table, column, row });
+  }
+  if (blindIndex !== undefined && columns[blindIndex.of] !== undefined) {
+    const value = columns[blindIndex.of];
+    sealed[blindIndex.column] = typeof value === 'string' ? cipher.blindIndex(blindIndex.kind, value) : null;
+  }
+  return sealed as T;
+}
+
+/** A row of `table` as read, with each sealed column opened. */
+export function openColumns<T extends Record<string, unknown>>(
+  table: SealedTable,
+  stored: T,
+  cipher: FieldCipher,
+): T {
+  const row = rowPlace(table, stored);
+  const opened: Record<string, unknown> = { ...stored };
+  for (const column of SEALED_COLUMNS[table].columns) {
+    const value = opened[column];
+    if (typeof value === 'string') opened[column] = cipher.open(value, { table, column, row });
+  }
+  return opened as T;
+}
+
+/** How often a process looks for a data key another process made (`refhub data-keys rotate`). */
+export const DATA_KEY_REFRESH_MS = 30_000;
+
+/** The keys a process seals and opens with, loaded from the database and opened by the key ring. */
+export interface DataKeys {
+  /** The cipher with the newest data key, the keys looked up again when older than the refresh interval. */
+  cipher(): Promise<FieldCipher>;
+  /**
+   * Runs `read` (which opens values) with the cipher; when a value names a data key this process has
+   * not opened yet (another process made it), loads the keys again and runs `read` once more.
+   */
+  reading<T>(read: (cipher: FieldCipher) => T): Promise<T>;
+  /** Loads the keys now (after this process made one). */
+  reload(): Promise<FieldCipher>;
+  /** The key ring the data keys are wrapped by. */
+  readonly ring: KeyEncryptionKeys;
+  /** How long a process may keep sealing with a key after a newer one was made. */
+  readonly refreshMs: number;
+}
+
+export interface DataKeysOptions {
+  readonly refreshMs?: number;
+  readonly now?: () => number;
+}
+
+/** The data keys of the store `db`, opened with `ring`. Makes the first keys on first use. */
+export function openDataKeys(
+  db: Kysely<Database>,
+  ring: KeyEncryptionKeys,
+  options: DataKeysOptions = {},
+): DataKeys {
+  const refreshMs = options.refreshMs ?? DATA_KEY_REFRESH_MS;
+  const now = options.now ?? Date.now;
+  const opened = new Map<string, KeyObject>();
+  let current: { cipher: FieldCipher; loadedAt: number } | undefined;
+  let loading: Promise<FieldCipher> | undefined;
+
+  const load = async (): Promise<FieldCipher> => {
+    let rows = await dataKeyRepository(db).all();
+    if (!rows.some((r) => r.purpose === 'fields') || !rows.some((r) => r.purpose === 'blind-index')) {
+      await dataKeyRepository(db).makeFirstKeys(ring);
+      rows = await dataKeyRepository(db).all();
+    }
+    for (const row of rows) {
+      if (opened.has(row.id)) continue;
+      if (!ring.has(row.kek_id)) {
+        throw new KeyRingError(
+          ring.source,
+          `does not hold key-encryption key ${row.kek_id}, which wraps data key ${row.id}: add it ` +
+            'back to the key ring (after the first key)',
+        );
+      }
+      let key: Buffer;
+      try {
+        key = await ring.unwrap(row.kek_id, row.id, row.wrapped);
+      } catch {
+        throw new KeyRingError(
+          ring.source,
+          `key-encryption key ${row.kek_id} does not open data key ${row.id}: it is not the key that wrapped it`,
+        );
+      }
+      opened.set(row.id, createSecretKey(key));
+    }
+    const fields = rows.filter((r) => r.purpose === 'fields');
+    const active = fields[fields.length - 1];
+    const blind = rows.find((r) => r.purpose === 'blind-index');
+    if (active === undefined || blind === undefined)
+      throw new Error('data keys missing after they were made');
+    const cipher = fieldCipher(opened, active.id, opened.get(blind.id) as KeyObject);
+    current = { cipher, loadedAt: now() };
+    return cipher;
+  };
+  const reload = () => {
+    // Concurrent callers share one load.
+    loading ??= load().finally(() => {
+      loading = undefined;
+    });
+    return loading;
+  };
+
+  return {
+    ring,
+    refreshMs,
+    reload,
+    async cipher() {
+      if (current === undefined || now() - current.loadedAt >= refreshMs) return reload();
+      return current.cipher;
+    },
+    async reading(read) {
+      const cipher = await this.cipher();
+      try {
+        return read(cipher);
+      } catch (error) {
+        if (!(error instanceof UnknownDataKeyError)) throw error;
+        return read(await reload());
+      }
+    },
+  };
+}
+
+export interface DataKeyRow {
+  readonly id: string;
+  readonly purpose: 'fields' | 'blind-index';
+  readonly kek_id: string;
+  readonly wrapped: string;
+  readonly created_at: Date;
+  readonly swept_at: Date | null;
+}
+
+/** Serialises the making of keys across processes (an arbitrary constant, refhub's own). */
+const MAKE_KEYS_LOCK = 7_346_021;
+
+export function dataKeyRepository(db: Kysely<Database>) {
+  return {
+    /** Every data key, oldest first (the newest fields key is the active one). */
+    async all(): Promise<DataKeyRow[]> {
+      return db
+        .selectFrom('data_keys')
+        .select(['id', 'purpose', 'kek_id', 'wrapped', 'created_at', 'swept_at'])
+        .orderBy('created_at')
+        .orderBy('id')
+        .execute();
+    },
+
+    /** Makes the fields key and the blind-index key where there are none (once, across processes). */
+    async makeFirstKeys(ring: KeyEncryptionKeys): Promise<void> {
+      await db.transaction().execute(async (trx) => {
+        await sql`select pg_advisory_xact_lock(${MAKE_KEYS_LOCK})`.execute(trx);
+        const purposes = new Set(
+          (await trx.selectFrom('data_keys').select('purpose').execute()).map((r) => r.purpose),
+        );
+        for (const purpose of ['fields', 'blind-index'] as const) {
+          if (!purposes.has(purpose)) await insertKey(trx, ring, purpose);
+        }
+      });
+    },
+
+    /** Makes a new fields key, which becomes the active one; returns its ID. */
+    async makeFieldsKey(ring: KeyEncryptionKeys): Promise<string> {
+      return db.transaction().execute(async (trx) => {
+        await sql`select pg_advisory_xact_lock(${MAKE_KEYS_LOCK})`.execute(trx);
+        return insertKey(trx, ring, 'fields');
+      });
+    },
+
+    /** Wraps again, with the ring's active key-encryption key, every data key wrapped by another. */
+    async rewrap(ring: KeyEncryptionKeys): Promise<number> {
+      let count = 0;
+      for (const row of await this.all()) {
+        if (row.kek_id === ring.activeId) continue;
+        const key = await ring.unwrap(row.kek_id, row.id, row.wrapped);
+        const result = await db
+          .updateTable('data_keys')
+          .set({ kek_id: ring.activeId, wrapped: await ring.wrap(row.id, key) })
+          .where('id', '=', row.id)
+          .where('kek_id', '=', row.kek_id)
+          .executeTakeFirst();
+        count += Number(result.numUpdatedRows);
+      }
+      return count;
+    },
+
+    /**
+     * Up to `limit` rows of `table` after the key `after` (in key order) that hold a value not sealed
+     * under `keyId`, or a value whose blind index is missing: what a sweep seals again.
+     */
+    async staleRows(
+      table: SealedTable,
+      keyId: string,
+      after: readonly unknown[] | undefined,
+      limit: number,
+    ): Promise<Record<string, unknown>[]> {
+      const { key, columns, blindIndex } = tableColumns(table);
+      const result = await sql<Record<string, unknown>>`
+        select ${sql.join([...key, ...columns, ...(blindIndex ? [blindIndex.column] : [])].map((c) => sql.ref(c)))}
+        from ${sql.table(table)}
+        where (${staleCondition(table, keyId)})
+          ${after === undefined ? sql`` : sql`and (${sql.join(key.map((c) => sql.ref(c)))}) > (${sql.join(after.map((v) => sql`${v}`))})`}
+        order by ${sql.join(key.map((c) => sql.ref(c)))}
+        limit ${limit}`.execute(db);
+      return result.rows;
+    },
+
+    /** How many rows of `table` a sweep to `keyId` has left. */
+    async staleCount(table: SealedTable, keyId: string): Promise<number> {
+      const result = await sql<{ n: string | number }>`
+        select count(*) as n from ${sql.table(table)} where ${staleCondition(table, keyId)}`.execute(db);
+      return Number(result.rows[0]?.n ?? 0);
+    },
+
+    /**
+     * Writes `resealed` (the columns of `stored` sealed again) where the row still holds what was read:
+     * a write in between wins, and the sweep finds its row again only if it is still stale.
+     */
+    async reseal(
+      table: SealedTable,
+      stored: Record<string, unknown>,
+      resealed: Record<string, unknown>,
+    ): Promise<boolean> {
+      const { key, columns, blindIndex } = tableColumns(table);
+      const watched = [...columns, ...(blindIndex ? [blindIndex.column] : [])];
+      const result = await db
+        .updateTable(table as never)
+        .set(resealed as never)
+        .where((eb) =>
+          eb.and([
+            ...key.map((c) => eb(sql.ref(c), '=', stored[c])),
+            ...watched.map((c) => eb(sql.ref(c), 'is not distinct from', stored[c])),
+          ]),
+        )
+        .executeTakeFirst();
+      return result.numUpdatedRows === 1n;
+    },
+
+    /** Records that no sealed value is under a key older than `keyId` any more. */
+    async markSwept(keyId: string, at: Date): Promise<void> {
+      await db.updateTable('data_keys').set({ swept_at: at }).where('id', '=', keyId).execute();
+    },
+  };
+}
+
+/** A row of `table` holds a value not sealed under `keyId`, or lacks its blind index. */
+function staleCondition(table: SealedTable, keyId: string) {
+  const { columns, blindIndex } = tableColumns(table);
+  const pattern = sealedUnderPattern(keyId);
+  return sql.join(
+    [
+      ...columns.map((c) => sql`(${sql.ref(c)} is not null and ${sql.ref(c)} not like ${pattern})`),
+      ...(blindIndex === undefined
+        ? []
+        : [sql`(${sql.ref(blindIndex.of)} is not null and ${sql.ref(blindIndex.column)} is null)`]),
+    ],
+    sql` or `,
+  );
+}
+
+async function insertKey(db: Executor, ring: KeyEncryptionKeys, purpose: 'fields' | 'blind-index') {
+  const id = newDataKeyId();
+  await db
+    .insertInto('data_keys')
+    .values({
+      id,
+      purpose,
+      kek_id: ring.activeId,
+      wrapped: await ring.wrap(id, newSecretKey()),
+      // The database's clock, so that keys made by processes on different machines still sort in
+      // the order they were made.
+      created_at: sql<Date>`clock_timestamp()`,
+      swept_at: null,
+    })
+    .execute();
+  return id;
+}

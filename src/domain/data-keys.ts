@@ -1,0 +1,269 @@
+// Field-level encryption of patient data (envelope encryption). Each value of a column that holds
+// patient data is sealed with AES-256-GCM under a data key, with the table, column and row as
+// additional authenticated data, so a value copied to another row or column fails to open. Data keys
+// are random, kept in the database only wrapped by a key-encryption key (KEK) that never is: the key
+// ring (`KeyEncryptionKeys`) is DATA_KEYS or a key file today, and a KMS or Vault can stand behind the
+// same interface. Equality lookups (the list filter by patient, the access report) use a blind index,
+// an HMAC-SHA-256 of the normalised value under a key of its own, never the plaintext.
+import { createCipheriv, createDecipheriv, createHmac, randomBytes, type KeyObject } from 'node:crypto';
+
+/** A sealed text value: `rh1:<data key ID>:<base64url of IV, ciphertext and tag>`. */
+const TEXT_PREFIX = 'rh1:';
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+/** A data key's ID: 12 hex digits, named in every value it sealed. */
+export function newDataKeyId(): string {
+  return randomBytes(6).toString('hex');
+}
+
+/** Where a value lives: its additional authenticated data. `row` is the row's key, as text. */
+export interface FieldPlace {
+  readonly table: string;
+  readonly column: string;
+  readonly row: string;
+}
+
+function aad(place: FieldPlace): Buffer {
+  return Buffer.from(`${place.table}\u0000${place.column}\u0000${place.row}`, 'utf8');
+}
+
+/** A value names a data key this process has not loaded: another process has made one since. */
+export class UnknownDataKeyError extends Error {
+  readonly keyId: string;
+  constructor(keyId: string) {
+    super(`data_key_unknown: ${keyId}`);
+    this.keyId = keyId;
+    this.name = 'UnknownDataKeyError';
+  }
+}
+
+/**
+ * The key ring cannot open a data key in the database: the operator's to fix, in the setting the ring
+ * comes from (`source`). Said in one line, naming keys by their IDs only.
+ */
+export class KeyRingError extends Error {
+  constructor(source: string, message: string) {
+    super(`${source}: ${message}`);
+    this.name = 'KeyRingError';
+  }
+}
+
+/** A sealed value did not open: it was changed, or moved from the place it was sealed for. */
+export class FieldTamperedError extends Error {
+  constructor(place: FieldPlace) {
+    // The place names a table, a column and a row ID: never a value.
+    super(`field_not_authentic: ${place.table}.${place.column} of row ${place.row}`);
+    this.name = 'FieldTamperedError';
+  }
+}
+
+/** Whether `value` is sealed (rather than plaintext written before encryption was turned on). */
+export function isSealed(value: string): boolean {
+  return value.startsWith(TEXT_PREFIX);
+}
+
+/** The data key a sealed value names; undefined for plaintext. */
+export function sealedKeyId(value: string): string | undefined {
+  if (!isSealed(value)) return undefined;
+  const end = value.indexOf(':', TEXT_PREFIX.length);
+  return end === -1 ? undefined : value.slice(TEXT_PREFIX.length, end);
+}
+
+/** The SQL `LIKE` pattern of the values sealed under `keyId`. */
+export function sealedUnderPattern(keyId: string): string {
+  return `${TEXT_PREFIX}${keyId}:%`;
+}
+
+/** Seals and opens field values, and computes blind indexes: what repositories use. */
+export interface FieldCipher {
+  /** The ID of the data key new values are sealed with. */
+  readonly activeKeyId: string;
+  seal(value: string, place: FieldPlace): string;
+  /** `seal`, passing null and undefined through (an unset or unchanged column). */
+  sealOptional<T extends string | null | undefined>(value: T, place: FieldPlace): T;
+  /** The plaintext of a sealed value; plaintext (written before encryption) is returned as it is. */
+  open(value: string, place: FieldPlace): string;
+  openOptional<T extends string | null>(value: T, place: FieldPlace): T;
+  /** The blind index of a value that is looked up by equality. */
+  blindIndex(kind: BlindIndexKind, value: string): string;
+}
+
+/** What is looked up by equality without its plaintext. */
+export type BlindIndexKind = 'patient-uin';
+
+/** Normalises before indexing, so that equal values as people write them index the same. */
+const NORMALISE: Record<BlindIndexKind, (value: string) => string> = {
+  'patient-uin': (uin) => uin.trim().toUpperCase(),
+};
+
+/** A cipher over loaded data keys (each an AES-256 secret key) and the blind-index key. */
+export function fieldCipher(
+  keys: ReadonlyMap<string, KeyObject>,
+  activeKeyId: string,
+  blindIndexKey: KeyObject,
+): FieldCipher {
+  const active = keys.get(activeKeyId);
+  if (active === undefined) throw new UnknownDataKeyError(activeKeyId);
+  const cipher: FieldCipher = {
+    activeKeyId,
+    seal(value, place) {
+      const iv = randomBytes(IV_BYTES);
+      const c = createCipheriv('aes-256-gcm', active, iv);
+      c.setAAD(aad(place));
+      const sealed = Buffer.concat([iv, c.update(value, 'utf8'), c.final(), c.getAuthTag()]);
+      return `${TEXT_PREFIX}${activeKeyId}:${sealed.toString('base64url')}`;
+    },
+    sealOptional(value, place) {
+      return (typeof value === 'string' ? cipher.seal(value, place) : value) as typeof value;
+    },
+    open(value, place) {
+      const keyId = sealedKeyId(value);
+      if (keyId === undefined) return value;
+      const key = keys.get(keyId);
+      if (key === undefined) throw new UnknownDataKeyError(keyId);
+      const sealed = Buffer.from(value.slice(TEXT_PREFIX.length + keyId.length + 1), 'base64url');
+      if (sealed.length < IV_BYTES + TAG_BYTES) throw new FieldTamperedError(place);
+      try {
+        const d = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV_BYTES));
+        d.setAAD(aad(place));
+        d.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
+        return Buffer.concat([
+          d.update(sealed.subarray(IV_BYTES, sealed.length - TAG_BYTES)),
+          d.final(),
+        ]).toString('utf8');
+      } catch {
+        throw new FieldTamperedError(place);
+      }
+    },
+    openOptional(value, place) {
+      return (value === null ? null : cipher.open(value, place)) as typeof value;
+    },
+    blindIndex(kind, value) {
+      return createHmac('sha256', blindIndexKey)
+        .update(`${kind}\u0000${NORMALISE[kind](value)}`)
+        .digest('base64url');
+    },
+  };
+  return cipher;
+}
+
+/**
+ * The key ring that wraps data keys: the only interface refhub needs from a key manager. A KMS or
+ * Vault transit provider implements the same three members (wrap and unwrap are its encrypt and
+ * decrypt calls, with the data key's ID as the encryption context).
+ */
+export interface KeyEncryptionKeys {
+  /** The setting the ring comes from (DATA_KEYS, DATA_KEYS_FILE, …), for messages to the operator. */
+  readonly source: string;
+  /** The key-encryption key new data keys are wrapped with. */
+  readonly activeId: string;
+  /** Whether the ring holds `id` (a data key wrapped by a key not here cannot be opened). */
+  has(id: string): boolean;
+  wrap(dataKeyId: string, key: Buffer): Promise<string>;
+  unwrap(kekId: string, dataKeyId: string, wrapped: string): Promise<Buffer>;
+}
+
+/** A key-encryption key held by this process: DATA_KEYS or a key file. */
+export interface LocalKeyEncryptionKey {
+  readonly id: string;
+  /** 32 bytes. */
+  readonly key: Buffer;
+}
+
+/** A ring of keys held by the process; the first is active. Wrapping is AES-256-GCM, the data key's ID as AAD. */
+export function localKeyRing(
+  kekeys: readonly LocalKeyEncryptionKey[],
+  source = 'DATA_KEYS',
+): KeyEncryptionKeys {
+  const [first] = kekeys;
+  if (first === undefined) throw new Error('a key ring needs at least one key');
+  const byId = new Map(kekeys.map((k) => [k.id, k.key]));
+  const keyOf = (id: string) => {
+    const key = byId.get(id);
+    if (key === undefined) throw new Error(`key_encryption_key_missing: ${id}`);
+    return key;
+  };
+  const context = (dataKeyId: string) => Buffer.from(`refhub data key ${dataKeyId}`, 'utf8');
+  return {
+    source,
+    activeId: first.id,
+    has: (id) => byId.has(id),
+    // Promises, as a KMS's calls are; here the work is done in the process.
+    wrap: (dataKeyId, key) =>
+      Promise.resolve().then(() => {
+        const iv = randomBytes(IV_BYTES);
+        const c = createCipheriv('aes-256-gcm', keyOf(first.id), iv);
+        c.setAAD(context(dataKeyId));
+        return Buffer.concat([iv, c.update(key), c.final(), c.getAuthTag()]).toString('base64url');
+      }),
+    unwrap: (kekId, dataKeyId, wrapped) =>
+      Promise.resolve().then(() => {
+        const sealed = Buffer.from(wrapped, 'base64url');
+        const d = createDecipheriv('aes-256-gcm', keyOf(kekId), sealed.subarray(0, IV_BYTES));
+        d.setAAD(context(dataKeyId));
+        d.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
+        try {
+          return Buffer.concat([d.update(sealed.subarray(IV_BYTES, sealed.length - TAG_BYTES)), d.final()]);
+        } catch {
+          throw new Error(
+            `data_key_not_authentic: ${dataKeyId} does not open with key-encryption key ${kekId}`,
+          );
+        }
+      }),
+  };
+}
+
+const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/**
+ * Key-encryption keys as DATA_KEYS writes them, `id:key` separated by commas, each key 32 bytes in
+ * base64 (or base64url); the first is active. Throws a message that names what is wrong, never a key.
+ */
+export function parseKeyEncryptionKeys(text: string): LocalKeyEncryptionKey[] {
+  const keys = text
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
+    .map((entry, index) => {
+      const colon = entry.indexOf(':');
+      const id = colon === -1 ? '' : entry.slice(0, colon);
+      if (!KEY_ID.test(id)) {
+        throw new Error(`entry ${index + 1} must be id:key, the ID of letters, digits, '.', '_' or '-'`);
+      }
+      const key = Buffer.from(entry.slice(colon + 1), 'base64');
+      if (key.length !== 32) throw new Error(`key ${id} must be 32 bytes in base64, got ${key.length}`);
+      return { id, key };
+    });
+  if (keys.length === 0) throw new Error('must name at least one key');
+  const ids = new Set(keys.map((k) => k.id));
+  if (ids.size !== keys.length) throw new Error('names a key ID twice');
+  return keys;
+}
+
+/** A key file's text: `{"keys": [{"id": …, "key": …}, …]}`, the first key active. */
+export function parseKeyFile(text: string): LocalKeyEncryptionKey[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new Error('must be JSON: {"keys": [{"id": "…", "key": "<32 bytes in base64>"}]}');
+  }
+  const keys = (parsed as { keys?: unknown }).keys;
+  const entry = (k: unknown): k is { id: string; key: string } =>
+    typeof (k as { id?: unknown } | null)?.id === 'string' &&
+    typeof (k as { key?: unknown }).key === 'string';
+  if (!Array.isArray(keys) || !keys.every(entry))
+    throw new Error('must hold "keys", a list of {"id", "key"}');
+  return parseKeyEncryptionKeys(keys.map((k) => `${k.id}:${k.key}`).join(','));
+}
+
+/** A key file's text for `keys`, as parseKeyFile reads it. */
+export function keyFileText(keys: readonly LocalKeyEncryptionKey[]): string {
+  return `${JSON.stringify({ keys: keys.map((k) => ({ id: k.id, key: k.key.toString('base64') })) }, null, 2)}\n`;
+}
+
+/** A new random key of 32 bytes (a data key, a blind-index key, or a key-encryption key). */
+export function newSecretKey(): Buffer {
+  return randomBytes(32);
+}

@@ -1,0 +1,156 @@
+// Rotation of the data keys, and the sweep that seals again every value not under the newest one:
+// values written before field encryption (what the migration left in the clear), and values under a
+// key a rotation replaced. The sweep runs while the service serves. It walks each table in key order,
+// a batch at a time, and writes each row back only if it still holds what the sweep read, so a
+// request's write in between is never undone; a row it loses to a write is looked at again on the
+// next pass. It can stop at any point and start again: what it has done is in the values themselves.
+import type { Kysely } from 'kysely';
+import type { Clock } from '../domain/clock.ts';
+import {
+  dataKeyRepository,
+  openColumns,
+  sealColumns,
+  SEALED_COLUMNS,
+  type DataKeys,
+  type SealedTable,
+} from '../db/data-keys.repository.ts';
+import type { Database } from '../db/schema.ts';
+
+/** Rows a sweep reads, seals again and writes back at a time. */
+export const SWEEP_BATCH = 200;
+
+/** Where a sweep is: rows sealed again so far, of those found stale when it began. */
+export interface SweepProgress {
+  readonly keyId: string;
+  readonly table: SealedTable;
+  readonly done: number;
+  readonly total: number;
+}
+
+export interface DataKeyStatus {
+  readonly activeKeyId: string;
+  /** Whether every value is sealed under the active key (the last sweep finished). */
+  readonly swept: boolean;
+  readonly keys: readonly { id: string; purpose: 'fields' | 'blind-index'; kekId: string; createdAt: Date }[];
+  /** Rows each table still holds under an older key or in the clear. */
+  readonly stale: Readonly<Record<SealedTable, number>>;
+}
+
+export interface DataKeyDeps {
+  readonly db: Kysely<Database>;
+  readonly dataKeys: DataKeys;
+  readonly clock: Clock;
+  /** Rows sealed again per batch (SWEEP_BATCH unless said). */
+  readonly batchSize?: number;
+}
+
+/** Told after each batch; the sweep goes on once it returns (or its promise settles). */
+export type OnSweepProgress = (progress: SweepProgress) => void | Promise<void>;
+
+const TABLES = Object.keys(SEALED_COLUMNS) as SealedTable[];
+
+export function createDataKeyRotation(deps: DataKeyDeps) {
+  const repo = dataKeyRepository(deps.db);
+  const batchSize = deps.batchSize ?? SWEEP_BATCH;
+  const sleepUntil = (at: Date) =>
+    new Promise<void>((resolve) =>
+      setTimeout(resolve, Math.max(0, at.getTime() - deps.clock.now().getTime())),
+    );
+
+  /** One pass over every table; returns how many rows it sealed again. */
+  async function pass(onProgress: OnSweepProgress): Promise<number> {
+    const cipher = await deps.dataKeys.reload();
+    const keyId = cipher.activeKeyId;
+    let sealed = 0;
+    for (const table of TABLES) {
+      const total = await repo.staleCount(table, keyId);
+      if (total === 0) continue;
+      const { key } = SEALED_COLUMNS[table];
+      let done = 0;
+      let after: unknown[] | undefined;
+      for (;;) {
+        const rows = await repo.staleRows(table, keyId, after, batchSize);
+        if (rows.length === 0) break;
+        for (const stored of rows) {
+          const opened = await deps.dataKeys.reading((c) => openColumns(table, stored, c));
+          const resealed = sealColumns(table, stored, onlySealed(table, opened), cipher);
+          if (await repo.reseal(table, stored, resealed)) done += 1;
+        }
+        after = key.map((column) => rows[rows.length - 1]?.[column]);
+        await onProgress({ keyId, table, done: Math.min(done, total), total });
+      }
+      sealed += done;
+    }
+    return sealed;
+  }
+
+  return {
+    async status(): Promise<DataKeyStatus> {
+      const cipher = await deps.dataKeys.reload();
+      const keys = await repo.all();
+      const active = keys.find((k) => k.id === cipher.activeKeyId);
+      const stale = Object.fromEntries(
+        await Promise.all(
+          TABLES.map(async (t) => [t, await repo.staleCount(t, cipher.activeKeyId)] as const),
+        ),
+      ) as Record<SealedTable, number>;
+      return {
+        activeKeyId: cipher.activeKeyId,
+        swept: active?.swept_at !== null && active?.swept_at !== undefined,
+        keys: keys.map((k) => ({ id: k.id, purpose: k.purpose, kekId: k.kek_id, createdAt: k.created_at })),
+        stale,
+      };
+    },
+
+    /** Whether the active key was never swept to: a rotation left unfinished, or a fresh migration. */
+    async pending(): Promise<{ readonly keyId: string; readonly first: boolean } | undefined> {
+      const cipher = await deps.dataKeys.reload();
+      const fields = (await repo.all()).filter((k) => k.purpose === 'fields');
+      const active = fields.find((k) => k.id === cipher.activeKeyId);
+      if (active === undefined || active.swept_at !== null) return undefined;
+      return { keyId: active.id, first: fields.length === 1 };
+    },
+
+    /**
+     * Seals every value under the active key, then records it. The last pass starts only after every
+     * other process has looked for the new key (the refresh interval after it was made), so no value
+     * sealed under an older key by a process that had not yet seen it is left behind.
+     */
+    async sweep(onProgress: OnSweepProgress = () => undefined): Promise<{ keyId: string; sealed: number }> {
+      const keyId = (await deps.dataKeys.reload()).activeKeyId;
+      const fields = (await repo.all()).filter((k) => k.purpose === 'fields');
+      const active = fields.find((k) => k.id === keyId);
+      const older = fields.length > 1;
+      let sealed = await pass(onProgress);
+      if (older && active !== undefined) {
+        await sleepUntil(new Date(active.created_at.getTime() + deps.dataKeys.refreshMs));
+        sealed += await pass(onProgress);
+      }
+      if ((await deps.dataKeys.reload()).activeKeyId === keyId) await repo.markSwept(keyId, deps.clock.now());
+      return { keyId, sealed };
+    },
+
+    /**
+     * Rotates: wraps every data key with the ring's active key-encryption key (so an old one can
+     * leave the ring), makes a new data key, and sweeps to it. A rotation left unfinished (the active
+     * key not yet swept to) is finished instead of starting another.
+     */
+    async rotate(
+      onProgress: OnSweepProgress = () => undefined,
+    ): Promise<{ keyId: string; sealed: number; rewrapped: number; resumed: boolean }> {
+      const rewrapped = await repo.rewrap(deps.dataKeys.ring);
+      const resumed = (await this.pending()) !== undefined;
+      if (!resumed) await repo.makeFieldsKey(deps.dataKeys.ring);
+      const result = await this.sweep(onProgress);
+      return { ...result, rewrapped, resumed };
+    },
+  };
+}
+
+/** The sealed columns of an opened row: a sweep writes only those back (with the blind index). */
+function onlySealed(table: SealedTable, opened: Record<string, unknown>): Record<string, unknown> {
+  const names: readonly string[] = SEALED_COLUMNS[table].columns;
+  return Object.fromEntries(names.map((c) => [c, opened[c]]));
+}
+
+export type DataKeyRotation = ReturnType<typeof createDataKeyRotation>;

@@ -1,0 +1,212 @@
+// Patient data sealed field by field, checked from the database's side on both engines: every column
+// that holds patient data holds ciphertext (SQL finds no plaintext, and no column of any table holds
+// the canary patient), data written before encryption is sealed by the sweep, and a rotation while
+// requests keep writing loses and corrupts nothing.
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDataKeys, SEALED_COLUMNS, type SealedTable } from '../../src/db/data-keys.repository.ts';
+import { systemClock } from '../../src/domain/clock.ts';
+import { localKeyRing, sealedUnderPattern } from '../../src/domain/data-keys.ts';
+import { createDataKeyRotation, type SweepProgress } from '../../src/services/data-keys.service.ts';
+import { ENGINES } from '../support/engines.ts';
+import { CANARY, CANARY_MARKERS } from '../support/fixtures/patients.ts';
+import { dataKeysSetting, testKeyEncryptionKey } from '../support/data-keys.ts';
+import { call, createDraft, referralIn } from '../support/scenarios.ts';
+import { createTestApp, type TestApp } from '../support/test-app.ts';
+
+const TABLES = Object.keys(SEALED_COLUMNS) as SealedTable[];
+/** Short enough for a test; the sweep's last pass waits it out after a new key is made. */
+const REFRESH_MS = 200;
+
+describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
+  const kek = testKeyEncryptionKey('kek-1');
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp(engine, {
+      env: { DATA_KEYS: dataKeysSetting(kek) },
+      dataKeys: { refreshMs: REFRESH_MS },
+    });
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const query = (who = t.sender) =>
+    new URLSearchParams({ ...who.institution, requesterIdentifier: 'dr.tan@example.org' }).toString();
+  const read = (id: string) => call(t, t.sender, 'GET', `/api/v1/referrals/${id}?${query()}`);
+  const byPatient = async (uin: string) => {
+    const res = await t.request(t.sender, {
+      method: 'POST',
+      url: '/api/v1/institutions/hci/S1234A/referrals/search',
+      payload: { patientUin: uin, requesterIdentifier: 'dr.tan@example.org' },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json<{ data: { id: string }[] }>().data.map((r) => r.id);
+  };
+
+  /** Rows of each table whose patient data is not all sealed under `keyId` (or lacks its blind index). */
+  const staleUnder = async (keyId: string) =>
+    Object.fromEntries(
+      await Promise.all(
+        TABLES.map(async (table) => {
+          const { columns } = SEALED_COLUMNS[table];
+          const { rows } = await sql<{
+            n: number;
+          }>`select count(*)::int as n from ${sql.table(table)} where ${sql.join(
+            columns.map(
+              (c) => sql`(${sql.ref(c)} is not null and ${sql.ref(c)} not like ${sealedUnderPattern(keyId)})`,
+            ),
+            sql` or `,
+          )}`.execute(t.ctx.db);
+          return [table, rows[0]?.n] as const;
+        }),
+      ),
+    );
+
+  it('holds every value of patient data sealed, and the canary in no column of any table', async () => {
+    const referral = await referralIn(t, 'completed', CANARY);
+    const id = referral.id;
+    await call(t, t.sender, 'POST', `/api/v1/referrals/${id}/notes`, { content: CANARY.clinicalInfo }, 201);
+    await referralIn(t, 'scheduled', CANARY);
+    const { activeKeyId } = await t.ctx.dataKeys.cipher();
+    expect(await staleUnder(activeKeyId)).toEqual(Object.fromEntries(TABLES.map((table) => [table, 0])));
+    for (const table of ['referrals', 'notes', 'appointments', 'referral_outcomes']) {
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)}`.execute(
+        t.ctx.db,
+      );
+      expect(rows[0]?.n, `${table} has rows to check`).toBeGreaterThan(0);
+    }
+    // Every column of every table, as text: no canary value anywhere (bytes as their hex too).
+    const { rows: columns } = await sql<{ table_name: string; column_name: string }>`
+      select table_name, column_name from information_schema.columns
+      where table_schema = current_schema()`.execute(t.ctx.db);
+    const markers = [...CANARY_MARKERS, CANARY.clinicalInfo];
+    for (const { table_name, column_name } of columns) {
+      for (const marker of markers) {
+        const hex = `\\x${Buffer.from(marker).toString('hex')}`;
+        const { rows } = await sql<{ n: number }>`
+          select count(*)::int as n from ${sql.table(table_name)}
+          where position(${marker} in ${sql.ref(column_name)}::text) > 0
+             or position(${hex.slice(2)} in ${sql.ref(column_name)}::text) > 0`.execute(t.ctx.db);
+        expect(rows[0]?.n, `${table_name}.${column_name} holds "${marker}"`).toBe(0);
+      }
+    }
+    // And the API gives it back whole, and finds the patient by the UIN.
+    expect(await read(id)).toMatchObject({ patient: { name: CANARY.patientName, uin: CANARY.patientUin } });
+    expect(await byPatient(CANARY.patientUin)).toContain(id);
+  });
+
+  it('seals what was written before field encryption, which the patient filter then finds', async () => {
+    const draft = await createDraft(t, { patientUin: 'S1000009J', patientName: 'Lim Bee Hoon' });
+    const note = await call(
+      t,
+      t.sender,
+      'POST',
+      `/api/v1/referrals/${draft.id}/notes`,
+      { content: 'Fasting from midnight.' },
+      201,
+    );
+    // The row as a refhub before field encryption wrote it: in the clear, without a blind index.
+    await sql`update referrals set patient_uin = 'S1000009J', patient_name = 'Lim Bee Hoon',
+      clinical_info = 'Legacy clinical text', patient_uin_index = null where id = ${draft.id}`.execute(
+      t.ctx.db,
+    );
+    await sql`update notes set content = 'Fasting from midnight.' where referral_id = ${draft.id}`.execute(
+      t.ctx.db,
+    );
+    expect(await read(draft.id)).toMatchObject({
+      patient: { name: 'Lim Bee Hoon' },
+      clinicalInfo: 'Legacy clinical text',
+    });
+    expect(await byPatient('S1000009J')).toEqual([]);
+
+    const { activeKeyId } = await t.ctx.dataKeys.cipher();
+    const stale = await staleUnder(activeKeyId);
+    expect(stale.referrals).toBe(1);
+    expect(stale.notes).toBe(1);
+    const { sealed } = await t.ctx.dataKeyRotation.sweep();
+    expect(sealed).toBe(2);
+    expect(Object.values(await staleUnder(activeKeyId))).toEqual(TABLES.map(() => 0));
+    const row = await t.ctx.db
+      .selectFrom('referrals')
+      .select(['patient_name', 'clinical_info'])
+      .where('id', '=', draft.id)
+      .executeTakeFirstOrThrow();
+    expect(row.patient_name).toMatch(/^rh1:/);
+    expect(row.clinical_info).not.toContain('Legacy');
+    expect(await read(draft.id)).toMatchObject({
+      patient: { name: 'Lim Bee Hoon' },
+      clinicalInfo: 'Legacy clinical text',
+      notes: [expect.objectContaining({ id: note.id, content: 'Fasting from midnight.' })],
+    });
+    expect(await byPatient('S1000009J')).toEqual([draft.id]);
+    // Nothing left: a second sweep seals nothing.
+    expect((await t.ctx.dataKeyRotation.sweep()).sealed).toBe(0);
+  });
+
+  it('rotates while requests write, losing and corrupting nothing', async () => {
+    // What a start after the migration does: the first key swept to, so this is a rotation proper.
+    await t.ctx.dataKeyRotation.sweep();
+    const written = new Map<string, { clinicalInfo: string; notes: string[] }>();
+    for (let i = 0; i < 12; i++) {
+      const draft = await createDraft(t, { clinicalInfo: `Before the rotation ${i}` });
+      written.set(draft.id, { clinicalInfo: `Before the rotation ${i}`, notes: [] });
+    }
+    const before = (await t.ctx.dataKeys.cipher()).activeKeyId;
+
+    // The writers: each round patches a referral's clinical information and adds a note, through the
+    // API, until the rotation has finished.
+    let writes = 0;
+    let rotating = true;
+    const ids = [...written.keys()];
+    const writer = async (w: number) => {
+      for (let round = 0; rotating; round++) {
+        const id = ids[(w * 5 + round) % ids.length] as string;
+        const text = `Writer ${w}, round ${round}`;
+        await call(t, t.sender, 'PATCH', `/api/v1/referrals/${id}`, { clinicalInfo: text });
+        const entry = written.get(id) as { clinicalInfo: string; notes: string[] };
+        entry.clinicalInfo = text;
+        await call(t, t.sender, 'POST', `/api/v1/referrals/${id}/notes`, { content: `${text}: note` }, 201);
+        entry.notes.push(`${text}: note`);
+        writes += 1;
+      }
+    };
+    // The rotation runs as `refhub data-keys rotate` does, in a process of its own: keys of its own.
+    const rotation = createDataKeyRotation({
+      db: t.ctx.db,
+      dataKeys: openDataKeys(t.ctx.db, localKeyRing([kek]), { refreshMs: REFRESH_MS }),
+      clock: systemClock,
+      batchSize: 4,
+    });
+    const progress: SweepProgress[] = [];
+    const writesDuringSweep: number[] = [];
+    const writers = [0, 1, 2].map(writer);
+    const rotated = rotation
+      .rotate(async (p) => {
+        progress.push(p);
+        // Between batches, the sweep lets the writers write: it goes on once two more writes landed.
+        const target = writes + 2;
+        while (writes < target) await new Promise((resolve) => setImmediate(resolve));
+        writesDuringSweep.push(writes);
+      })
+      .finally(() => {
+        rotating = false;
+      });
+    const result = await rotated;
+    await Promise.all(writers);
+
+    expect(result.resumed).toBe(false);
+    expect(result.keyId).not.toBe(before);
+    expect(progress.filter((p) => p.table === 'referrals').length).toBeGreaterThan(2);
+    expect(writesDuringSweep.length).toBe(progress.length);
+    // Every value is under the new key, and the API's own keys seal under it too.
+    expect(Object.values(await staleUnder(result.keyId))).toEqual(TABLES.map(() => 0));
+    expect((await t.ctx.dataKeys.reload()).activeKeyId).toBe(result.keyId);
+    expect((await t.ctx.dataKeyRotation.status()).swept).toBe(true);
+    for (const [id, expected] of written) {
+      const got = (await read(id)) as { clinicalInfo: string; notes: { content: string }[] };
+      expect(got.clinicalInfo).toBe(expected.clinicalInfo);
+      expect(got.notes.map((n) => n.content)).toEqual(expected.notes);
+    }
+  });
+});
