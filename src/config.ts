@@ -32,7 +32,7 @@ export interface Config {
   readonly dataKeysFile: string | undefined;
   /**
    * How often each process looks for a data key made since it last looked (`refhub data-keys
-   * rotate`), which waits this long before its last pass. Every process must have the same.
+   * rotate`), which waits twice this long before its last passes. Every process must have the same.
    */
   readonly dataKeyRefreshSeconds: number;
   readonly linkTtlSeconds: number;

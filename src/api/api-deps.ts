@@ -7,12 +7,14 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Store } from '../db/database.ts';
+import type { DataKeys } from '../db/data-keys.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { DisplayTime } from '../domain/display-time.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { QueueProducer } from '../queue/producer.ts';
+import type { AccessReport } from '../services/access-report.service.ts';
 import type { OpsOverviewService } from '../services/admin-overview.service.ts';
 import type { ApiKeyService } from '../services/api-key.service.ts';
 import type { Attachments } from '../services/attachments.service.ts';
@@ -40,6 +42,8 @@ export interface ApiDeps {
   readonly logger: Logger;
   /** For the API's own records: idempotency, the audit of turned-away requests, readiness. */
   readonly db: Kysely<Database>;
+  /** The keys the API's own records of patient data (a keyed write's stored response) are sealed with. */
+  readonly dataKeys: DataKeys;
   /** Which engine `db` runs on, for `/doctor`'s checks. */
   readonly store: Pick<Store, 'engine'>;
   readonly clock: Clock;
@@ -67,6 +71,8 @@ export interface ApiDeps {
   readonly ehrForwarding: Pick<EhrForwarding, 'submissions' | 'formOfAttempt'>;
   readonly eventFeed: EventFeed;
   readonly webhookSubscriptions: WebhookSubscriptions;
+  /** A patient's access report: who read or changed the patient's referrals. */
+  readonly accessReport: AccessReport;
 }
 
 /** The hosted form's own state: its session gate, and the count of unknown link tokens per address. */

@@ -62,6 +62,11 @@ export const TAGS = [
     description:
       'Subscriptions that push signed events (Standard Webhooks) to an institution’s system, and their attempts.',
   },
+  {
+    name: 'Patients',
+    description:
+      'One patient of an institution, found by UIN: who read or changed which of their referrals, when and how.',
+  },
 ] as const satisfies readonly { name: string; description: string }[];
 
 export type TagName = (typeof TAGS)[number]['name'];

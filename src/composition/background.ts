@@ -121,6 +121,7 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
       startAttachmentScanWorker(
         {
           db: ctx.db,
+          dataKeys: ctx.dataKeys,
           clock: ctx.clock,
           scanner: createClamdClient({ ...scanner, timeoutMs: config.attachmentScanTimeoutSeconds * 1000 }),
           logger: logger.child({ worker: 'attachment-scan' }),

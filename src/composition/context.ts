@@ -54,6 +54,7 @@ import { createClamdClient } from '../workers/attachments/clamd-client.ts';
 import { openDataKeys, type DataKeys, type DataKeysOptions } from '../db/data-keys.repository.ts';
 import { keyRingOf } from './key-ring.ts';
 import { createDataKeyRotation, type DataKeyRotation } from '../services/data-keys.service.ts';
+import { createAccessReport, type AccessReport } from '../services/access-report.service.ts';
 
 export interface AppContext {
   readonly config: Config;
@@ -90,6 +91,8 @@ export interface AppContext {
   /** Each institution's referral events in one total order. */
   readonly eventFeed: EventFeed;
   readonly webhookSubscriptions: WebhookSubscriptions;
+  /** A patient's access report: who read or changed the patient's referrals. */
+  readonly accessReport: AccessReport;
   /** What a webhook delivery needs (the HTTP client is opened on first use). */
   readonly webhookDelivery: () => DeliveryDeps;
   /** An operator's replay of webhook deliveries (enqueues at once: Redis must be up). */
@@ -347,6 +350,7 @@ export async function createContext(
       endpoints: { production, allowed: config.webhookAllowedAddresses },
       deliver: (input) => deliverOnce(webhookDelivery(), input),
     }),
+    accessReport: createAccessReport({ db, dataKeys, clock }),
     webhookDelivery,
     webhookReplay: createWebhookReplay({
       db,

@@ -17,6 +17,7 @@
 // parts into its statement through `changeLogCtes`: the feed, the outbox and the audit row are written
 // here and nowhere else.
 import { sql, type Compilable, type RawBuilder } from 'kysely';
+import type { FieldCipher } from '../domain/data-keys.ts';
 import { auditInsert, auditRow, type AuditEvent } from './audit.repository.ts';
 import type { Executor } from './executor.ts';
 import { keyClaimInsert, type StoredKey } from './idempotency.repository.ts';
@@ -133,8 +134,8 @@ export interface ReferralWrite extends ChangeRecord {
   readonly links: readonly NewLinkToken[];
   /** A second audit row, for what the answer hands out besides the referral (a link upsert's link). */
   readonly alsoAudit?: AuditEvent;
-  /** A keyed write's key, with the response it stores. */
-  readonly key?: StoredKey;
+  /** A keyed write's key, with the response it stores, and the cipher that seals the response. */
+  readonly key?: { readonly stored: StoredKey; readonly cipher: FieldCipher };
 }
 
 /** Raised by `refhub_abort` (migration 0010): the statement rolled back on purpose. */
@@ -160,7 +161,7 @@ export async function writeReferralChange(db: Executor, write: ReferralWrite): P
   let guard = sql<boolean>`true`;
   if (write.key !== undefined) {
     ctes.push(
-      sql`settings as (select set_config('lock_timeout', ${`${write.key.waitMs}ms`}, true) as lock_timeout)`,
+      sql`settings as (select set_config('lock_timeout', ${`${write.key.stored.waitMs}ms`}, true) as lock_timeout)`,
     );
     guard = sql<boolean>`(select lock_timeout from settings) is not null`;
   }
@@ -186,7 +187,9 @@ export async function writeReferralChange(db: Executor, write: ReferralWrite): P
   if (write.links.length > 0) {
     ctes.push(sql`minted as (${db.insertInto('link_tokens').values(linkTokenRows(write.links))})`);
   }
-  if (write.key !== undefined) ctes.push(sql`claimed as (${keyClaimInsert(write.key, guard)})`);
+  if (write.key !== undefined) {
+    ctes.push(sql`claimed as (${keyClaimInsert(write.key.stored, write.key.cipher, guard)})`);
+  }
   const last =
     write.referral === undefined
       ? sql`select 1`

@@ -13,6 +13,7 @@ import {
   newSecretKey,
   UnknownDataKeyError,
   type FieldCipher,
+  type FieldPlace,
   type KeyEncryptionKeys,
 } from '../domain/data-keys.ts';
 import type { Executor } from './executor.ts';
@@ -21,7 +22,7 @@ import type { Database } from './schema.ts';
 /**
  * Every column that holds patient data, by table, with the columns that make a row's place (the
  * additional data each value is sealed with). attachment_contents is sealed too, in chunks of its own
- * format (db/attachments.repository.ts).
+ * format (domain/data-keys.ts), read and sealed again by db/attachments.repository.ts.
  */
 export const SEALED_COLUMNS = {
   referrals: {
@@ -44,6 +45,16 @@ export const SEALED_COLUMNS = {
   appointments: { key: ['referral_id', 'id'], columns: ['location'] },
   notes: { key: ['id'], columns: ['content'] },
   referral_outcomes: { key: ['referral_id'], columns: ['summary'] },
+  // A file's name can name its patient.
+  attachments: { key: ['id'], columns: ['file_name'] },
+  // The form as sent to the EHR, and the files it listed (a copy of each one's name).
+  ehr_forms: {
+    key: ['message_id'],
+    columns: ['html'],
+    inLists: [{ column: 'attachments', field: 'fileName', itemKey: 'id' }],
+  },
+  // A keyed write's stored response holds the referral it answered with.
+  idempotency_keys: { key: ['api_key_id', 'key'], columns: ['response_body'] },
 } as const satisfies Record<string, SealedTableColumns>;
 
 interface SealedTableColumns {
@@ -51,6 +62,17 @@ interface SealedTableColumns {
   readonly columns: readonly string[];
   /** The column that holds the blind index of one of `columns`, kept with it by every write. */
   readonly blindIndex?: { readonly column: string; readonly of: string; readonly kind: BlindIndexKind };
+  /**
+   * JSON columns that hold a list of objects, each with a text `field` sealed in place (the rest of
+   * the object is no patient data). Each item's place is its row's and its own `itemKey`.
+   */
+  readonly inLists?: readonly SealedListField[];
+}
+
+interface SealedListField {
+  readonly column: string;
+  readonly field: string;
+  readonly itemKey: string;
 }
 
 const tableColumns = (table: SealedTable): SealedTableColumns => SEALED_COLUMNS[table];
@@ -60,6 +82,35 @@ export type SealedTable = keyof typeof SEALED_COLUMNS;
 /** The place of a row of `table` (its key columns' values, joined). */
 function rowPlace(table: SealedTable, row: Readonly<Record<string, unknown>>): string {
   return SEALED_COLUMNS[table].key.map((column) => String(row[column])).join('/');
+}
+
+/** `list` (a JSON column's value) with each item's `field` passed through `change`, if it is a list. */
+function inList(
+  table: SealedTable,
+  row: string,
+  list: SealedListField,
+  value: unknown,
+  change: (text: string, place: FieldPlace) => string,
+): unknown {
+  if (!Array.isArray(value)) return value;
+  return value.map((item: unknown) => {
+    if (item === null || typeof item !== 'object') return item;
+    const fields = item as Record<string, unknown>;
+    const text = fields[list.field];
+    if (typeof text !== 'string') return item;
+    const place = {
+      table,
+      column: `${list.column}.${list.field}`,
+      row: `${row}/${String(fields[list.itemKey])}`,
+    };
+    return { ...fields, [list.field]: change(text, place) };
+  });
+}
+
+/** The names of the columns of `table` that hold sealed values (text, or lists with sealed fields). */
+export function sealedColumnNames(table: SealedTable): string[] {
+  const { columns, inLists = [] } = tableColumns(table);
+  return [...columns, ...inLists.map((list) => list.column)];
 }
 
 /**
@@ -79,6 +130,11 @@ export function sealColumns<T extends Record<string, unknown>>(
     const value = sealed[column];
     if (typeof value === 'string') sealed[column] = cipher.seal(value, { table, column, row });
   }
+  for (const list of tableColumns(table).inLists ?? []) {
+    sealed[list.column] = inList(table, row, list, sealed[list.column], (text, place) =>
+      cipher.seal(text, place),
+    );
+  }
   if (blindIndex !== undefined && columns[blindIndex.of] !== undefined) {
     const value = columns[blindIndex.of];
     sealed[blindIndex.column] = typeof value === 'string' ? cipher.blindIndex(blindIndex.kind, value) : null;
@@ -97,6 +153,11 @@ export function openColumns<T extends Record<string, unknown>>(
   for (const column of SEALED_COLUMNS[table].columns) {
     const value = opened[column];
     if (typeof value === 'string') opened[column] = cipher.open(value, { table, column, row });
+  }
+  for (const list of tableColumns(table).inLists ?? []) {
+    opened[list.column] = inList(table, row, list, opened[list.column], (text, place) =>
+      cipher.open(text, place),
+    );
   }
   return opened as T;
 }
@@ -273,9 +334,10 @@ export function dataKeyRepository(db: Kysely<Database>) {
       after: readonly unknown[] | undefined,
       limit: number,
     ): Promise<Record<string, unknown>[]> {
-      const { key, columns, blindIndex } = tableColumns(table);
+      const { key, blindIndex } = tableColumns(table);
+      const selected = [...key, ...sealedColumnNames(table), ...(blindIndex ? [blindIndex.column] : [])];
       const result = await sql<Record<string, unknown>>`
-        select ${sql.join([...key, ...columns, ...(blindIndex ? [blindIndex.column] : [])].map((c) => sql.ref(c)))}
+        select ${sql.join(selected.map((c) => sql.ref(c)))}
         from ${sql.table(table)}
         where (${staleCondition(table, keyId)})
           ${after === undefined ? sql`` : sql`and (${sql.join(key.map((c) => sql.ref(c)))}) > (${sql.join(after.map((v) => sql`${v}`))})`}
@@ -300,15 +362,24 @@ export function dataKeyRepository(db: Kysely<Database>) {
       stored: Record<string, unknown>,
       resealed: Record<string, unknown>,
     ): Promise<boolean> {
-      const { key, columns, blindIndex } = tableColumns(table);
+      const { key, columns, blindIndex, inLists = [] } = tableColumns(table);
       const watched = [...columns, ...(blindIndex ? [blindIndex.column] : [])];
+      // A JSON column is written, and compared, as JSON (a list would go as a PostgreSQL array).
+      const asJson = (value: unknown) => sql`${JSON.stringify(value)}::jsonb`;
+      const lists = inLists.map((list) => list.column);
+      const values = Object.fromEntries(
+        Object.entries(resealed).map(([c, v]) => [c, lists.includes(c) && v !== null ? asJson(v) : v]),
+      );
       const result = await db
         .updateTable(table as never)
-        .set(resealed as never)
+        .set(values as never)
         .where((eb) =>
           eb.and([
             ...key.map((c) => eb(sql.ref(c), '=', stored[c])),
             ...watched.map((c) => eb(sql.ref(c), 'is not distinct from', stored[c])),
+            ...lists.map((c) =>
+              stored[c] === null ? eb(sql.ref(c), 'is', null) : eb(sql.ref(c), '=', asJson(stored[c])),
+            ),
           ]),
         )
         .executeTakeFirst();
@@ -324,11 +395,15 @@ export function dataKeyRepository(db: Kysely<Database>) {
 
 /** A row of `table` holds a value not sealed under `keyId`, or lacks its blind index. */
 function staleCondition(table: SealedTable, keyId: string) {
-  const { columns, blindIndex } = tableColumns(table);
+  const { columns, blindIndex, inLists = [] } = tableColumns(table);
   const pattern = sealedUnderPattern(keyId);
   return sql.join(
     [
       ...columns.map((c) => sql`(${sql.ref(c)} is not null and ${sql.ref(c)} not like ${pattern})`),
+      ...inLists.map(
+        (list) => sql`exists (select 1 from jsonb_array_elements(${sql.ref(list.column)}) as item(value)
+          where item.value ->> ${list.field}::text not like ${pattern})`,
+      ),
       ...(blindIndex === undefined
         ? []
         : [sql`(${sql.ref(blindIndex.of)} is not null and ${sql.ref(blindIndex.column)} is null)`]),

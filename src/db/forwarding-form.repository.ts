@@ -1,6 +1,9 @@
 // The forms sent to the EHR, one per message ID (a referral version): the bytes every retry of the
 // message sends, that a Get of the version returns, and that prove the ledger's hashes afterwards.
+// The form is the patient's data, and so is the name of each file it lists: both are sealed (the
+// ledger's hash stays that of the bytes sent, which are the form opened).
 import type { FormAttachment } from '../domain/attachments.ts';
+import { openColumns, sealColumns, type DataKeys } from './data-keys.repository.ts';
 import type { Executor } from './executor.ts';
 
 export interface StoredForm {
@@ -14,13 +17,32 @@ export interface StoredForm {
   readonly attachments: readonly FormAttachment[];
 }
 
-export function ehrFormRepository(db: Executor) {
+const FORM_COLUMNS = [
+  'message_id',
+  'referral_id',
+  'version',
+  'form_type',
+  'sha256',
+  'html',
+  'attachments',
+] as const;
+
+export function ehrFormRepository(db: Executor, keys: DataKeys) {
+  const opened = async (row: Row | undefined) =>
+    row && keys.reading((cipher) => toForm(openColumns('ehr_forms', row, cipher)));
+
   return {
     /**
      * Keeps `form` as the bytes of its message ID, unless bytes are kept for it already; returns the
      * kept ones either way.
      */
     async keep(form: StoredForm, now: Date): Promise<StoredForm> {
+      const sealed = sealColumns(
+        'ehr_forms',
+        { message_id: form.messageId },
+        { html: form.html, attachments: form.attachments },
+        await keys.cipher(),
+      );
       const inserted = await db
         .insertInto('ehr_forms')
         .values({
@@ -29,8 +51,8 @@ export function ehrFormRepository(db: Executor) {
           version: form.version,
           form_type: form.formType,
           sha256: form.sha256,
-          html: form.html,
-          attachments: JSON.stringify(form.attachments),
+          html: sealed.html,
+          attachments: JSON.stringify(sealed.attachments),
           created_at: now,
         })
         .onConflict((oc) => oc.column('message_id').doNothing())
@@ -41,28 +63,31 @@ export function ehrFormRepository(db: Executor) {
     },
 
     async byMessageId(messageId: string): Promise<StoredForm | undefined> {
-      const row = await db
-        .selectFrom('ehr_forms')
-        .select(['message_id', 'referral_id', 'version', 'form_type', 'sha256', 'html', 'attachments'])
-        .where('message_id', '=', messageId)
-        .executeTakeFirst();
-      return row && toForm(row);
+      return opened(
+        await db
+          .selectFrom('ehr_forms')
+          .select(FORM_COLUMNS)
+          .where('message_id', '=', messageId)
+          .executeTakeFirst(),
+      );
     },
 
     /** The form sent for a referral version, if one was. */
     async ofVersion(referralId: string, version: number): Promise<StoredForm | undefined> {
-      const row = await db
-        .selectFrom('ehr_forms')
-        .select(['message_id', 'referral_id', 'version', 'form_type', 'sha256', 'html', 'attachments'])
-        .where('referral_id', '=', referralId)
-        .where('version', '=', version)
-        .executeTakeFirst();
-      return row && toForm(row);
+      return opened(
+        await db
+          .selectFrom('ehr_forms')
+          .select(FORM_COLUMNS)
+          .where('referral_id', '=', referralId)
+          .where('version', '=', version)
+          .executeTakeFirst(),
+      );
     },
   };
 }
 
-function toForm(row: {
+// A type, not an interface: openColumns takes a record.
+type Row = {
   message_id: string;
   referral_id: string;
   version: number;
@@ -70,7 +95,9 @@ function toForm(row: {
   sha256: string;
   html: string;
   attachments: FormAttachment[];
-}): StoredForm {
+};
+
+function toForm(row: Row): StoredForm {
   return {
     messageId: row.message_id,
     referralId: row.referral_id,

@@ -4,7 +4,12 @@
 // (db/change-log.repository.ts), so a committed row always holds a response. A second request with the
 // same key waits on the claim's unique index until the first statement ends: then its claim fails on
 // the key (and it replays the first one's response), or succeeds (the first rolled back).
+//
+// A stored response holds the referral it answered with, so its body is sealed as the referral's own
+// fields are (db/data-keys.repository.ts), its place the API key's ID and the key.
 import { sql, type RawBuilder } from 'kysely';
+import type { FieldCipher } from '../domain/data-keys.ts';
+import { openColumns, sealColumns, type DataKeys } from './data-keys.repository.ts';
 import type { Executor } from './executor.ts';
 
 export interface StoredResponse {
@@ -37,6 +42,16 @@ export interface StoredKey {
   readonly waitMs: number;
 }
 
+/** The stored body of `response` for `claim`, sealed. */
+function sealedBody(claim: KeyClaim, response: StoredResponse, cipher: FieldCipher): string {
+  return sealColumns(
+    'idempotency_keys',
+    { api_key_id: claim.apiKeyId, key: claim.key },
+    { response_body: response.body },
+    cipher,
+  ).response_body;
+}
+
 /** Raised by PostgreSQL when an INSERT meets a row with the same key (here: a key stored first). */
 export const UNIQUE_VIOLATION = '23505';
 
@@ -47,8 +62,10 @@ export const UNIQUE_VIOLATION = '23505';
  */
 export function keyClaimInsert(
   { claim, response }: StoredKey,
+  cipher: FieldCipher,
   guard: RawBuilder<boolean>,
 ): RawBuilder<unknown> {
+  // Sealed before it goes into the JSON document: the statement's parameters hold no response.
   const row = JSON.stringify({
     api_key_id: claim.apiKeyId,
     key: claim.key,
@@ -56,7 +73,7 @@ export function keyClaimInsert(
     state: 'completed',
     response_status: response.status,
     response_headers: response.headers,
-    response_body: response.body,
+    response_body: sealedBody(claim, response, cipher),
     created_at: claim.now,
     expires_at: claim.expiresAt,
   });
@@ -71,26 +88,26 @@ export function keyClaimInsert(
 /** Raised by PostgreSQL when a wait for a lock (here: another request's claim) passes lock_timeout. */
 export const LOCK_NOT_AVAILABLE = '55P03';
 
-export function idempotencyRepository(db: Executor) {
+export function idempotencyRepository(db: Executor, keys: DataKeys) {
   return {
     async find(apiKeyId: string, key: string): Promise<IdempotencyRecord | undefined> {
-      const row = await db
+      const stored = await db
         .selectFrom('idempotency_keys')
         .selectAll()
         .where('api_key_id', '=', apiKeyId)
         .where('key', '=', key)
         .executeTakeFirst();
-      return (
-        row && {
-          requestHash: row.request_hash,
-          response:
-            row.response_status === null || row.response_body === null
-              ? null
-              : { status: row.response_status, headers: row.response_headers ?? {}, body: row.response_body },
-          createdAt: row.created_at,
-          expiresAt: row.expires_at,
-        }
-      );
+      if (stored === undefined) return undefined;
+      const row = await keys.reading((cipher) => openColumns('idempotency_keys', stored, cipher));
+      return {
+        requestHash: row.request_hash,
+        response:
+          row.response_status === null || row.response_body === null
+            ? null
+            : { status: row.response_status, headers: row.response_headers ?? {}, body: row.response_body },
+        createdAt: row.created_at,
+        expiresAt: row.expires_at,
+      };
     },
 
     /**
@@ -107,7 +124,7 @@ export function idempotencyRepository(db: Executor) {
           state: 'completed',
           response_status: response.status,
           response_headers: JSON.stringify(response.headers),
-          response_body: response.body,
+          response_body: sealedBody(claim, response, await keys.cipher()),
           created_at: claim.now,
           expires_at: claim.expiresAt,
         })

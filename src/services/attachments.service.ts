@@ -105,7 +105,7 @@ export function createAttachments(deps: AttachmentsDeps) {
   }
 
   async function found(referralId: string, attachmentId: string): Promise<AttachmentRecord> {
-    const attachment = await attachmentRepository(deps.db).find(referralId, attachmentId);
+    const attachment = await attachmentRepository(deps.db, deps.dataKeys).find(referralId, attachmentId);
     if (!attachment) throw new AttachmentNotFoundError(attachmentId);
     return attachment;
   }
@@ -153,7 +153,7 @@ export function createAttachments(deps: AttachmentsDeps) {
           const mediaType = await mediaTypeOf();
           // Read with the referral's version: a file added since then changed the version, so this
           // change's compare-and-set fails and the count is read again.
-          const others = await attachmentRepository(db).list(record.id);
+          const others = await attachmentRepository(db, deps.dataKeys).list(record.id);
           if (others.length >= deps.settings.perReferral) {
             throw new LimitExceededError(
               `A referral can have at most ${deps.settings.perReferral} attachments.`,
@@ -185,7 +185,7 @@ export function createAttachments(deps: AttachmentsDeps) {
               ),
             ],
             children: {
-              writes: (write) => attachmentWrites.insert(write, attachment, upload.bytes),
+              writes: (write, cipher) => attachmentWrites.insert(write, cipher, attachment, upload.bytes),
               parts: (before) => before,
             },
           };
@@ -211,7 +211,7 @@ export function createAttachments(deps: AttachmentsDeps) {
         ifMatch,
         async ({ db, record, party }) => {
           const decision = decide('remove-attachment', party, statusInput(record));
-          const attachment = await attachmentRepository(db).find(record.id, attachmentId);
+          const attachment = await attachmentRepository(db, deps.dataKeys).find(record.id, attachmentId);
           if (!attachment) throw new AttachmentNotFoundError(attachmentId);
           removed = toAttachmentView(record, attachment);
           return {
@@ -238,7 +238,7 @@ export function createAttachments(deps: AttachmentsDeps) {
 
     async list(caller: Caller, referralId: string): Promise<AttachmentView[]> {
       const record = await readAudited(caller, referralId, 'referral.read-attachments');
-      const attachments = await attachmentRepository(deps.db).list(referralId);
+      const attachments = await attachmentRepository(deps.db, deps.dataKeys).list(referralId);
       return attachments.map((a) => toAttachmentView(record, a));
     },
 
@@ -269,7 +269,7 @@ export function createAttachments(deps: AttachmentsDeps) {
       );
       return {
         view: toAttachmentView(record, attachment),
-        content: attachmentRepository(deps.db).content(attachment.id, attachment.sizeBytes),
+        content: attachmentRepository(deps.db, deps.dataKeys).content(attachment.id, attachment.sizeBytes),
       };
     },
   };

@@ -4,12 +4,17 @@
 // a batch at a time, and writes each row back only if it still holds what the sweep read, so a
 // request's write in between is never undone; a row it loses to a write is looked at again on the
 // next pass. It can stop at any point and start again: what it has done is in the values themselves.
+// Attachments' bytes (attachment_contents) are swept last, a file at a time: read a piece at a time,
+// sealed again chunk by chunk, and written back only if the stored bytes are still those read.
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
+import type { FieldCipher } from '../domain/data-keys.ts';
+import { attachmentRepository } from '../db/attachments.repository.ts';
 import {
   dataKeyRepository,
   openColumns,
   sealColumns,
+  sealedColumnNames,
   SEALED_COLUMNS,
   type DataKeys,
   type SealedTable,
@@ -19,10 +24,13 @@ import type { Database } from '../db/schema.ts';
 /** Rows a sweep reads, seals again and writes back at a time. */
 export const SWEEP_BATCH = 200;
 
+/** What a sweep walks: the tables of sealed columns, and the attachments' bytes. */
+export type SweptTable = SealedTable | 'attachment_contents';
+
 /** Where a sweep is: rows sealed again so far, of those found stale when it began. */
 export interface SweepProgress {
   readonly keyId: string;
-  readonly table: SealedTable;
+  readonly table: SweptTable;
   readonly done: number;
   readonly total: number;
 }
@@ -33,7 +41,7 @@ export interface DataKeyStatus {
   readonly swept: boolean;
   readonly keys: readonly { id: string; purpose: 'fields' | 'blind-index'; kekId: string; createdAt: Date }[];
   /** Rows each table still holds under an older key or in the clear. */
-  readonly stale: Readonly<Record<SealedTable, number>>;
+  readonly stale: Readonly<Record<SweptTable, number>>;
 }
 
 export interface DataKeyDeps {
@@ -56,6 +64,28 @@ export function createDataKeyRotation(deps: DataKeyDeps) {
     new Promise<void>((resolve) =>
       setTimeout(resolve, Math.max(0, at.getTime() - deps.clock.now().getTime())),
     );
+
+  const contents = attachmentRepository(deps.db, deps.dataKeys);
+
+  /** One pass over the attachments' bytes; returns how many files it sealed again. */
+  async function contentPass(cipher: FieldCipher, onProgress: OnSweepProgress): Promise<number> {
+    const keyId = cipher.activeKeyId;
+    const total = await contents.staleContentCount(keyId);
+    if (total === 0) return 0;
+    let done = 0;
+    let after: string | undefined;
+    for (;;) {
+      const files = await contents.staleContents(keyId, after, batchSize);
+      if (files.length === 0) break;
+      // One file at a time: the sweep holds one file's sealed bytes at once, never a batch of them.
+      for (const file of files) {
+        if (await contents.resealContent(file.id, file.sizeBytes, cipher)) done += 1;
+      }
+      after = files[files.length - 1]?.id;
+      await onProgress({ keyId, table: 'attachment_contents', done: Math.min(done, total), total });
+    }
+    return done;
+  }
 
   /** One pass over every table; returns how many rows it sealed again. */
   async function pass(onProgress: OnSweepProgress): Promise<number> {
@@ -81,7 +111,7 @@ export function createDataKeyRotation(deps: DataKeyDeps) {
       }
       sealed += done;
     }
-    return sealed;
+    return sealed + (await contentPass(cipher, onProgress));
   }
 
   return {
@@ -89,11 +119,12 @@ export function createDataKeyRotation(deps: DataKeyDeps) {
       const cipher = await deps.dataKeys.reload();
       const keys = await repo.all();
       const active = keys.find((k) => k.id === cipher.activeKeyId);
-      const stale = Object.fromEntries(
-        await Promise.all(
+      const stale = Object.fromEntries([
+        ...(await Promise.all(
           TABLES.map(async (t) => [t, await repo.staleCount(t, cipher.activeKeyId)] as const),
-        ),
-      ) as Record<SealedTable, number>;
+        )),
+        ['attachment_contents', await contents.staleContentCount(cipher.activeKeyId)] as const,
+      ]) as Record<SweptTable, number>;
       return {
         activeKeyId: cipher.activeKeyId,
         swept: active?.swept_at !== null && active?.swept_at !== undefined,
@@ -112,9 +143,10 @@ export function createDataKeyRotation(deps: DataKeyDeps) {
     },
 
     /**
-     * Seals every value under the active key, then records it. The last pass starts only after every
-     * other process has looked for the new key (the refresh interval after it was made), so no value
-     * sealed under an older key by a process that had not yet seen it is left behind.
+     * Seals every value under the active key, then records it. The last passes start only after every
+     * other process has looked for the new key and finished the requests it began before (twice the
+     * refresh interval after the key was made), and go on until one finds nothing, so no value sealed
+     * under an older key by a process that had not yet seen the new one is left behind.
      */
     async sweep(onProgress: OnSweepProgress = () => undefined): Promise<{ keyId: string; sealed: number }> {
       const keyId = (await deps.dataKeys.reload()).activeKeyId;
@@ -123,8 +155,10 @@ export function createDataKeyRotation(deps: DataKeyDeps) {
       const older = fields.length > 1;
       let sealed = await pass(onProgress);
       if (older && active !== undefined) {
-        await sleepUntil(new Date(active.created_at.getTime() + deps.dataKeys.refreshMs));
-        sealed += await pass(onProgress);
+        // One refresh interval for every process to see the key, one more for the requests they had
+        // begun with the older one to finish; then passes until one finds nothing left.
+        await sleepUntil(new Date(active.created_at.getTime() + 2 * deps.dataKeys.refreshMs));
+        for (let more = await pass(onProgress); more > 0; more = await pass(onProgress)) sealed += more;
       }
       if ((await deps.dataKeys.reload()).activeKeyId === keyId) await repo.markSwept(keyId, deps.clock.now());
       return { keyId, sealed };
@@ -149,8 +183,7 @@ export function createDataKeyRotation(deps: DataKeyDeps) {
 
 /** The sealed columns of an opened row: a sweep writes only those back (with the blind index). */
 function onlySealed(table: SealedTable, opened: Record<string, unknown>): Record<string, unknown> {
-  const names: readonly string[] = SEALED_COLUMNS[table].columns;
-  return Object.fromEntries(names.map((c) => [c, opened[c]]));
+  return Object.fromEntries(sealedColumnNames(table).map((c) => [c, opened[c]]));
 }
 
 export type DataKeyRotation = ReturnType<typeof createDataKeyRotation>;

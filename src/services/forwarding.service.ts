@@ -175,7 +175,7 @@ export function createEhrForwarding(deps: ForwardingDeps) {
       }
       if (record.status === 'draft') return { kind: 'withdrawn' };
       // A file waiting for its scan goes with the form once it is clean, if that is soon enough.
-      const attachments = attachmentRepository(deps.db);
+      const attachments = attachmentRepository(deps.db, deps.dataKeys);
       const now = deps.clock.now();
       if (
         now.getTime() < record.updatedAt.getTime() + SCAN_WAIT_BEFORE_FORWARD_MS &&
@@ -215,8 +215,10 @@ export function createEhrForwarding(deps: ForwardingDeps) {
 
     /** A file's bytes, read for sending with its form. */
     async attachmentContent(file: FormAttachment): Promise<Buffer> {
+      // Opened a chunk at a time: the EHR gets the plaintext, whose digest the form lists.
+      const content = attachmentRepository(deps.db, deps.dataKeys).content(file.id, file.sizeBytes);
       const pieces: Buffer[] = [];
-      for await (const piece of attachmentRepository(deps.db).content(file.id, file.sizeBytes)) {
+      for await (const piece of content) {
         pieces.push(piece);
       }
       return Buffer.concat(pieces);
@@ -286,7 +288,7 @@ export function createEhrForwarding(deps: ForwardingDeps) {
         attachments,
         sha256: sha256Hex(rendered.html),
       };
-      const kept = await ehrFormRepository(deps.db).keep(fresh, deps.clock.now());
+      const kept = await ehrFormRepository(deps.db, deps.dataKeys).keep(fresh, deps.clock.now());
       return {
         form: {
           html: kept.html,
@@ -311,7 +313,9 @@ export function createEhrForwarding(deps: ForwardingDeps) {
         if (record === undefined) throw new ReferralNotFoundError(referralId);
         const attempt = (await ehrSubmissionRepository(trx).list(referralId)).find((s) => s.id === attemptId);
         const form =
-          attempt === undefined ? undefined : await ehrFormRepository(trx).byMessageId(attempt.messageId);
+          attempt === undefined
+            ? undefined
+            : await ehrFormRepository(trx, deps.dataKeys).byMessageId(attempt.messageId);
         if (attempt === undefined || form === undefined) {
           throw new NotFoundError(`Referral ${referralId} has no EHR attempt ${attemptId} that sent a form.`);
         }

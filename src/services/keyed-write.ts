@@ -6,6 +6,7 @@
 //
 // The record itself belongs to the API (it holds an HTTP response); services see only this port.
 import type { Kysely } from 'kysely';
+import type { FieldCipher } from '../domain/data-keys.ts';
 import type { AuditEvent } from '../db/audit.repository.ts';
 import { writeReferralChange, type ReferralWrite } from '../db/change-log.repository.ts';
 import type { StoredKey } from '../db/idempotency.repository.ts';
@@ -35,14 +36,16 @@ export interface Answer<T> {
 }
 
 /**
- * Runs `write` with the caller's key, storing `answer` under it. False, with nothing written, when
- * the referral's compare-and-set lost to another write (then the caller reads and decides again).
+ * Runs `write` with the caller's key, storing `answer` under it, sealed with `cipher` (the answer
+ * holds the referral). False, with nothing written, when the referral's compare-and-set lost to
+ * another write (then the caller reads and decides again).
  */
 export async function runWrite<T>(
   db: Kysely<Database>,
   caller: { readonly idempotency?: IdempotentWrite | undefined },
   write: Omit<ReferralWrite, 'links' | 'key'>,
   answer: Answer<T>,
+  cipher: FieldCipher,
 ): Promise<boolean> {
   const keyed = caller.idempotency;
   let won: boolean;
@@ -51,7 +54,9 @@ export async function runWrite<T>(
       ...write,
       links: answer.links,
       ...(answer.audit === undefined ? {} : { alsoAudit: answer.audit }),
-      ...(keyed === undefined ? {} : { key: keyed.storedKey(answer.result, answer.links) }),
+      ...(keyed === undefined
+        ? {}
+        : { key: { stored: keyed.storedKey(answer.result, answer.links), cipher } }),
     });
   } catch (error) {
     throw keyed?.refusal(error) ?? error;

@@ -104,16 +104,10 @@ export function createLinkService(deps: LinkDeps) {
 
       if (referralId === undefined) {
         const fields = withRequesterAsReferrer(prefill, caller.requesterIdentifier, null);
-        const draft = await newDraft(
-          deps.db,
-          await deps.dataKeys.cipher(),
-          deps.clock,
-          caller,
-          fields,
-          'link.upsert',
-        );
+        const cipher = await deps.dataKeys.cipher();
+        const draft = await newDraft(deps.db, cipher, deps.clock, caller, fields, 'link.upsert');
         const answer = answerWith(draft.after.record.id, 'edit');
-        await runWrite(deps.db, caller, draft.write, answer);
+        await runWrite(deps.db, caller, draft.write, answer, cipher);
         return answer.result;
       }
 

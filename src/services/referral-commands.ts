@@ -127,16 +127,10 @@ export function createReferralCommands(deps: CommandDeps) {
     async create(caller: Caller, input: ReferralFieldsInput): Promise<ReferralView> {
       if (caller.role !== 'sender')
         throw new ForbiddenRoleError(`A ${caller.role} key may not create referrals.`);
-      const draft = await newDraft(
-        deps.db,
-        await deps.dataKeys.cipher(),
-        deps.clock,
-        caller,
-        input,
-        'referral.create',
-      );
+      const cipher = await deps.dataKeys.cipher();
+      const draft = await newDraft(deps.db, cipher, deps.clock, caller, input, 'referral.create');
       const answer = referralAnswer(deps.links, caller, draft.after);
-      await runWrite(deps.db, caller, draft.write, answer);
+      await runWrite(deps.db, caller, draft.write, answer, cipher);
       return answer.result;
     },
 
@@ -359,7 +353,7 @@ export function createReferralCommands(deps: CommandDeps) {
         ifMatch,
         async ({ db, record, party, now }) => {
           const decision = decide('complete', party, statusInput(record));
-          const outcome = await checkedOutcome(db, record.id, input);
+          const outcome = await checkedOutcome(db, deps.dataKeys, record.id, input);
           const completedByName = input.completedByName?.trim() || personIn(caller);
           const view: OutcomeView = {
             code: outcome.code,
@@ -552,7 +546,7 @@ export async function newDraft(
  * offers now, the summary it requires, and files the provider itself added that the scanner did not
  * reject, each named once.
  */
-async function checkedOutcome(db: Executor, referralId: string, input: OutcomeInput) {
+async function checkedOutcome(db: Executor, keys: DataKeys, referralId: string, input: OutcomeInput) {
   const code = await catalogRepository(db).findOutcomeCode(input.outcomeCode);
   const problems: { path: string; message: string }[] = [];
   if (code === undefined || !code.active) {
@@ -567,7 +561,7 @@ async function checkedOutcome(db: Executor, referralId: string, input: OutcomeIn
   }
   const ids = input.attachmentIds ?? [];
   if (ids.length > 0) {
-    const files = new Map((await attachmentRepository(db).list(referralId)).map((a) => [a.id, a]));
+    const files = new Map((await attachmentRepository(db, keys).list(referralId)).map((a) => [a.id, a]));
     ids.forEach((fileId, index) => {
       const file = files.get(fileId);
       const path = `body.attachmentIds.${index}`;

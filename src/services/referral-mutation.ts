@@ -161,7 +161,7 @@ export function createMutationRunner(deps: MutationDeps) {
       const audit = auditEventOf(caller, options.auditAction ?? `referral.${operation}`, [record.id], now);
       if (planned.unchanged === true) {
         const answer = respond({ before, after: before });
-        await runWrite(deps.db, caller, { timeline: [], outbox: [], audit }, answer);
+        await runWrite(deps.db, caller, { timeline: [], outbox: [], audit }, answer, cipher);
         return answer.result;
       }
       const { decision } = planned;
@@ -212,6 +212,7 @@ export function createMutationRunner(deps: MutationDeps) {
           audit,
         },
         answer,
+        cipher,
       );
       if (won) return answer.result;
       // Another write changed the referral since it was read. If it was this request's own retry that

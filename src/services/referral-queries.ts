@@ -188,12 +188,12 @@ export function createReferralQueries(deps: QueryDeps) {
       const sent =
         found.record.ehr.state === 'not-sent'
           ? undefined
-          : await ehrFormRepository(deps.db).ofVersion(view.id, view.version);
+          : await ehrFormRepository(deps.db, deps.dataKeys).ofVersion(view.id, view.version);
       const form =
         sent ??
         deps.renderEhrForm({
           ...ehrFormSourceOf(view),
-          attachments: await attachmentRepository(deps.db).readable(view.id),
+          attachments: await attachmentRepository(deps.db, deps.dataKeys).readable(view.id),
         });
       return { ...view, ehrForm: form.html, ehrFormType: form.formType };
     },

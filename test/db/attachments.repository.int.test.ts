@@ -1,6 +1,8 @@
 // The attachments' store on both engines: listed in the order added, the bytes read back in pieces
-// exactly as stored, a scan's result recorded once, and a removal that takes the bytes with it. (The
-// number and the limit are kept by the change that adds a file: test/api/routes/attachments.int.test.ts.)
+// exactly as stored (sealed, or in the clear as before field encryption), a scan's result recorded
+// once, and a removal that takes the bytes with it. (The number and the limit are kept by the change
+// that adds a file: test/api/routes/attachments.int.test.ts; the sealing itself:
+// test/db/sealed-parts.int.test.ts.)
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentRepository, type NewAttachment } from '../../src/db/attachments.repository.ts';
@@ -38,7 +40,9 @@ describe.each(ENGINES)('attachments repository on %s', (engine) => {
     };
   }
 
-  const add = (a: NewAttachment, content: Uint8Array) => insertAttachment(t.ctx.db, a, content);
+  const add = (a: NewAttachment, content: Uint8Array) =>
+    insertAttachment(t.ctx.db, t.ctx.dataKeys, a, content);
+  const repository = () => attachmentRepository(t.ctx.db, t.ctx.dataKeys);
 
   const collect = async (pieces: AsyncIterable<Buffer>) => {
     const all: Buffer[] = [];
@@ -47,7 +51,7 @@ describe.each(ENGINES)('attachments repository on %s', (engine) => {
   };
 
   it('numbers attachments in the order added and reads each back as stored, a piece at a time', async () => {
-    const repo = attachmentRepository(t.ctx.db);
+    const repo = repository();
     const draft = await createDraft(t);
     const first = randomBytes(2500);
     const second = Buffer.from('%PDF-1.7 second');
@@ -61,14 +65,30 @@ describe.each(ENGINES)('attachments repository on %s', (engine) => {
     const other = await createDraft(t);
     expect(await repo.find(other.id, a.id)).toBeUndefined();
 
+    // Sealed bytes are read a whole chunk at least at a time (64 KiB of plaintext): this file is one.
     const pieces = await collect(repo.content(a.id, a.sizeBytes, 1000));
-    expect(pieces.map((p) => p.length)).toEqual([1000, 1000, 500]);
+    expect(pieces.map((p) => p.length)).toEqual([2500]);
     expect(Buffer.concat(pieces).equals(first)).toBe(true);
     expect(Buffer.concat(await collect(repo.content(b.id, b.sizeBytes))).equals(second)).toBe(true);
   });
 
+  it('reads bytes stored before field encryption as they are, a piece of the size asked at a time', async () => {
+    const repo = repository();
+    const draft = await createDraft(t);
+    const bytes = randomBytes(2500);
+    const a = await add(attachment(draft.id, bytes), bytes);
+    await t.ctx.db
+      .updateTable('attachment_contents')
+      .set({ content: bytes })
+      .where('attachment_id', '=', a.id)
+      .execute();
+    const pieces = await collect(repo.content(a.id, a.sizeBytes, 1000));
+    expect(pieces.map((p) => p.length)).toEqual([1000, 1000, 500]);
+    expect(Buffer.concat(pieces).equals(bytes)).toBe(true);
+  });
+
   it('records a scan once: available when clean, rejected with the signature when not', async () => {
-    const repo = attachmentRepository(t.ctx.db);
+    const repo = repository();
     const draft = await createDraft(t);
     const content = Buffer.from('scan me');
     const clean = await add(attachment(draft.id, content), content);
@@ -88,7 +108,7 @@ describe.each(ENGINES)('attachments repository on %s', (engine) => {
   });
 
   it('lists the attachments still waiting for a scan since before a time, oldest first', async () => {
-    const repo = attachmentRepository(t.ctx.db);
+    const repo = repository();
     const draft = await createDraft(t);
     const content = Buffer.from('waiting');
     const waiting = await add(attachment(draft.id, content), content);
@@ -98,7 +118,7 @@ describe.each(ENGINES)('attachments repository on %s', (engine) => {
   });
 
   it('removes an attachment with its bytes, and only the referral’s own', async () => {
-    const repo = attachmentRepository(t.ctx.db);
+    const repo = repository();
     const draft = await createDraft(t);
     const other = await createDraft(t);
     const content = Buffer.from('remove me');

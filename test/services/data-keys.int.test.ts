@@ -16,7 +16,7 @@ import { createTestApp, type TestApp } from '../support/test-app.ts';
 
 const TABLES = Object.keys(SEALED_COLUMNS) as SealedTable[];
 /** Short enough for a test; the sweep's last pass waits it out after a new key is made. */
-const REFRESH_MS = 200;
+const REFRESH_MS = 500;
 
 describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
   const kek = testKeyEncryptionKey('kek-1');

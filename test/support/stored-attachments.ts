@@ -1,5 +1,6 @@
 // Attachments stored straight through the store's writes, as a test's starting state: the rows a
-// change's statement writes (attachmentWrites), without the change around them. `storedAttachment`
+// change's statement writes (attachmentWrites, sealing the name and the bytes with the store's data
+// keys), without the change around them. `storedAttachment`
 // is a file waiting for its scan with no job queued (as after a crash between an upload's statement
 // and its scan's enqueue), of a new draft of the sender.
 import { createHash, randomUUID } from 'node:crypto';
@@ -10,6 +11,7 @@ import {
   type AttachmentRecord,
   type NewAttachment,
 } from '../../src/db/attachments.repository.ts';
+import type { DataKeys } from '../../src/db/data-keys.repository.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { createDraft } from './scenarios.ts';
 import type { TestApp } from './test-app.ts';
@@ -17,13 +19,15 @@ import type { TestApp } from './test-app.ts';
 /** Stores `attachment` with its bytes, numbered after the referral's others, and reads it back. */
 export async function insertAttachment(
   db: Kysely<Database>,
+  keys: DataKeys,
   attachment: NewAttachment,
   content: Uint8Array,
 ): Promise<AttachmentRecord> {
-  const repo = attachmentRepository(db);
+  const repo = attachmentRepository(db, keys);
   const number = (await repo.list(attachment.referralId)).length + 1;
+  const cipher = await keys.cipher();
   await db.transaction().execute(async (trx) => {
-    for (const write of attachmentWrites.insert(trx, { ...attachment, number }, content))
+    for (const write of attachmentWrites.insert(trx, cipher, { ...attachment, number }, content))
       await trx.executeQuery(write.compile());
   });
   const stored = await repo.find(attachment.referralId, attachment.id);
@@ -44,6 +48,7 @@ export async function storedAttachment(
   const draft = await createDraft(t);
   return insertAttachment(
     t.ctx.db,
+    t.ctx.dataKeys,
     {
       id: randomUUID(),
       referralId: draft.id,

@@ -2,11 +2,14 @@
 // referral by ID, and walk the list or a search page by page.
 import type { Client } from 'openapi-fetch';
 import type {
+  AccessReportOptions,
   ActingFor,
   LinkPrefill,
   LinkUpsertResponse,
   ListFilters,
   OutcomeCode,
+  PatientAccess,
+  PatientAccessReport,
   Referral,
   ReferralFields,
   ReferralPage,
@@ -142,6 +145,52 @@ export class InstitutionClient {
   /** Every referral the search finds, newest first. */
   async *search(filters: SearchFilters, signal?: AbortSignal): AsyncGenerator<ReferralSummary> {
     yield* once(this.searchPages(filters, signal));
+  }
+
+  /**
+   * A patient's access report, page by page: who read or changed which of the patient's referrals the
+   * institution may see, newest first. The UIN goes in the body, never in a URL. Each page asked for is
+   * itself an access, listed first from then on: the pages after the first ask with its `asOf`, so
+   * they show the report as the first one did.
+   */
+  async *accessReportPages(
+    patientUin: string,
+    options: AccessReportOptions = {},
+    signal?: AbortSignal,
+  ): AsyncGenerator<PatientAccessReport> {
+    let asOf: string | undefined;
+    for (let offset = 0; ;) {
+      const { data } = await answerOf(
+        this.#api.POST('/api/v1/patients/access-report/search', {
+          body: { pageSize: PAGE_SIZE, ...options, ...this.#body, patientUin, offset, ...(asOf && { asOf }) },
+          signal,
+        }),
+      );
+      yield data;
+      if (!data.metadata.hasNext || data.data.length === 0) return;
+      offset = data.metadata.offset + data.data.length;
+      asOf = data.metadata.asOf;
+    }
+  }
+
+  /**
+   * Every entry of a patient's access report, newest first, each once: an entry a page walk sees again
+   * (an access written before the first page, but stored after it) is given only the first time.
+   */
+  async *accessReport(
+    patientUin: string,
+    options: AccessReportOptions = {},
+    signal?: AbortSignal,
+  ): AsyncGenerator<PatientAccess> {
+    const given = new Set<string>();
+    for await (const page of this.accessReportPages(patientUin, options, signal)) {
+      for (const entry of page.data) {
+        const key = `${entry.auditEventId}/${entry.referralId}`;
+        if (given.has(key)) continue;
+        given.add(key);
+        yield entry;
+      }
+    }
   }
 }
 

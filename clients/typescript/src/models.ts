@@ -19,6 +19,8 @@ export type AllowedAction = Schemas['AllowedAction'];
 export type BlockedAction = Schemas['BlockedAction'];
 export type Problem = Schemas['Problem'];
 export type FieldError = Schemas['FieldError'];
+export type PatientAccess = Schemas['PatientAccess'];
+export type PatientAccessReport = Schemas['PatientAccessReport'];
 
 type JsonBody<Operation> = Operation extends {
   readonly requestBody: { readonly content: { readonly 'application/json': infer Body } };
@@ -71,3 +73,5 @@ type ListQuery = NonNullable<operations['listReferrals']['parameters']['query']>
 export type ListFilters = Omit<ListQuery, 'requesterIdentifier' | 'offset'>;
 /** Filters of the search: those of the list, and the patient's UIN (never sent in a URL). */
 export type SearchFilters = WithoutActingFor<Omit<JsonBody<operations['searchReferrals']>, 'offset'>>;
+/** Options of a patient's access report: the page size of the walk. */
+export type AccessReportOptions = Pick<JsonBody<operations['searchPatientAccessReport']>, 'pageSize'>;

@@ -589,6 +589,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/patients/access-report': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a patient’s access report
+     * @description Every access to the referrals of one patient that the institution sends, or receives once submitted: who read or changed which referral, when, from which client (each party’s, refhub’s operators’ and refhub’s own), newest first, a page at a time: ask again with `offset` + `pageSize` and the first page’s `metadata.asOf` while `metadata.hasNext` is true. Reads of the form and of attachments are listed as such. A patient with no referral the institution may see has an empty report. The report itself is audited (`patient.access-report`), naming the referrals it covered. The UIN is in the URL: refhub never logs it, but a proxy in front may; the search operation takes it in the body instead.
+     */
+    get: operations['getPatientAccessReport'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/patients/access-report/search': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Get a patient’s access report, the UIN in the body
+     * @description Every access to the referrals of one patient that the institution sends, or receives once submitted: who read or changed which referral, when, from which client (each party’s, refhub’s operators’ and refhub’s own), newest first, a page at a time: ask again with `offset` + `pageSize` and the first page’s `metadata.asOf` while `metadata.hasNext` is true. Reads of the form and of attachments are listed as such. A patient with no referral the institution may see has an empty report. The report itself is audited (`patient.access-report`), naming the referrals it covered. The get operation with the UIN in the body, where no URL carries it. It changes nothing, so it can be retried as it is.
+     */
+    post: operations['searchPatientAccessReport'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1230,6 +1270,77 @@ export interface components {
     AttachmentList: {
       /** @description In the order they were added. */
       data: components['schemas']['Attachment'][];
+    };
+    PatientAccessReport: {
+      /** @description Newest first. */
+      data: components['schemas']['PatientAccess'][];
+      metadata: components['schemas']['PatientAccessReportMetadata'];
+    };
+    PatientAccessReportMetadata: {
+      /** @description How many entries come before this page. */
+      offset: number;
+      pageSize: number;
+      /** @description Whether a page follows: ask again with offset + pageSize. */
+      hasNext: boolean;
+      /** @description How many entries the report has. */
+      total: number;
+      /** @description Opaque. Every page asked for is an access itself, listed first from then on: send this as `asOf` with the next pages, so that they show the report as this one did. */
+      asOf: string;
+    };
+    PatientAccess: {
+      /**
+       * Format: uuid
+       * @description The audit row’s ID. With `referralId` it tells entries apart: one row may name two referrals of the patient (a list that showed both).
+       */
+      auditEventId: string;
+      /**
+       * Format: date-time
+       * @description ISO 8601 UTC, with milliseconds
+       */
+      occurredAt: string;
+      /** @description The audit action, such as `referral.read`, `referral.read-ehr-form`, `referral.read-attachment-content`, `referral.update` or `link.redeem` (docs/api.md, "Audit"). The set grows: display it, do not branch on it. */
+      action: string;
+      /**
+       * @description `denied`: the request was turned away (tenancy, role, scope), or a link opened nothing.
+       * @enum {unknown}
+       */
+      outcome: 'success' | 'denied';
+      /** Format: uuid */
+      referralId: string;
+      /**
+       * @description `api`: a client system; `web-form`: a person in refhub’s web form, behind a one-time link (system `Manual`, with the credential that minted the link); `ops`: refhub’s operators; `refhub`: refhub on its own (a forward to the EHR, a reminder).
+       * @enum {unknown}
+       */
+      channel: 'api' | 'web-form' | 'ops' | 'refhub';
+      institution: components['schemas']['PatientAccessInstitution'] | null;
+      system: string | null;
+      requesterIdentifier: string | null;
+      client: components['schemas']['PatientAccessClient'] | null;
+      /** @description The request’s `X-Request-Id`: quote it to refhub’s operators. */
+      requestId: string;
+    };
+    /** @description The institution that acted, as the request named it. */
+    PatientAccessInstitution: {
+      /** @description The kind of identifier, such as `hci`. */
+      idType: string;
+      id: string;
+      name: string | null;
+    };
+    /** @description The credential the request was made with. */
+    PatientAccessClient: {
+      /**
+       * @description `api-key`, or `client`: signed client credentials (an access token).
+       * @enum {unknown}
+       */
+      kind: 'api-key' | 'client';
+      /** @description The credential’s display prefix. */
+      prefix: string;
+      /**
+       * Format: uuid
+       * @description A client’s ID, as its assertions name it; absent for an API key.
+       */
+      clientId?: string;
+      label: string | null;
     };
   };
   responses: never;
@@ -6576,6 +6687,269 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  getPatientAccessReport: {
+    parameters: {
+      query: {
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
+        institutionIdType: 'hci';
+        /** @example S1234A */
+        institutionId: string;
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
+        requesterIdentifier: string;
+        /**
+         * @description NRIC or FIN, for example S1234567D
+         * @example S1234567D
+         */
+        patientUin: string;
+        /** @example 0 */
+        offset?: number;
+        /** @example 10 */
+        pageSize?: number;
+        /**
+         * @description The `metadata.asOf` of the first page: the next pages leave out what was written since.
+         * @example 48213
+         */
+        asOf?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of the report. */
+      200: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PatientAccessReport'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  searchPatientAccessReport: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409.
+         * @example e8f83eb2-f33f-5b2c-84c0-edf8ba61dd7e
+         */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "institutionIdType": "hci",
+         *       "institutionId": "S1234A",
+         *       "requesterIdentifier": "dr.lim@bukittimah.example",
+         *       "patientUin": "S1234567D",
+         *       "pageSize": 10
+         *     }
+         */
+        'application/json': {
+          /**
+           * @description The kind of institution identifier. `hci` is the healthcare institution code.
+           * @enum {unknown}
+           */
+          institutionIdType: 'hci';
+          institutionId: string;
+          /** @description The person using the client system; an email address is preferred. Audited with every call. */
+          requesterIdentifier: string;
+          /** @description NRIC or FIN, for example S1234567D */
+          patientUin: string;
+          /** @default 0 */
+          offset?: number;
+          /** @default 10 */
+          pageSize?: number;
+          /** @description The `metadata.asOf` of the first page: the next pages leave out what was written since. */
+          asOf?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description One page of the report. */
+      200: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PatientAccessReport'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
+          'Idempotent-Replayed'?: 'true';
           [name: string]: unknown;
         };
         content: {

@@ -17,6 +17,7 @@
 // A secret shown once (a webhook signing secret: the route names its field in `shownOnce`) is not
 // stored at all: a replay answers without it and with `secretShown: false`. It cannot be minted
 // again like a link, since the one in use is the one the first answer showed.
+import type { FieldCipher } from '../../domain/data-keys.ts';
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { IdempotencyKeyInUseError, IdempotencyKeyReusedError, ValidationError } from '../../errors.ts';
@@ -74,7 +75,10 @@ const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 const JSON_TYPE = 'application/json; charset=utf-8';
 const NOT_STORED: ReadonlySet<string> = new Set(['idempotency_key_in_use', 'idempotency_key_reused']);
 
-/** The referral IDs a stored response names: a referral, a link upsert's referralId, or a page. */
+/**
+ * The referral IDs a stored response names: a referral, a link upsert's referralId, or a page (of
+ * referrals, or of entries that name their referral, as a patient's access report does).
+ */
 function referralIdsIn(body: string): string[] {
   let parsed: unknown;
   try {
@@ -85,7 +89,10 @@ function referralIdsIn(body: string): string[] {
   if (parsed === null || typeof parsed !== 'object') return [];
   const object = parsed as { id?: unknown; referralId?: unknown; data?: unknown };
   const ids: unknown[] = Array.isArray(object.data)
-    ? object.data.map((r: unknown) => (r as { id?: unknown } | null)?.id)
+    ? object.data.map((r: unknown) => {
+        const item = r as { id?: unknown; referralId?: unknown } | null;
+        return item?.referralId ?? item?.id;
+      })
     : [object.referralId ?? (typeof object.id === 'string' && 'version' in object ? object.id : undefined)];
   return ids.filter((id): id is string => typeof id === 'string' && isUuid(id));
 }
@@ -121,7 +128,7 @@ function canonical(value: unknown): unknown {
  * What makes two requests the same: the route, the path, the query and the body. A body of bytes (a
  * file) counts by its SHA-256, with the type and name it was sent with.
  */
-function requestHash(request: FastifyRequest): string {
+function requestText(request: FastifyRequest): string {
   const body = Buffer.isBuffer(request.body)
     ? {
         sha256: createHash('sha256').update(request.body).digest('hex'),
@@ -129,13 +136,26 @@ function requestHash(request: FastifyRequest): string {
         disposition: request.headers['content-disposition'] ?? null,
       }
     : request.body;
-  return createHash('sha256')
-    .update(
-      JSON.stringify(
-        canonical([request.method, request.routeOptions.url, request.params, request.query, body]),
-      ),
-    )
-    .digest('hex');
+  return JSON.stringify(
+    canonical([request.method, request.routeOptions.url, request.params, request.query, body]),
+  );
+}
+
+/** The request's keyed digest (an HMAC under the blind-index key), as the key's record keeps it. */
+function requestHash(request: FastifyRequest, cipher: FieldCipher): string {
+  return cipher.blindIndex('keyed-request', requestText(request));
+}
+
+/**
+ * Whether a stored request hash is this request's. Records kept before the digest was keyed (a plain
+ * SHA-256 in hex, for at most their 24 hours) are compared as they were made.
+ */
+function sameRequest(stored: string, request: FastifyRequest, claim: KeyClaim): boolean {
+  if (stored === claim.requestHash) return true;
+  return (
+    /^[0-9a-f]{64}$/.test(stored) &&
+    stored === createHash('sha256').update(requestText(request)).digest('hex')
+  );
 }
 
 /** The success status the route declares (201 for a create, else 200). */
@@ -155,7 +175,7 @@ function isKeyTaken(error: unknown): boolean {
   return constraint === 'idempotency_keys_pkey' || String(message).includes('idempotency_keys_pkey');
 }
 
-export type IdempotencyDeps = Pick<ApiDeps, 'config' | 'db' | 'clock' | 'linkMinter'>;
+export type IdempotencyDeps = Pick<ApiDeps, 'config' | 'db' | 'dataKeys' | 'clock' | 'linkMinter'>;
 
 export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps): void {
   const tokenUrl = new RegExp(
@@ -205,9 +225,9 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
 
   /** Answers a request whose key another request holds: its response, or 422 for another request. */
   async function answerFromRecord(request: FastifyRequest, reply: FastifyReply, claim: KeyClaim) {
-    const existing = await idempotencyRepository(deps.db).find(claim.apiKeyId, claim.key);
+    const existing = await idempotencyRepository(deps.db, deps.dataKeys).find(claim.apiKeyId, claim.key);
     if (existing === undefined) throw new IdempotencyKeyInUseError();
-    if (existing.requestHash !== claim.requestHash) throw new IdempotencyKeyReusedError();
+    if (!sameRequest(existing.requestHash, request, claim)) throw new IdempotencyKeyReusedError();
     if (existing.response === null) throw new IdempotencyKeyInUseError();
     return replay(request, reply, existing.response);
   }
@@ -245,7 +265,8 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
         return undefined;
       },
       async replayIfTaken() {
-        if ((await idempotencyRepository(deps.db).find(claim.apiKeyId, claim.key)) !== undefined) {
+        const taken = await idempotencyRepository(deps.db, deps.dataKeys).find(claim.apiKeyId, claim.key);
+        if (taken !== undefined) {
           throw new IdempotencyKeyTaken();
         }
       },
@@ -267,11 +288,11 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
     const claim: KeyClaim = {
       apiKeyId: request.apiKey.id,
       key,
-      requestHash: requestHash(request),
+      requestHash: requestHash(request, await deps.dataKeys.cipher()),
       now,
       expiresAt: new Date(now.getTime() + RETENTION_MS),
     };
-    const repo = idempotencyRepository(deps.db);
+    const repo = idempotencyRepository(deps.db, deps.dataKeys);
     const existing = await repo.find(claim.apiKeyId, key);
     if (existing !== undefined && existing.expiresAt <= now) {
       await repo.release(claim.apiKeyId, key, existing.createdAt);
@@ -290,7 +311,7 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
     }
     const code = reply.statusCode >= 400 ? problemCodeOf(payload) : undefined;
     if (code !== undefined && NOT_STORED.has(code)) return payload;
-    await idempotencyRepository(deps.db).record(keyed.claimOf, {
+    await idempotencyRepository(deps.db, deps.dataKeys).record(keyed.claimOf, {
       status: reply.statusCode,
       headers: { 'content-type': String(reply.getHeader('content-type') ?? JSON_TYPE) },
       body: await storedBodyOf(deps.db, request, payload),

@@ -14,6 +14,13 @@ import {
   WebhookSubscriptionWithSecret,
 } from './webhooks.schema.ts';
 import { LinkUpsertResponse } from './links.schema.ts';
+import {
+  PatientAccess,
+  PatientAccessClient,
+  PatientAccessInstitution,
+  PatientAccessReport,
+  PatientAccessReportMetadata,
+} from './patients.schema.ts';
 import type { Named } from './named.ts';
 import { FieldError, Problem } from './problem.schema.ts';
 import {
@@ -73,6 +80,11 @@ export const COMPONENT_SCHEMAS: readonly Named[] = [
   WebhookAttemptList,
   Attachment,
   AttachmentList,
+  PatientAccessReport,
+  PatientAccessReportMetadata,
+  PatientAccess,
+  PatientAccessInstitution,
+  PatientAccessClient,
 ];
 
 export function registerComponentSchemas(app: FastifyInstance): void {

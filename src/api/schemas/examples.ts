@@ -178,6 +178,9 @@ const OPERATIONS: Readonly<Record<string, OperationExamples>> = {
   rotateWebhookSecret: {},
   sendWebhookTest: {},
   listWebhookAttempts: {},
+  // asOf: a later page's, as the first page's metadata gave it.
+  getPatientAccessReport: { parameters: { patientUin: 'S1234567D', asOf: '48213' } },
+  searchPatientAccessReport: { body: { ...bySender, patientUin: 'S1234567D', pageSize: 10 } },
 };
 
 // Idempotency-Key: one per operation, so that trying one operation after another with their examples

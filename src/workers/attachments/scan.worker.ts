@@ -9,6 +9,7 @@ import type { Redis } from 'ioredis';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../domain/clock.ts';
 import { attachmentRepository } from '../../db/attachments.repository.ts';
+import type { DataKeys } from '../../db/data-keys.repository.ts';
 import type { Database } from '../../db/schema.ts';
 import type { Logger } from '../../logger.ts';
 import { WORKER_DEFAULTS, type QueuePayloads, type SettledScan } from '../../queue/registry.ts';
@@ -19,13 +20,15 @@ export type ScanPayload = QueuePayloads['attachment-scan'];
 
 export interface ScanDeps {
   readonly db: Kysely<Database>;
+  /** The keys the attachment's bytes are sealed with: the scanner gets them opened. */
+  readonly dataKeys: DataKeys;
   readonly clock: Clock;
   readonly scanner: Pick<ClamdClient, 'scan'>;
   readonly logger: Logger;
 }
 
 export async function scanAttachment(deps: ScanDeps, payload: ScanPayload): Promise<SettledScan> {
-  const attachments = attachmentRepository(deps.db);
+  const attachments = attachmentRepository(deps.db, deps.dataKeys);
   const attachment = await attachments.find(payload.referralId, payload.attachmentId);
   // Removed since it was queued (a draft's attachment), or not this installation's.
   if (attachment === undefined) return 'gone';

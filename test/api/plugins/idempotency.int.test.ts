@@ -4,6 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
+import { openColumns } from '../../../src/db/data-keys.repository.ts';
+import { isSealed } from '../../../src/domain/data-keys.ts';
 import { hashLinkToken } from '../../../src/services/links-minter.ts';
 import { ENGINES } from '../../support/engines.ts';
 import { PATIENT } from '../../support/fixtures/patients.ts';
@@ -160,6 +162,39 @@ describe.each(ENGINES)('Idempotency-Key on %s', (engine) => {
     });
   });
 
+  describe('the request a key is kept with', () => {
+    const storedHash = async (key: string) =>
+      (
+        await t.ctx.db
+          .selectFrom('idempotency_keys')
+          .select('request_hash')
+          .where('key', '=', key)
+          .executeTakeFirstOrThrow()
+      ).request_hash;
+
+    it('is a keyed digest, which no one can reverse by hashing every UIN', async () => {
+      const key = freshKey('digest');
+      const first = await t.request(t.sender, withKey(createReferral(), key));
+      expect(first.statusCode).toBe(201);
+      // An HMAC-SHA-256 under the blind-index key (base64url), not a SHA-256 of the request (hex).
+      expect(await storedHash(key)).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expectReplayOf(await t.request(t.sender, withKey(createReferral(), key)), first);
+    });
+
+    it('kept as a plain SHA-256 (before the digest was keyed) still refuses another request', async () => {
+      const key = freshKey('legacy');
+      expect((await t.request(t.sender, withKey(createReferral(), key))).statusCode).toBe(201);
+      await t.ctx.db
+        .updateTable('idempotency_keys')
+        .set({ request_hash: 'ab'.repeat(32) })
+        .where('key', '=', key)
+        .execute();
+      const reused = await t.request(t.sender, withKey(createReferral(), key));
+      expect(reused.statusCode).toBe(422);
+      expect(reused.json()).toMatchObject({ code: 'idempotency_key_reused' });
+    });
+  });
+
   describe('a key reused for another request', () => {
     it('with a different body → 422 idempotency_key_reused, and nothing is created', async () => {
       const key = freshKey('reused');
@@ -197,13 +232,14 @@ describe.each(ENGINES)('Idempotency-Key on %s', (engine) => {
 
   describe('a key whose first request is still running', () => {
     /**
-     * Makes notes with `content` slow to write: the note's insert sleeps, inside the request's
-     * transaction, so a second request with the same key arrives while the first still runs.
+     * Makes notes on the referral `referralId` slow to write: the note's insert sleeps, inside the
+     * request's transaction, so a second request with the same key arrives while the first still
+     * runs. (By the referral: a note's content is sealed, and so never equal to its text.)
      */
-    async function slowNotes(content: string, seconds: number): Promise<() => Promise<void>> {
+    async function slowNotes(referralId: string, seconds: number): Promise<() => Promise<void>> {
       await sql`create function idempotency_test_slow() returns trigger language plpgsql as $$
         begin
-          if new.content = ${sql.lit(content)} then perform pg_sleep(${sql.lit(seconds)}); end if;
+          if new.referral_id = ${sql.lit(referralId)} then perform pg_sleep(${sql.lit(seconds)}); end if;
           return new;
         end $$`.execute(t.ctx.db);
       await sql`create trigger idempotency_test_slow before insert on notes
@@ -218,7 +254,7 @@ describe.each(ENGINES)('Idempotency-Key on %s', (engine) => {
       const referral = await referralIn(t, 'pending-acceptance');
       const key = freshKey('in-flight');
       const content = `Slow note ${key}`;
-      const undo = await slowNotes(content, 1);
+      const undo = await slowNotes(referral.id, 1);
       try {
         const first = t.request(t.sender, withKey(addNote(referral.id, content), key));
         await new Promise((resolve) => setTimeout(resolve, 300));
@@ -244,7 +280,7 @@ describe.each(ENGINES)('Idempotency-Key on %s', (engine) => {
         const referral = await referralIn(t, 'pending-acceptance');
         const key = freshKey('long-flight');
         const content = `Very slow note ${key}`;
-        const undo = await slowNotes(content, 7);
+        const undo = await slowNotes(referral.id, 7);
         try {
           const first = t.request(t.sender, withKey(addNote(referral.id, content), key));
           await new Promise((resolve) => setTimeout(resolve, 300));
@@ -385,9 +421,17 @@ describe.each(ENGINES)('Idempotency-Key on %s', (engine) => {
       expect(row.expires_at.getTime()).toBeGreaterThan(Date.now());
     }
 
+    /** The stored responses, opened (each is sealed: the store holds none in the clear). */
     async function storedResponses(): Promise<string> {
-      const rows = await t.ctx.db.selectFrom('idempotency_keys').select('response_body').execute();
-      return rows.map((r) => r.response_body ?? '').join('\n');
+      const rows = await t.ctx.db
+        .selectFrom('idempotency_keys')
+        .select(['api_key_id', 'key', 'response_body'])
+        .execute();
+      expect(rows.every((r) => r.response_body === null || isSealed(r.response_body))).toBe(true);
+      const opened = await t.ctx.dataKeys.reading((cipher) =>
+        rows.map((r) => openColumns('idempotency_keys', r, cipher)),
+      );
+      return opened.map((r) => r.response_body ?? '').join('\n');
     }
 
     it('a replayed create hands out a new, working one-time URL for the same referral', async () => {

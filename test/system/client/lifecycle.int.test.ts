@@ -233,6 +233,40 @@ describe.each(ENGINES)('@refhub/client against refhub on %s', (engine) => {
     expect([...created].sort().reverse()).toEqual(created);
   });
 
+  it('walks a patient’s access report page by page as the first page saw it, each entry once', async () => {
+    const patientUin = 'S2468024C';
+    const created = await clinic.createReferral({ offeringId: 'cgh-gastro', ...PATIENT, patientUin });
+    const referral = clinic.referral(created);
+    for (let i = 0; i < 3; i++) await referral.read();
+    const pages = [];
+    for await (const page of clinic.accessReportPages(patientUin, { pageSize: 2 })) pages.push(page);
+    // The create and three reads. Each page asked for is an access too, but the later pages leave out
+    // what was written after the first.
+    expect(pages.map((page) => page.metadata.total)).toEqual([4, 4]);
+    expect(pages.map((page) => page.data.map((entry) => entry.action))).toEqual([
+      ['referral.read', 'referral.read'],
+      ['referral.read', 'referral.create'],
+    ]);
+    const walked = [];
+    for await (const entry of clinic.accessReport(patientUin, { pageSize: 2 })) walked.push(entry);
+    expect(walked.map((entry) => entry.action)).toEqual([
+      ...Array<string>(2).fill('patient.access-report'),
+      ...Array<string>(3).fill('referral.read'),
+      'referral.create',
+    ]);
+    expect(new Set(walked.map((entry) => entry.referralId))).toEqual(new Set([created.id]));
+    expect(walked[walked.length - 1]).toMatchObject({
+      channel: 'api',
+      institution: { idType: 'hci', id: 'S1234A', name: 'Bukit Timah Family Clinic' },
+      system: 'HAS',
+      client: { kind: 'api-key' },
+    });
+    // A hospital that has not received it (a draft) finds nothing.
+    const seen = [];
+    for await (const page of hospital.accessReportPages(patientUin)) seen.push(...page.data);
+    expect(seen).toEqual([]);
+  });
+
   it('retries a create whose answer was lost with the same Idempotency-Key, and the answer is replayed', async () => {
     let creates = 0;
     const proxy = await startFaultyProxy(baseUrl, (request) =>

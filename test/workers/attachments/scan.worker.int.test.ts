@@ -40,12 +40,13 @@ describe.each(ENGINES)('scanning an attachment on %s', (engine) => {
   });
   const deps = () => ({
     db: t.ctx.db,
+    dataKeys: t.ctx.dataKeys,
     clock: t.ctx.clock,
     logger: t.ctx.logger,
     scanner: createClamdClient({ host: clamd.host, port: clamd.port, timeoutMs: 10_000 }),
   });
   const stateOf = async (a: AttachmentRecord) =>
-    (await attachmentRepository(t.ctx.db).find(a.referralId, a.id))?.scanState;
+    (await attachmentRepository(t.ctx.db, t.ctx.dataKeys).find(a.referralId, a.id))?.scanState;
 
   it('makes a clean file available, once', async () => {
     const a = await addAttachment(t, LETTER);
@@ -59,7 +60,7 @@ describe.each(ENGINES)('scanning an attachment on %s', (engine) => {
   it('rejects EICAR and keeps the signature for operators', async () => {
     const a = await addAttachment(t, EICAR);
     expect(await scanAttachment(deps(), { attachmentId: a.id, referralId: a.referralId })).toBe('rejected');
-    const found = await attachmentRepository(t.ctx.db).find(a.referralId, a.id);
+    const found = await attachmentRepository(t.ctx.db, t.ctx.dataKeys).find(a.referralId, a.id);
     expect(found).toMatchObject({ scanState: 'rejected', scanSignature: `${EICAR_SIGNATURE}.UNOFFICIAL` });
   });
 
@@ -116,6 +117,7 @@ describe('the attachment scan queue', () => {
     worker = startAttachmentScanWorker(
       {
         db: t.ctx.db,
+        dataKeys: t.ctx.dataKeys,
         clock: t.ctx.clock,
         logger: t.ctx.logger,
         scanner: createClamdClient({ host: clamd.host, port: clamd.port, timeoutMs: 10_000 }),
@@ -126,7 +128,9 @@ describe('the attachment scan queue', () => {
       (await queue.getJobCounts('completed')).completed === 1 ? true : undefined,
     );
     expect((await queue.getJob(attachmentScanJobId(a.id)))?.returnvalue).toBe('available');
-    expect((await attachmentRepository(t.ctx.db).find(a.referralId, a.id))?.scanState).toBe('available');
+    expect((await attachmentRepository(t.ctx.db, t.ctx.dataKeys).find(a.referralId, a.id))?.scanState).toBe(
+      'available',
+    );
   });
 
   it('scans what a client uploads: EICAR is refused for good, a clean PDF is handed out', async () => {
@@ -188,7 +192,8 @@ describe('the attachment scan queue', () => {
       const a = await addAttachment(scanned, EICAR);
       await scanned.ctx.queues.enqueueScans([{ attachmentId: a.id, referralId: a.referralId }]);
       await eventually('the scan recorded', async () =>
-        (await attachmentRepository(scanned.ctx.db).find(a.referralId, a.id))?.scanState === 'rejected'
+        (await attachmentRepository(scanned.ctx.db, scanned.ctx.dataKeys).find(a.referralId, a.id))
+          ?.scanState === 'rejected'
           ? true
           : undefined,
       );
