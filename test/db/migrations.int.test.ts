@@ -31,7 +31,8 @@ const LIST_INDEXES = {
   referrals_provider_updated: ['provider_id_type', 'provider_id', 'updated_at DESC'],
   referrals_provider_submitted: ['provider_id_type', 'provider_id', 'submitted_at DESC NULLS LAST'],
   referrals_provider_created: ['provider_id_type', 'provider_id', 'created_at DESC'],
-  referrals_patient_uin: ['patient_uin'],
+  // The patient filter looks up the blind index of the UIN: the UIN itself is sealed.
+  referrals_patient_uin_index: ['patient_uin_index'],
   // The list's total: one narrow index per side.
   referrals_sender_count: ['sender_id_type', 'sender_id'],
   referrals_provider_count: ['provider_id_type', 'provider_id'],

@@ -203,6 +203,7 @@ describe.each(ENGINES)('webhook URLs in production on %s', (engine) => {
         NODE_ENV: 'production',
         EHR_URL: 'https://ehr.example.org/referrals',
         SESSION_SECRET: 's'.repeat(40),
+        DATA_KEYS: `kek-1:${Buffer.alloc(32, 1).toString('base64')}`,
         ATTACHMENT_SCANNING: 'elsewhere',
         WEBHOOK_ALLOWED_ADDRESSES: '10.1.2.3,hooks.internal.test',
       },

@@ -11,6 +11,7 @@ const PRODUCTION = {
   NODE_ENV: 'production',
   EHR_URL: 'https://ehr.example/forms',
   ATTACHMENT_SCANNING: 'elsewhere',
+  DATA_KEYS: `kek-1:${Buffer.alloc(32, 1).toString('base64')}`,
 };
 
 describe('SESSION_SECRET', () => {

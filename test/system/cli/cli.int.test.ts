@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 import { testDatabaseUrl } from '../../support/engines.ts';
 import { childEnv } from '../../support/child-env.ts';
 import { testRedisUrl } from '../../support/bridge.ts';
+import { dataKeysSetting, testKeyEncryptionKey } from '../../support/data-keys.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const BIN = path.join(ROOT, 'bin', 'refhub.js');
@@ -22,6 +23,12 @@ const ANY_KEY = /rfh_(live|test)_[0-9A-Za-z]{43}/g;
 /** Settings that would leak from the developer's shell into the command under test. */
 /** The queues of the processes this file starts live under a prefix of their own. */
 const QUEUE_PREFIX = `cli-${randomUUID()}`;
+/**
+ * One key ring for every process this file starts, as an installation's processes share one: the
+ * PostgreSQL database is shared by commands run each in a DATA_DIR of its own, where each would
+ * otherwise make a key file of its own and fail to open the data keys another one wrapped.
+ */
+const DATA_KEYS = dataKeysSetting(testKeyEncryptionKey('cli'));
 
 interface Result {
   readonly code: number | null;
@@ -45,6 +52,7 @@ function environment(env: Record<string, string>): NodeJS.ProcessEnv {
     LOG_LEVEL: 'warn',
     REDIS_URL: testRedisUrl(),
     QUEUE_PREFIX,
+    DATA_KEYS,
     ...env,
   });
 }

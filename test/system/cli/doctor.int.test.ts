@@ -2,7 +2,7 @@
 // them. The shell the doctor runs in has no EHR_URL, while the server was started with one: the
 // doctor must say which checks it could not make and why, never that every check passed, and
 // `refhub doctor --server` must show what the server itself finds and runs with, secrets only as set.
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,6 +18,7 @@ const SECRETS = {
   EHR_TOKEN: `ehr-token-${randomUUID()}`,
   METRICS_TOKEN: `metrics-token-${randomUUID()}`,
   SESSION_SECRET: `session-secret-${randomUUID()}`,
+  DATA_KEYS: `kek-1:${randomBytes(32).toString('base64')}`,
 };
 
 // Each spawn of refhub costs seconds on a busy machine.

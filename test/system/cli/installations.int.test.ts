@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 import { testDatabaseUrl } from '../../support/engines.ts';
 import { childEnv } from '../../support/child-env.ts';
 import { testRedisUrl } from '../../support/bridge.ts';
+import { dataKeysSetting, testKeyEncryptionKey } from '../../support/data-keys.ts';
 import { freePort } from '../../support/free-port.ts';
 import { describeRun, runRefhub, type CliResult } from '../../support/refhub-cli.ts';
 
@@ -93,6 +94,12 @@ async function admin(query: string): Promise<void> {
 
 const pgDatabase = `refhub_installations_${randomUUID().replaceAll('-', '')}`;
 let pgUrl = '';
+/**
+ * The key ring of the PostgreSQL installation, given to each of its processes, as every process of an
+ * installation needs the same one: they run each in a DATA_DIR of its own, where each would otherwise
+ * make a key file of its own and fail to open the data keys another one wrapped.
+ */
+const PG_DATA_KEYS = dataKeysSetting(testKeyEncryptionKey('installations'));
 
 beforeAll(async () => {
   await admin(`CREATE DATABASE ${pgDatabase}`);
@@ -188,6 +195,7 @@ describe('installations side by side', () => {
 
       const postgres = await startServer({
         DATABASE_URL: pgUrl,
+        DATA_KEYS: PG_DATA_KEYS,
         DATA_DIR: dataDir,
         PORT: String(await freePort()),
         QUEUE_PREFIX: `${RUN}-postgres`,
@@ -212,7 +220,12 @@ describe('installations side by side', () => {
     'commands that open Redis end without a warning or an error',
     { timeout: 600_000 },
     async ({ expect }) => {
-      const env = { DATABASE_URL: pgUrl, DATA_DIR: tempDir(), QUEUE_PREFIX: `${RUN}-commands` };
+      const env = {
+        DATABASE_URL: pgUrl,
+        DATA_KEYS: PG_DATA_KEYS,
+        DATA_DIR: tempDir(),
+        QUEUE_PREFIX: `${RUN}-commands`,
+      };
       const migrated = await run(['migrate'], env);
       expect(migrated.code, describeRun(['migrate'], migrated)).toBe(0);
       // A short run closed Redis in the middle of its handshake some of the time: each runs twice.

@@ -103,6 +103,7 @@ const OPERATOR_VARIABLES = {
   POSTGRES_PASSWORD: 'postgres-password',
   REDIS_PASSWORD: 'redis-password',
   SESSION_SECRET: 's'.repeat(48),
+  DATA_KEYS: `kek-1:${Buffer.alloc(32, 1).toString('base64')}`,
 };
 const SECRETS = Object.keys(OPERATOR_VARIABLES);
 
@@ -621,6 +622,9 @@ describe('docker-compose.yml', () => {
       expect(await nonPublicAddressReason(ehr, new Set(), onComposeNetwork)).not.toBeNull();
       expect(config.webhookAllowedAddresses.size, `${name}: webhooks reach public addresses only`).toBe(0);
       expect(config.sessionSecret).toBe(OPERATOR_VARIABLES.SESSION_SECRET);
+      // Every process seals and opens patient data under the one key ring the operator gave.
+      expect(config.dataKeys, name).toEqual([{ id: 'kek-1', key: Buffer.alloc(32, 1) }]);
+      expect(config.dataKeysFile, name).toBeUndefined();
       expect(config.catalogFile, name).toBe(path.join('/app', 'catalog/demo.json'));
       expect(fs.existsSync(path.join(ROOT, 'catalog/demo.json'))).toBe(true);
       // Node trusts the sandbox's CA, from the volume the one-shot wrote it to.
