@@ -33,7 +33,8 @@ export function keyRingOf(config: Pick<Config, 'dataKeys' | 'dataKeysFile' | 'da
     );
   }
   try {
-    return localKeyRing(parseKeyFile(text), 'DATA_KEYS_FILE');
+    // Messages name the setting, or for the file refhub made itself, the file.
+    return localKeyRing(parseKeyFile(text), config.dataKeysFile === undefined ? file : 'DATA_KEYS_FILE');
   } catch (error) {
     throw new ConfigError('DATA_KEYS_FILE', (error as Error).message);
   }

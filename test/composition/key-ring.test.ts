@@ -54,6 +54,8 @@ describe('the key ring', () => {
     const [key] = parseKeyFile(fs.readFileSync(file, 'utf8'));
     expect(key?.id).toBe('development');
     expect(new Set(rings.map((r) => r.activeId))).toEqual(new Set(['development']));
+    // A key ring that does not fit the database names the file, since no setting names it.
+    expect(new Set(rings.map((r) => r.source))).toEqual(new Set([file]));
     expect(fs.readdirSync(dir)).toEqual(['data-keys.json']);
     // Made once: a later start reads the same key.
     const again = parseKeyFile(fs.readFileSync(developmentKeyFile(config), 'utf8'));
