@@ -57,3 +57,18 @@ export async function openTestStore(engine: Engine, options: TestStoreOptions = 
     },
   };
 }
+
+/**
+ * A migrated, empty PostgreSQL store, with the URL that reaches its database: for a refhub process a
+ * test spawns beside it (a command, as an operator runs it). Closing it drops the database.
+ */
+export async function openPostgresStoreWithUrl(): Promise<{ store: Store; url: string }> {
+  let url = '';
+  const store = await openTestStore('postgres', {
+    reach: (reached) => {
+      url = reached.toString();
+      return reached;
+    },
+  });
+  return { store, url };
+}

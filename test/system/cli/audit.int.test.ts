@@ -14,7 +14,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { auditEventOf, auditRepository, systemActor } from '../../../src/db/audit.repository.ts';
 import { chainOf } from '../../../src/domain/audit-chain.ts';
 import { testRedisUrl } from '../../support/bridge.ts';
-import { openTestStore } from '../../support/engines.ts';
+import { openPostgresStoreWithUrl } from '../../support/engines.ts';
 import { describeRun, runRefhub, type CliResult } from '../../support/refhub-cli.ts';
 
 const QUEUE_PREFIX = `cli-audit-${randomUUID()}`;
@@ -59,13 +59,7 @@ type Line = Record<string, unknown>;
 // Each spawn of refhub costs seconds, and more on a busy machine.
 describe('refhub audit', { timeout: 600_000 }, () => {
   it('seals, verifies, prints the public key, and exports a trail that verifies offline until edited', async () => {
-    let databaseUrl = '';
-    const store = await openTestStore('postgres', {
-      reach: (url) => {
-        databaseUrl = url.toString();
-        return url;
-      },
-    });
+    const { store, url: databaseUrl } = await openPostgresStoreWithUrl();
     try {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'refhub-audit-'));
       tempDirs.push(dir);

@@ -18,7 +18,7 @@ import { createCatalogService } from '../../../src/services/catalog.service.ts';
 import { OAuthError } from '../../../src/errors.ts';
 import { createClientCredentials } from '../../../src/services/client-credentials.service.ts';
 import { testRedisUrl } from '../../support/bridge.ts';
-import { openTestStore } from '../../support/engines.ts';
+import { openPostgresStoreWithUrl } from '../../support/engines.ts';
 import { describeRun, runRefhub, type CliResult } from '../../support/refhub-cli.ts';
 
 const QUEUE_PREFIX = `cli-clients-${randomUUID()}`;
@@ -68,13 +68,7 @@ function assertion(clientId: string, key: KeyPair): Promise<string> {
 // Each spawn of refhub costs seconds, and more on a busy machine.
 describe('refhub clients', { timeout: 600_000 }, () => {
   it('creates, lists, rotates the keys of and revokes clients, and refuses what it cannot register', async () => {
-    let databaseUrl = '';
-    const store = await openTestStore('postgres', {
-      reach: (url) => {
-        databaseUrl = url.toString();
-        return url;
-      },
-    });
+    const { store, url: databaseUrl } = await openPostgresStoreWithUrl();
     try {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'refhub-clients-'));
       tempDirs.push(dir);

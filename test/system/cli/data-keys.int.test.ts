@@ -13,7 +13,7 @@ import { DEMO_CATALOG_FILE } from '../../../src/composition/demo-setup.ts';
 import { createCatalogService } from '../../../src/services/catalog.service.ts';
 import { testRedisUrl } from '../../support/bridge.ts';
 import { dataKeysSetting, testDataKeys, testKeyEncryptionKey } from '../../support/data-keys.ts';
-import { openTestStore } from '../../support/engines.ts';
+import { openPostgresStoreWithUrl } from '../../support/engines.ts';
 import { describeRun, runRefhub, type CliResult } from '../../support/refhub-cli.ts';
 
 const STACK = /\n\s+at /;
@@ -26,13 +26,7 @@ afterAll(() => {
 // Each spawn of refhub costs seconds, and more on a busy machine.
 describe('refhub data-keys', { timeout: 600_000 }, () => {
   it('seals data written before encryption, rotates both kinds of key, and refuses a ring that lacks one', async () => {
-    let databaseUrl = '';
-    const store = await openTestStore('postgres', {
-      reach: (url) => {
-        databaseUrl = url.toString();
-        return url;
-      },
-    });
+    const { store, url: databaseUrl } = await openPostgresStoreWithUrl();
     try {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'refhub-data-keys-'));
       tempDirs.push(dir);
