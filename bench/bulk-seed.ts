@@ -9,11 +9,12 @@
 // audit rows and unprocessed outbox rows are copied with it, pointing at the copy. Link tokens are not:
 // they are what a read hands out, not part of the referral.
 //
-// The copies hold their patient data in the clear, as rows written before field encryption do (and
-// without the blind index of the UIN): a sealed value opens only in the row it was sealed for, and
-// sealing a million rows one by one in this process would take the time the SQL copy saves. refhub
-// reads such rows as it reads data written before encryption was turned on; the scenarios that
-// measure a read's cost (api.ts) read drafts seeded sealed, as the API writes them. test/system/bench/bulk-seed.int.test.ts
+// The copies hold their patient data in the clear, a column each, as rows written before field
+// encryption do (and without the blind index of the UIN): a sealed value opens only in the row it was
+// sealed for, and sealing a million rows one by one in this process would take the time the SQL copy
+// saves. refhub reads such rows as it reads data written before encryption was turned on; the
+// scenarios that measure a read's cost (api.ts) read drafts seeded sealed, as the API writes them.
+// test/system/bench/bulk-seed.int.test.ts
 // checks that a copy reads and behaves like an API-made referral.
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../src/db/schema.ts';
@@ -102,13 +103,14 @@ export async function cloneReferral(
       'referrals',
       await trx
         .selectFrom('referrals')
-        .select(['id', ...SEALED_COLUMNS.referrals.columns])
+        .select(['id', ...SEALED_COLUMNS.referrals.columns, SEALED_COLUMNS.referrals.together])
         .where('id', '=', batch.templateId)
         .executeTakeFirstOrThrow(),
       cipher,
     );
     const referral = copyOf(await columnsOf(trx, 'referrals'), {
       ...Object.fromEntries(SEALED_COLUMNS.referrals.columns.map((c) => [c, sql`${template[c]}::text`])),
+      [SEALED_COLUMNS.referrals.together]: sql`NULL`,
       patient_uin_index: sql`NULL`,
       id: referralId,
       patient_uin: sql`'S' || lpad((1000000 + g % 9000000)::text, 7, '0') || 'D'`,

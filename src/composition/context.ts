@@ -208,7 +208,7 @@ export async function sealExistingData(
   if (!pending.first) {
     logger.warn(
       { dataKey: pending.keyId },
-      'a data key rotation is unfinished: values under older keys still open, and `refhub data-keys rotate` finishes it',
+      'the sweep to the active data key is unfinished: values under older keys, or in columns of their own, still open, and `refhub data-keys rotate` finishes it',
     );
     return 0;
   }

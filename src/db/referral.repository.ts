@@ -19,7 +19,7 @@ import {
   type ReferralPartsColumns,
 } from './referral-children.repository.ts';
 import { compiledOnce, type CompiledOnce } from './compiled-once.ts';
-import { openColumns, sealColumns, type DataKeys } from './data-keys.repository.ts';
+import { openColumns, sealColumns, SEALED_COLUMNS, type DataKeys } from './data-keys.repository.ts';
 import type { FieldCipher } from '../domain/data-keys.ts';
 import type { Executor } from './executor.ts';
 import { providerSees } from './provider-visibility.ts';
@@ -153,9 +153,14 @@ function opened<T extends Row>(row: T, cipher: FieldCipher): T {
   return openColumns('referrals', row, cipher);
 }
 
-/** The columns of a write with their patient data sealed, and the patient's UIN's blind index. */
-function sealed<T extends Partial<Row>>(id: string, columns: T, cipher: FieldCipher) {
-  return sealColumns('referrals', { id }, columns, cipher) as T & { patient_uin_index?: string | null };
+/**
+ * The columns of a write with their patient data sealed, and the patient's UIN's blind index. A write
+ * of some of the patient data seals it with the rest of `current` (the row as read, opened).
+ */
+function sealed<T extends Partial<Row>>(id: string, columns: T, cipher: FieldCipher, current?: Row) {
+  return sealColumns('referrals', { id }, columns, cipher, current) as T & {
+    patient_uin_index?: string | null;
+  };
 }
 
 function toRecord(row: Row): ReferralRecord {
@@ -248,6 +253,7 @@ const REFERRAL_COLUMNS = [
   'r.referrer_email',
   'r.referrer_contact_number',
   'r.clinical_info',
+  'r.personal_data',
   'r.is_urgent',
   'r.ehr_state',
   'r.ehr_attempts',
@@ -717,11 +723,19 @@ export function referralRepository(db: Executor, keys: DataKeys) {
       patch: ReferralPatch,
       now: Date,
     ): Promise<boolean> {
+      const columns = patchColumns(patch);
+      let current: Row | undefined;
+      if (SEALED_COLUMNS.referrals.columns.some((column) => column in columns)) {
+        // The patient data is sealed as one value: the rest of it comes from the row at that version.
+        const [stored] = await readForSystem(db, id);
+        if (stored === undefined || stored.version !== expectedVersion) return false;
+        current = await keys.reading((cipher) => opened(stored, cipher));
+      }
       const result = await compareAndSetQuery(
         db,
         id,
         expectedVersion,
-        sealed(id, patchColumns(patch), await keys.cipher()),
+        sealed(id, columns, await keys.cipher(), current),
         now,
       ).executeTakeFirst();
       return result.numUpdatedRows === 1n;
@@ -843,7 +857,7 @@ export const referralWrites = {
           db,
           before.record.id,
           before.record.version,
-          sealed(before.record.id, patchColumns(patch), cipher),
+          sealed(before.record.id, patchColumns(patch), cipher, before.row),
           now,
           guard,
         ).returning(returning),

@@ -104,6 +104,11 @@ export interface ReferralsTable {
   referrer_email: string | null;
   referrer_contact_number: string | null;
   clinical_info: string | null;
+  /**
+   * The patient, referrer and clinical columns above sealed together (db/data-keys.repository.ts),
+   * which are then null; null in a row written before, which holds them in those columns.
+   */
+  personal_data: string | null;
   is_urgent: Generated<boolean>;
   ehr_state: Generated<string>;
   ehr_attempts: Generated<number>;

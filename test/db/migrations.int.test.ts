@@ -104,6 +104,44 @@ describe.each(ENGINES)('migrations on %s', (engine) => {
     expect(await isMigrated(store.db)).toBe(true);
   });
 
+  it('owes a sweep after 0018 where referrals exist, to move their patient data into one value', async () => {
+    const to0017 = await createMigrator(store.db).migrateTo('0017-field-encryption');
+    expect(to0017.error).toBeUndefined();
+    const swept = new Date('2026-11-20T00:00:00.000Z');
+    await sql`insert into data_keys (id, purpose, kek_id, wrapped, created_at, swept_at) values
+      ('aaaaaaaaaaaa', 'blind-index', 'kek', 'w', ${swept}, null),
+      ('bbbbbbbbbbbb', 'fields', 'kek', 'w', ${swept}, ${swept}),
+      ('cccccccccccc', 'fields', 'kek', 'w', ${new Date(swept.getTime() + 1000)}, ${swept})`.execute(
+      store.db,
+    );
+    await sql`insert into institutions (id_type, id, name) values ('hci', 'S1234A', 'A clinic')`.execute(
+      store.db,
+    );
+    await sql`insert into referrals (id, version, status, sender_id_type, sender_id, sender_system,
+      created_at, updated_at) values
+      ('0193a1d2-0000-7000-8000-000000000001', 1, 'draft', 'hci', 'S1234A', 'Manual', now(), now())`.execute(
+      store.db,
+    );
+    expect((await migrateToLatest(store.db)).error).toBeUndefined();
+    const keys = await store.db.selectFrom('data_keys').select(['id', 'swept_at']).orderBy('id').execute();
+    // The newest fields key is swept to again; the others keep what they had.
+    expect(keys).toEqual([
+      { id: 'aaaaaaaaaaaa', swept_at: null },
+      { id: 'bbbbbbbbbbbb', swept_at: swept },
+      { id: 'cccccccccccc', swept_at: null },
+    ]);
+  });
+
+  it('owes no sweep after 0018 where there is no referral', async () => {
+    expect((await createMigrator(store.db).migrateTo('0017-field-encryption')).error).toBeUndefined();
+    const swept = new Date('2026-11-20T00:00:00.000Z');
+    await sql`insert into data_keys (id, purpose, kek_id, wrapped, created_at, swept_at) values
+      ('bbbbbbbbbbbb', 'fields', 'kek', 'w', ${swept}, ${swept})`.execute(store.db);
+    expect((await migrateToLatest(store.db)).error).toBeUndefined();
+    const key = await store.db.selectFrom('data_keys').select('swept_at').executeTakeFirstOrThrow();
+    expect(key.swept_at).toEqual(swept);
+  });
+
   it('has the indexes the referral list query needs, skipping soft-deleted rows', async () => {
     await migrateToLatest(store.db);
     const result = await sql<{ indexname: string; indexdef: string }>`

@@ -18,7 +18,7 @@ import { createCatalogService } from '../../src/services/catalog.service.ts';
 import { DEMO_CATALOG_FILE } from '../../src/composition/demo-setup.ts';
 import { ENGINES, openTestStore } from '../support/engines.ts';
 import { testDataKeys } from '../support/data-keys.ts';
-import type { DataKeys } from '../../src/db/data-keys.repository.ts';
+import { SEALED_COLUMNS, type DataKeys } from '../../src/db/data-keys.repository.ts';
 
 const CLINIC_A = { idType: 'hci', id: 'S1234A' }; // sender
 const CLINIC_B = { idType: 'hci', id: 'S2345B' }; // sender
@@ -609,18 +609,57 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
       expect(await repo.compareAndSet(id, 2, { clinicalInfo: 'after delete' }, at(103))).toBe(false);
       const row = await store.db
         .selectFrom('referrals')
-        .select(['version', 'deleted_at', 'clinical_info'])
+        .select(['version', 'deleted_at', 'personal_data'])
         .where('id', '=', id)
         .executeTakeFirstOrThrow();
       expect(row).toMatchObject({ version: 2, deleted_at: at(101) });
       // The row keeps its content, sealed: it opens to what was written.
-      expect(
-        (await keys.cipher()).open(row.clinical_info ?? '', {
-          table: 'referrals',
-          column: 'clinical_info',
-          row: id,
-        }),
-      ).toBe('Epigastric pain for 3 weeks.');
+      const content = (await keys.cipher()).open(row.personal_data ?? '', {
+        table: 'referrals',
+        column: 'personal_data',
+        row: id,
+      });
+      expect(JSON.parse(content)).toMatchObject({ clinical_info: 'Epigastric pain for 3 weeks.' });
+    });
+
+    it('seals the patient data of a referral as one value, which a list page opens once a referral', async () => {
+      const id = await insertDraft(CLINIC_B, 'erh-cardio', at(150));
+      expect(await repo.compareAndSet(id, 1, { patientName: 'Lim Bee Hoon' }, at(151))).toBe(true);
+      const row = await store.db
+        .selectFrom('referrals')
+        .selectAll()
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
+      expect(row.personal_data).toMatch(/^rh1:/);
+      for (const column of SEALED_COLUMNS.referrals.columns) expect(row[column], column).toBeNull();
+      expect(await repo.getVisible(id, CLINIC_B)).toMatchObject({
+        patient: { name: 'Lim Bee Hoon', uin: 'S9999999Z', dob: '1960-05-17' },
+        clinicalInfo: 'Epigastric pain for 3 weeks.',
+      });
+
+      let opened = 0;
+      const counting: DataKeys = {
+        ...keys,
+        reading: (read) =>
+          keys.reading((cipher) =>
+            read({
+              ...cipher,
+              open: (value, place) => {
+                opened += 1;
+                return cipher.open(value, place);
+              },
+            }),
+          ),
+      };
+      const { records } = await referralRepository(store.db, counting).list({
+        institution: CLINIC_B,
+        coreStatuses: [],
+        sort: 'updatedAt',
+        offset: 0,
+        pageSize: 1000,
+      });
+      expect(records.length).toBeGreaterThan(1);
+      expect(opened).toBe(records.length);
     });
 
     it('compare-and-set succeeds once for a version and fails for a stale one', async () => {

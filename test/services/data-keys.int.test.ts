@@ -49,13 +49,18 @@ describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
     Object.fromEntries(
       await Promise.all(
         TABLES.map(async (table) => {
-          const { columns } = SEALED_COLUMNS[table];
+          const spec: { columns: readonly string[]; together?: string } = SEALED_COLUMNS[table];
+          const notUnder = (c: string) =>
+            sql`(${sql.ref(c)} is not null and ${sql.ref(c)} not like ${sealedUnderPattern(keyId)})`;
+          // Columns sealed together hold nothing of their own.
+          const conditions =
+            spec.together === undefined
+              ? spec.columns.map(notUnder)
+              : [notUnder(spec.together), ...spec.columns.map((c) => sql`${sql.ref(c)} is not null`)];
           const { rows } = await sql<{
             n: number;
           }>`select count(*)::int as n from ${sql.table(table)} where ${sql.join(
-            columns.map(
-              (c) => sql`(${sql.ref(c)} is not null and ${sql.ref(c)} not like ${sealedUnderPattern(keyId)})`,
-            ),
+            conditions,
             sql` or `,
           )}`.execute(t.ctx.db);
           return [table, rows[0]?.n] as const;
@@ -108,9 +113,8 @@ describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
     );
     // The row as a refhub before field encryption wrote it: in the clear, without a blind index.
     await sql`update referrals set patient_uin = 'S1000009J', patient_name = 'Lim Bee Hoon',
-      clinical_info = 'Legacy clinical text', patient_uin_index = null where id = ${draft.id}`.execute(
-      t.ctx.db,
-    );
+      clinical_info = 'Legacy clinical text', patient_uin_index = null, personal_data = null
+      where id = ${draft.id}`.execute(t.ctx.db);
     await sql`update notes set content = 'Fasting from midnight.' where referral_id = ${draft.id}`.execute(
       t.ctx.db,
     );
@@ -129,11 +133,12 @@ describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
     expect(Object.values(await staleUnder(activeKeyId))).toEqual(TABLES.map(() => 0));
     const row = await t.ctx.db
       .selectFrom('referrals')
-      .select(['patient_name', 'clinical_info'])
+      .select(['patient_name', 'clinical_info', 'personal_data'])
       .where('id', '=', draft.id)
       .executeTakeFirstOrThrow();
-    expect(row.patient_name).toMatch(/^rh1:/);
-    expect(row.clinical_info).not.toContain('Legacy');
+    expect(row).toMatchObject({ patient_name: null, clinical_info: null });
+    expect(row.personal_data).toMatch(/^rh1:/);
+    expect(row.personal_data).not.toContain('Legacy');
     expect(await read(draft.id)).toMatchObject({
       patient: { name: 'Lim Bee Hoon' },
       clinicalInfo: 'Legacy clinical text',
@@ -142,6 +147,52 @@ describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
     expect(await byPatient('S1000009J')).toEqual([draft.id]);
     // Nothing left: a second sweep seals nothing.
     expect((await t.ctx.dataKeyRotation.sweep()).sealed).toBe(0);
+  });
+
+  it('moves patient data sealed a column each, as refhub sealed it before, into one value', async () => {
+    const fields = { patientUin: 'S1000017C', patientName: 'Ong Siew Lan', dob: '1975-03-02' };
+    const draft = await createDraft(t, { ...fields, clinicalInfo: 'Chest pain on exertion.' });
+    const opened = { patient: { dob: fields.dob }, clinicalInfo: 'Chest pain on exertion.' };
+    // The row as field encryption first wrote it: each value sealed in its own column.
+    const cipher = await t.ctx.dataKeys.cipher();
+    const own = (column: string, value: string) =>
+      cipher.seal(value, { table: 'referrals', column, row: draft.id });
+    await t.ctx.db
+      .updateTable('referrals')
+      .set({
+        personal_data: null,
+        patient_uin: own('patient_uin', 'S1000017C'),
+        patient_name: own('patient_name', 'Ong Siew Lan'),
+        patient_dob: own('patient_dob', opened.patient.dob),
+        clinical_info: own('clinical_info', opened.clinicalInfo),
+      })
+      .where('id', '=', draft.id)
+      .execute();
+    expect(await read(draft.id)).toMatchObject({
+      patient: { uin: 'S1000017C', name: 'Ong Siew Lan', dob: opened.patient.dob },
+      clinicalInfo: opened.clinicalInfo,
+    });
+    expect((await staleUnder(cipher.activeKeyId)).referrals).toBe(1);
+
+    expect((await t.ctx.dataKeyRotation.sweep()).sealed).toBe(1);
+    expect((await staleUnder(cipher.activeKeyId)).referrals).toBe(0);
+    const row = await t.ctx.db
+      .selectFrom('referrals')
+      .select(['patient_uin', 'patient_name', 'patient_dob', 'clinical_info', 'personal_data'])
+      .where('id', '=', draft.id)
+      .executeTakeFirstOrThrow();
+    expect(row).toMatchObject({
+      patient_uin: null,
+      patient_name: null,
+      patient_dob: null,
+      clinical_info: null,
+    });
+    expect(row.personal_data).toMatch(/^rh1:/);
+    expect(await read(draft.id)).toMatchObject({
+      patient: { uin: 'S1000017C', name: 'Ong Siew Lan', dob: opened.patient.dob },
+      clinicalInfo: opened.clinicalInfo,
+    });
+    expect(await byPatient('S1000017C')).toEqual([draft.id]);
   });
 
   it('rotates while requests write, losing and corrupting nothing', async () => {

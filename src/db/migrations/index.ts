@@ -17,6 +17,7 @@ import * as m0014 from './0014-outcomes.ts';
 import * as m0015 from './0015-client-credentials.ts';
 import * as m0016 from './0016-audit-chain.ts';
 import * as m0017 from './0017-field-encryption.ts';
+import * as m0018 from './0018-personal-data-together.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '0015-client-credentials': m0015,
   '0016-audit-chain': m0016,
   '0017-field-encryption': m0017,
+  '0018-personal-data-together': m0018,
 };

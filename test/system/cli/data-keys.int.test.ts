@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { dataKeyRepository } from '../../../src/db/data-keys.repository.ts';
+import { dataKeyRepository, openColumns } from '../../../src/db/data-keys.repository.ts';
 import { DEMO_CATALOG_FILE } from '../../../src/composition/demo-setup.ts';
 import { createCatalogService } from '../../../src/services/catalog.service.ts';
 import { testRedisUrl } from '../../support/bridge.ts';
@@ -68,7 +68,7 @@ describe('refhub data-keys', { timeout: 600_000 }, () => {
       const stored = () =>
         store.db
           .selectFrom('referrals')
-          .select(['id', 'patient_name', 'patient_uin_index', 'clinical_info'])
+          .select(['id', 'patient_name', 'patient_uin_index', 'clinical_info', 'personal_data'])
           .where('id', '=', id)
           .executeTakeFirstOrThrow();
 
@@ -83,8 +83,9 @@ describe('refhub data-keys', { timeout: 600_000 }, () => {
         'Sealed the patient data of 1 row written before field encryption.\n',
       );
       const sealed = await stored();
-      expect(sealed.patient_name).toMatch(/^rh1:/);
-      expect(sealed.clinical_info).not.toContain('Written before');
+      expect(sealed).toMatchObject({ patient_name: null, clinical_info: null });
+      expect(sealed.personal_data).toMatch(/^rh1:/);
+      expect(sealed.personal_data).not.toContain('Written before');
       expect(sealed.patient_uin_index).not.toBeNull();
       expect((await cli(['data-keys', 'status'], dataKeysSetting(first))).stdout).toContain(
         '  referrals: 0\n',
@@ -98,7 +99,7 @@ describe('refhub data-keys', { timeout: 600_000 }, () => {
       expect(newKey, rotated.stdout).toBeDefined();
       expect(rotated.stdout).toContain('Wrapped 2 data keys again with the first key of DATA_KEYS.\n');
       expect(rotated.stdout).toContain(`Sealed 1 row again; every value is now under ${newKey}.\n`);
-      expect((await stored()).patient_name).toMatch(new RegExp(`^rh1:${newKey}:`));
+      expect((await stored()).personal_data).toMatch(new RegExp(`^rh1:${newKey}:`));
 
       // The old key-encryption key has left the ring; everything still opens.
       const after = await cli(['data-keys', 'status'], dataKeysSetting(second));
@@ -106,11 +107,10 @@ describe('refhub data-keys', { timeout: 600_000 }, () => {
       expect(after.stdout).not.toContain('kek-2025');
       const keys = testDataKeys(store.db, [second]);
       const row = await stored();
-      expect(
-        await keys.reading((c) =>
-          c.open(row.patient_name ?? '', { table: 'referrals', column: 'patient_name', row: id }),
-        ),
-      ).toBe('Lim Bee Hoon');
+      expect(await keys.reading((c) => openColumns('referrals', row, c))).toMatchObject({
+        patient_name: 'Lim Bee Hoon',
+        clinical_info: 'Written before field encryption',
+      });
       expect((await dataKeyRepository(store.db).all()).every((k) => k.kek_id === 'kek-2026')).toBe(true);
 
       // A ring without the key that wraps the data keys: one line that names it.
