@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { describeConfig, loadConfig } from '../src/config.ts';
+import { auditSigningKeySetting, testAuditSigningKey } from './support/audit-signing-key.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const EXAMPLE_VARIABLES = [
@@ -16,6 +17,7 @@ const SECRETS = {
   SESSION_SECRET: 'session-secret-8a7b6c5d4e3f2a1b0c9d8e7f',
   METRICS_TOKEN: 'metrics-token-0a1b2c3d4e5f6a7b8c9d0e1f',
   DATA_KEYS: `kek-1:${Buffer.alloc(32, 9).toString('base64')}`,
+  AUDIT_SIGNING_KEY: auditSigningKeySetting(await testAuditSigningKey()),
 };
 const DATABASE_PASSWORD = 'db-password-77c1';
 const REDIS_PASSWORD = 'redis-password-91ee';

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
+import { auditSigningKeySetting, testAuditSigningKey } from './support/audit-signing-key.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const read = (file: string) => fs.readFileSync(path.join(ROOT, file), 'utf8');
@@ -36,7 +37,7 @@ describe('.env.example', () => {
     expect(READ_BY_CONFIG.size).toBeGreaterThan(20);
   });
 
-  it('loads as a production configuration once the secrets are filled in', () => {
+  it('loads as a production configuration once the secrets are filled in', async () => {
     const env = Object.fromEntries(example());
     const config = loadConfig(
       {
@@ -45,6 +46,7 @@ describe('.env.example', () => {
         METRICS_TOKEN: 'y'.repeat(40),
         EHR_TOKEN: 'token',
         DATA_KEYS: `kek-1:${Buffer.alloc(32, 1).toString('base64')}`,
+        AUDIT_SIGNING_KEY: auditSigningKeySetting(await testAuditSigningKey()),
       },
       '/srv/refhub',
     );

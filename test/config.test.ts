@@ -1,9 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { checkEhrAddress } from '../src/services/outbound-address.ts';
+import { auditSigningKeySetting, testAuditSigningKey } from './support/audit-signing-key.ts';
 
 /** A key ring of one key-encryption key, as DATA_KEYS writes it. */
 const DATA_KEYS = 'kek-1:' + Buffer.alloc(32, 7).toString('base64');
+/** A key that signs the audit trail's checkpoints, as AUDIT_SIGNING_KEY holds it. */
+const AUDIT_KEY = await testAuditSigningKey('audit-1');
+const AUDIT_SIGNING_KEY = auditSigningKeySetting(AUDIT_KEY);
 
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
@@ -64,6 +68,7 @@ describe('loadConfig', () => {
         SESSION_SECRET: 'a-session-secret-of-at-least-32-characters',
         DATA_KEYS: DATA_KEYS,
         DATA_KEY_REFRESH_SECONDS: '10',
+        AUDIT_SIGNING_KEY,
         EHR_MAX_ATTEMPTS: '5',
         EHR_BACKOFF_BASE_MS: '500',
         REMINDER_AFTER_SECONDS: '3600',
@@ -125,6 +130,7 @@ describe('loadConfig', () => {
       dataKeys: [{ id: 'kek-1', key: Buffer.alloc(32, 7) }],
       dataKeysFile: undefined,
       dataKeyRefreshSeconds: 10,
+      auditSigningKey: AUDIT_KEY,
     });
   });
 
@@ -133,6 +139,7 @@ describe('loadConfig', () => {
       NODE_ENV: 'production',
       EHR_URL: 'https://ehr.example/fhir',
       SESSION_SECRET: 's'.repeat(40),
+      AUDIT_SIGNING_KEY,
       ATTACHMENT_SCANNING: 'elsewhere',
     };
     expect(() => loadConfig(production)).toThrow(
@@ -184,6 +191,7 @@ describe('loadConfig', () => {
       EHR_URL: 'https://ehr.example.org/referrals',
       SESSION_SECRET: 's'.repeat(40),
       DATA_KEYS,
+      AUDIT_SIGNING_KEY,
     };
     expect(() => loadConfig(production)).toThrow(
       /^ATTACHMENT_SCANNER: is required when NODE_ENV=production, so that no attachment is handed out unscanned; set ATTACHMENT_SCANNING=elsewhere/,
@@ -227,6 +235,7 @@ describe('loadConfig', () => {
       EHR_URL: 'https://ehr.example.org/referrals',
       SESSION_SECRET: 's'.repeat(40),
       DATA_KEYS,
+      AUDIT_SIGNING_KEY,
       ATTACHMENT_SCANNING: 'elsewhere',
     };
     expect(loadConfig(production).apiDocs).toBe('ops');
@@ -251,6 +260,7 @@ describe('loadConfig', () => {
       NODE_ENV: 'production',
       SESSION_SECRET: 's'.repeat(32),
       DATA_KEYS,
+      AUDIT_SIGNING_KEY,
       ATTACHMENT_SCANNING: 'elsewhere',
     };
     const loopback = loadConfig({ ...production, EHR_URL: 'https://127.0.0.1:9/ehr' });

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { request as undiciRequest } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../src/domain/forwarding/content-digest.ts';
+import { auditSigningKeySetting, testAuditSigningKey } from '../support/audit-signing-key.ts';
 import {
   forwardRequestFor,
   postForward,
@@ -412,6 +413,7 @@ describe('the refhub sandbox-ehr command', () => {
       EHR_URL: 'https://ehr.example.org/referrals',
       SESSION_SECRET: 's'.repeat(32),
       DATA_KEYS: `kek-1:${Buffer.alloc(32, 1).toString('base64')}`,
+      AUDIT_SIGNING_KEY: auditSigningKeySetting(await testAuditSigningKey()),
       ATTACHMENT_SCANNING: 'elsewhere',
     });
     expect(result.code).toBe(1);

@@ -3,6 +3,7 @@
 // refusals: bad input, other institutions (404), ops keys, URLs production must not reach.
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditSigningKeySetting, testAuditSigningKey } from '../../support/audit-signing-key.ts';
 import { ENGINES } from '../../support/engines.ts';
 import { createTestApp, type TestApp, type TestParty } from '../../support/test-app.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.ts';
@@ -204,6 +205,7 @@ describe.each(ENGINES)('webhook URLs in production on %s', (engine) => {
         EHR_URL: 'https://ehr.example.org/referrals',
         SESSION_SECRET: 's'.repeat(40),
         DATA_KEYS: `kek-1:${Buffer.alloc(32, 1).toString('base64')}`,
+        AUDIT_SIGNING_KEY: auditSigningKeySetting(await testAuditSigningKey()),
         ATTACHMENT_SCANNING: 'elsewhere',
         WEBHOOK_ALLOWED_ADDRESSES: '10.1.2.3,hooks.internal.test',
       },

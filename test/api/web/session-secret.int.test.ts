@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../src/config.ts';
 import type { Store } from '../../../src/db/database.ts';
 import { resolveSessionSecret } from '../../../src/api/web/session-secret.ts';
+import { auditSigningKeySetting, testAuditSigningKey } from '../../support/audit-signing-key.ts';
 import { ENGINES, openTestStore } from '../../support/engines.ts';
 
 const PRODUCTION = {
@@ -12,6 +13,7 @@ const PRODUCTION = {
   EHR_URL: 'https://ehr.example/forms',
   ATTACHMENT_SCANNING: 'elsewhere',
   DATA_KEYS: `kek-1:${Buffer.alloc(32, 1).toString('base64')}`,
+  AUDIT_SIGNING_KEY: auditSigningKeySetting(await testAuditSigningKey()),
 };
 
 describe('SESSION_SECRET', () => {

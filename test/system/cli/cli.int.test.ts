@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 import { testDatabaseUrl } from '../../support/engines.ts';
 import { childEnv } from '../../support/child-env.ts';
 import { testRedisUrl } from '../../support/bridge.ts';
+import { auditSigningKeySetting, testAuditSigningKey } from '../../support/audit-signing-key.ts';
 import { dataKeysSetting, testKeyEncryptionKey } from '../../support/data-keys.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
@@ -239,6 +240,7 @@ describe('refhub CLI', () => {
             NODE_ENV: 'production',
             EHR_URL: 'https://127.0.0.1:9/ehr',
             SESSION_SECRET: 's'.repeat(32),
+            AUDIT_SIGNING_KEY: auditSigningKeySetting(await testAuditSigningKey()),
             ATTACHMENT_SCANNING: 'elsewhere',
           },
           ['all'],

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditSigningKeySetting, testAuditSigningKey } from '../../support/audit-signing-key.ts';
 import { testRedisUrl } from '../../support/bridge.ts';
 import { describeRun, runRefhub } from '../../support/refhub-cli.ts';
 import { startRefhubProcess, type WorkerProcess } from '../../support/worker-process.ts';
@@ -19,6 +20,7 @@ const SECRETS = {
   METRICS_TOKEN: `metrics-token-${randomUUID()}`,
   SESSION_SECRET: `session-secret-${randomUUID()}`,
   DATA_KEYS: `kek-1:${randomBytes(32).toString('base64')}`,
+  AUDIT_SIGNING_KEY: auditSigningKeySetting(await testAuditSigningKey()),
 };
 
 // Each spawn of refhub costs seconds on a busy machine.
