@@ -16,6 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.ts';
 import { createSandboxEhr, EHR_PATH, type SandboxTls } from '../../../src/sandbox-ehr/sandbox-ehr.ts';
 import { nonPublicAddressReason } from '../../../src/services/outbound-address.ts';
+import { auditSigningKeySetting, testAuditSigningKey } from '../../support/audit-signing-key.ts';
 import {
   dockerignoreExcludes,
   envPairs,
@@ -98,12 +99,15 @@ function npmStart(): { env: Record<string, string>; nodeOptions: string[] } {
   return { env, nodeOptions: words.slice(node + 1, bin) };
 }
 
+/** The key that signs the audit trail's checkpoints, as the operator gives it. */
+const AUDIT_KEY = await testAuditSigningKey('audit-compose');
 /** Values for the variables an operator must set, as compose would take them from the environment. */
 const OPERATOR_VARIABLES = {
   POSTGRES_PASSWORD: 'postgres-password',
   REDIS_PASSWORD: 'redis-password',
   SESSION_SECRET: 's'.repeat(48),
   DATA_KEYS: `kek-1:${Buffer.alloc(32, 1).toString('base64')}`,
+  AUDIT_SIGNING_KEY: auditSigningKeySetting(AUDIT_KEY),
 };
 const SECRETS = Object.keys(OPERATOR_VARIABLES);
 
@@ -625,6 +629,8 @@ describe('docker-compose.yml', () => {
       // Every process seals and opens patient data under the one key ring the operator gave.
       expect(config.dataKeys, name).toEqual([{ id: 'kek-1', key: Buffer.alloc(32, 1) }]);
       expect(config.dataKeysFile, name).toBeUndefined();
+      // Every process holds the one key the operator gave, which signs the audit trail's checkpoints.
+      expect(config.auditSigningKey, name).toEqual(AUDIT_KEY);
       expect(config.catalogFile, name).toBe(path.join('/app', 'catalog/demo.json'));
       expect(fs.existsSync(path.join(ROOT, 'catalog/demo.json'))).toBe(true);
       // Node trusts the sandbox's CA, from the volume the one-shot wrote it to.
