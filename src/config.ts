@@ -85,8 +85,9 @@ export interface Config {
   readonly acceptApiKeys: boolean;
   /**
    * Signs the audit trail's checkpoints (docs/security.md): a private Ed25519 JWK with a `kid`, kept
-   * out of the database, so that whoever can rewrite the database cannot sign new heads. Unset, the
-   * checkpoints are recorded unsigned and `refhub audit verify` says so.
+   * out of the database, so that whoever can rewrite the database cannot sign new heads. Required in
+   * production; unset outside it, the checkpoints are recorded unsigned and `refhub audit verify` says
+   * so.
    */
   readonly auditSigningKey: AuditSigningKey | undefined;
   /** How often the audit trail's new rows are chained and a checkpoint written. */
@@ -405,6 +406,14 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     throw new ConfigError(
       'SESSION_SECRET',
       'is required when NODE_ENV=production: at least 32 characters, the same for every API process',
+    );
+  }
+  if (mode === 'production' && config.auditSigningKey === undefined) {
+    throw new ConfigError(
+      'AUDIT_SIGNING_KEY',
+      'is required when NODE_ENV=production: the private Ed25519 key (a JWK with a kid, as JSON) that ' +
+        "signs the audit trail's checkpoints, kept out of the database; make one with the command in " +
+        'docs/operations.md, "The audit trail"',
     );
   }
   if (

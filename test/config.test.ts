@@ -161,6 +161,26 @@ describe('loadConfig', () => {
     expect(loadConfig({}).dataKeys).toBeUndefined();
   });
 
+  it('needs AUDIT_SIGNING_KEY in production, so that no checkpoint of the audit trail goes unsigned', () => {
+    const production = {
+      NODE_ENV: 'production',
+      EHR_URL: 'https://ehr.example/fhir',
+      SESSION_SECRET: 's'.repeat(40),
+      DATA_KEYS,
+      ATTACHMENT_SCANNING: 'elsewhere',
+    };
+    for (const unset of [production, { ...production, AUDIT_SIGNING_KEY: '' }]) {
+      expect(() => loadConfig(unset)).toThrow(ConfigError);
+      expect(() => loadConfig(unset)).toThrow(
+        /^AUDIT_SIGNING_KEY: is required when NODE_ENV=production: .*Ed25519.*docs\/operations\.md/,
+      );
+    }
+    expect(loadConfig({ ...production, AUDIT_SIGNING_KEY }).auditSigningKey).toEqual(AUDIT_KEY);
+    // Outside production the checkpoints may go unsigned, and verification says they are.
+    expect(loadConfig({}).auditSigningKey).toBeUndefined();
+    expect(loadConfig({ NODE_ENV: 'test' }).auditSigningKey).toBeUndefined();
+  });
+
   it('accepts every attachment type, 10 MiB and 20 a referral unless told otherwise', () => {
     expect(loadConfig({})).toMatchObject({
       attachmentMaxBytes: 10 * 1024 * 1024,
