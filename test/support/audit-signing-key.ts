@@ -1,5 +1,5 @@
-// Audit signing keys for tests: a key pair made with jose for the run, never one written out by hand,
-// given to refhub as AUDIT_SIGNING_KEY (required with NODE_ENV=production) holds it.
+// Audit signing keys for tests: a key pair made with jose for the run (never one written out by hand),
+// given to refhub as AUDIT_SIGNING_KEY, which production requires.
 import { exportJWK, generateKeyPair } from 'jose';
 import type { AuditSigningKey } from '../../src/config.ts';
 
