@@ -1,5 +1,5 @@
 // What every change leaves behind besides itself: its timeline events (each also in the event feed,
-// `referral_events`), the background work it makes due (outbox rows) and its audit row. They are
+// `referral_events`, with the event's sentence, which quotes no free text), the background work it makes due (outbox rows) and its audit row. They are
 // written in one statement (data-modifying common table expressions), so a change costs one round
 // trip for all of them rather than one for each; inside the change's transaction they commit or roll
 // back with it.
@@ -33,25 +33,30 @@ export interface ChangeRecord {
   readonly audit: AuditEvent;
 }
 
-/** What the CTE `timeline` of a change's statement returns: what the feed copies from each row. */
-export const TIMELINE_RETURNING = [
-  'seq',
-  'id',
-  'referral_id',
-  'type',
-  'system',
-  'description',
-  'produced_at',
-] as const;
+/**
+ * What the CTE `timeline` of a change's statement returns: what the feed copies from each row. Not
+ * the sentence: the feed has its own (`FeedOf`).
+ */
+export const TIMELINE_RETURNING = ['seq', 'id', 'referral_id', 'type', 'system', 'produced_at'] as const;
 
-/** What a change leaves behind besides its timeline rows, as `changeLogCtes` writes it. */
-export interface LeftBehind {
+/** The feed rows of a statement's CTE `timeline`. */
+export interface FeedOf {
   /**
    * Where the feed reads each referral's version and parties: `referrals`, as the change's transaction
    * sees it after the change, or a CTE of the same statement that holds the referral's locked row.
-   * Undefined when the statement writes no timeline rows (it has no CTE `timeline`).
    */
-  readonly feedFrom: string | undefined;
+  readonly from: string;
+  /**
+   * The timeline events the CTE may write: each feed row takes its event's `eventDescription`, the
+   * sentence without the free text the timeline's quotes (domain/timeline.ts).
+   */
+  readonly events: readonly NewTimelineEvent[];
+}
+
+/** What a change leaves behind besides its timeline rows, as `changeLogCtes` writes it. */
+export interface LeftBehind {
+  /** The feed rows; undefined when the statement writes no timeline rows (it has no CTE `timeline`). */
+  readonly feed: FeedOf | undefined;
   readonly outbox: readonly NewOutboxMessage[];
   /** The audit row, or rows (written in this order). */
   readonly audit: AuditEvent | readonly [AuditEvent, ...AuditEvent[]];
@@ -71,14 +76,18 @@ function isAuditList(audit: LeftBehind['audit']): audit is readonly [AuditEvent,
   return Array.isArray(audit);
 }
 
-function feedInsert(referral: string): RawBuilder<unknown> {
+function feedInsert(feed: FeedOf): RawBuilder<unknown> {
   const columns = sql.join(EVENT_COLUMNS.map((column) => sql.ref(column)));
+  const ids = feed.events.map((e) => e.id);
+  const sentences = feed.events.map((e) => e.eventDescription);
   return sql`insert into referral_events (${columns})
-    select t.id, t.referral_id, r.version, t.type, t.system, t.description, t.produced_at,
+    select t.id, t.referral_id, r.version, t.type, t.system, e.description, t.produced_at,
       r.sender_id_type, r.sender_id,
       case when ${providerSees('r')} then r.provider_id_type end,
       case when ${providerSees('r')} then r.provider_id end
-    from timeline t join ${sql.table(referral)} r on r.id = t.referral_id
+    from timeline t
+    join unnest(${ids}::uuid[], ${sentences}::text[]) as e (id, description) on e.id = t.id
+    join ${sql.table(feed.from)} r on r.id = t.referral_id
     order by t.seq`;
 }
 
@@ -89,7 +98,7 @@ function feedInsert(referral: string): RawBuilder<unknown> {
  */
 export function changeLogCtes(db: Executor, change: LeftBehind): RawBuilder<unknown>[] {
   const ctes: RawBuilder<unknown>[] = [];
-  if (change.feedFrom !== undefined) ctes.push(sql`feed as (${feedInsert(change.feedFrom)})`);
+  if (change.feed !== undefined) ctes.push(sql`feed as (${feedInsert(change.feed)})`);
   // An INSERT needs at least one row, so a part with none is left out of the statement.
   if (change.outbox.length > 0) {
     ctes.push(sql`outbox_rows as (${db.insertInto('outbox').values(outboxRows(change.outbox))})`);
@@ -179,7 +188,7 @@ export async function writeReferralChange(db: Executor, write: ReferralWrite): P
   }
   ctes.push(
     ...changeLogCtes(db, {
-      feedFrom: timeline ? 'referral' : undefined,
+      feed: timeline ? { from: 'referral', events: write.timeline } : undefined,
       outbox: write.outbox,
       audit: write.alsoAudit === undefined ? write.audit : [write.audit, write.alsoAudit],
     }),
@@ -218,7 +227,7 @@ export function changeLogRepository(db: Executor) {
       // The feed reads `referrals` as this transaction sees it: after the change, which an earlier
       // statement wrote.
       const leftBehind = changeLogCtes(db, {
-        feedFrom: timeline.length === 0 ? undefined : 'referrals',
+        feed: timeline.length === 0 ? undefined : { from: 'referrals', events: change.timeline },
         outbox: change.outbox,
         audit: change.audit,
       });

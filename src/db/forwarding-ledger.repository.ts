@@ -115,7 +115,7 @@ export function ehrSubmissionRepository(db: Executor) {
       // The feed reads the locked row: an attempt changes neither the version nor the parties. The
       // audit row too is written only when the referral was found.
       const leftBehind = changeLogCtes(db, {
-        feedFrom: 'ref',
+        feed: { from: 'ref', events: e === undefined ? [] : [e] },
         outbox: [],
         audit: r.audit,
         auditOnlyWith: 'ref',

@@ -46,7 +46,10 @@ export interface NewTimelineEvent {
   readonly referralId: string;
   readonly type: string;
   readonly system: string;
+  /** The timeline's sentence, which may quote what a person typed. */
   readonly description: string;
+  /** The event feed's sentence: the same, without free text (domain/timeline.ts). */
+  readonly eventDescription: string;
   readonly producedAt: Date;
 }
 

@@ -31,7 +31,11 @@ export interface StoredEvent {
   readonly description: string;
 }
 
-/** An event as an institution reads it (feed and webhook alike): IDs and a sentence, no patient data. */
+/**
+ * An event as an institution reads it (feed and webhook alike): IDs and a sentence, no patient data.
+ * The sentence is the timeline's without the free text it quotes (`eventDescription`,
+ * domain/timeline.ts): a cancel note, a reason or a location may name the patient.
+ */
 export interface EventView {
   readonly id: string;
   readonly type: string;

@@ -3,13 +3,21 @@
 // in the installation's display zone, by the formatter the service passes in (display-time.ts).
 // Each event's type is the one the lifecycle table names for its operation: the table alone says
 // which operation emits which event.
+//
+// Each entry has two sentences, made here together. The timeline's quotes what a person typed (a
+// cancel note, a rejection, a request to act, an appointment's location), which may name the patient:
+// it is read only through the referral, and stored sealed. The event's, for the event feed and
+// webhooks, is the same sentence without the quote: they carry no patient data (domain/events.ts).
 import type { DisplayTime } from './display-time.ts';
 import { APPOINTMENT_EVENTS, LIFECYCLE } from './lifecycle.ts';
 import type { AppointmentStatus } from './statuses.ts';
 
 export interface TimelineEntry {
   readonly type: string;
+  /** The timeline's sentence: it may quote what a person typed. */
   readonly description: string;
+  /** The sentence of the event feed and webhooks: the same, without any free text. */
+  readonly eventDescription: string;
 }
 
 function quote(text: string): string {
@@ -17,42 +25,42 @@ function quote(text: string): string {
   return oneLine.length > 300 ? `${oneLine.slice(0, 297)}...` : oneLine;
 }
 
+/** An entry that quotes nothing: both sentences are the same. */
+function entry(type: string, description: string): TimelineEntry {
+  return { type, description, eventDescription: description };
+}
+
+/** An entry whose timeline sentence is `said` with `text` quoted after it, and whose event's ends there. */
+function quoting(type: string, said: string, text: string): TimelineEntry {
+  return { type, description: `${said}: ${quote(text)}`, eventDescription: `${said}.` };
+}
+
 export const timeline = {
-  created: (actor: string): TimelineEntry => ({
-    type: LIFECYCLE.create.event,
-    description: `${actor} created the referral as a draft.`,
-  }),
-  updated: (actor: string, fields: readonly string[]): TimelineEntry => ({
-    type: LIFECYCLE.update.event,
-    description:
+  created: (actor: string): TimelineEntry =>
+    entry(LIFECYCLE.create.event, `${actor} created the referral as a draft.`),
+  updated: (actor: string, fields: readonly string[]): TimelineEntry =>
+    entry(
+      LIFECYCLE.update.event,
       fields.length === 0
         ? `${actor} updated the referral.`
         : `${actor} updated the referral (${fields.join(', ')}).`,
-  }),
-  submitted: (actor: string, provider: string): TimelineEntry => ({
-    type: LIFECYCLE.submit.event,
-    description: `${actor} submitted the referral to ${provider}; it is awaiting acceptance.`,
-  }),
-  cancelled: (actor: string, note: string): TimelineEntry => ({
-    type: LIFECYCLE.cancel.event,
-    description: `${actor} cancelled the referral: ${quote(note)}`,
-  }),
-  backToDraft: (actor: string): TimelineEntry => ({
-    type: LIFECYCLE['back-to-draft'].event,
-    description: `${actor} returned the referral to draft.`,
-  }),
-  accepted: (actor: string): TimelineEntry => ({
-    type: LIFECYCLE.accept.event,
-    description: `${actor} accepted the referral.`,
-  }),
-  rejected: (actor: string, reason: string): TimelineEntry => ({
-    type: LIFECYCLE.reject.event,
-    description: `${actor} rejected the referral: ${quote(reason)}`,
-  }),
-  actionRequested: (actor: string, reason: string): TimelineEntry => ({
-    type: LIFECYCLE['request-action'].event,
-    description: `${actor} asked the sender to act on the referral: ${quote(reason)}`,
-  }),
+    ),
+  submitted: (actor: string, provider: string): TimelineEntry =>
+    entry(
+      LIFECYCLE.submit.event,
+      `${actor} submitted the referral to ${provider}; it is awaiting acceptance.`,
+    ),
+  cancelled: (actor: string, note: string): TimelineEntry =>
+    quoting(LIFECYCLE.cancel.event, `${actor} cancelled the referral`, note),
+  backToDraft: (actor: string): TimelineEntry =>
+    entry(LIFECYCLE['back-to-draft'].event, `${actor} returned the referral to draft.`),
+  accepted: (actor: string): TimelineEntry =>
+    entry(LIFECYCLE.accept.event, `${actor} accepted the referral.`),
+  rejected: (actor: string, reason: string): TimelineEntry =>
+    quoting(LIFECYCLE.reject.event, `${actor} rejected the referral`, reason),
+  actionRequested: (actor: string, reason: string): TimelineEntry =>
+    quoting(LIFECYCLE['request-action'].event, `${actor} asked the sender to act on the referral`, reason),
+  // The location is quoted on the timeline only; the event keeps the time, which names no one.
   appointment: (
     actor: string,
     status: AppointmentStatus,
@@ -61,67 +69,53 @@ export const timeline = {
     display: DisplayTime,
   ): TimelineEntry => {
     const when = display.dateTime(startAt);
-    const where = quote(location);
-    const type = APPOINTMENT_EVENTS[status];
-    switch (status) {
-      case 'scheduled':
-        return {
-          type,
-          description: `${actor} scheduled an appointment for ${when} at ${where}.`,
-        };
-      case 'actualized':
-        return { type, description: `The appointment on ${when} at ${where} took place.` };
-      case 'no-show':
-        return {
-          type,
-          description: `The patient missed the appointment on ${when} at ${where}.`,
-        };
-      case 'cancelled':
-        return {
-          type,
-          description: `The appointment on ${when} at ${where} was cancelled.`,
-        };
-    }
+    const sentence = (where: string): string => {
+      switch (status) {
+        case 'scheduled':
+          return `${actor} scheduled an appointment for ${when}${where}.`;
+        case 'actualized':
+          return `The appointment on ${when}${where} took place.`;
+        case 'no-show':
+          return `The patient missed the appointment on ${when}${where}.`;
+        case 'cancelled':
+          return `The appointment on ${when}${where} was cancelled.`;
+      }
+    };
+    return {
+      type: APPOINTMENT_EVENTS[status],
+      description: sentence(` at ${quote(location)}`),
+      eventDescription: sentence(''),
+    };
   },
-  // The consult summary is not quoted: it is clinical, and the timeline goes to webhooks and the
-  // event feed. The outcome's words are the catalog's.
-  completed: (actor: string, outcome: string, files: number): TimelineEntry => ({
-    type: LIFECYCLE.complete.event,
-    description:
+  // The consult summary is never quoted: it is clinical, and the referral's outcome carries it. The
+  // outcome's words are the catalog's.
+  completed: (actor: string, outcome: string, files: number): TimelineEntry =>
+    entry(
+      LIFECYCLE.complete.event,
       `${actor} completed the referral: ${outcome}.` +
-      (files === 0 ? '' : ` ${files === 1 ? 'One file is' : `${files} files are`} part of the outcome.`),
-  }),
-  outcomeAcknowledged: (actor: string): TimelineEntry => ({
-    type: LIFECYCLE['acknowledge-outcome'].event,
-    description: `${actor} acknowledged the outcome of the referral.`,
-  }),
-  noteAdded: (actor: string): TimelineEntry => ({
-    type: LIFECYCLE['add-note'].event,
-    description: `${actor} added a note.`,
-  }),
-  // The file's name is not quoted: it may name the patient, and the timeline goes to webhooks and the
-  // event feed. Its type and size say which file it was.
-  attachmentAdded: (actor: string, type: string, size: string): TimelineEntry => ({
-    type: LIFECYCLE['add-attachment'].event,
-    description: `${actor} attached a file (${type}, ${size}).`,
-  }),
-  attachmentRemoved: (actor: string, type: string, size: string): TimelineEntry => ({
-    type: LIFECYCLE['remove-attachment'].event,
-    description: `${actor} removed a file (${type}, ${size}).`,
-  }),
-  reminderSent: (provider: string): TimelineEntry => ({
-    type: LIFECYCLE['reminder-sent'].event,
-    description: `Reminder sent to ${provider} to create the patient record.`,
-  }),
-  ehrForwarded: (reference: string | null): TimelineEntry => ({
-    type: LIFECYCLE['ehr-forwarded'].event,
-    description:
+        (files === 0 ? '' : ` ${files === 1 ? 'One file is' : `${files} files are`} part of the outcome.`),
+    ),
+  outcomeAcknowledged: (actor: string): TimelineEntry =>
+    entry(LIFECYCLE['acknowledge-outcome'].event, `${actor} acknowledged the outcome of the referral.`),
+  noteAdded: (actor: string): TimelineEntry => entry(LIFECYCLE['add-note'].event, `${actor} added a note.`),
+  // The file's name is never quoted: it may name the patient. Its type and size say which file it was.
+  attachmentAdded: (actor: string, type: string, size: string): TimelineEntry =>
+    entry(LIFECYCLE['add-attachment'].event, `${actor} attached a file (${type}, ${size}).`),
+  attachmentRemoved: (actor: string, type: string, size: string): TimelineEntry =>
+    entry(LIFECYCLE['remove-attachment'].event, `${actor} removed a file (${type}, ${size}).`),
+  reminderSent: (provider: string): TimelineEntry =>
+    entry(LIFECYCLE['reminder-sent'].event, `Reminder sent to ${provider} to create the patient record.`),
+  ehrForwarded: (reference: string | null): TimelineEntry =>
+    entry(
+      LIFECYCLE['ehr-forwarded'].event,
       reference === null
         ? 'The referral form was delivered to the national health record.'
         : `The referral form was delivered to the national health record (reference ${reference}).`,
-  }),
-  ehrForwardFailed: (reason: string): TimelineEntry => ({
-    type: LIFECYCLE['ehr-forward-failed'].event,
-    description: `The referral form could not be delivered to the national health record: ${reason}.`,
-  }),
+    ),
+  // The reason is refhub's own words about the EHR's answer (workers/forwarding), never typed text.
+  ehrForwardFailed: (reason: string): TimelineEntry =>
+    entry(
+      LIFECYCLE['ehr-forward-failed'].event,
+      `The referral form could not be delivered to the national health record: ${reason}.`,
+    ),
 } as const;

@@ -260,6 +260,7 @@ export function createEhrForwarding(deps: ForwardingDeps) {
           type: event.type,
           system: REFHUB_SYSTEM,
           description: event.description,
+          eventDescription: event.eventDescription,
           producedAt: now,
           fromStatuses: LIFECYCLE[operation].from.system,
         },

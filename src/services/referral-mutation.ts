@@ -109,6 +109,7 @@ export function timelineEventsOf(
     type: e.type,
     system,
     description: e.description,
+    eventDescription: e.eventDescription,
     producedAt: now,
   }));
 }

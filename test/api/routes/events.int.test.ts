@@ -1,10 +1,12 @@
 // The event feed over HTTP: what each institution sees (its own referrals; a provider's only once they
-// leave draft), paging with the opaque cursor, long polling, and the refusals.
+// leave draft), no free text that a person wrote, paging with the opaque cursor, long polling, and the
+// refusals.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { FEED_START, referralEventRepository, type FeedPosition } from '../../../src/db/events.repository.ts';
 import { ENGINES } from '../../support/engines.ts';
+import { CANARY, CANARY_MARKERS } from '../../support/fixtures/patients.ts';
 import { feedUrl, readFeedPage, readFeedToEnd } from '../../support/event-feed.ts';
 import { call, createDraft, referralIn } from '../../support/scenarios.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
@@ -45,6 +47,66 @@ describe.each(ENGINES)('event feed on %s', (engine) => {
     expect(provider[0]?.institution).toEqual({ idType: 'hci', id: 'S9001Z' });
 
     expect((await readFeedToEnd(t, t.otherProvider, otherStart)).events).toEqual([]);
+  });
+
+  it('quotes no free text: the note, the reasons and the location stay on the referral’s timeline', async () => {
+    const start = (await readFeedToEnd(t, t.sender)).next;
+    const said = (what: string) => `${CANARY.patientName} (${CANARY.patientUin}): ${what}`;
+    const accepted = await referralIn(t, 'accepted');
+    const url = (id: string, op: string) => `/api/v1/referrals/${id}/${op}`;
+    await call(t, t.provider, 'PUT', url(accepted.id, 'appointments/appt-1'), {
+      status: 'scheduled',
+      startAt: '2030-01-15T01:30:00.000Z',
+      location: said('home visit'),
+    });
+    await call(t, t.provider, 'POST', url(accepted.id, 'cancel'), { cancelNote: said('moved away') });
+    const asked = await referralIn(t, 'pending-acceptance');
+    await call(t, t.provider, 'POST', url(asked.id, 'request-action'), { reason: said('attach the ECG') });
+    const rejected = await referralIn(t, 'pending-acceptance');
+    await call(t, t.provider, 'POST', url(rejected.id, 'reject'), { reason: said('out of scope') });
+
+    const events = (await readFeedToEnd(t, t.sender, start)).events;
+    const sentence = (id: string, type: string) =>
+      events.find((e) => e.referralId === id && e.type === type)?.description;
+    expect(sentence(accepted.id, 'appt.scheduled')).toBe(
+      'Central General Hospital scheduled an appointment for Tue 15 Jan 2030, 09:30 SGT.',
+    );
+    expect(sentence(accepted.id, 'referral.cancelled')).toBe(
+      'Central General Hospital cancelled the referral.',
+    );
+    expect(sentence(accepted.id, 'appt.cancelled')).toBe(
+      'The appointment on Tue 15 Jan 2030, 09:30 SGT was cancelled.',
+    );
+    expect(sentence(asked.id, 'referral.sender-action-required')).toBe(
+      'Central General Hospital asked the sender to act on the referral.',
+    );
+    expect(sentence(rejected.id, 'referral.rejected')).toBe(
+      'Central General Hospital rejected the referral.',
+    );
+    const leaks = (text: string) => CANARY_MARKERS.filter((m) => text.includes(m));
+    expect(leaks(JSON.stringify(events))).toEqual([]);
+    expect(leaks(JSON.stringify((await readFeedToEnd(t, t.provider)).events))).toEqual([]);
+
+    // The referral's own timeline, which its parties read through the API, still quotes them.
+    const query = new URLSearchParams({ ...t.sender.institution, requesterIdentifier: 'dr@example.org' });
+    const timelineOf = async (id: string) =>
+      (
+        (await call(t, t.sender, 'GET', `/api/v1/referrals/${id}?${query.toString()}`)) as {
+          timelineEvents: { description: string }[];
+        }
+      ).timelineEvents.map((e) => e.description);
+    expect(await timelineOf(accepted.id)).toEqual(
+      expect.arrayContaining([
+        `Central General Hospital scheduled an appointment for Tue 15 Jan 2030, 09:30 SGT at ${said('home visit')}.`,
+        `Central General Hospital cancelled the referral: ${said('moved away')}`,
+      ]),
+    );
+    expect(await timelineOf(asked.id)).toContain(
+      `Central General Hospital asked the sender to act on the referral: ${said('attach the ECG')}`,
+    );
+    expect(await timelineOf(rejected.id)).toContain(
+      `Central General Hospital rejected the referral: ${said('out of scope')}`,
+    );
   });
 
   it('keeps a back-to-draft from the provider, whose reads of the draft are 404 too', async () => {

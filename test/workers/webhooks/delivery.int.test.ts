@@ -2,7 +2,8 @@
 // real Redis, and the sandbox EHR: every timeline event the spec names, and refhub's own, reach the
 // right institution's subscription within seconds and no other; every delivery verifies with the
 // `standardwebhooks` package; failures are retried (500, timeouts) except 410, which disables; a
-// subscription that keeps failing is disabled; and no patient data reaches a receiver, Redis or logs.
+// subscription that keeps failing is disabled; and no patient data reaches a receiver, Redis or logs,
+// not even where a person typed it into a cancel note or an appointment's location.
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -113,13 +114,16 @@ describe.each(ENGINES)('webhook delivery on %s', (engine) => {
       call(t, t.provider, 'PUT', url(`appointments/${appointmentId}`), {
         status,
         startAt: '2030-01-15T01:30:00.000Z',
-        location: 'Clinic 3B',
+        // What a person types may name the patient: the timeline quotes it, events never do.
+        location: `Home of ${CANARY.patientName}`,
       });
     await appointment('a1', 'actualized');
     await appointment('a2', 'no-show');
     await appointment('a3', 'scheduled');
     await call(t, t.provider, 'POST', url('notes'), { content: CANARY.clinicalInfo }, 201);
-    await call(t, t.provider, 'POST', url('cancel'), { cancelNote: 'The clinic closed' });
+    await call(t, t.provider, 'POST', url('cancel'), {
+      cancelNote: `${CANARY.patientName} (${CANARY.patientUin}) moved away`,
+    });
 
     const expected = [
       'referral.pending-acceptance',
@@ -174,8 +178,11 @@ describe.each(ENGINES)('webhook delivery on %s', (engine) => {
     expect(received.map((b) => b.type)).not.toContain('referral.created');
     expect(sent.every((b) => b.data.institution.id === 'S1234A')).toBe(true);
     expect(received.every((b) => b.data.institution.id === 'S9001Z')).toBe(true);
-    expect(received.find((b) => b.type === 'referral.cancelled')?.data.description).toContain(
-      'The clinic closed',
+    expect(received.find((b) => b.type === 'referral.cancelled')?.data.description).toBe(
+      'Central General Hospital cancelled the referral.',
+    );
+    expect(received.find((b) => b.type === 'appt.no-show')?.data.description).toBe(
+      'The patient missed the appointment on Tue 15 Jan 2030, 09:30 SGT.',
     );
     // Nobody else hears of it.
     expect(of(id, otherProviderHook)).toEqual([]);
