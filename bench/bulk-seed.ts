@@ -9,13 +9,13 @@
 // audit rows and unprocessed outbox rows are copied with it, pointing at the copy. Link tokens are not:
 // they are what a read hands out, not part of the referral.
 //
-// The copies hold their patient data in the clear, a column each, as rows written before field
-// encryption do (and without the blind index of the UIN): a sealed value opens only in the row it was
-// sealed for, and sealing a million rows one by one in this process would take the time the SQL copy
-// saves. refhub reads such rows as it reads data written before encryption was turned on; the
-// scenarios that measure a read's cost (api.ts) read drafts seeded sealed, as the API writes them.
-// test/system/bench/bulk-seed.int.test.ts
-// checks that a copy reads and behaves like an API-made referral.
+// The copies hold their patient data (a column each) and their timeline's sentences in the clear, as
+// rows written before field encryption do (and without the blind index of the UIN): a sealed value
+// opens only in the row it was sealed for, and sealing a million rows one by one in this process would
+// take the time the SQL copy saves. refhub reads such rows as it reads data written before encryption
+// was turned on; the scenarios that measure a read's cost (api.ts) read drafts seeded sealed, as the
+// API writes them. test/system/bench/bulk-seed.int.test.ts checks that a copy reads and behaves like
+// an API-made referral.
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../src/db/schema.ts';
 import { openColumns, SEALED_COLUMNS } from '../src/db/data-keys.repository.ts';
@@ -122,9 +122,20 @@ export async function cloneReferral(
     await sql`INSERT INTO referrals (${referral.names})
       SELECT ${referral.values} FROM referrals t, ${series} WHERE t.id = ${batch.templateId}`.execute(trx);
 
+    // The template's sentences in the clear, in its order: a copy's own rows hold them as a refhub
+    // before the timeline was sealed wrote them.
+    const sentences = (
+      await trx
+        .selectFrom('timeline_events')
+        .select(['id', 'description'])
+        .where('referral_id', '=', batch.templateId)
+        .orderBy('seq')
+        .execute()
+    ).map((row) => openColumns('timeline_events', row, cipher).description);
     const timeline = copyOf(await columnsOf(trx, 'timeline_events'), {
       id: uuidv7Sql(atMs(g), batch.salt, 1, rowNumber),
       referral_id: referralId,
+      description: sql`(${sentences}::text[])[t.k + 1]`,
       produced_at: sql`${at(g)} + (t.produced_at - r.created_at)`,
     });
     // One template referral may have several events; each copy's IDs differ by the event's rank.

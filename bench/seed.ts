@@ -1,10 +1,10 @@
 // Seeds a benchmark database fast: the demo catalog, API keys for the parties the scenarios act as,
 // and drafts in bulk. A draft is written exactly as `POST /api/v1/referrals` writes it (without a
-// requesterIdentifier): the referral row, its `referral.created` timeline event and its
-// `referral.create` audit row. The content goes through the API's own resolution (`resolveContent`)
-// and the timeline sentence through the domain's own `timeline.created`, so the text and the columns
-// cannot drift from what the API writes; test/system/bench/seed.int.test.ts compares the rows with
-// API-made ones.
+// requesterIdentifier): the referral row, its `referral.created` timeline event (the sentence sealed)
+// and its `referral.create` audit row. The content goes through the API's own resolution
+// (`resolveContent`) and the timeline sentence through the domain's own `timeline.created`, so the
+// text and the columns cannot drift from what the API writes; test/system/bench/seed.int.test.ts
+// compares the rows with API-made ones.
 //
 // Rows go in as multi-row INSERTs of a few hundred rows each, inside one transaction per batch, so
 // 10,000 drafts take a second or two instead of the minutes 10,000 API calls would.
@@ -20,6 +20,7 @@ import { loadCatalogIn, readCatalogFile } from '../src/services/catalog.service.
 import { DEMO_CATALOG_FILE } from '../src/composition/demo-setup.ts';
 import { EMPTY_CONTENT, resolveContent, type ReferralFieldsInput } from '../src/services/referral-input.ts';
 import { newReferralRow } from '../src/db/referral.repository.ts';
+import { sealColumns } from '../src/db/data-keys.repository.ts';
 import { benchCipher } from './data-keys.ts';
 
 /** The requester the scenarios name in reads and writes (audited with each). */
@@ -166,12 +167,18 @@ export async function seedDrafts(db: Kysely<Database>, batch: DraftBatch): Promi
             cipher,
           ),
         );
+        const eventId = uuidv7({ msecs: at.getTime() });
         events.push({
-          id: uuidv7({ msecs: at.getTime() }),
+          id: eventId,
           referral_id: id,
           type: created.type,
           system: batch.party.system,
-          description: created.description,
+          description: sealColumns(
+            'timeline_events',
+            { id: eventId },
+            { description: created.description },
+            cipher,
+          ).description,
           produced_at: at,
         });
         audits.push({

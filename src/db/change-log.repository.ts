@@ -18,6 +18,7 @@
 // here and nowhere else.
 import { sql, type Compilable, type RawBuilder } from 'kysely';
 import type { FieldCipher } from '../domain/data-keys.ts';
+import type { DataKeys } from './data-keys.repository.ts';
 import { auditInsert, auditRow, type AuditEvent } from './audit.repository.ts';
 import type { Executor } from './executor.ts';
 import { keyClaimInsert, type StoredKey } from './idempotency.repository.ts';
@@ -143,8 +144,10 @@ export interface ReferralWrite extends ChangeRecord {
   readonly links: readonly NewLinkToken[];
   /** A second audit row, for what the answer hands out besides the referral (a link upsert's link). */
   readonly alsoAudit?: AuditEvent;
-  /** A keyed write's key, with the response it stores, and the cipher that seals the response. */
-  readonly key?: { readonly stored: StoredKey; readonly cipher: FieldCipher };
+  /** A keyed write's key, with the response it stores. */
+  readonly key?: { readonly stored: StoredKey };
+  /** Seals the timeline's sentences and a keyed write's stored response. */
+  readonly cipher: FieldCipher;
 }
 
 /** Raised by `refhub_abort` (migration 0010): the statement rolled back on purpose. */
@@ -182,7 +185,7 @@ export async function writeReferralChange(db: Executor, write: ReferralWrite): P
     ctes.push(
       sql`timeline as (${db
         .insertInto('timeline_events')
-        .values(timelineRows(write.timeline))
+        .values(timelineRows(write.timeline, write.cipher))
         .returning([...TIMELINE_RETURNING])})`,
     );
   }
@@ -197,7 +200,7 @@ export async function writeReferralChange(db: Executor, write: ReferralWrite): P
     ctes.push(sql`minted as (${db.insertInto('link_tokens').values(linkTokenRows(write.links))})`);
   }
   if (write.key !== undefined) {
-    ctes.push(sql`claimed as (${keyClaimInsert(write.key.stored, write.key.cipher, guard)})`);
+    ctes.push(sql`claimed as (${keyClaimInsert(write.key.stored, write.cipher, guard)})`);
   }
   const last =
     write.referral === undefined
@@ -212,7 +215,11 @@ export async function writeReferralChange(db: Executor, write: ReferralWrite): P
   }
 }
 
-export function changeLogRepository(db: Executor) {
+/**
+ * Change records written by a statement of their own, in the caller's transaction; `keys` seal the
+ * timeline's sentences.
+ */
+export function changeLogRepository(db: Executor, keys: DataKeys) {
   return {
     async record(change: ChangeRecord): Promise<void> {
       const timeline =
@@ -221,7 +228,7 @@ export function changeLogRepository(db: Executor) {
           : [
               sql`timeline as (${db
                 .insertInto('timeline_events')
-                .values(timelineRows(change.timeline))
+                .values(timelineRows(change.timeline, await keys.cipher()))
                 .returning([...TIMELINE_RETURNING])})`,
             ];
       // The feed reads `referrals` as this transaction sees it: after the change, which an earlier

@@ -58,6 +58,9 @@ export const SEALED_COLUMNS = {
   },
   // A keyed write's stored response holds the referral it answered with.
   idempotency_keys: { key: ['api_key_id', 'key'], columns: ['response_body'] },
+  // The timeline's sentences quote what people typed (a cancel note, a reason, a location). The event
+  // feed's copy of each sentence quotes nothing, so it is not sealed (domain/timeline.ts).
+  timeline_events: { key: ['id'], columns: ['description'] },
 } as const satisfies Record<string, SealedTableColumns>;
 
 interface SealedTableColumns {

@@ -2,10 +2,11 @@
 // Rows hold IDs, hashes and outcomes only: never the form, never patient data.
 import { sql } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
+import type { FieldCipher } from '../domain/data-keys.ts';
 import type { AuditEvent } from './audit.repository.ts';
 import { changeLogCtes, TIMELINE_RETURNING } from './change-log.repository.ts';
 import type { Executor } from './executor.ts';
-import type { NewTimelineEvent } from './referral-children.repository.ts';
+import { sealedDescription, type NewTimelineEvent } from './referral-children.repository.ts';
 import type { EhrSubmissionsTable } from './schema.ts';
 
 export type SubmissionOutcome = EhrSubmissionsTable['outcome'];
@@ -69,6 +70,8 @@ export interface AttemptRecord {
    */
   readonly event: (NewTimelineEvent & { readonly fromStatuses: readonly string[] }) | undefined;
   readonly audit: AuditEvent;
+  /** Seals the event's sentence. */
+  readonly cipher: FieldCipher;
 }
 
 /**
@@ -103,15 +106,16 @@ export function ehrSubmissionRepository(db: Executor) {
   return {
     /**
      * Records an attempt in one statement, under the referral's row lock: the ledger row, the
-     * referral's forwarding columns, the timeline event, and what the change log adds to it (the
-     * event's row in the feed and the audit row, change-log.repository.ts). One round trip and one
-     * commit per attempt, with no transaction held open in between. The referral's version and
-     * updated_at stay: an attempt is the bridge's bookkeeping, not a change to the referral. Returns
-     * false, having written nothing, when the referral does not exist.
+     * referral's forwarding columns, the timeline event (its sentence sealed), and what the change log
+     * adds to it (the event's row in the feed and the audit row, change-log.repository.ts). One round
+     * trip and one commit per attempt, with no transaction held open in between. The referral's
+     * version and updated_at stay: an attempt is the bridge's bookkeeping, not a change to the
+     * referral. Returns false, having written nothing, when the referral does not exist.
      */
     async recordAttempt(r: AttemptRecord): Promise<boolean> {
       const s = r.submission;
       const e = r.event;
+      const description = e === undefined ? null : sealedDescription(e, r.cipher);
       // The feed reads the locked row: an attempt changes neither the version nor the parties. The
       // audit row too is written only when the referral was found.
       const leftBehind = changeLogCtes(db, {
@@ -148,7 +152,7 @@ export function ehrSubmissionRepository(db: Executor) {
         ), timeline as (
           insert into timeline_events (id, referral_id, type, system, description, produced_at)
           select ${e?.id ?? null}::uuid, ref.id, ${e?.type ?? null}::text, ${e?.system ?? null}::text,
-            ${e?.description ?? null}::text, ${e?.producedAt ?? null}::timestamptz
+            ${description}::text, ${e?.producedAt ?? null}::timestamptz
           from ref
           where ${e !== undefined}::boolean and ref.deleted_at is null
             and ref.status = any(${[...(e?.fromStatuses ?? [])]}::text[])

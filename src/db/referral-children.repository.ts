@@ -145,36 +145,29 @@ export function toAppointmentView(a: AppointmentRecord): AppointmentView {
   };
 }
 
-export function timelineRows(events: readonly NewTimelineEvent[]): Insertable<TimelineEventsTable>[] {
+/** The timeline rows of `events`, each sentence sealed. */
+export function timelineRows(
+  events: readonly NewTimelineEvent[],
+  cipher: FieldCipher,
+): Insertable<TimelineEventsTable>[] {
   return events.map((e) => ({
     id: e.id,
     referral_id: e.referralId,
     type: e.type,
     system: e.system,
-    description: e.description,
+    description: sealedDescription(e, cipher),
     produced_at: e.producedAt,
   }));
 }
 
+/** The timeline sentence of `event`, sealed for its row. */
+export function sealedDescription(event: NewTimelineEvent, cipher: FieldCipher): string {
+  return sealColumns('timeline_events', { id: event.id }, { description: event.description }, cipher)
+    .description;
+}
+
 export function timelineRepository(db: Executor) {
   return {
-    /** Oldest first, in the order the events were written. */
-    async list(referralId: string): Promise<TimelineEventView[]> {
-      const rows = await db
-        .selectFrom('timeline_events')
-        .select(['id', 'type', 'system', 'description', 'produced_at'])
-        .where('referral_id', '=', referralId)
-        .orderBy('seq')
-        .execute();
-      return rows.map((r) => ({
-        id: r.id,
-        type: r.type,
-        system: r.system,
-        description: r.description,
-        producedAt: r.produced_at.toISOString(),
-      }));
-    },
-
     /** When the referral last entered `type` (for example pending-acceptance), if it ever did. */
     async latestOf(referralId: string, type: string): Promise<Date | undefined> {
       const row = await db
@@ -300,7 +293,7 @@ export function toReferralParts(
       id: t.id,
       type: t.type,
       system: t.system,
-      description: t.description,
+      description: cipher.open(t.description, { table: 'timeline_events', column: 'description', row: t.id }),
       producedAt: dateOf(t.producedAt).toISOString(),
     })),
   };

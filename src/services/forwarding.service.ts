@@ -136,7 +136,7 @@ export function createEhrForwarding(deps: ForwardingDeps) {
     const requeued = await ehrSubmissionRepository(trx).requeueFailed(ids);
     const now = deps.clock.now();
     if (requeued.length > 0) {
-      await changeLogRepository(trx).record({
+      await changeLogRepository(trx, deps.dataKeys).record({
         timeline: [],
         outbox: requeued.map((r) => ({
           topic: 'ehr-forward-again',
@@ -265,6 +265,7 @@ export function createEhrForwarding(deps: ForwardingDeps) {
           fromStatuses: LIFECYCLE[operation].from.system,
         },
         audit: auditEventOf(systemActor(a.requestId), `ehr.forward.${a.outcome}`, [a.referralId], now),
+        cipher: await deps.dataKeys.cipher(),
       });
       if (!found) throw new ReferralNotFoundError(a.referralId);
       deps.metrics.observeEhrAttempt(a.outcome, a.httpStatus, a.durationMs / 1000);

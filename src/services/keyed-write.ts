@@ -37,13 +37,13 @@ export interface Answer<T> {
 
 /**
  * Runs `write` with the caller's key, storing `answer` under it, sealed with `cipher` (the answer
- * holds the referral). False, with nothing written, when the referral's compare-and-set lost to
- * another write (then the caller reads and decides again).
+ * holds the referral), as the write's timeline sentences are. False, with nothing written, when the
+ * referral's compare-and-set lost to another write (then the caller reads and decides again).
  */
 export async function runWrite<T>(
   db: Kysely<Database>,
   caller: { readonly idempotency?: IdempotentWrite | undefined },
-  write: Omit<ReferralWrite, 'links' | 'key'>,
+  write: Omit<ReferralWrite, 'links' | 'key' | 'cipher'>,
   answer: Answer<T>,
   cipher: FieldCipher,
 ): Promise<boolean> {
@@ -52,11 +52,10 @@ export async function runWrite<T>(
   try {
     won = await writeReferralChange(db, {
       ...write,
+      cipher,
       links: answer.links,
       ...(answer.audit === undefined ? {} : { alsoAudit: answer.audit }),
-      ...(keyed === undefined
-        ? {}
-        : { key: { stored: keyed.storedKey(answer.result, answer.links), cipher } }),
+      ...(keyed === undefined ? {} : { key: { stored: keyed.storedKey(answer.result, answer.links) } }),
     });
   } catch (error) {
     throw keyed?.refusal(error) ?? error;

@@ -506,7 +506,7 @@ export async function newDraft(
   caller: Caller,
   input: ReferralFieldsInput,
   auditAction: string,
-): Promise<{ write: Omit<ReferralWrite, 'links' | 'key'>; after: ReferralWithParts }> {
+): Promise<{ write: Omit<ReferralWrite, 'links' | 'key' | 'cipher'>; after: ReferralWithParts }> {
   const now = clock.now();
   // The offering and the sender's name in one read.
   const catalog = await catalogRepository(db).forNewDraft(input.offeringId, caller.institution);

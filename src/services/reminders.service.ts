@@ -95,7 +95,7 @@ export function createReminders(deps: ReminderDeps) {
         });
         if (!inserted) return { kind: 'already-sent', remaining: policy.max - p.sent };
         decide('reminder-sent', 'system', { status: record.status, offeringCancellable: true });
-        await changeLogRepository(trx).record({
+        await changeLogRepository(trx, deps.dataKeys).record({
           // refhub sends the reminder: the provider's system took no part in it.
           timeline: timelineEventsOf(
             referralId,

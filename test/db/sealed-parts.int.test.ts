@@ -1,7 +1,7 @@
 // The parts of a referral kept outside its own row, sealed as its fields are, checked from the
 // database's side on both engines: an attachment's name, its bytes (sealed in chunks, streamed back a
-// chunk at a time), the form kept for the EHR with the names of the files it lists, and a keyed
-// write's stored response. For each: SQL finds no plaintext, it reads back identical, and a value
+// chunk at a time), the form kept for the EHR with the names of the files it lists, a keyed write's
+// stored response, and the timeline's sentences (which quote what people typed). For each: SQL finds no plaintext, it reads back identical, and a value
 // copied to another row does not open. The bytes also refuse chunks reordered, dropped or cut short.
 // And the sweep seals each of them written in the clear, and again under a new key.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentRepository, type NewAttachment } from '../../src/db/attachments.repository.ts';
 import { dataKeyRepository, SEALED_COLUMNS, type DataKeys } from '../../src/db/data-keys.repository.ts';
 import { ehrFormRepository } from '../../src/db/forwarding-form.repository.ts';
+import { referralRepository } from '../../src/db/referral.repository.ts';
 import { idempotencyRepository } from '../../src/db/idempotency.repository.ts';
 import type { FormAttachment } from '../../src/domain/attachments.ts';
 import {
@@ -29,7 +30,7 @@ import type { SweepProgress } from '../../src/services/data-keys.service.ts';
 import { ENGINES } from '../support/engines.ts';
 import { CATALOG, PAGES, pdf, stream } from '../support/fixtures/attachment-files.ts';
 import { PATIENT } from '../support/fixtures/patients.ts';
-import { createDraft } from '../support/scenarios.ts';
+import { call, createDraft, referralIn } from '../support/scenarios.ts';
 import { apiKeyIdOf } from '../support/store-inspection.ts';
 import { insertAttachment } from '../support/stored-attachments.ts';
 import { createTestApp, type TestApp } from '../support/test-app.ts';
@@ -316,6 +317,82 @@ describe.each(ENGINES)('parts of a referral sealed outside its row on %s', (engi
     });
   });
 
+  describe('timeline_events.description', () => {
+    const query = () =>
+      new URLSearchParams({ ...t.sender.institution, requesterIdentifier: 'dr.tan@example.org' }).toString();
+    const timelineOf = async (id: string) =>
+      (
+        (await call(t, t.sender, 'GET', `/api/v1/referrals/${id}?${query()}`)) as {
+          timelineEvents: { id: string; type: string; description: string }[];
+        }
+      ).timelineEvents;
+    const note = `${MARKER}: ${PATIENT.patientName} recovered`;
+
+    it('holds no plaintext, reads back quoting what was typed, and does not open copied to another row', async () => {
+      const referral = await referralIn(t, 'pending-acceptance');
+      await call(t, t.sender, 'POST', `/api/v1/referrals/${referral.id}/cancel`, { cancelNote: note });
+      // An attempt of the forwarder writes its event in a statement of its own.
+      await t.ctx.ehrForwarding.recordAttempt({
+        referralId: referral.id,
+        messageId: `${referral.id}.v3`,
+        version: 3,
+        attempt: 1,
+        startedAt: t.ctx.clock.now(),
+        durationMs: 30,
+        sha256: 'c'.repeat(64),
+        outcome: 'delivered',
+        httpStatus: 201,
+        errorCode: null,
+        reference: 'EHR-42',
+        requestId: 'sealed-timeline',
+      });
+      const timeline = await timelineOf(referral.id);
+      expect(timeline.map((e) => [e.type, e.description])).toEqual([
+        ['referral.created', 'Bukit Timah Family Clinic created the referral as a draft.'],
+        [
+          'referral.pending-acceptance',
+          'Bukit Timah Family Clinic submitted the referral to Central General Hospital; it is awaiting acceptance.',
+        ],
+        ['referral.cancelled', `Bukit Timah Family Clinic cancelled the referral: ${note}`],
+        [
+          'ehr.forwarded',
+          'The referral form was delivered to the national health record (reference EHR-42).',
+        ],
+      ]);
+
+      const { rows } = await sql<{ id: string; description: string }>`
+        select id, description from timeline_events where referral_id = ${referral.id} order by seq`.execute(
+        t.ctx.db,
+      );
+      expect(rows.map((r) => r.id)).toEqual(timeline.map((e) => e.id));
+      for (const row of rows) expect(isSealed(row.description), row.id).toBe(true);
+      const { rows: clear } = await sql<{ n: number }>`
+        select count(*)::int as n from timeline_events
+        where position(${MARKER} in description) > 0 or position('cancelled the referral' in description) > 0`.execute(
+        t.ctx.db,
+      );
+      expect(clear[0]?.n).toBe(0);
+      // The feed's sentence quotes nothing, so it is not sealed: it holds no patient data.
+      const { rows: events } = await sql<{ description: string }>`
+        select description from referral_events where referral_id = ${referral.id} and type = 'referral.cancelled'`.execute(
+        t.ctx.db,
+      );
+      expect(events).toEqual([{ description: 'Bukit Timah Family Clinic cancelled the referral.' }]);
+
+      const [first, second] = rows;
+      if (first === undefined || second === undefined) throw new Error('no timeline rows');
+      await sql`update timeline_events set description = ${first.description} where id = ${second.id}`.execute(
+        t.ctx.db,
+      );
+      await expect(
+        referralRepository(t.ctx.db, t.ctx.dataKeys).findVisibleWithParts(referral.id, {
+          idType: 'hci',
+          id: 'S1234A',
+        }),
+      ).rejects.toThrow(`field_not_authentic: timeline_events.description of row ${second.id}`);
+    });
+  });
+
   describe('ehr_forms.html', () => {
     const form = (name: string) => ({
       html: `<!doctype html><html><body><h1>${PATIENT.patientName}</h1><p>${MARKER}</p><p>${name}</p></body></html>`,
@@ -500,6 +577,16 @@ describe.each(ENGINES)('the sweep of the parts sealed outside a referral row on 
     const apiKeyId = await apiKeyIdOf(t, t.sender);
     await sql`update idempotency_keys set response_body = ${created.body}
         where api_key_id = ${apiKeyId} and key = ${key}`.execute(t.ctx.db);
+    const createdEvent = await t.ctx.db
+      .selectFrom('timeline_events')
+      .select('id')
+      .where('referral_id', '=', draft.id)
+      .where('type', '=', 'referral.created')
+      .executeTakeFirstOrThrow();
+    const sentence = 'Bukit Timah Family Clinic created the referral as a draft.';
+    await sql`update timeline_events set description = ${sentence} where id = ${createdEvent.id}`.execute(
+      t.ctx.db,
+    );
 
     const stored = async (k: string) =>
       (
@@ -531,6 +618,11 @@ describe.each(ENGINES)('the sweep of the parts sealed outside a referral row on 
       });
       const record = await idempotencyRepository(t.ctx.db, t.ctx.dataKeys).find(apiKeyId, key);
       expect(record?.response?.body).toBe(created.body);
+      const read = await referralRepository(t.ctx.db, t.ctx.dataKeys).findVisibleWithParts(draft.id, {
+        idType: 'hci',
+        id: 'S1234A',
+      });
+      expect(read?.parts.timelineEvents.find((e) => e.id === createdEvent.id)?.description).toBe(sentence);
     };
     const under = async () => {
       const attachment = await t.ctx.db
@@ -544,12 +636,18 @@ describe.each(ENGINES)('the sweep of the parts sealed outside a referral row on 
         .where('message_id', '=', messageId)
         .executeTakeFirstOrThrow();
       const response = await stored(key);
+      const event = await t.ctx.db
+        .selectFrom('timeline_events')
+        .select('description')
+        .where('id', '=', createdEvent.id)
+        .executeTakeFirstOrThrow();
       return {
         file_name: sealedKeyId(attachment.file_name),
         content: sealedBytesLayout(await storedContent())?.keyId,
         html: sealedKeyId(kept.html),
         listed: kept.attachments.map((f) => sealedKeyId(f.fileName)),
         response_body: sealedKeyId(response as string),
+        timeline: sealedKeyId(event.description),
       };
     };
     await readsBack();
@@ -559,6 +657,7 @@ describe.each(ENGINES)('the sweep of the parts sealed outside a referral row on 
       html: undefined,
       listed: [undefined],
       response_body: undefined,
+      timeline: undefined,
     });
     const before = await t.ctx.dataKeyRotation.status();
     expect(before.stale).toMatchObject({
@@ -566,19 +665,21 @@ describe.each(ENGINES)('the sweep of the parts sealed outside a referral row on 
       attachment_contents: 1,
       ehr_forms: 1,
       idempotency_keys: 1,
+      timeline_events: 1,
     });
 
     const progress: SweepProgress[] = [];
     const swept = await t.ctx.dataKeyRotation.sweep((p) => {
       progress.push(p);
     });
-    expect(swept.sealed).toBe(4);
+    expect(swept.sealed).toBe(5);
     const all = (keyId: string) => ({
       file_name: keyId,
       content: keyId,
       html: keyId,
       listed: [keyId],
       response_body: keyId,
+      timeline: keyId,
     });
     expect(await under()).toEqual(all(swept.keyId));
     expect(progress).toContainEqual({ keyId: swept.keyId, table: 'attachment_contents', done: 1, total: 1 });

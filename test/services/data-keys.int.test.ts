@@ -73,9 +73,44 @@ describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
     const id = referral.id;
     await call(t, t.sender, 'POST', `/api/v1/referrals/${id}/notes`, { content: CANARY.clinicalInfo }, 201);
     await referralIn(t, 'scheduled', CANARY);
+    // What people type may name the patient: a request to act, a cancel note, an appointment's
+    // location, a rejection. The timeline quotes each one, sealed; the event feed none.
+    const said = `${CANARY.patientName} (${CANARY.patientUin})`;
+    const typed = await referralIn(t, 'pending-acceptance', CANARY);
+    const act = (who: typeof t.sender, op: string, body: Record<string, unknown>) =>
+      call(
+        t,
+        who,
+        op.startsWith('appointments/') ? 'PUT' : 'POST',
+        `/api/v1/referrals/${typed.id}/${op}`,
+        body,
+      );
+    await act(t.provider, 'request-action', { reason: `${said}: attach the ECG` });
+    await act(t.sender, 'submit', {});
+    await act(t.provider, 'accept', {});
+    await act(t.provider, 'appointments/appt-1', {
+      status: 'scheduled',
+      startAt: '2030-01-15T01:30:00.000Z',
+      location: `Home of ${said}`,
+    });
+    const rejected = await referralIn(t, 'pending-acceptance', CANARY);
+    await call(t, t.provider, 'POST', `/api/v1/referrals/${rejected.id}/reject`, {
+      reason: `${said} is out of scope`,
+    });
+    const cancelled = await referralIn(t, 'pending-acceptance', CANARY);
+    await call(t, t.sender, 'POST', `/api/v1/referrals/${cancelled.id}/cancel`, {
+      cancelNote: `${said} recovered`,
+    });
     const { activeKeyId } = await t.ctx.dataKeys.cipher();
     expect(await staleUnder(activeKeyId)).toEqual(Object.fromEntries(TABLES.map((table) => [table, 0])));
-    for (const table of ['referrals', 'notes', 'appointments', 'referral_outcomes']) {
+    for (const table of [
+      'referrals',
+      'notes',
+      'appointments',
+      'referral_outcomes',
+      'timeline_events',
+      'referral_events',
+    ]) {
       const { rows } = await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)}`.execute(
         t.ctx.db,
       );
@@ -99,6 +134,22 @@ describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
     // And the API gives it back whole, and finds the patient by the UIN.
     expect(await read(id)).toMatchObject({ patient: { name: CANARY.patientName, uin: CANARY.patientUin } });
     expect(await byPatient(CANARY.patientUin)).toContain(id);
+    const timelineOf = async (referralId: string) =>
+      ((await read(referralId)) as { timelineEvents: { description: string }[] }).timelineEvents.map(
+        (e) => e.description,
+      );
+    expect(await timelineOf(typed.id)).toEqual(
+      expect.arrayContaining([
+        `Central General Hospital asked the sender to act on the referral: ${said}: attach the ECG`,
+        `Central General Hospital scheduled an appointment for Tue 15 Jan 2030, 09:30 SGT at Home of ${said}.`,
+      ]),
+    );
+    expect(await timelineOf(rejected.id)).toContain(
+      `Central General Hospital rejected the referral: ${said} is out of scope`,
+    );
+    expect(await timelineOf(cancelled.id)).toContain(
+      `Bukit Timah Family Clinic cancelled the referral: ${said} recovered`,
+    );
   });
 
   it('seals what was written before field encryption, which the patient filter then finds', async () => {
@@ -118,6 +169,15 @@ describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
     await sql`update notes set content = 'Fasting from midnight.' where referral_id = ${draft.id}`.execute(
       t.ctx.db,
     );
+    // Its timeline, as a refhub before the timeline was sealed wrote it.
+    const sentences = ((await read(draft.id)) as { timelineEvents: { id: string; description: string }[] })
+      .timelineEvents;
+    expect(sentences).toHaveLength(2);
+    for (const event of sentences) {
+      await sql`update timeline_events set description = ${event.description} where id = ${event.id}`.execute(
+        t.ctx.db,
+      );
+    }
     expect(await read(draft.id)).toMatchObject({
       patient: { name: 'Lim Bee Hoon' },
       clinicalInfo: 'Legacy clinical text',
@@ -128,8 +188,9 @@ describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
     const stale = await staleUnder(activeKeyId);
     expect(stale.referrals).toBe(1);
     expect(stale.notes).toBe(1);
+    expect(stale.timeline_events).toBe(2);
     const { sealed } = await t.ctx.dataKeyRotation.sweep();
-    expect(sealed).toBe(2);
+    expect(sealed).toBe(4);
     expect(Object.values(await staleUnder(activeKeyId))).toEqual(TABLES.map(() => 0));
     const row = await t.ctx.db
       .selectFrom('referrals')
@@ -144,6 +205,13 @@ describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
       clinicalInfo: 'Legacy clinical text',
       notes: [expect.objectContaining({ id: note.id, content: 'Fasting from midnight.' })],
     });
+    expect(((await read(draft.id)) as { timelineEvents: unknown[] }).timelineEvents).toMatchObject(sentences);
+    const timelineRows = await t.ctx.db
+      .selectFrom('timeline_events')
+      .select('description')
+      .where('referral_id', '=', draft.id)
+      .execute();
+    expect(timelineRows.map((r) => r.description.startsWith(`rh1:${activeKeyId}:`))).toEqual([true, true]);
     expect(await byPatient('S1000009J')).toEqual([draft.id]);
     // Nothing left: a second sweep seals nothing.
     expect((await t.ctx.dataKeyRotation.sweep()).sealed).toBe(0);

@@ -42,33 +42,38 @@ describe.each(ENGINES)('bulk copies of a referral on %s', (engine) => {
   });
 
   const acting = { institutionIdType: 'hci', institutionId: 'S1234A' } as const;
-  const rowsOf = async (id: string) => ({
-    // Opened: a sealed value differs from row to row, what it seals must not.
-    referral: openColumns(
-      'referrals',
-      await t.ctx.db.selectFrom('referrals').selectAll().where('id', '=', id).executeTakeFirstOrThrow(),
-      await t.ctx.dataKeys.cipher(),
-    ),
-    timeline: await t.ctx.db
-      .selectFrom('timeline_events')
-      .selectAll()
-      .where('referral_id', '=', id)
-      .orderBy('seq')
-      .execute(),
-    audit: await t.ctx.db
-      .selectFrom('audit_events')
-      .selectAll()
-      .where((eb) => eb(eb.val(id), '=', eb.fn.any('referral_ids')))
-      .orderBy('seq')
-      .execute(),
-    outbox: await t.ctx.db
-      .selectFrom('outbox')
-      .selectAll()
-      .where('referral_id', '=', id)
-      .where('processed_at', 'is', null)
-      .orderBy('id')
-      .execute(),
-  });
+  const rowsOf = async (id: string) => {
+    const cipher = await t.ctx.dataKeys.cipher();
+    return {
+      // Opened: a sealed value differs from row to row, what it seals must not.
+      referral: openColumns(
+        'referrals',
+        await t.ctx.db.selectFrom('referrals').selectAll().where('id', '=', id).executeTakeFirstOrThrow(),
+        cipher,
+      ),
+      timeline: (
+        await t.ctx.db
+          .selectFrom('timeline_events')
+          .selectAll()
+          .where('referral_id', '=', id)
+          .orderBy('seq')
+          .execute()
+      ).map((row) => openColumns('timeline_events', row, cipher)),
+      audit: await t.ctx.db
+        .selectFrom('audit_events')
+        .selectAll()
+        .where((eb) => eb(eb.val(id), '=', eb.fn.any('referral_ids')))
+        .orderBy('seq')
+        .execute(),
+      outbox: await t.ctx.db
+        .selectFrom('outbox')
+        .selectAll()
+        .where('referral_id', '=', id)
+        .where('processed_at', 'is', null)
+        .orderBy('id')
+        .execute(),
+    };
+  };
   const create = async (i: number) => {
     const res = await t.request(t.sender, {
       method: 'POST',

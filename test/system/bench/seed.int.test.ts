@@ -63,26 +63,27 @@ describe.each(ENGINES)('benchmark seeding on %s', (engine) => {
     expect(res.statusCode, res.body).toBe(200);
     return res.json<Record<string, unknown>>();
   };
-  const rowsOf = async (id: string) => ({
-    // Opened: a sealed value differs from row to row, what it seals must not.
-    referral: openColumns(
-      'referrals',
-      await t.ctx.db.selectFrom('referrals').selectAll().where('id', '=', id).executeTakeFirstOrThrow(),
-      await t.ctx.dataKeys.cipher(),
-    ),
-    timeline: await t.ctx.db
-      .selectFrom('timeline_events')
-      .selectAll()
-      .where('referral_id', '=', id)
-      .execute(),
-    audit: await t.ctx.db
-      .selectFrom('audit_events')
-      .selectAll()
-      .where('action', '=', 'referral.create')
-      .where((eb) => eb(eb.val(id), '=', eb.fn.any('referral_ids')))
-      .execute(),
-    links: await t.ctx.db.selectFrom('link_tokens').selectAll().where('referral_id', '=', id).execute(),
-  });
+  const rowsOf = async (id: string) => {
+    const cipher = await t.ctx.dataKeys.cipher();
+    return {
+      // Opened: a sealed value differs from row to row, what it seals must not.
+      referral: openColumns(
+        'referrals',
+        await t.ctx.db.selectFrom('referrals').selectAll().where('id', '=', id).executeTakeFirstOrThrow(),
+        cipher,
+      ),
+      timeline: (
+        await t.ctx.db.selectFrom('timeline_events').selectAll().where('referral_id', '=', id).execute()
+      ).map((row) => openColumns('timeline_events', row, cipher)),
+      audit: await t.ctx.db
+        .selectFrom('audit_events')
+        .selectAll()
+        .where('action', '=', 'referral.create')
+        .where((eb) => eb(eb.val(id), '=', eb.fn.any('referral_ids')))
+        .execute(),
+      links: await t.ctx.db.selectFrom('link_tokens').selectAll().where('referral_id', '=', id).execute(),
+    };
+  };
 
   it('writes a draft exactly as the API creates one', async () => {
     const created = await t.request(t.sender, {

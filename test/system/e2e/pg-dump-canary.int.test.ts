@@ -1,7 +1,8 @@
 // A dump of the database holds no patient data. The canary patient goes through everything that
 // stores patient data: a keyed create (its stored response), edits, notes, an attachment whose name
-// and bytes carry the canary, a forward to the EHR (the kept form), an appointment, the provider's
-// outcome with its summary. Then `pg_dump` writes the whole database, as a backup would, and none of
+// and bytes carry the canary, a forward to the EHR (the kept form), a request to act, an appointment,
+// the provider's outcome with its summary, and another referral's cancel note, each of the words people
+// typed naming the patient (the timeline quotes them; the event feed does not). Then `pg_dump` writes the whole database, as a backup would, and none of
 // the canary's values is in it, in clear text or as the hex of bytes; the API still returns them all.
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -76,16 +77,31 @@ describe('a dump of the database', () => {
     await eventually('the forward to the EHR', async () =>
       (await ehr.deliveries({ referralId })).length > 0 ? true : undefined,
     );
+    await call(t, t.provider, 'POST', `${url}/request-action`, {
+      reason: `Please confirm ${CANARY.patientName}'s phone number ${CANARY.patientPhoneNumber}`,
+    });
+    await call(t, t.sender, 'POST', `${url}/submit`, {});
     await call(t, t.provider, 'POST', `${url}/accept`, {});
     await call(t, t.provider, 'PUT', `${url}/appointments/appt-1`, {
       status: 'scheduled',
       startAt: '2030-01-15T01:30:00.000Z',
-      // The timeline quotes the location in the clear (docs/security.md, "What is sealed").
-      location: 'Clinic 3B, Level 3',
+      location: `Home visit to ${CANARY.patientName}`,
     });
     await call(t, t.provider, 'POST', `${url}/complete`, {
       outcomeCode: 'seen-follow-up',
       summary: `${CANARY.patientName} (${CANARY.patientUin}): ${CANARY.clinicalInfo}`,
+    });
+    const other = (await call(
+      t,
+      t.sender,
+      'POST',
+      '/api/v1/referrals',
+      { offeringId: 'cgh-gastro', ...CANARY, patientGender: 'Male' },
+      201,
+    )) as { id: string };
+    await call(t, t.sender, 'POST', `/api/v1/referrals/${other.id}/submit`, {});
+    await call(t, t.sender, 'POST', `/api/v1/referrals/${other.id}/cancel`, {
+      cancelNote: `${CANARY.patientName} (${CANARY.patientUin}) recovered`,
     });
   });
   afterAll(async () => {
@@ -104,6 +120,8 @@ describe('a dump of the database', () => {
       'attachment_contents',
       'ehr_forms',
       'idempotency_keys',
+      'timeline_events',
+      'referral_events',
     ] as const) {
       const rows = await t.ctx.db
         .selectFrom(table)
@@ -139,10 +157,17 @@ describe('a dump of the database', () => {
       clinicalInfo: string;
       notes: { content: string }[];
       outcome: { summary: string };
+      timelineEvents: { description: string }[];
     };
     expect(read.patient).toMatchObject({ name: CANARY.patientName, uin: CANARY.patientUin });
     expect(read.clinicalInfo).toBe(CANARY.clinicalInfo);
     expect(read.notes.map((n) => n.content)).toEqual([CANARY.clinicalInfo]);
     expect(read.outcome.summary).toContain(CANARY.patientName);
+    expect(read.timelineEvents.map((e) => e.description)).toEqual(
+      expect.arrayContaining([
+        `Central General Hospital asked the sender to act on the referral: Please confirm ${CANARY.patientName}'s phone number ${CANARY.patientPhoneNumber}`,
+        `Central General Hospital scheduled an appointment for Tue 15 Jan 2030, 09:30 SGT at Home visit to ${CANARY.patientName}.`,
+      ]),
+    );
   });
 });
