@@ -195,9 +195,13 @@ async function openServingStore(config: Config, command: string, logger: Logger)
 /**
  * Seals the patient data written before field encryption, once, after migrating (the serving modes as
  * they start, and `refhub migrate`): the first data key is made then, and everything found in the
- * clear is sealed under it, in batches (interrupted, the next start goes on). A rotation left
- * unfinished is not resumed here, which could hold a start for long: it is named, with what finishes
- * it. Returns the rows sealed.
+ * clear is sealed under it, in batches (interrupted, the next start goes on). A migration that leaves
+ * values to seal marks the active key unswept again (0018 does, for the referrals' columns now sealed
+ * together; 0019, for the timeline's sentences), which runs this sweep once more while there is one
+ * fields key. A rotation
+ * left unfinished is not resumed here, which could hold a start for long, and with more than one
+ * fields key a start cannot tell such a migration's mark from one: it names the key, with what
+ * finishes it. Returns the rows sealed.
  */
 export async function sealExistingData(
   rotation: DataKeyRotation,
@@ -208,7 +212,8 @@ export async function sealExistingData(
   if (!pending.first) {
     logger.warn(
       { dataKey: pending.keyId },
-      'the sweep to the active data key is unfinished: values under older keys, or in columns of their own, still open, and `refhub data-keys rotate` finishes it',
+      'values not sealed under the active data key remain (a rotation left unfinished, or values an ' +
+        'upgrade left to seal): they still open, and `refhub data-keys rotate` seals them',
     );
     return 0;
   }

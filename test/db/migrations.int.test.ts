@@ -1,5 +1,6 @@
 // The one set of migrations builds the same schema on both engines, is idempotent, and can be
-// rolled all the way back.
+// rolled all the way back; and what a migration does to rows already there.
+import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { NO_MIGRATIONS } from 'kysely/migration';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -140,6 +141,115 @@ describe.each(ENGINES)('migrations on %s', (engine) => {
     expect((await migrateToLatest(store.db)).error).toBeUndefined();
     const key = await store.db.selectFrom('data_keys').select('swept_at').executeTakeFirstOrThrow();
     expect(key.swept_at).toEqual(swept);
+  });
+
+  it('takes the free text out of the sentences already in the feed, and has the timeline sealed', async () => {
+    expect((await createMigrator(store.db).migrateTo('0018-personal-data-together')).error).toBeUndefined();
+    // Rows as a refhub before 0019 wrote them: the feed's sentences quote what people typed.
+    const referralId = randomUUID();
+    await sql`insert into institutions (id_type, id, name) values ('hci', 'S1234A', 'Bukit Timah Family Clinic')`.execute(
+      store.db,
+    );
+    await sql`
+      insert into referrals (id, status, sender_id_type, sender_id, sender_system, created_at, updated_at)
+      values (${referralId}, 'cancelled', 'hci', 'S1234A', 'Manual', now(), now())`.execute(store.db);
+    const when = 'Thu 3 Dec 2026, 09:30 SGT';
+    const sentences: [type: string, stored: string, becomes: string][] = [
+      [
+        'referral.cancelled',
+        'Dr Tan (Bukit Timah Family Clinic) cancelled the referral: Patient Tan Ah Kow recovered, NRIC S1234567D',
+        'Dr Tan (Bukit Timah Family Clinic) cancelled the referral.',
+      ],
+      [
+        'referral.rejected',
+        'Central General Hospital rejected the referral: Tan Ah Kow: not ours: see the letter',
+        'Central General Hospital rejected the referral.',
+      ],
+      [
+        'referral.sender-action-required',
+        'Central General Hospital asked the sender to act on the referral: Attach Tan Ah Kow’s ECG',
+        'Central General Hospital asked the sender to act on the referral.',
+      ],
+      // A name may hold " at "; the time never does.
+      [
+        'appt.scheduled',
+        `Dr Lim at Ward 5 (Central General Hospital) scheduled an appointment for ${when} at Home of Tan Ah Kow, at 5 Jalan Besar.`,
+        `Dr Lim at Ward 5 (Central General Hospital) scheduled an appointment for ${when}.`,
+      ],
+      [
+        'appt.actualized',
+        `The appointment on ${when} at Home of Tan Ah Kow took place.`,
+        `The appointment on ${when} took place.`,
+      ],
+      [
+        'appt.no-show',
+        `The patient missed the appointment on ${when} at Home of Tan Ah Kow, who took place.`,
+        `The patient missed the appointment on ${when}.`,
+      ],
+      [
+        'appt.cancelled',
+        `The appointment on ${when} at Home of Tan Ah Kow was cancelled.`,
+        `The appointment on ${when} was cancelled.`,
+      ],
+      // What quotes nothing stays as it is, also a sentence written without its quote already.
+      [
+        'referral.accepted',
+        'Central General Hospital accepted the referral.',
+        'Central General Hospital accepted the referral.',
+      ],
+      [
+        'referral.cancelled',
+        'Bukit Timah Family Clinic cancelled the referral.',
+        'Bukit Timah Family Clinic cancelled the referral.',
+      ],
+      [
+        'appt.cancelled',
+        `The appointment on ${when} was cancelled.`,
+        `The appointment on ${when} was cancelled.`,
+      ],
+    ];
+    const ids = sentences.map(() => randomUUID());
+    for (const [i, [type, stored]] of sentences.entries()) {
+      await sql`
+        insert into referral_events (id, referral_id, referral_version, type, system, description, occurred_at,
+          sender_id_type, sender_id)
+        values (${ids[i]}, ${referralId}, ${i + 1}, ${type}, 'Manual', ${stored}, now(), 'hci', 'S1234A')`.execute(
+        store.db,
+      );
+      await sql`
+        insert into timeline_events (id, referral_id, type, system, description, produced_at)
+        values (${ids[i]}, ${referralId}, ${type}, 'Manual', ${stored}, now())`.execute(store.db);
+    }
+    // Keys a start after 0017 made and swept to: the newest fields key is the active one.
+    const keys = [
+      ['fields-old', 'fields', '2026-01-01T00:00:00Z'],
+      ['blind', 'blind-index', '2026-01-01T00:00:00Z'],
+      ['fields-new', 'fields', '2026-06-01T00:00:00Z'],
+    ];
+    for (const [id, purpose, at] of keys) {
+      await sql`insert into data_keys (id, purpose, kek_id, wrapped, created_at, swept_at)
+        values (${id}, ${purpose}, 'kek', 'wrapped', ${at}::timestamptz, ${at}::timestamptz)`.execute(
+        store.db,
+      );
+    }
+
+    const result = await migrateToLatest(store.db);
+    expect(result.error).toBeUndefined();
+    const { rows } = await sql<{ id: string; description: string }>`
+      select id, description from referral_events`.execute(store.db);
+    const now = new Map(rows.map((r) => [r.id, r.description]));
+    expect(ids.map((id) => now.get(id))).toEqual(sentences.map(([, , becomes]) => becomes));
+    // The timeline keeps its quotes: the sweep seals them, which the active key's mark asks for.
+    const { rows: timeline } = await sql<{ description: string }>`
+      select description from timeline_events order by seq`.execute(store.db);
+    expect(timeline.map((r) => r.description)).toEqual(sentences.map(([, stored]) => stored));
+    const { rows: swept } = await sql<{ id: string; swept: boolean }>`
+      select id, swept_at is not null as swept from data_keys order by id`.execute(store.db);
+    expect(swept).toEqual([
+      { id: 'blind', swept: true },
+      { id: 'fields-new', swept: false },
+      { id: 'fields-old', swept: true },
+    ]);
   });
 
   it('has the indexes the referral list query needs, skipping soft-deleted rows', async () => {

@@ -1,12 +1,16 @@
 // Patient data sealed field by field, checked from the database's side on both engines: every column
 // that holds patient data holds ciphertext (SQL finds no plaintext, and no column of any table holds
-// the canary patient), data written before encryption is sealed by the sweep, and a rotation while
-// requests keep writing loses and corrupts nothing.
-import { sql } from 'kysely';
+// the canary patient), data written before encryption is sealed by the sweep (the timeline's sentences
+// too, as a start after migration 0019 finds them), and a rotation while requests keep writing loses
+// and corrupts nothing.
+import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sealExistingData } from '../../src/composition/context.ts';
 import { openDataKeys, SEALED_COLUMNS, type SealedTable } from '../../src/db/data-keys.repository.ts';
+import { up as migration0019 } from '../../src/db/migrations/0019-events-without-free-text.ts';
 import { systemClock } from '../../src/domain/clock.ts';
 import { localKeyRing, sealedUnderPattern } from '../../src/domain/data-keys.ts';
+import type { Logger } from '../../src/logger.ts';
 import { createDataKeyRotation, type SweepProgress } from '../../src/services/data-keys.service.ts';
 import { ENGINES } from '../support/engines.ts';
 import { CANARY, CANARY_MARKERS } from '../support/fixtures/patients.ts';
@@ -263,6 +267,49 @@ describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
     expect(await byPatient('S1000017C')).toEqual([draft.id]);
   });
 
+  /** A draft whose timeline sentence is in the clear, as a refhub before 0019 wrote it; then 0019. */
+  const timelineBefore0019 = async () => {
+    const draft = await createDraft(t);
+    const [event] = ((await read(draft.id)) as { timelineEvents: { id: string; description: string }[] })
+      .timelineEvents;
+    if (event === undefined) throw new Error('the draft has no timeline');
+    await sql`update timeline_events set description = ${event.description} where id = ${event.id}`.execute(
+      t.ctx.db,
+    );
+    await migration0019(t.ctx.db as unknown as Kysely<unknown>);
+    const stored = async () =>
+      (
+        await t.ctx.db
+          .selectFrom('timeline_events')
+          .select('description')
+          .where('id', '=', event.id)
+          .executeTakeFirstOrThrow()
+      ).description;
+    return { draft, event, stored };
+  };
+  const recording = () => {
+    const lines: { level: string; message: string }[] = [];
+    const logger = {
+      info: (_fields: object, message: string) => lines.push({ level: 'info', message }),
+      warn: (_fields: object, message: string) => lines.push({ level: 'warn', message }),
+    } as unknown as Pick<Logger, 'info' | 'warn'>;
+    return { lines, logger };
+  };
+
+  it('seals the timeline written before 0019 at the next start, with one fields key', async () => {
+    const { draft, event, stored } = await timelineBefore0019();
+    const { activeKeyId } = await t.ctx.dataKeys.cipher();
+    expect(await t.ctx.dataKeyRotation.pending()).toEqual({ keyId: activeKeyId, first: true });
+    expect(await stored()).toBe(event.description);
+
+    const { lines, logger } = recording();
+    expect(await sealExistingData(t.ctx.dataKeyRotation, logger)).toBe(1);
+    expect(lines.filter((l) => l.level === 'warn')).toEqual([]);
+    expect(await stored()).toMatch(new RegExp(`^rh1:${activeKeyId}:`));
+    expect(await t.ctx.dataKeyRotation.pending()).toBeUndefined();
+    expect(await read(draft.id)).toMatchObject({ timelineEvents: [event] });
+  });
+
   it('rotates while requests write, losing and corrupting nothing', async () => {
     // What a start after the migration does: the first key swept to, so this is a rotation proper.
     await t.ctx.dataKeyRotation.sweep();
@@ -327,5 +374,26 @@ describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
       expect(got.clinicalInfo).toBe(expected.clinicalInfo);
       expect(got.notes.map((n) => n.content)).toEqual(expected.notes);
     }
+  });
+
+  it('after a rotation, leaves the timeline written before 0019 to `refhub data-keys rotate`', async () => {
+    // The rotation above made a second fields key: a start cannot tell 0019's mark from a rotation
+    // left unfinished, and does not hold itself up for a whole sweep.
+    const { draft, event, stored } = await timelineBefore0019();
+    const { activeKeyId } = await t.ctx.dataKeys.cipher();
+    expect(await t.ctx.dataKeyRotation.pending()).toEqual({ keyId: activeKeyId, first: false });
+    const { lines, logger } = recording();
+    expect(await sealExistingData(t.ctx.dataKeyRotation, logger)).toBe(0);
+    expect(lines.map((l) => l.level)).toEqual(['warn']);
+    expect(lines[0]?.message).toContain('`refhub data-keys rotate` seals them');
+    expect(await stored()).toBe(event.description);
+    expect(await read(draft.id)).toMatchObject({ timelineEvents: [event] });
+
+    // What the operator runs: it seals the timeline under the active key, and makes no new one.
+    const rotated = await t.ctx.dataKeyRotation.rotate();
+    expect(rotated).toMatchObject({ keyId: activeKeyId, resumed: true, sealed: 1 });
+    expect(await stored()).toMatch(new RegExp(`^rh1:${activeKeyId}:`));
+    expect(await t.ctx.dataKeyRotation.pending()).toBeUndefined();
+    expect(await read(draft.id)).toMatchObject({ timelineEvents: [event] });
   });
 });

@@ -18,6 +18,7 @@ import * as m0015 from './0015-client-credentials.ts';
 import * as m0016 from './0016-audit-chain.ts';
 import * as m0017 from './0017-field-encryption.ts';
 import * as m0018 from './0018-personal-data-together.ts';
+import * as m0019 from './0019-events-without-free-text.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -38,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   '0016-audit-chain': m0016,
   '0017-field-encryption': m0017,
   '0018-personal-data-together': m0018,
+  '0019-events-without-free-text': m0019,
 };
