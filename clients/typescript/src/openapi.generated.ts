@@ -1096,7 +1096,7 @@ export interface components {
       institution: components['schemas']['EventInstitution'];
       /** @description The system that acted (`Manual` for the web form, `refhub` for refhub’s own steps) */
       system: string;
-      /** @description The timeline’s sentence, for display */
+      /** @description A sentence for display: the timeline’s, without the free text it quotes (a cancel note, a reason, an appointment’s location), which may name the patient. The referral’s `timelineEvents[]` quote it. */
       description: string;
     };
     /** @description The institution the event is for. */

@@ -1,5 +1,6 @@
 // Referral events: what the event feed returns and what a webhook delivery carries. IDs, a version
-// and the timeline's sentence; never patient data (read the referral for that, which is audited).
+// and a sentence that quotes no free text; never patient data (read the referral for that, which is
+// audited).
 import { Type } from 'typebox';
 import { InstitutionId, Timestamp } from './primitives.ts';
 import { named, ref } from './named.ts';
@@ -39,7 +40,13 @@ export const ReferralEvent = named(
         maxLength: 64,
         description: 'The system that acted (`Manual` for the web form, `refhub` for refhub’s own steps)',
       }),
-      description: Type.String({ maxLength: 4000, description: 'The timeline’s sentence, for display' }),
+      description: Type.String({
+        maxLength: 4000,
+        description:
+          'A sentence for display: the timeline’s, without the free text it quotes (a cancel note, a ' +
+          'reason, an appointment’s location), which may name the patient. The referral’s ' +
+          '`timelineEvents[]` quote it.',
+      }),
     },
     { additionalProperties: false },
   ),
