@@ -171,7 +171,7 @@ export function sealColumns<T extends Record<string, unknown>>(
   return sealed as T;
 }
 
-/** A row of `table` as read, with each sealed column opened. */
+/** A row of `table` as read, with each sealed column opened (and those sealed together in their own). */
 export function openColumns<T extends Record<string, unknown>>(
   table: SealedTable,
   stored: T,
@@ -187,6 +187,8 @@ export function openColumns<T extends Record<string, unknown>>(
       unknown
     >;
     for (const column of columns) opened[column] = values[column] ?? null;
+    // Opened, a row holds its values in their own columns, as one written before does.
+    opened[together] = null;
   } else {
     for (const column of columns) {
       const value = opened[column];

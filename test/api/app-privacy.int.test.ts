@@ -449,7 +449,7 @@ describe.each(ENGINES)('privacy on %s', (engine) => {
       const all = cells.join('\n');
       // The dump is complete enough to find what is meant to be there: patient data (sealed, and
       // nowhere in the clear, not even where a cancel note or a reason quotes it) and the hashes.
-      expect(cells.some((c) => c.startsWith('referrals.patient_name=rh1:'))).toBe(true);
+      expect(cells.some((c) => c.startsWith('referrals.personal_data=rh1:'))).toBe(true);
       expect(cells.filter((c) => c.includes(CANARY.patientName))).toEqual([]);
       for (const key of keys) expect(all).toContain(hashApiKey(key));
       for (const token of tokens) expect(all).toContain(hashLinkToken(token));

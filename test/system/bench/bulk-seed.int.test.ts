@@ -24,8 +24,6 @@ const VARYING = new Set([
   'patient_uin',
   'patient_uin_index',
   'patient_name',
-  // The copy holds its patient data a column each (opened above), the original sealed together.
-  'personal_data',
 ]);
 
 function shape(row: object): Record<string, unknown> {
