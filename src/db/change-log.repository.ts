@@ -1,8 +1,8 @@
 // What every change leaves behind besides itself: its timeline events (each also in the event feed,
-// `referral_events`, with the event's sentence, which quotes no free text), the background work it makes due (outbox rows) and its audit row. They are
-// written in one statement (data-modifying common table expressions), so a change costs one round
-// trip for all of them rather than one for each; inside the change's transaction they commit or roll
-// back with it.
+// `referral_events`, with the event's sentence, which quotes no free text), the background work it
+// makes due (outbox rows) and its audit row. They are written in one statement (data-modifying common
+// table expressions), so a change costs one round trip for all of them rather than one for each;
+// inside the change's transaction they commit or roll back with it.
 //
 // A write of the API (a command on a referral) is one statement, and so its own transaction: no BEGIN
 // and COMMIT round trips, and no transaction held open while the process works (`writeReferralChange`).

@@ -1,9 +1,10 @@
 // The parts of a referral kept outside its own row, sealed as its fields are, checked from the
-// database's side on both engines: an attachment's name, its bytes (sealed in chunks, streamed back a
-// chunk at a time), the form kept for the EHR with the names of the files it lists, a keyed write's
-// stored response, and the timeline's sentences (which quote what people typed). For each: SQL finds no plaintext, it reads back identical, and a value
-// copied to another row does not open. The bytes also refuse chunks reordered, dropped or cut short.
-// And the sweep seals each of them written in the clear, and again under a new key.
+// database's side on both engines: an attachment's name, its bytes (sealed in chunks, streamed back
+// a chunk at a time), the form kept for the EHR with the names of the files it lists, a keyed
+// write's stored response, and the timeline's sentences (which quote what people typed). For each:
+// SQL finds no plaintext, it reads back identical, and a value copied to another row does not open.
+// The bytes also refuse chunks reordered, dropped or cut short. And the sweep seals each of them
+// written in the clear, and again under a new key.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { InjectOptions } from 'fastify';
 import { sql } from 'kysely';

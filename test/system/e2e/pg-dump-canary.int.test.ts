@@ -1,9 +1,10 @@
 // A dump of the database holds no patient data. The canary patient goes through everything that
 // stores patient data: a keyed create (its stored response), edits, notes, an attachment whose name
-// and bytes carry the canary, a forward to the EHR (the kept form), a request to act, an appointment,
-// the provider's outcome with its summary, and another referral's cancel note, each of the words people
-// typed naming the patient (the timeline quotes them; the event feed does not). Then `pg_dump` writes the whole database, as a backup would, and none of
-// the canary's values is in it, in clear text or as the hex of bytes; the API still returns them all.
+// and bytes carry the canary, a forward to the EHR (the kept form), a request to act, an
+// appointment, the provider's outcome with its summary, and another referral's cancel note, each of
+// the words people typed naming the patient (the timeline quotes them; the event feed does not).
+// Then `pg_dump` writes the whole database, as a backup would, and none of the canary's values is
+// in it, in clear text or as the hex of bytes; the API still returns them all.
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
