@@ -3,9 +3,9 @@
 // requirements name it: refhub logs route patterns, never URLs (request-log.ts), audits named fields
 // only (request-audit.ts) and names fields, never values, in its errors. The search takes the UIN in its
 // body, for clients whose proxies log URLs, as the referral search does.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import type { ApiDeps } from '../api-deps.ts';
 import { institutionOf } from '../http.ts';
 import { callerOf } from '../plugins/auth.ts';
@@ -18,21 +18,25 @@ import { ListFilters } from '../schemas/referral.schema.ts';
 import { problems, success } from '../schemas/responses.ts';
 
 /** What both forms take: the institution, the person, the patient and the page. */
-const ReportRequest = {
-  institutionIdType: InstitutionIdType,
-  institutionId: InstitutionId,
-  requesterIdentifier: RequesterIdentifier,
-  patientUin: Uin,
-  offset: ListFilters.offset,
-  pageSize: ListFilters.pageSize,
-  asOf: Type.Optional(
-    Type.String({
-      maxLength: 19,
-      pattern: '^[0-9]+$',
-      description: 'The `metadata.asOf` of the first page: the next pages leave out what was written since.',
-    }),
-  ),
-};
+const ReportRequest = Type.Object(
+  {
+    institutionIdType: InstitutionIdType,
+    institutionId: InstitutionId,
+    requesterIdentifier: RequesterIdentifier,
+    patientUin: Uin,
+    offset: ListFilters.offset,
+    pageSize: ListFilters.pageSize,
+    asOf: Type.Optional(
+      Type.String({
+        maxLength: 19,
+        pattern: '^[0-9]+$',
+        description:
+          'The `metadata.asOf` of the first page: the next pages leave out what was written since.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 const DESCRIPTION =
   'Every access to the referrals of one patient that the institution sends, or receives once submitted: ' +
@@ -45,6 +49,15 @@ const DESCRIPTION =
 export type PatientRoutesDeps = Pick<ApiDeps, 'accessReport'>;
 
 export function patientRoutes(deps: PatientRoutesDeps) {
+  /** The report `input` asks for, from the query or the body alike. */
+  const report = (request: FastifyRequest, input: Static<typeof ReportRequest>) =>
+    deps.accessReport.report(callerOf(request, institutionOf(input), input.requesterIdentifier), {
+      patientUin: input.patientUin,
+      offset: input.offset ?? 0,
+      pageSize: input.pageSize ?? 10,
+      asOf: input.asOf,
+    });
+
   return (fastify: FastifyInstance) => {
     const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
@@ -61,20 +74,11 @@ export function patientRoutes(deps: PatientRoutesDeps) {
               `${DESCRIPTION} The UIN is in the URL: refhub never logs it, but a proxy in front may; the ` +
               'search operation takes it in the body instead.',
           }),
-          querystring: Type.Object(ReportRequest, { additionalProperties: false }),
+          querystring: ReportRequest,
           response: { 200: success(ref(PatientAccessReport), 'One page of the report.'), ...problems() },
         },
       },
-      async (request) => {
-        const { query } = request;
-        const caller = callerOf(request, institutionOf(query), query.requesterIdentifier);
-        return deps.accessReport.report(caller, {
-          patientUin: query.patientUin,
-          offset: query.offset ?? 0,
-          pageSize: query.pageSize ?? 10,
-          asOf: query.asOf,
-        });
-      },
+      async (request) => report(request, request.query),
     );
 
     app.post(
@@ -91,23 +95,14 @@ export function patientRoutes(deps: PatientRoutesDeps) {
               'changes nothing, so it can be retried as it is.',
           }),
           headers: PostHeaders,
-          body: Type.Object(ReportRequest, { additionalProperties: false }),
+          body: ReportRequest,
           response: {
             200: success(ref(PatientAccessReport), 'One page of the report.', { idempotent: true }),
             ...problems({ idempotent: true }),
           },
         },
       },
-      async (request) => {
-        const { body } = request;
-        const caller = callerOf(request, institutionOf(body), body.requesterIdentifier);
-        return deps.accessReport.report(caller, {
-          patientUin: body.patientUin,
-          offset: body.offset ?? 0,
-          pageSize: body.pageSize ?? 10,
-          asOf: body.asOf,
-        });
-      },
+      async (request) => report(request, request.body),
     );
   };
 }
