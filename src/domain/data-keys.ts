@@ -80,8 +80,6 @@ export interface FieldCipher {
   /** The ID of the data key new values are sealed with. */
   readonly activeKeyId: string;
   seal(value: string, place: FieldPlace): string;
-  /** `seal`, passing null and undefined through (an unset or unchanged column). */
-  sealOptional<T extends string | null | undefined>(value: T, place: FieldPlace): T;
   /** The plaintext of a sealed value; plaintext (written before encryption) is returned as it is. */
   open(value: string, place: FieldPlace): string;
   openOptional<T extends string | null>(value: T, place: FieldPlace): T;
@@ -237,9 +235,6 @@ export function fieldCipher(
       c.setAAD(aad(place));
       const sealed = Buffer.concat([iv, c.update(value, 'utf8'), c.final(), c.getAuthTag()]);
       return `${TEXT_PREFIX}${activeKeyId}:${sealed.toString('base64url')}`;
-    },
-    sealOptional(value, place) {
-      return (typeof value === 'string' ? cipher.seal(value, place) : value) as typeof value;
     },
     open(value, place) {
       const keyId = sealedKeyId(value);
