@@ -1,8 +1,17 @@
 // Opens the store: PostgreSQL through a pg pool when DATABASE_URL is set, embedded PGlite in DATA_DIR
 // otherwise. Both speak the same SQL and run the same migrations.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import v8 from 'node:v8';
-import { Kysely, PostgresDialect, sql, type PostgresPool, type PostgresPoolClient } from 'kysely';
+import {
+  Kysely,
+  PostgresDialect,
+  sql,
+  type KyselyConfig,
+  type PostgresPool,
+  type PostgresPoolClient,
+  type TransactionBuilder,
+} from 'kysely';
 import { Migrator, type MigrationResultSet } from 'kysely/migration';
 import pg from 'pg';
 import { lockDataDir } from './data-dir-lock.ts';
@@ -15,6 +24,8 @@ export type Engine = 'postgres' | 'pglite';
 export interface Store {
   readonly db: Kysely<Database>;
   readonly engine: Engine;
+  /** The pool's connections: how many are held (checked out) now, and how many it may open. */
+  connections(): { readonly held: number; readonly max: number };
   close(): Promise<void>;
 }
 
@@ -131,11 +142,63 @@ function marked(error: unknown): unknown {
 }
 
 /**
+ * Set for the code a transaction runs (see `GuardedKysely`), and for everything that code starts. A
+ * statement such code sends to the pool, not to its transaction, waits for a connection of its own
+ * while the transaction holds one: on PGlite, whose pool has its one connection, that wait never
+ * ends, and every request after it waits behind it; on PostgreSQL, a pool full of such transactions
+ * waits for itself. The pool refuses such a statement at once, with the stack that sent it.
+ */
+const insideTransaction = new AsyncLocalStorage<true>();
+
+/** A statement sent to the pool from inside a transaction (see `insideTransaction`): a defect. */
+export class StatementOutsideTransactionError extends Error {
+  constructor() {
+    super(
+      'A statement was sent to the store from inside a transaction but not through it: it would wait ' +
+        'for a connection while the transaction holds one. Send it through the transaction.',
+    );
+    this.name = 'StatementOutsideTransactionError';
+  }
+}
+
+/** `builder`, running its transaction's code inside `insideTransaction`. */
+function guardedTransaction(builder: TransactionBuilder<Database>): TransactionBuilder<Database> {
+  return new Proxy(builder, {
+    get(target, property) {
+      if (property === 'execute') {
+        return (callback: Parameters<TransactionBuilder<Database>['execute']>[0]) =>
+          target.execute((trx) => insideTransaction.run(true, () => callback(trx)));
+      }
+      if (property === 'setIsolationLevel' || property === 'setAccessMode') {
+        return (setting: never) => guardedTransaction(target[property](setting));
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+/** Kysely, with every transaction's code marked (see `insideTransaction`). */
+class GuardedKysely extends Kysely<Database> {
+  override transaction(): TransactionBuilder<Database> {
+    return guardedTransaction(super.transaction());
+  }
+}
+
+/** A pool that counts the connections it has handed out and not yet had back. */
+interface CountedPool extends PostgresPool {
+  readonly held: () => number;
+}
+
+/**
  * Marks every error the pool raises, connecting or querying, as the store's own. An error's code does
  * not tell where it came from: a client that resets its upload reports ECONNRESET as a lost
  * connection to PostgreSQL does, and only the second is a database outage (see isDatabaseOutage).
+ * Also refuses a connection to code inside a transaction (see `insideTransaction`), and counts the
+ * connections held, which readiness reads to tell a busy database from one that does not answer.
  */
-function attributed(pool: PostgresPool): PostgresPool {
+function attributed(pool: PostgresPool): CountedPool {
+  let held = 0;
   // One wrapper per connection, as `preparing` keeps: Kysely keys its connection state by the client.
   const clients = new WeakMap<PostgresPoolClient, PostgresPoolClient>();
   const wrap = (client: PostgresPoolClient): PostgresPoolClient => {
@@ -153,16 +216,20 @@ function attributed(pool: PostgresPool): PostgresPool {
       },
       query: query as PostgresPoolClient['query'],
       release: (destroy?: boolean) => {
+        held -= 1;
         client.release(destroy);
       },
     };
   };
   return {
     options: pool.options,
+    held: () => held,
     async connect() {
+      if (insideTransaction.getStore() === true) throw new StatementOutsideTransactionError();
       const client = await pool.connect().catch((error: unknown) => {
         throw marked(error);
       });
+      held += 1;
       let wrapped = clients.get(client);
       if (wrapped === undefined) {
         wrapped = wrap(client);
@@ -172,6 +239,13 @@ function attributed(pool: PostgresPool): PostgresPool {
     },
     end: () => pool.end(),
   };
+}
+
+/** A Kysely over `pool` (guarded, see `insideTransaction`), and its count of connections held. */
+function storeOver(pool: PostgresPool, max: number): Pick<Store, 'db' | 'connections'> {
+  const counted = attributed(pool);
+  const config: KyselyConfig = { dialect: new PostgresDialect({ pool: counted }) };
+  return { db: new GuardedKysely(config), connections: () => ({ held: counted.held(), max }) };
 }
 
 /**
@@ -199,9 +273,10 @@ function keepWebAssemblyOnLiftoff(): void {
 
 export async function openStore(target: StoreTarget): Promise<Store> {
   if (target.engine === 'postgres') {
+    const max = target.poolSize ?? 10;
     const pool = new pg.Pool({
       connectionString: target.url,
-      max: target.poolSize ?? 10,
+      max,
       connectionTimeoutMillis: 5_000,
       idleTimeoutMillis: 30_000,
       application_name: 'refhub',
@@ -214,12 +289,8 @@ export async function openStore(target: StoreTarget): Promise<Store> {
     pool.on('connect', (client) => {
       client.on('error', () => undefined);
     });
-    const db = new Kysely<Database>({
-      dialect: new PostgresDialect({
-        pool: attributed(target.preparedStatements === false ? pool : preparing(pool)),
-      }),
-    });
-    return { db, engine: 'postgres', close: () => db.destroy() };
+    const { db, connections } = storeOver(target.preparedStatements === false ? pool : preparing(pool), max);
+    return { db, engine: 'postgres', connections, close: () => db.destroy() };
   }
   // No dataDir means an in-memory database (tests).
   const release =
@@ -248,10 +319,11 @@ export async function openStore(target: StoreTarget): Promise<Store> {
     // instead of running inside it. It never closes for being idle: PGlite lives as long as the store.
     const pool = new pg.Pool(Object.assign(createPgConfig(client), { max: 1, idleTimeoutMillis: 0 }));
     pool.on('error', () => undefined);
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: attributed(preparing(pool)) }) });
+    const { db, connections } = storeOver(preparing(pool), 1);
     return {
       db,
       engine: 'pglite',
+      connections,
       close: async () => {
         try {
           await db.destroy();

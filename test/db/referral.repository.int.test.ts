@@ -301,7 +301,7 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
   beforeAll(async () => {
     store = await openTestStore(engine);
     await createCatalogService({ db: store.db }).loadFile(DEMO_CATALOG_FILE);
-    keys = testDataKeys(store.db);
+    keys = testDataKeys();
     repo = referralRepository(store.db, keys);
     for (const f of FIXTURES) {
       const id = uuidv7();
@@ -614,7 +614,7 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
         .executeTakeFirstOrThrow();
       expect(row).toMatchObject({ version: 2, deleted_at: at(101) });
       // The row keeps its content, sealed: it opens to what was written.
-      const content = (await keys.cipher()).open(row.personal_data ?? '', {
+      const content = (await keys.cipher(store.db)).open(row.personal_data ?? '', {
         table: 'referrals',
         column: 'personal_data',
         row: id,
@@ -640,8 +640,8 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
       let opened = 0;
       const counting: DataKeys = {
         ...keys,
-        reading: (read) =>
-          keys.reading((cipher) =>
+        reading: (db, read) =>
+          keys.reading(db, (cipher) =>
             read({
               ...cipher,
               open: (value, place) => {
@@ -725,19 +725,19 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
 
     it('makes a compare-and-set that races an open transaction wait for it, then lose', async () => {
       const id = await insertDraft(CLINIC_A);
-      let racer: Promise<boolean> | undefined;
       let racerSettled = false;
-      await store.db.transaction().execute(async (trx) => {
-        expect(
-          await referralRepository(trx, keys).compareAndSet(id, 1, { clinicalInfo: 'holder' }, at(300)),
-        ).toBe(true);
-        // Same version, outside the transaction: on PostgreSQL a second connection that blocks on
-        // the row lock, on PGlite a query that waits for the one connection.
-        racer = repo.compareAndSet(id, 1, { clinicalInfo: 'racer' }, at(301));
-        void racer.finally(() => (racerSettled = true));
-        await new Promise((resolve) => setTimeout(resolve, 150));
-        expect(racerSettled).toBe(false);
-      });
+      // Another request's transaction, open while this one races it.
+      const trx = await store.db.startTransaction().execute();
+      expect(
+        await referralRepository(trx, keys).compareAndSet(id, 1, { clinicalInfo: 'holder' }, at(300)),
+      ).toBe(true);
+      // Same version, outside the transaction: on PostgreSQL a second connection that blocks on the
+      // row lock, on PGlite a query that waits for the one connection.
+      const racer = repo.compareAndSet(id, 1, { clinicalInfo: 'racer' }, at(301));
+      void racer.finally(() => (racerSettled = true));
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      expect(racerSettled).toBe(false);
+      await trx.commit().execute();
       expect(await racer).toBe(false);
       const record = await repo.getVisible(id, CLINIC_A);
       expect(record).toMatchObject({ version: 2, clinicalInfo: 'holder' });
@@ -745,22 +745,13 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
 
     it('loses nothing when the winner of a race rolls back', async () => {
       const id = await insertDraft(CLINIC_A);
-      let racer: Promise<boolean> | undefined;
-      await expect(
-        store.db.transaction().execute(async (trx) => {
-          expect(
-            await referralRepository(trx, keys).compareAndSet(
-              id,
-              1,
-              { clinicalInfo: 'rolled back' },
-              at(400),
-            ),
-          ).toBe(true);
-          racer = repo.compareAndSet(id, 1, { clinicalInfo: 'second chance' }, at(401));
-          await new Promise((resolve) => setTimeout(resolve, 100));
-          throw new Error('abort');
-        }),
-      ).rejects.toThrow('abort');
+      const trx = await store.db.startTransaction().execute();
+      expect(
+        await referralRepository(trx, keys).compareAndSet(id, 1, { clinicalInfo: 'rolled back' }, at(400)),
+      ).toBe(true);
+      const racer = repo.compareAndSet(id, 1, { clinicalInfo: 'second chance' }, at(401));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await trx.rollback().execute();
       expect(await racer).toBe(true);
       expect(await repo.getVisible(id, CLINIC_A)).toMatchObject({
         version: 2,
