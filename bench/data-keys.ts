@@ -13,5 +13,5 @@ export const BENCH_DATA_KEYS = `${BENCH_KEY.id}:${BENCH_KEY.key.toString('base64
 
 /** The cipher refhub seals with in the run's database `db` (its first data keys are made here). */
 export function benchCipher(db: Kysely<Database>): Promise<FieldCipher> {
-  return openDataKeys(db, localKeyRing([BENCH_KEY])).cipher();
+  return openDataKeys(localKeyRing([BENCH_KEY])).cipher(db);
 }

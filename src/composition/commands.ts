@@ -123,7 +123,7 @@ export function migrateCommand(): Promise<void> {
       const config = loadConfig();
       const store = await openConfiguredStore(config, 'refhub migrate', { migrate: progress });
       try {
-        const dataKeys = openDataKeys(store.db, keyRingOf(config), {
+        const dataKeys = openDataKeys(keyRingOf(config), {
           refreshMs: config.dataKeyRefreshSeconds * 1000,
         });
         const rotation = createDataKeyRotation({ db: store.db, dataKeys, clock: systemClock });

@@ -242,8 +242,12 @@ export async function createContext(
       ? await openServingStore(config, command, logger)
       : await openConfiguredStore(config, command, 'current'));
   const db = store.db;
-  const dataKeys = openDataKeys(db, keyRingOf(config), {
+  const metrics = createMetrics();
+  const dataKeys = openDataKeys(keyRingOf(config), {
     refreshMs: config.dataKeyRefreshSeconds * 1000,
+    onLoad: () => {
+      metrics.dataKeysLoaded();
+    },
     ...overrides.dataKeys,
   });
   const dataKeyRotation = createDataKeyRotation({ db, dataKeys, clock });
@@ -265,7 +269,6 @@ export async function createContext(
   const claimQueues = async () => queueProducer().claim(await installationId(), claimLease);
   const releaseQueues = async () => queueProducer().release(await installationId());
   let claimed: Promise<void> | undefined;
-  const metrics = createMetrics();
   metrics.setSources({
     queueCounts: async () =>
       Object.fromEntries(

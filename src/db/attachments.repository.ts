@@ -262,7 +262,7 @@ export function attachmentRepository(
 
 function withKeys(db: Executor, keys: DataKeys) {
   const records = (rows: Selectable<AttachmentsTable>[]) =>
-    keys.reading((cipher) => rows.map((row) => toRecord(openColumns('attachments', row, cipher))));
+    keys.reading(db, (cipher) => rows.map((row) => toRecord(openColumns('attachments', row, cipher))));
 
   /** The bytes of a sealed content, whole chunks at a time; `first` holds the header and what followed. */
   async function* openedChunks(
@@ -314,7 +314,7 @@ function withKeys(db: Executor, keys: DataKeys) {
         continue;
       }
       const layoutOfChunks = under;
-      const opened = await keys.reading((cipher) =>
+      const opened = await keys.reading(db, (cipher) =>
         chunks.map((c) => cipher.openChunk(layoutOfChunks, c.index, c.last, c.sealed, place)),
       );
       yield* opened;
@@ -384,7 +384,7 @@ function withKeys(db: Executor, keys: DataKeys) {
         .where('scan_state', 'in', ['available', 'not-scanned'])
         .orderBy('number')
         .execute();
-      return keys.reading((cipher) =>
+      return keys.reading(db, (cipher) =>
         rows.map((row) => ({
           id: row.id,
           number: row.number,

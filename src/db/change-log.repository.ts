@@ -228,7 +228,7 @@ export function changeLogRepository(db: Executor, keys: DataKeys) {
           : [
               sql`timeline as (${db
                 .insertInto('timeline_events')
-                .values(timelineRows(change.timeline, await keys.cipher()))
+                .values(timelineRows(change.timeline, await keys.cipher(db)))
                 .returning([...TIMELINE_RETURNING])})`,
             ];
       // The feed reads `referrals` as this transaction sees it: after the change, which an earlier

@@ -3,7 +3,7 @@
 // hold sealed values, which the sweep (services/data-keys.service.ts) walks to seal what is still in
 // the clear or under an older key.
 import { createSecretKey, type KeyObject } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import {
   fieldCipher,
   KeyRingError,
@@ -17,7 +17,6 @@ import {
   type KeyEncryptionKeys,
 } from '../domain/data-keys.ts';
 import type { Executor } from './executor.ts';
-import type { Database } from './schema.ts';
 
 /**
  * Every column that holds patient data, by table, with the columns that make a row's place (the
@@ -206,17 +205,25 @@ export function openColumns<T extends Record<string, unknown>>(
 /** How often a process looks for a data key another process made (`refhub data-keys rotate`). */
 export const DATA_KEY_REFRESH_MS = 30_000;
 
-/** The keys a process seals and opens with, loaded from the database and opened by the key ring. */
+/**
+ * The keys a process seals and opens with, loaded from the database and opened by the key ring.
+ *
+ * Each call names the executor it serves: the store, or inside a transaction the transaction itself.
+ * When the keys must be looked up (the first use, a lapsed refresh interval, a value under a key this
+ * process has not opened), they are read through that executor, never through another connection:
+ * a transaction that waited for a statement on another connection would, on embedded PGlite's one
+ * connection, wait for itself, for good (the store refuses such a statement: db/database.ts).
+ */
 export interface DataKeys {
   /** The cipher with the newest data key, the keys looked up again when older than the refresh interval. */
-  cipher(): Promise<FieldCipher>;
+  cipher(db: Executor): Promise<FieldCipher>;
   /**
    * Runs `read` (which opens values) with the cipher; when a value names a data key this process has
    * not opened yet (another process made it), loads the keys again and runs `read` once more.
    */
-  reading<T>(read: (cipher: FieldCipher) => T): Promise<T>;
+  reading<T>(db: Executor, read: (cipher: FieldCipher) => T): Promise<T>;
   /** Loads the keys now (after this process made one). */
-  reload(): Promise<FieldCipher>;
+  reload(db: Executor): Promise<FieldCipher>;
   /** The key ring the data keys are wrapped by. */
   readonly ring: KeyEncryptionKeys;
   /** How long a process may keep sealing with a key after a newer one was made. */
@@ -226,21 +233,21 @@ export interface DataKeys {
 export interface DataKeysOptions {
   readonly refreshMs?: number;
   readonly now?: () => number;
+  /** Told each time the keys were looked up in the database. */
+  readonly onLoad?: () => void;
 }
 
-/** The data keys of the store `db`, opened with `ring`. Makes the first keys on first use. */
-export function openDataKeys(
-  db: Kysely<Database>,
-  ring: KeyEncryptionKeys,
-  options: DataKeysOptions = {},
-): DataKeys {
+/** The data keys of a store, opened with `ring`. Makes the first keys on first use. */
+export function openDataKeys(ring: KeyEncryptionKeys, options: DataKeysOptions = {}): DataKeys {
   const refreshMs = options.refreshMs ?? DATA_KEY_REFRESH_MS;
   const now = options.now ?? Date.now;
   const opened = new Map<string, KeyObject>();
-  let current: { cipher: FieldCipher; loadedAt: number } | undefined;
-  let loading: Promise<FieldCipher> | undefined;
+  let current: { cipher: FieldCipher; keys: number; loadedAt: number } | undefined;
+  // One load at a time per executor; never one shared across them, or a transaction could wait for a
+  // load that waits for the connection the transaction holds.
+  const loading = new WeakMap<Executor, Promise<FieldCipher>>();
 
-  const load = async (): Promise<FieldCipher> => {
+  const load = async (db: Executor): Promise<FieldCipher> => {
     let rows = await dataKeyRepository(db).all();
     if (!rows.some((r) => r.purpose === 'fields') || !rows.some((r) => r.purpose === 'blind-index')) {
       await dataKeyRepository(db).makeFirstKeys(ring);
@@ -272,32 +279,40 @@ export function openDataKeys(
     if (active === undefined || blind === undefined)
       throw new Error('data keys missing after they were made');
     const cipher = fieldCipher(opened, active.id, opened.get(blind.id) as KeyObject);
-    current = { cipher, loadedAt: now() };
-    return cipher;
+    options.onLoad?.();
+    // Keys are only ever added: a load that read fewer than the one before it finished is older.
+    if (current === undefined || rows.length >= current.keys) {
+      current = { cipher, keys: rows.length, loadedAt: now() };
+    }
+    return current.cipher;
   };
-  const reload = () => {
-    // Concurrent callers share one load.
-    loading ??= load().finally(() => {
-      loading = undefined;
-    });
-    return loading;
+  const reload = (db: Executor): Promise<FieldCipher> => {
+    let pending = loading.get(db);
+    if (pending === undefined) {
+      pending = load(db).finally(() => {
+        loading.delete(db);
+      });
+      loading.set(db, pending);
+    }
+    return pending;
+  };
+  const cipher = async (db: Executor): Promise<FieldCipher> => {
+    if (current === undefined || now() - current.loadedAt >= refreshMs) return reload(db);
+    return current.cipher;
   };
 
   return {
     ring,
     refreshMs,
     reload,
-    async cipher() {
-      if (current === undefined || now() - current.loadedAt >= refreshMs) return reload();
-      return current.cipher;
-    },
-    async reading(read) {
-      const cipher = await this.cipher();
+    cipher,
+    async reading(db, read) {
+      const opening = await cipher(db);
       try {
-        return read(cipher);
+        return read(opening);
       } catch (error) {
         if (!(error instanceof UnknownDataKeyError)) throw error;
-        return read(await reload());
+        return read(await reload(db));
       }
     },
   };
@@ -315,7 +330,7 @@ export interface DataKeyRow {
 /** Serialises the making of keys across processes (an arbitrary constant, refhub's own). */
 const MAKE_KEYS_LOCK = 7_346_021;
 
-export function dataKeyRepository(db: Kysely<Database>) {
+export function dataKeyRepository(db: Executor) {
   return {
     /** Every data key, oldest first (the newest fields key is the active one). */
     async all(): Promise<DataKeyRow[]> {
@@ -327,9 +342,12 @@ export function dataKeyRepository(db: Kysely<Database>) {
         .execute();
     },
 
-    /** Makes the fields key and the blind-index key where there are none (once, across processes). */
+    /**
+     * Makes the fields key and the blind-index key where there are none (once, across processes), in
+     * a transaction of its own, or in `db`'s when it is one.
+     */
     async makeFirstKeys(ring: KeyEncryptionKeys): Promise<void> {
-      await db.transaction().execute(async (trx) => {
+      const make = async (trx: Executor) => {
         await sql`select pg_advisory_xact_lock(${MAKE_KEYS_LOCK})`.execute(trx);
         const purposes = new Set(
           (await trx.selectFrom('data_keys').select('purpose').execute()).map((r) => r.purpose),
@@ -337,7 +355,8 @@ export function dataKeyRepository(db: Kysely<Database>) {
         for (const purpose of ['fields', 'blind-index'] as const) {
           if (!purposes.has(purpose)) await insertKey(trx, ring, purpose);
         }
-      });
+      };
+      await (db.isTransaction ? make(db) : db.transaction().execute(make));
     },
 
     /** Makes a new fields key, which becomes the active one; returns its ID. */

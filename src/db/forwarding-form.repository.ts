@@ -29,7 +29,7 @@ const FORM_COLUMNS = [
 
 export function ehrFormRepository(db: Executor, keys: DataKeys) {
   const opened = async (row: Row | undefined) =>
-    row && keys.reading((cipher) => toForm(openColumns('ehr_forms', row, cipher)));
+    row && keys.reading(db, (cipher) => toForm(openColumns('ehr_forms', row, cipher)));
 
   return {
     /**
@@ -41,7 +41,7 @@ export function ehrFormRepository(db: Executor, keys: DataKeys) {
         'ehr_forms',
         { message_id: form.messageId },
         { html: form.html, attachments: form.attachments },
-        await keys.cipher(),
+        await keys.cipher(db),
       );
       const inserted = await db
         .insertInto('ehr_forms')

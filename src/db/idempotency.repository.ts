@@ -98,7 +98,7 @@ export function idempotencyRepository(db: Executor, keys: DataKeys) {
         .where('key', '=', key)
         .executeTakeFirst();
       if (stored === undefined) return undefined;
-      const row = await keys.reading((cipher) => openColumns('idempotency_keys', stored, cipher));
+      const row = await keys.reading(db, (cipher) => openColumns('idempotency_keys', stored, cipher));
       return {
         requestHash: row.request_hash,
         response:
@@ -124,7 +124,7 @@ export function idempotencyRepository(db: Executor, keys: DataKeys) {
           state: 'completed',
           response_status: response.status,
           response_headers: JSON.stringify(response.headers),
-          response_body: sealedBody(claim, response, await keys.cipher()),
+          response_body: sealedBody(claim, response, await keys.cipher(db)),
           created_at: claim.now,
           expires_at: claim.expiresAt,
         })

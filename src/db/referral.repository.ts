@@ -560,7 +560,7 @@ function listStatements(filter: ListFilter): ListStatements {
 }
 
 export function referralRepository(db: Executor, keys: DataKeys) {
-  const record = (row: Row | undefined) => row && keys.reading((cipher) => toRecord(opened(row, cipher)));
+  const record = (row: Row | undefined) => row && keys.reading(db, (cipher) => toRecord(opened(row, cipher)));
   return {
     /** The referral if `institution` may see it; undefined otherwise (the caller answers 404). */
     async findVisible(id: string, institution: InstitutionRef): Promise<ReferralRecord | undefined> {
@@ -592,7 +592,7 @@ export function referralRepository(db: Executor, keys: DataKeys) {
       const [stored] = await readVisibleWithParts(db, id, institution.idType, institution.id);
       return (
         stored &&
-        keys.reading((cipher) => {
+        keys.reading(db, (cipher) => {
           const row = opened(stored, cipher);
           return { record: toRecord(row), parts: toReferralParts(row, cipher), row };
         })
@@ -626,7 +626,7 @@ export function referralRepository(db: Executor, keys: DataKeys) {
       );
       return (
         row &&
-        keys.reading((cipher) => ({
+        keys.reading(db, (cipher) => ({
           record: toRecord(opened(row, cipher)),
           parts: toReferralParts(row, cipher),
           linked: row.minted as LinkAction[],
@@ -639,7 +639,7 @@ export function referralRepository(db: Executor, keys: DataKeys) {
       const [row] = await readForSystemWithParts(db, id);
       return (
         row &&
-        keys.reading((cipher) => ({
+        keys.reading(db, (cipher) => ({
           record: toRecord(opened(row, cipher)),
           parts: toReferralParts(row, cipher),
         }))
@@ -675,7 +675,7 @@ export function referralRepository(db: Executor, keys: DataKeys) {
       audit?: AuditEvent,
     ): Promise<{ records: ReferralRecord[]; total: number; hasNext: boolean }> {
       const statements = listStatements(filter);
-      const cipher = await keys.cipher();
+      const cipher = await keys.cipher(db);
       const args = [
         filter.institution.idType,
         filter.institution.id,
@@ -700,7 +700,7 @@ export function referralRepository(db: Executor, keys: DataKeys) {
       }
       const page = rows.slice(0, filter.pageSize);
       return {
-        records: await keys.reading((c) => page.map((row) => toRecord(opened(row, c)))),
+        records: await keys.reading(db, (c) => page.map((row) => toRecord(opened(row, c)))),
         total: Number(total),
         hasNext: rows.length > filter.pageSize,
       };
@@ -709,7 +709,7 @@ export function referralRepository(db: Executor, keys: DataKeys) {
     async insert(referral: NewReferral): Promise<void> {
       await db
         .insertInto('referrals')
-        .values(newReferralRow(referral, await keys.cipher()))
+        .values(newReferralRow(referral, await keys.cipher(db)))
         .execute();
     },
 
@@ -729,13 +729,13 @@ export function referralRepository(db: Executor, keys: DataKeys) {
         // The patient data is sealed as one value: the rest of it comes from the row at that version.
         const [stored] = await readForSystem(db, id);
         if (stored === undefined || stored.version !== expectedVersion) return false;
-        current = await keys.reading((cipher) => opened(stored, cipher));
+        current = await keys.reading(db, (cipher) => opened(stored, cipher));
       }
       const result = await compareAndSetQuery(
         db,
         id,
         expectedVersion,
-        sealed(id, columns, await keys.cipher(), current),
+        sealed(id, columns, await keys.cipher(db), current),
         now,
       ).executeTakeFirst();
       return result.numUpdatedRows === 1n;

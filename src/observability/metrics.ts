@@ -94,6 +94,13 @@ export function createMetrics() {
     labelNames: ['kind', 'outcome'] as const,
     registers: [registry],
   });
+  const dataKeyLoads = new Counter({
+    name: 'refhub_data_key_loads_total',
+    help:
+      'Times this process looked up the data keys in the database: on first use, once per ' +
+      'DATA_KEY_REFRESH_SECONDS while it seals or opens, and for a key another process made',
+    registers: [registry],
+  });
   const ehrAttempts = new Counter({
     name: 'refhub_ehr_forward_attempts_total',
     help: 'Attempts to forward a referral form to the EHR, by outcome and the EHR answer’s status class',
@@ -216,6 +223,10 @@ export function createMetrics() {
       outcome: 'refused' | 'throttled',
     ): void {
       authFailures.inc({ kind, outcome });
+    },
+    /** The data keys were looked up in the database. */
+    dataKeysLoaded(): void {
+      dataKeyLoads.inc();
     },
     rateLimited(): void {
       rateLimited.inc();

@@ -123,7 +123,7 @@ export function createAccessReport(deps: AccessReportDeps) {
   return {
     /** One page of the patient's access report for the caller's institution, newest first; audited. */
     async report(caller: Caller, query: AccessReportQuery): Promise<AccessReportPage> {
-      const cipher = await deps.dataKeys.cipher();
+      const cipher = await deps.dataKeys.cipher(deps.db);
       const page = await accessReportRepository(deps.db).page(
         {
           institution: caller.institution,

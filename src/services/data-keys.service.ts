@@ -89,7 +89,7 @@ export function createDataKeyRotation(deps: DataKeyDeps) {
 
   /** One pass over every table; returns how many rows it sealed again. */
   async function pass(onProgress: OnSweepProgress): Promise<number> {
-    const cipher = await deps.dataKeys.reload();
+    const cipher = await deps.dataKeys.reload(deps.db);
     const keyId = cipher.activeKeyId;
     let sealed = 0;
     for (const table of TABLES) {
@@ -102,7 +102,7 @@ export function createDataKeyRotation(deps: DataKeyDeps) {
         const rows = await repo.staleRows(table, keyId, after, batchSize);
         if (rows.length === 0) break;
         for (const stored of rows) {
-          const opened = await deps.dataKeys.reading((c) => openColumns(table, stored, c));
+          const opened = await deps.dataKeys.reading(deps.db, (c) => openColumns(table, stored, c));
           const resealed = sealColumns(table, stored, onlySealed(table, opened), cipher);
           if (await repo.reseal(table, stored, resealed)) done += 1;
         }
@@ -116,7 +116,7 @@ export function createDataKeyRotation(deps: DataKeyDeps) {
 
   return {
     async status(): Promise<DataKeyStatus> {
-      const cipher = await deps.dataKeys.reload();
+      const cipher = await deps.dataKeys.reload(deps.db);
       const keys = await repo.all();
       const active = keys.find((k) => k.id === cipher.activeKeyId);
       const stale = Object.fromEntries([
@@ -135,7 +135,7 @@ export function createDataKeyRotation(deps: DataKeyDeps) {
 
     /** Whether the active key was never swept to: a rotation left unfinished, or a fresh migration. */
     async pending(): Promise<{ readonly keyId: string; readonly first: boolean } | undefined> {
-      const cipher = await deps.dataKeys.reload();
+      const cipher = await deps.dataKeys.reload(deps.db);
       const fields = (await repo.all()).filter((k) => k.purpose === 'fields');
       const active = fields.find((k) => k.id === cipher.activeKeyId);
       if (active === undefined || active.swept_at !== null) return undefined;
@@ -149,7 +149,7 @@ export function createDataKeyRotation(deps: DataKeyDeps) {
      * under an older key by a process that had not yet seen the new one is left behind.
      */
     async sweep(onProgress: OnSweepProgress = () => undefined): Promise<{ keyId: string; sealed: number }> {
-      const keyId = (await deps.dataKeys.reload()).activeKeyId;
+      const keyId = (await deps.dataKeys.reload(deps.db)).activeKeyId;
       const fields = (await repo.all()).filter((k) => k.purpose === 'fields');
       const active = fields.find((k) => k.id === keyId);
       const older = fields.length > 1;
@@ -160,7 +160,8 @@ export function createDataKeyRotation(deps: DataKeyDeps) {
         await sleepUntil(new Date(active.created_at.getTime() + 2 * deps.dataKeys.refreshMs));
         for (let more = await pass(onProgress); more > 0; more = await pass(onProgress)) sealed += more;
       }
-      if ((await deps.dataKeys.reload()).activeKeyId === keyId) await repo.markSwept(keyId, deps.clock.now());
+      if ((await deps.dataKeys.reload(deps.db)).activeKeyId === keyId)
+        await repo.markSwept(keyId, deps.clock.now());
       return { keyId, sealed };
     },
 

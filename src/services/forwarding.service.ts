@@ -265,7 +265,7 @@ export function createEhrForwarding(deps: ForwardingDeps) {
           fromStatuses: LIFECYCLE[operation].from.system,
         },
         audit: auditEventOf(systemActor(a.requestId), `ehr.forward.${a.outcome}`, [a.referralId], now),
-        cipher: await deps.dataKeys.cipher(),
+        cipher: await deps.dataKeys.cipher(deps.db),
       });
       if (!found) throw new ReferralNotFoundError(a.referralId);
       deps.metrics.observeEhrAttempt(a.outcome, a.httpStatus, a.durationMs / 1000);

@@ -104,7 +104,7 @@ export function createLinkService(deps: LinkDeps) {
 
       if (referralId === undefined) {
         const fields = withRequesterAsReferrer(prefill, caller.requesterIdentifier, null);
-        const cipher = await deps.dataKeys.cipher();
+        const cipher = await deps.dataKeys.cipher(deps.db);
         const draft = await newDraft(deps.db, cipher, deps.clock, caller, fields, 'link.upsert');
         const answer = answerWith(draft.after.record.id, 'edit');
         await runWrite(deps.db, caller, draft.write, answer, cipher);

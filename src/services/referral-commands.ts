@@ -127,7 +127,7 @@ export function createReferralCommands(deps: CommandDeps) {
     async create(caller: Caller, input: ReferralFieldsInput): Promise<ReferralView> {
       if (caller.role !== 'sender')
         throw new ForbiddenRoleError(`A ${caller.role} key may not create referrals.`);
-      const cipher = await deps.dataKeys.cipher();
+      const cipher = await deps.dataKeys.cipher(deps.db);
       const draft = await newDraft(deps.db, cipher, deps.clock, caller, input, 'referral.create');
       const answer = referralAnswer(deps.links, caller, draft.after);
       await runWrite(deps.db, caller, draft.write, answer, cipher);

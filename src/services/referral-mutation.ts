@@ -157,7 +157,7 @@ export function createMutationRunner(deps: MutationDeps) {
       }
       const party = actingParty(operation, caller.role, record, caller.institution);
       const now = deps.clock.now();
-      const cipher = await deps.dataKeys.cipher();
+      const cipher = await deps.dataKeys.cipher(deps.db);
       const planned = await plan({ db: deps.db, record, parts: before.parts, party, now });
       const audit = auditEventOf(caller, options.auditAction ?? `referral.${operation}`, [record.id], now);
       if (planned.unchanged === true) {

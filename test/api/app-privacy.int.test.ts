@@ -320,7 +320,7 @@ describe.each(ENGINES)('privacy on %s', (engine) => {
       // Sealed (docs/security.md): the row holds the canary only as ciphertext that opens to it.
       expect(row).toMatchObject({ patient_name: null, patient_uin: null });
       expect(row.personal_data).toMatch(/^rh1:/);
-      expect(openColumns('referrals', row, await t.ctx.dataKeys.cipher())).toMatchObject({
+      expect(openColumns('referrals', row, await t.ctx.dataKeys.cipher(t.ctx.db))).toMatchObject({
         id: referralId,
         patient_name: CANARY.patientName,
         patient_uin: CANARY.patientUin,

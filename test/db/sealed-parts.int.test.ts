@@ -158,7 +158,7 @@ describe.each(ENGINES)('parts of a referral sealed outside its row on %s', (engi
         from attachment_contents where attachment_id = ${added.id}`.execute(t.ctx.db);
       const [row] = rows;
       expect(row?.at).toBe(0);
-      const { activeKeyId } = await t.ctx.dataKeys.cipher();
+      const { activeKeyId } = await t.ctx.dataKeys.cipher(t.ctx.db);
       const header = sealedBytesHeader(activeKeyId);
       expect(row?.head.subarray(0, header.length).equals(header)).toBe(true);
       const layout = sealedBytesLayout(row?.head ?? Buffer.alloc(0)) as SealedBytesLayout;
@@ -269,17 +269,17 @@ describe.each(ENGINES)('parts of a referral sealed outside its row on %s', (engi
       const draft = await createDraft(t);
       const bytes = bigPdf(2);
       const a = await insertAttachment(t.ctx.db, t.ctx.dataKeys, newAttachment(draft.id, bytes), bytes);
-      const cipher = await t.ctx.dataKeys.cipher();
+      const cipher = await t.ctx.dataKeys.cipher(t.ctx.db);
       // Another sweep seals the file again while this one reads it: its keys' first use is the moment.
       let other: Buffer | undefined;
       const racing: DataKeys = {
         ...t.ctx.dataKeys,
-        reading: async (read) => {
+        reading: async (db, read) => {
           if (other === undefined) {
             expect(await attachments().resealContent(a.id, bytes.length, cipher)).toBe(true);
             other = await storedContent(a.id);
           }
-          return t.ctx.dataKeys.reading(read);
+          return t.ctx.dataKeys.reading(db, read);
         },
       };
       expect(await attachments(racing).resealContent(a.id, bytes.length, cipher)).toBe(false);
@@ -295,19 +295,19 @@ describe.each(ENGINES)('parts of a referral sealed outside its row on %s', (engi
       const draft = await createDraft(t);
       const bytes = bigPdf(3);
       const a = await insertAttachment(t.ctx.db, t.ctx.dataKeys, newAttachment(draft.id, bytes), bytes);
-      const older = (await t.ctx.dataKeys.cipher()).activeKeyId;
+      const older = (await t.ctx.dataKeys.cipher(t.ctx.db)).activeKeyId;
       // A rotation's sweep seals the file again under a new key once the first chunk has been read.
       let newer: string | undefined;
       const racing: DataKeys = {
         ...t.ctx.dataKeys,
-        reading: async (read) => {
+        reading: async (db, read) => {
           if (newer === undefined) {
             await dataKeyRepository(t.ctx.db).makeFieldsKey(t.ctx.dataKeys.ring);
-            const cipher = await t.ctx.dataKeys.reload();
+            const cipher = await t.ctx.dataKeys.reload(t.ctx.db);
             newer = cipher.activeKeyId;
             expect(await attachments().resealContent(a.id, bytes.length, cipher)).toBe(true);
           }
-          return t.ctx.dataKeys.reading(read);
+          return t.ctx.dataKeys.reading(db, read);
         },
       };
       const pieces = await collect(attachments(racing).content(a.id, bytes.length, 1000));

@@ -105,7 +105,7 @@ describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
     await call(t, t.sender, 'POST', `/api/v1/referrals/${cancelled.id}/cancel`, {
       cancelNote: `${said} recovered`,
     });
-    const { activeKeyId } = await t.ctx.dataKeys.cipher();
+    const { activeKeyId } = await t.ctx.dataKeys.cipher(t.ctx.db);
     expect(await staleUnder(activeKeyId)).toEqual(Object.fromEntries(TABLES.map((table) => [table, 0])));
     for (const table of [
       'referrals',
@@ -188,7 +188,7 @@ describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
     });
     expect(await byPatient('S1000009J')).toEqual([]);
 
-    const { activeKeyId } = await t.ctx.dataKeys.cipher();
+    const { activeKeyId } = await t.ctx.dataKeys.cipher(t.ctx.db);
     const stale = await staleUnder(activeKeyId);
     expect(stale.referrals).toBe(1);
     expect(stale.notes).toBe(1);
@@ -226,7 +226,7 @@ describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
     const draft = await createDraft(t, { ...fields, clinicalInfo: 'Chest pain on exertion.' });
     const opened = { patient: { dob: fields.dob }, clinicalInfo: 'Chest pain on exertion.' };
     // The row as field encryption first wrote it: each value sealed in its own column.
-    const cipher = await t.ctx.dataKeys.cipher();
+    const cipher = await t.ctx.dataKeys.cipher(t.ctx.db);
     const own = (column: string, value: string) =>
       cipher.seal(value, { table: 'referrals', column, row: draft.id });
     await t.ctx.db
@@ -298,7 +298,7 @@ describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
 
   it('seals the timeline written before 0019 at the next start, with one fields key', async () => {
     const { draft, event, stored } = await timelineBefore0019();
-    const { activeKeyId } = await t.ctx.dataKeys.cipher();
+    const { activeKeyId } = await t.ctx.dataKeys.cipher(t.ctx.db);
     expect(await t.ctx.dataKeyRotation.pending()).toEqual({ keyId: activeKeyId, first: true });
     expect(await stored()).toBe(event.description);
 
@@ -318,7 +318,7 @@ describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
       const draft = await createDraft(t, { clinicalInfo: `Before the rotation ${i}` });
       written.set(draft.id, { clinicalInfo: `Before the rotation ${i}`, notes: [] });
     }
-    const before = (await t.ctx.dataKeys.cipher()).activeKeyId;
+    const before = (await t.ctx.dataKeys.cipher(t.ctx.db)).activeKeyId;
 
     // The writers: each round patches a referral's clinical information and adds a note, through the
     // API, until the rotation has finished.
@@ -340,7 +340,7 @@ describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
     // The rotation runs as `refhub data-keys rotate` does, in a process of its own: keys of its own.
     const rotation = createDataKeyRotation({
       db: t.ctx.db,
-      dataKeys: openDataKeys(t.ctx.db, localKeyRing([kek]), { refreshMs: REFRESH_MS }),
+      dataKeys: openDataKeys(localKeyRing([kek]), { refreshMs: REFRESH_MS }),
       clock: systemClock,
       batchSize: 4,
     });
@@ -367,7 +367,7 @@ describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
     expect(writesDuringSweep.length).toBe(progress.length);
     // Every value is under the new key, and the API's own keys seal under it too.
     expect(Object.values(await staleUnder(result.keyId))).toEqual(TABLES.map(() => 0));
-    expect((await t.ctx.dataKeys.reload()).activeKeyId).toBe(result.keyId);
+    expect((await t.ctx.dataKeys.reload(t.ctx.db)).activeKeyId).toBe(result.keyId);
     expect((await t.ctx.dataKeyRotation.status()).swept).toBe(true);
     for (const [id, expected] of written) {
       const got = (await read(id)) as { clinicalInfo: string; notes: { content: string }[] };
@@ -380,7 +380,7 @@ describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
     // The rotation above made a second fields key: a start cannot tell 0019's mark from a rotation
     // left unfinished, and does not hold itself up for a whole sweep.
     const { draft, event, stored } = await timelineBefore0019();
-    const { activeKeyId } = await t.ctx.dataKeys.cipher();
+    const { activeKeyId } = await t.ctx.dataKeys.cipher(t.ctx.db);
     expect(await t.ctx.dataKeyRotation.pending()).toEqual({ keyId: activeKeyId, first: false });
     const { lines, logger } = recording();
     expect(await sealExistingData(t.ctx.dataKeyRotation, logger)).toBe(0);

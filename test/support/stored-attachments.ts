@@ -25,7 +25,7 @@ export async function insertAttachment(
 ): Promise<AttachmentRecord> {
   const repo = attachmentRepository(db, keys);
   const number = (await repo.list(attachment.referralId)).length + 1;
-  const cipher = await keys.cipher();
+  const cipher = await keys.cipher(db);
   await db.transaction().execute(async (trx) => {
     for (const write of attachmentWrites.insert(trx, cipher, { ...attachment, number }, content))
       await trx.executeQuery(write.compile());

@@ -288,7 +288,7 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
     const claim: KeyClaim = {
       apiKeyId: request.apiKey.id,
       key,
-      requestHash: requestHash(request, await deps.dataKeys.cipher()),
+      requestHash: requestHash(request, await deps.dataKeys.cipher(deps.db)),
       now,
       expiresAt: new Date(now.getTime() + RETENTION_MS),
     };

@@ -428,7 +428,7 @@ describe.each(ENGINES)('Idempotency-Key on %s', (engine) => {
         .select(['api_key_id', 'key', 'response_body'])
         .execute();
       expect(rows.every((r) => r.response_body === null || isSealed(r.response_body))).toBe(true);
-      const opened = await t.ctx.dataKeys.reading((cipher) =>
+      const opened = await t.ctx.dataKeys.reading(t.ctx.db, (cipher) =>
         rows.map((r) => openColumns('idempotency_keys', r, cipher)),
       );
       return opened.map((r) => r.response_body ?? '').join('\n');

@@ -41,7 +41,7 @@ describe.each(ENGINES)('bulk copies of a referral on %s', (engine) => {
 
   const acting = { institutionIdType: 'hci', institutionId: 'S1234A' } as const;
   const rowsOf = async (id: string) => {
-    const cipher = await t.ctx.dataKeys.cipher();
+    const cipher = await t.ctx.dataKeys.cipher(t.ctx.db);
     return {
       // Opened: a sealed value differs from row to row, what it seals must not.
       referral: openColumns(
@@ -95,7 +95,7 @@ describe.each(ENGINES)('bulk copies of a referral on %s', (engine) => {
 
   it('copies a draft with its rows, and a copy reads and submits like an API-made draft', async () => {
     const template = await create(1);
-    await cloneReferral(t.ctx.db, await t.ctx.dataKeys.cipher(), {
+    await cloneReferral(t.ctx.db, await t.ctx.dataKeys.cipher(t.ctx.db), {
       templateId: template,
       count: 3,
       firstNumber: 10,
@@ -152,7 +152,7 @@ describe.each(ENGINES)('bulk copies of a referral on %s', (engine) => {
     expect(submit.statusCode, submit.body).toBe(200);
     const original = await rowsOf(template);
     expect(original.outbox.map((o) => o.topic)).toContain('ehr-forward');
-    await cloneReferral(t.ctx.db, await t.ctx.dataKeys.cipher(), {
+    await cloneReferral(t.ctx.db, await t.ctx.dataKeys.cipher(t.ctx.db), {
       templateId: template,
       count: 2,
       firstNumber: 0,

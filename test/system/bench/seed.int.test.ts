@@ -64,7 +64,7 @@ describe.each(ENGINES)('benchmark seeding on %s', (engine) => {
     return res.json<Record<string, unknown>>();
   };
   const rowsOf = async (id: string) => {
-    const cipher = await t.ctx.dataKeys.cipher();
+    const cipher = await t.ctx.dataKeys.cipher(t.ctx.db);
     return {
       // Opened: a sealed value differs from row to row, what it seals must not.
       referral: openColumns(

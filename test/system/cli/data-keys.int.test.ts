@@ -105,9 +105,9 @@ describe('refhub data-keys', { timeout: 600_000 }, () => {
       const after = await cli(['data-keys', 'status'], dataKeysSetting(second));
       expect(after.stdout).toMatch(new RegExp(`^Active data key: ${newKey}\\n`));
       expect(after.stdout).not.toContain('kek-2025');
-      const keys = testDataKeys(store.db, [second]);
+      const keys = testDataKeys([second]);
       const row = await stored();
-      expect(await keys.reading((c) => openColumns('referrals', row, c))).toMatchObject({
+      expect(await keys.reading(store.db, (c) => openColumns('referrals', row, c))).toMatchObject({
         patient_name: 'Lim Bee Hoon',
         clinical_info: 'Written before field encryption',
       });
