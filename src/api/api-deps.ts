@@ -44,8 +44,8 @@ export interface ApiDeps {
   readonly db: Kysely<Database>;
   /** The keys the API's own records of patient data (a keyed write's stored response) are sealed with. */
   readonly dataKeys: DataKeys;
-  /** Which engine `db` runs on, for `/doctor`'s checks. */
-  readonly store: Pick<Store, 'engine'>;
+  /** Which engine `db` runs on, for `/doctor`'s checks, and its connections in use, for readiness. */
+  readonly store: Pick<Store, 'engine' | 'connections'>;
   readonly clock: Clock;
   /** Times people read on the web pages, in DISPLAY_TIME_ZONE. */
   readonly displayTime: DisplayTime;

@@ -1,12 +1,16 @@
 // Liveness and readiness for load balancers and orchestrators. Neither needs a key. /healthz touches
 // no dependency: it says only that the process answers. /readyz names each check with its status,
 // and says why a failing one fails, in its body and in one log line each time a check changes (a
-// probe every few seconds would otherwise repeat the same line forever, or say nothing).
+// probe every few seconds would otherwise repeat the same line forever, or say nothing). A database
+// whose every connection is in use is `busy`, not failing: it answers, and the probe waits its turn
+// like any request (on embedded PGlite, whose one connection a transaction holds while it runs).
 import type { FastifyInstance } from 'fastify';
+import type { Kysely } from 'kysely';
 import { isMigrated, ping } from '../../db/database.ts';
+import type { Database } from '../../db/schema.ts';
 import type { ApiDeps } from '../api-deps.ts';
 
-type Check = { readonly state: 'ok' } | { readonly state: 'failing'; readonly problem: string };
+type Check = { readonly state: 'ok' } | { readonly state: 'busy' | 'failing'; readonly problem: string };
 const OK: Check = { state: 'ok' };
 const failing = (problem: string): Check => ({ state: 'failing', problem });
 
@@ -25,18 +29,63 @@ export function within<T>(work: Promise<T>, ms: number): Promise<T> {
   });
 }
 
-export type HealthDeps = Pick<ApiDeps, 'db' | 'queues' | 'logger' | 'lifecycle'>;
+export type HealthDeps = Pick<ApiDeps, 'db' | 'queues' | 'logger' | 'lifecycle'> & {
+  readonly store: Pick<ApiDeps['store'], 'connections'>;
+};
+
+/**
+ * `check` run on a connection of its own, within the check's time. When time runs out, whether the
+ * database is busy (the check never got a connection, and every one is in use), silent (it got one,
+ * and nothing came back) or out of reach (no connection could be opened).
+ */
+async function onStore(
+  deps: HealthDeps,
+  check: (db: Kysely<Database>) => Promise<Check>,
+  unreachable: string,
+): Promise<Check> {
+  const probe = { connected: false };
+  try {
+    return await within(
+      deps.db.connection().execute((connection) => {
+        probe.connected = true;
+        return check(connection);
+      }),
+      CHECK_TIMEOUT_MS,
+    );
+  } catch {
+    if (probe.connected) return failing('the database did not answer in time');
+    const { held, max } = deps.store.connections();
+    if (held < max) return failing(unreachable);
+    return {
+      state: 'busy',
+      problem:
+        `${max === 1 ? 'the one connection' : `all ${max} connections`} to the database ` +
+        `${max === 1 ? 'is' : 'are'} in use: statements wait their turn, and this check waited ` +
+        `${CHECK_TIMEOUT_MS / 1000} s for one`,
+    };
+  }
+}
 
 const CHECKS = {
-  database: async (deps: HealthDeps): Promise<Check> => {
-    await ping(deps.db);
-    return OK;
-  },
-  migrations: async (deps: HealthDeps): Promise<Check> =>
-    (await isMigrated(deps.db)) ? OK : failing('database migrations are pending: run `refhub migrate`'),
+  database: (deps: HealthDeps) =>
+    onStore(
+      deps,
+      async (db) => {
+        await ping(db);
+        return OK;
+      },
+      'the database cannot be reached',
+    ),
+  migrations: (deps: HealthDeps) =>
+    onStore(
+      deps,
+      async (db) =>
+        (await isMigrated(db)) ? OK : failing('database migrations are pending: run `refhub migrate`'),
+      'the migrations could not be read',
+    ),
   // Redis must be reachable, must never evict keys and must take writes, or queued work could vanish.
   redis: async (deps: HealthDeps): Promise<Check> => {
-    const { problem } = await deps.queues.health();
+    const { problem } = await within(deps.queues.health(), CHECK_TIMEOUT_MS);
     return problem === undefined ? OK : failing(problem);
   },
 } as const;
@@ -51,11 +100,12 @@ export function healthRoutes(deps: HealthDeps) {
   // The last problem logged per check, so that each change is logged once.
   const logged = new Map<string, string | undefined>();
   const logChange = (name: string, check: Check) => {
-    const problem = check.state === 'failing' ? check.problem : undefined;
+    const problem = check.state === 'ok' ? undefined : check.problem;
     if (logged.get(name) === problem) return;
     const before = logged.get(name);
     logged.set(name, problem);
-    if (problem !== undefined) deps.logger.warn({ check: name, problem }, 'readiness check failing');
+    if (check.state === 'failing') deps.logger.warn({ check: name, problem }, 'readiness check failing');
+    else if (check.state === 'busy') deps.logger.info({ check: name, problem }, 'readiness check busy');
     else if (before !== undefined) deps.logger.info({ check: name }, 'readiness check ok again');
   };
 
@@ -66,23 +116,29 @@ export function healthRoutes(deps: HealthDeps) {
       const names = Object.keys(CHECKS) as (keyof typeof CHECKS)[];
       const results = await Promise.all(
         names.map((name) =>
-          within(CHECKS[name](deps), CHECK_TIMEOUT_MS).catch(() => failing(UNANSWERED[name])),
+          // Each check bounds its own wait (CHECK_TIMEOUT_MS).
+          CHECKS[name](deps).catch(() => failing(UNANSWERED[name])),
         ),
       );
-      const checks: Record<string, 'ok' | 'failing'> = {};
+      const checks: Record<string, Check['state']> = {};
       const problems: Record<string, string> = {};
+      const busy: Record<string, string> = {};
       names.forEach((name, i) => {
         const result = results[i] ?? failing(UNANSWERED[name]);
         logChange(name, result);
         checks[name] = result.state;
         if (result.state === 'failing') problems[name] = result.problem;
+        if (result.state === 'busy') busy[name] = result.problem;
       });
       const healthy = Object.keys(problems).length === 0;
       // A stopping process is not ready, however healthy its dependencies: no new work for it.
       const status = deps.lifecycle.draining ? 'draining' : healthy ? 'ready' : 'not-ready';
-      return reply
-        .code(status === 'ready' ? 200 : 503)
-        .send(healthy ? { status, checks } : { status, checks, problems });
+      return reply.code(status === 'ready' ? 200 : 503).send({
+        status,
+        checks,
+        ...(healthy ? {} : { problems }),
+        ...(Object.keys(busy).length === 0 ? {} : { busy }),
+      });
     });
   };
 }

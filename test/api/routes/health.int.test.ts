@@ -1,8 +1,10 @@
 // /healthz says the process answers; /readyz names each dependency with its status. Redis must be
 // reachable and must never evict keys (maxmemory-policy noeviction), or queued work could vanish.
 // This file runs a Redis of its own, because it changes its policy and stops it.
+import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENGINES } from '../../support/engines.ts';
 import { checkRedis } from '../../../src/queue/connections.ts';
 import { startRedisServer, type RedisServer } from '../../support/redis-server.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
@@ -98,5 +100,54 @@ describe('health and readiness', () => {
       await redis.start();
     }
     await expect.poll(async () => (await readyz()).status, { timeout: 15_000, interval: 200 }).toBe(200);
+  });
+});
+
+describe.each(ENGINES)('readiness while every connection of the database is in use, on %s', (engine) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp(engine, { env: { QUEUE_PREFIX: `health-${randomUUID()}` } });
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('says the database is busy, not out of reach, and stays ready; ok again once a connection is free', async () => {
+    const { max } = t.ctx.store.connections();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let held = 0;
+    let allHeld!: () => void;
+    const holding = new Promise<void>((resolve) => (allHeld = resolve));
+    // Transactions hold every connection of the pool (PGlite's one) until released.
+    const transactions = Array.from({ length: max }, () =>
+      t.ctx.db.transaction().execute(async (trx) => {
+        await trx.selectFrom('data_keys').select('id').execute();
+        if (++held === max) allHeld();
+        await released;
+      }),
+    );
+    await holding;
+    try {
+      const res = await t.app.inject({ method: 'GET', url: '/readyz' });
+      expect(res.statusCode).toBe(200);
+      const body = res.json<{
+        status: string;
+        checks: Record<string, string>;
+        busy?: Record<string, string>;
+      }>();
+      expect(body.status).toBe('ready');
+      expect(body.checks.database).toBe('busy');
+      expect(body.busy?.database).toMatch(
+        /^(the one connection|all \d+ connections) to the database (is|are) in use/,
+      );
+      expect(JSON.stringify(body)).not.toContain('cannot be reached');
+    } finally {
+      release();
+      await Promise.all(transactions);
+    }
+    const again = await t.app.inject({ method: 'GET', url: '/readyz' });
+    expect(again.json<{ checks: Record<string, string> }>().checks.database).toBe('ok');
+    expect(t.logs.some((line) => line.includes('readiness check busy'))).toBe(true);
   });
 });
