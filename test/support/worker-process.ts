@@ -25,7 +25,8 @@ export interface WorkerProcessSettings {
   readonly redisUrl: string;
   /** The bare prefix (without braces), as QUEUE_PREFIX takes it. */
   readonly queuePrefix: string;
-  readonly ehrUrl: string;
+  /** Unset: the sandbox EHR runs in refhub's own process, as `npm start` has it. */
+  readonly ehrUrl?: string;
   /** Any further variables (RECONCILE_INTERVAL_SECONDS, LOG_LEVEL, …). */
   readonly env?: Readonly<Record<string, string>>;
   /** How long to wait for the "worker is running" line (default 30 s). */
@@ -67,7 +68,7 @@ export async function startRefhubProcess(
       ...(settings.databaseUrl === undefined ? {} : { DATABASE_URL: settings.databaseUrl }),
       REDIS_URL: settings.redisUrl,
       QUEUE_PREFIX: settings.queuePrefix,
-      EHR_URL: settings.ehrUrl,
+      ...(settings.ehrUrl === undefined ? {} : { EHR_URL: settings.ehrUrl }),
       ...settings.env,
     }),
     stdio: ['ignore', 'pipe', 'pipe'],
