@@ -68,10 +68,16 @@ export interface ExampleRequest {
   readonly payload?: object;
 }
 
-/** The request an integrator sends by pressing "Execute" with the examples as they are. */
-export function exampleRequest({ method, path: template, operation }: Found): ExampleRequest {
+/**
+ * The request an integrator sends by pressing "Execute" with the examples as they are, or with the
+ * values of `instead` for the parameters it names (the IDs of what a test created, say).
+ */
+export function exampleRequest(
+  { method, path: template, operation }: Found,
+  instead: Readonly<Record<string, unknown>> = {},
+): ExampleRequest {
   const parameters = operation.parameters ?? [];
-  const exampleOf = (p: Parameter) => examplesOf(p)[0];
+  const exampleOf = (p: Parameter) => (p.name in instead ? instead[p.name] : examplesOf(p)[0]);
   let url = template;
   const query = new URLSearchParams();
   const headers: Record<string, string> = {};

@@ -2,9 +2,9 @@
 // the one scope a token needs for it, beside the API key, under an OAuth 2.0 client-credentials
 // scheme; the API enforces exactly that. Walking every operation of the document (so a new one is
 // covered without being listed here) with a read-only and a write-only token of the institution its
-// example acts for: the token without the declared scope is refused 403 insufficient_scope before
-// anything changes, and the token with it is not refused. An API route that declares no scope stops
-// the app as it is built.
+// example acts for, naming a real referral, file and subscription: the token without the declared
+// scope is refused 403 insufficient_scope before anything changes, and the token with it is not
+// refused. An API route that declares no scope keeps the app from becoming ready.
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +16,7 @@ import { SCOPES, type Scope } from '../../../src/domain/client-credentials.ts';
 import { createLogger } from '../../../src/logger.ts';
 import { accessToken, registerClient } from '../../support/access-tokens.ts';
 import { openTestStore } from '../../support/engines.ts';
+import { call, createDraft } from '../../support/scenarios.ts';
 import {
   exampleRequest,
   institutionOf,
@@ -66,6 +67,8 @@ describe('scopes per operation', () => {
   const tokens = new Map<string, Readonly<Record<Scope, string>>>();
   /** A token of the sender's client with both scopes. */
   let full: string;
+  /** What the requests name instead of the examples' IDs: a referral, its file, a subscription. */
+  let real: Record<string, string>;
 
   beforeAll(async () => {
     t = await createTestApp('pglite');
@@ -83,6 +86,30 @@ describe('scopes per operation', () => {
       });
       if (role === 'sender') full = await accessToken(t, client);
     }
+    // A referral both parties see (submitted, with a file), and a subscription of the sender.
+    const draft = await createDraft(t);
+    const file = await t.request(t.sender, {
+      method: 'POST',
+      url: `/api/v1/referrals/${draft.id}/attachments`,
+      query: { ...t.sender.institution },
+      headers: { 'content-type': 'text/plain', 'content-disposition': 'attachment; filename="ecg.txt"' },
+      payload: 'ECG 12-lead: sinus rhythm.',
+    });
+    expect(file.statusCode, file.body).toBe(201);
+    await call(t, t.sender, 'POST', `/api/v1/referrals/${draft.id}/submit`, {});
+    const subscription = await t.request(t.sender, {
+      method: 'POST',
+      url: `/api/v1/institutions/hci/${t.sender.institution.institutionId}/webhook-subscriptions`,
+      payload: { url: 'https://his.bukittimah.example/refhub/events' },
+    });
+    expect(subscription.statusCode, subscription.body).toBe(201);
+    real = {
+      referralId: draft.id,
+      attachmentId: file.json<{ id: string }>().id,
+      subscriptionId: subscription.json<{ id: string }>().id,
+      // Whatever version the referral has reached: the status decides, not a stale ETag.
+      'If-Match': '*',
+    };
     // A whole app on embedded PGlite starts slowly on a loaded 2-core machine.
   }, 120_000);
   afterAll(async () => {
@@ -120,7 +147,7 @@ describe('scopes per operation', () => {
 
   it('refuses each operation to the token without its scope, before anything changes, and not to the token with it', async () => {
     const operations = operationsOf(doc).map((found) => {
-      const request = exampleRequest(found);
+      const request = exampleRequest(found, real);
       const institution = institutionOf(request);
       const own = institution === undefined ? undefined : tokens.get(institution);
       expect(own, `${found.operation.operationId} acts for ${institution}`).toBeDefined();
@@ -145,11 +172,16 @@ describe('scopes per operation', () => {
     expect(await stored(t)).toEqual(before);
 
     const refused: string[] = [];
-    for (const { found, request, scope, own } of operations) {
+    // The deletes last, so that the other operations find what they name.
+    const deletesLast = [...operations].sort(
+      (a, b) => Number(a.found.method === 'DELETE') - Number(b.found.method === 'DELETE'),
+    );
+    for (const { found, request, scope, own } of deletesLast) {
       const res = await send(request, own[scope]);
-      // The example names a referral or a subscription that may not exist (404), or one not in the
-      // status the operation needs (409, 412): that is the store's state. A refusal of the token, its
-      // scope, its institution or its role, or of the example's input, is not.
+      // The referral may not be in the status the operation needs (409, 412), an earlier operation may
+      // have deleted what it names (404), an attempt the example names does not exist (404): that is
+      // the store's state. A refusal of the token, its scope, its institution or its role, or of the
+      // example's input, is not.
       if ([400, 401, 403, 415, 422].includes(res.statusCode) || res.statusCode >= 500) {
         refused.push(`${found.operation.operationId} with ${scope}: ${res.statusCode} ${res.body}`);
       }
