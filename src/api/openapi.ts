@@ -3,6 +3,7 @@
 // clients were written against. `swaggerOptions` is how app.ts registers @fastify/swagger, with the
 // examples of schemas/examples.ts.
 import type { SwaggerOptions } from '@fastify/swagger';
+import { TOKEN_PATH, type Scope } from '../domain/client-credentials.ts';
 import { documentedRouteSchema } from './schemas/documented.ts';
 import { withExamples } from './schemas/examples.ts';
 
@@ -71,11 +72,30 @@ export const TAGS = [
 
 export type TagName = (typeof TAGS)[number]['name'];
 
+/** The security schemes of the document: an API key, or an access token of signed client credentials. */
+export const API_KEY_SCHEME = 'ApiKey';
+export const ACCESS_TOKEN_SCHEME = 'ClientCredentials';
+
+/** What each scope lets an access token do, as the document's token scheme lists them. */
+const SCOPE_DESCRIPTIONS: Readonly<Record<Scope, string>> = {
+  'system/Referral.read':
+    'Every operation that changes nothing: lists, gets and searches (the searches are POSTs only so that ' +
+    'patient identifiers stay out of URLs), the FHIR view, attachments and their content, the EHR ' +
+    'forwarding ledger, the event feed, webhook subscriptions and their attempts, patients’ access reports.',
+  'system/Referral.write':
+    'Every operation that changes something: referrals and their steps, notes, appointments, attachments ' +
+    'and links; webhook subscriptions, their secrets and test events. The answer shows what was changed.',
+};
+
 export const API_DESCRIPTION = [
   'refhub tracks referrals between healthcare institutions and forwards each referral as a self-contained HTML',
   'form to the national electronic health record.',
   '',
-  'Authenticate with `Authorization: ApiKey <key>`. Errors are `application/problem+json` with a stable `code`.',
+  'Authenticate with `Authorization: ApiKey <key>`, or with `Authorization: Bearer <token>`, an access token',
+  `of signed client credentials (\`POST ${TOKEN_PATH}\`). Each operation names the one scope a token needs for it:`,
+  '`system/Referral.read` for an operation that changes nothing (the searches, which are POSTs, included),',
+  '`system/Referral.write` for one that changes something. Errors are `application/problem+json` with a stable',
+  '`code`.',
   'Every POST accepts `Idempotency-Key`; writes accept `If-Match` with the `ETag` of the referral.',
   'Clients display timeline `description`s and never branch on timeline `type`.',
   '',
@@ -104,15 +124,29 @@ export function swaggerOptions(publicUrl: string): SwaggerOptions {
       tags: TAGS.map((tag) => ({ ...tag })),
       components: {
         securitySchemes: {
-          ApiKey: {
+          [API_KEY_SCHEME]: {
             type: 'apiKey',
             in: 'header',
             name: 'Authorization',
             description: 'The value is `ApiKey <key>`.',
           },
+          // Every operation lists the one scope it needs under this scheme (schemas/operation.ts), and
+          // the auth plugin enforces exactly that scope.
+          [ACCESS_TOKEN_SCHEME]: {
+            type: 'oauth2',
+            description:
+              'An access token of signed client credentials, sent as `Authorization: Bearer <token>`. The ' +
+              'client authenticates with a JWT it signs with its private key (`private_key_jwt`, RFC 7523), ' +
+              'never with a secret, so this page cannot get a token: try operations here with an API key.',
+            flows: {
+              clientCredentials: {
+                tokenUrl: `${publicUrl}${TOKEN_PATH}`,
+                scopes: { ...SCOPE_DESCRIPTIONS },
+              },
+            },
+          },
         },
       },
-      security: [{ ApiKey: [] }],
     },
     // Named schemas (schemas/named.ts) keep their $id as their name under components.schemas.
     refResolver: {

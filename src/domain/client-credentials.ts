@@ -11,8 +11,11 @@ export const CLIENT_CREDENTIALS_GRANT = 'client_credentials';
 export const JWT_BEARER_ASSERTION = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 
 /**
- * The scopes of an access token, SMART-style: reading referrals (and every other read of the API for
- * the token's institution) and changing them. A token carries those it asked for, or both.
+ * The scopes of an access token, SMART-style: reading referrals (and every other operation of the API
+ * that changes nothing, for the token's institution) and changing them. A token carries those it asked
+ * for, or both. Which one an operation needs is the operation's own declaration (its schema's
+ * `operation()`, api/schemas/operation.ts), never its HTTP method: a search sent as POST to keep the
+ * patient out of the URL is a read.
  */
 export const SCOPES = ['system/Referral.read', 'system/Referral.write'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -37,9 +40,4 @@ export function parseScopes(
     if (!scopes.includes(word as Scope)) scopes.push(word as Scope);
   }
   return { scopes };
-}
-
-/** The scope a request needs: reads need `read`, every other method `write`. */
-export function scopeFor(method: string): Scope {
-  return method === 'GET' || method === 'HEAD' ? 'system/Referral.read' : 'system/Referral.write';
 }

@@ -221,6 +221,71 @@ describe.each(ENGINES)('signed client credentials on %s', (engine) => {
     });
   });
 
+  describe('reads sent as POST, so that the patient stays out of URLs', () => {
+    const searchUrl = () => `/api/v1/institutions/hci/${t.sender.institution.institutionId}/referrals/search`;
+    const reportUrl = '/api/v1/patients/access-report/search';
+    const reportBody = () => ({
+      ...t.sender.institution,
+      requesterIdentifier: 'dr.lim@bukittimah.example',
+      patientUin: 'S1234567D',
+    });
+    let id: string;
+    beforeAll(async () => {
+      const clinic = await tokenFor(senderClient, senderKey);
+      const created = await api(clinic, 'POST', '/api/v1/referrals', {
+        ...t.sender.institution,
+        offeringId: 'cgh-gastro',
+        patientName: 'Tan Ah Kow',
+        patientUin: 'S1234567D',
+      });
+      expect(created.statusCode, created.body).toBe(201);
+      id = created.json<{ id: string }>().id;
+    });
+
+    it('lets a read-only token search referrals by patient and read the access report', async () => {
+      const reader = await tokenFor(senderClient, senderKey, 'system/Referral.read');
+      const search = await api(reader, 'POST', searchUrl(), { patientUin: 'S1234567D' });
+      expect(search.statusCode, search.body).toBe(200);
+      expect(search.json<{ data: { id: string }[] }>().data.map((r) => r.id)).toContain(id);
+      const report = await api(reader, 'POST', reportUrl, reportBody());
+      expect(report.statusCode, report.body).toBe(200);
+    });
+
+    it('refuses a write-only token the search and the access report, naming the read scope', async () => {
+      const writer = await tokenFor(senderClient, senderKey, 'system/Referral.write');
+      for (const [url, body] of [
+        [searchUrl(), { patientUin: 'S1234567D' }],
+        [reportUrl, reportBody()],
+      ] as const) {
+        const res = await api(writer, 'POST', url, body);
+        expect(res.statusCode, `${url}: ${res.body}`).toBe(403);
+        expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope"');
+        expect(res.json()).toMatchObject({
+          code: 'insufficient_scope',
+          detail:
+            'This request needs the scope system/Referral.read, which the access token was not granted.',
+        });
+        // Neither the referral nor the patient is in the answer.
+        expect(res.body).not.toContain(id);
+        expect(res.body).not.toContain('S1234567D');
+        // Audited as denied, under the client, with the action the route names.
+        const requestId = res.headers['x-request-id'] as string;
+        const audit = await t.ctx.db
+          .selectFrom('audit_events')
+          .select(['api_key_id', 'action', 'outcome'])
+          .where('request_id', '=', requestId)
+          .execute();
+        expect(audit).toEqual([
+          {
+            api_key_id: senderClient,
+            action: url === reportUrl ? 'patient.access-report' : 'referral.search',
+            outcome: 'denied',
+          },
+        ]);
+      }
+    });
+  });
+
   it('refuses an assertion used twice (the same jti)', async () => {
     const signed = await assertion(senderClient, senderKey);
     expect((await grant(signed)).statusCode).toBe(200);

@@ -18,62 +18,16 @@ import { createLogger } from '../../src/logger.ts';
 import { createRequestSchemaCompiler } from '../../src/services/referral-fields.ts';
 import { openTestStore } from '../support/engines.ts';
 import { resolved } from '../support/openapi-references.ts';
-
-const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
-
-interface Parameter {
-  name: string;
-  in: 'path' | 'query' | 'header';
-  required?: boolean;
-  schema: Record<string, unknown>;
-  example?: unknown;
-  examples?: Record<string, { value: unknown }>;
-}
-interface Operation {
-  operationId: string;
-  parameters?: Parameter[];
-  requestBody?: {
-    content: Record<string, { schema: Record<string, unknown>; example?: unknown; examples?: unknown }>;
-  };
-}
-interface Document {
-  paths: Record<string, Partial<Record<(typeof METHODS)[number], Operation>>>;
-  components: { schemas: Record<string, unknown> };
-}
-interface Found {
-  method: string;
-  path: string;
-  operation: Operation;
-}
-
-function operationsOf(doc: Document): Found[] {
-  return Object.entries(doc.paths).flatMap(([route, item]) =>
-    METHODS.flatMap((method) => {
-      const operation = item[method];
-      return operation === undefined ? [] : [{ method: method.toUpperCase(), path: route, operation }];
-    }),
-  );
-}
-
-/** The media type a body is sent as: JSON where the operation takes it, else its first (a file's). */
-const bodyType = (operation: Operation): string | undefined => {
-  const types = Object.keys(operation.requestBody?.content ?? {});
-  return types.includes('application/json') ? 'application/json' : types[0];
-};
-const bodyMedia = (operation: Operation) => {
-  const type = bodyType(operation);
-  return type === undefined ? undefined : operation.requestBody?.content[type];
-};
-
-/** The examples a parameter or a body gives, however the document spells them. */
-function examplesOf(holder: { example?: unknown; examples?: unknown } | undefined): unknown[] {
-  if (holder === undefined) return [];
-  if (holder.example !== undefined) return [holder.example];
-  if (holder.examples !== undefined && holder.examples !== null && typeof holder.examples === 'object') {
-    return Object.values(holder.examples as Record<string, { value: unknown }>).map((e) => e.value);
-  }
-  return [];
-}
+import {
+  bodyMedia,
+  examplesOf,
+  exampleRequest,
+  institutionOf,
+  operationsOf,
+  type Document,
+  type Found,
+  type Operation,
+} from '../support/openapi-operations.ts';
 
 /** What an operation's document lacks: `body` and the parameters without an example. */
 function missingExamples(operation: Operation): string[] {
@@ -124,41 +78,6 @@ function refusals(check: { schema: object; value: unknown; typed: boolean }): st
   // The text validator coerces in place; the document's example stays as it is.
   if (validate(structuredClone(check.value))) return [];
   return (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? e.keyword}`);
-}
-
-/** The request an integrator sends by pressing "Execute" with the examples as they are. */
-function exampleRequest({ method, path: template, operation }: Found) {
-  const parameters = operation.parameters ?? [];
-  const exampleOf = (p: Parameter) => examplesOf(p)[0];
-  let url = template;
-  const query = new URLSearchParams();
-  const headers: Record<string, string> = {};
-  for (const p of parameters) {
-    const value = exampleOf(p);
-    if (p.in === 'path') url = url.replace(`{${p.name}}`, encodeURIComponent(String(value)));
-    if (p.in === 'query') {
-      for (const item of Array.isArray(value) ? value : [value]) query.append(p.name, String(item));
-    }
-    if (p.in === 'header') headers[p.name.toLowerCase()] = String(value);
-  }
-  const body = examplesOf(bodyMedia(operation))[0];
-  const type = bodyType(operation);
-  if (body !== undefined && type !== undefined && type !== 'application/json') headers['content-type'] = type;
-  const search = query.toString();
-  return {
-    method: method as 'GET',
-    url: search === '' ? url : `${url}?${search}`,
-    headers,
-    ...(body === undefined ? {} : { payload: body as object }),
-  };
-}
-
-/** The institution an example request acts for, from its path, query or body. */
-function institutionOf(request: ReturnType<typeof exampleRequest>): string | undefined {
-  const fromPath = /\/institutions\/hci\/([^/?]+)/.exec(request.url)?.[1];
-  const fromQuery = new URL(request.url, 'http://refhub.test').searchParams.get('institutionId');
-  const fromBody = (request.payload as { institutionId?: string } | undefined)?.institutionId;
-  return fromPath ?? fromQuery ?? fromBody ?? undefined;
 }
 
 describe('OpenAPI examples', () => {

@@ -1,8 +1,11 @@
 // `Authorization: ApiKey <key>` (contract §2), or `Authorization: Bearer <token>`, an access token of
 // signed client credentials (POST /oauth2/token). Every /api/v1 request is authenticated before it is
 // validated; `callerOf` then checks that the key, or the token's client, may act for the institution
-// the request names. A token also carries scopes: a read needs `system/Referral.read`, anything else
-// `system/Referral.write`. An installation may refuse API keys altogether (ACCEPT_API_KEYS=false).
+// the request names. A token also carries scopes, and each API route declares the one it needs in its
+// schema (`operation()`, schemas/operation.ts): `system/Referral.read` for what changes nothing, the
+// searches sent as POST included, `system/Referral.write` for what changes something. An app with a
+// route that declares none never becomes ready, so no request is let through, or refused, on a guess
+// from its HTTP method. An installation may refuse API keys altogether (ACCEPT_API_KEYS=false).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { InstitutionRef } from '../../domain/access.ts';
 import {
@@ -14,9 +17,9 @@ import {
 import type { FailureLimiter } from '../failure-limiter.ts';
 import type { ApiKeyRecord } from '../../db/api-key.repository.ts';
 import type { ApiDeps } from '../api-deps.ts';
-import { isApiRoute } from '../http.ts';
+import { API_PREFIX, isApiRoute } from '../http.ts';
 import type { Caller } from '../../services/caller.ts';
-import { scopeFor } from '../../domain/client-credentials.ts';
+import { declaredScope } from '../schemas/operation.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -50,6 +53,27 @@ function throttled(retryAfter: number, what: string): AppError {
 export function registerAuth(app: FastifyInstance, deps: AuthDeps, failures: FailureLimiter): void {
   app.decorateRequest('apiKey', null);
 
+  // Every API route says which scope a token needs for it. One that does not stops the app from
+  // becoming ready, so it never answers a request: listen() and inject() both wait for ready().
+  // (Thrown here instead, the error would escape a route file's synchronous plugin uncaught.)
+  const undeclared: string[] = [];
+  app.addHook('onRoute', (route) => {
+    if (!route.url.startsWith(`${API_PREFIX}/`) || declaredScope(route.schema) !== undefined) return;
+    undeclared.push(`${Array.isArray(route.method) ? route.method.join(',') : route.method} ${route.url}`);
+  });
+  app.addHook('onReady', (done) => {
+    if (undeclared.length === 0) {
+      done();
+      return;
+    }
+    done(
+      new Error(
+        `An API route declares no scope (${undeclared.join(', ')}): give its schema ` +
+          'operation({ scope, … }) (src/api/schemas/operation.ts).',
+      ),
+    );
+  });
+
   app.addHook('onRequest', async (request) => {
     if (!isApiRoute(request)) return;
     const header = request.headers.authorization;
@@ -68,7 +92,9 @@ export function registerAuth(app: FastifyInstance, deps: AuthDeps, failures: Fai
       }
       // Set before the scope check, so that a request refused for its scope is audited under the client.
       request.apiKey = token;
-      const needed = scopeFor(request.method);
+      const needed = declaredScope(request.routeOptions.schema);
+      // Never undefined once the app is ready (see onReady above); if it were, nothing is granted.
+      if (needed === undefined) throw new Error(`${request.routeOptions.url ?? ''} declares no scope`);
       if (!token.scopes.includes(needed)) {
         throw new AppError(
           'insufficient_scope',

@@ -183,6 +183,7 @@ export function attachmentsRoutes(deps: AttachmentsRoutesDeps, uploads: UploadBu
           ...operation({
             operationId: 'addAttachment',
             tag: 'Attachments',
+            scope: 'system/Referral.write',
             summary: 'Attach a file to a referral',
             description:
               'The request body is the file itself, with `Content-Type` the type the client believes it ' +
@@ -239,6 +240,7 @@ export function attachmentsRoutes(deps: AttachmentsRoutesDeps, uploads: UploadBu
           ...operation({
             operationId: 'listAttachments',
             tag: 'Attachments',
+            scope: 'system/Referral.read',
             summary: 'List a referral’s attachments',
             description: 'Every file attached to the referral, with its type, size, SHA-256 and scan state.',
           }),
@@ -269,6 +271,7 @@ export function attachmentsRoutes(deps: AttachmentsRoutesDeps, uploads: UploadBu
           ...operation({
             operationId: 'getAttachment',
             tag: 'Attachments',
+            scope: 'system/Referral.read',
             summary: 'Get an attachment’s metadata',
             description: 'Its type, size, SHA-256 and scan state; the content is at `…/content`.',
           }),
@@ -296,6 +299,7 @@ export function attachmentsRoutes(deps: AttachmentsRoutesDeps, uploads: UploadBu
           ...operation({
             operationId: 'getAttachmentContent',
             tag: 'Attachments',
+            scope: 'system/Referral.read',
             summary: 'Download an attachment',
             description:
               'The file’s bytes, as its detected media type, with `Content-Disposition` giving its name, ' +
@@ -344,6 +348,7 @@ export function attachmentsRoutes(deps: AttachmentsRoutesDeps, uploads: UploadBu
           ...operation({
             operationId: 'removeAttachment',
             tag: 'Attachments',
+            scope: 'system/Referral.write',
             summary: 'Remove an attachment from a draft',
             description:
               'The sender removes a file while the referral is a draft; once submitted, the provider and ' +

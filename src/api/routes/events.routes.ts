@@ -27,6 +27,7 @@ export function eventRoutes(deps: EventRoutesDeps) {
           ...operation({
             operationId: 'listEvents',
             tag: 'Events',
+            scope: 'system/Referral.read',
             summary: 'Read an institution’s event feed',
             description:
               'Every event of the referrals the institution may see (those it sends; those it receives once ' +

@@ -33,6 +33,7 @@ export function fhirRoutes(deps: FhirRoutesDeps) {
           ...operation({
             operationId: 'getReferralFhir',
             tag: 'Referrals',
+            scope: 'system/Referral.read',
             summary: 'Get a referral as a FHIR R4 Bundle',
             description:
               'The referral the get returns, as FHIR R4 resources in a Bundle of type collection ' +

@@ -32,6 +32,7 @@ export function ehrSubmissionRoutes(deps: ForwardingRoutesDeps) {
           ...operation({
             operationId: 'listEhrSubmissions',
             tag: 'EHR forwarding',
+            scope: 'system/Referral.read',
             summary: 'List the attempts to forward a referral’s form to the EHR',
             description:
               'Oldest first. Sender and provider keys name the institution they act for; ops keys may omit it.',
@@ -91,6 +92,7 @@ export function ehrSubmissionRoutes(deps: ForwardingRoutesDeps) {
           ...operation({
             operationId: 'getEhrSentForm',
             tag: 'EHR forwarding',
+            scope: 'system/Referral.read',
             summary: 'Get the form one attempt sent to the EHR, with its hash',
             description:
               'The exact bytes the attempt sent (every attempt of one message ID sends the same), with ' +

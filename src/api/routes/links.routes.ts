@@ -27,6 +27,7 @@ export function linkRoutes(deps: LinkRoutesDeps) {
           ...operation({
             operationId: 'upsertLink',
             tag: 'Links',
+            scope: 'system/Referral.write',
             summary: 'Create or update a referral link',
             description:
               'Without referralId, creates a draft from the prefill. With the referralId of a draft or of a ' +

@@ -69,6 +69,7 @@ export function patientRoutes(deps: PatientRoutesDeps) {
           ...operation({
             operationId: 'getPatientAccessReport',
             tag: 'Patients',
+            scope: 'system/Referral.read',
             summary: 'Get a patient’s access report',
             description:
               `${DESCRIPTION} The UIN is in the URL: refhub never logs it, but a proxy in front may; the ` +
@@ -89,6 +90,7 @@ export function patientRoutes(deps: PatientRoutesDeps) {
           ...operation({
             operationId: 'searchPatientAccessReport',
             tag: 'Patients',
+            scope: 'system/Referral.read',
             summary: 'Get a patient’s access report, the UIN in the body',
             description:
               `${DESCRIPTION} The get operation with the UIN in the body, where no URL carries it. It ` +

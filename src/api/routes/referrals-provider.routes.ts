@@ -39,6 +39,7 @@ export function providerRoutes(deps: ProviderRoutesDeps) {
           ...operation({
             operationId: 'acceptReferral',
             tag: 'Provider',
+            scope: 'system/Referral.write',
             summary: 'Accept a referral',
             description: 'For a referral pending acceptance. Book appointments next.',
           }),
@@ -75,6 +76,7 @@ export function providerRoutes(deps: ProviderRoutesDeps) {
           ...operation({
             operationId: 'rejectReferral',
             tag: 'Provider',
+            scope: 'system/Referral.write',
             summary: 'Reject a referral',
             description:
               'For a referral pending acceptance or accepted. The timeline quotes `reason` to the sender.',
@@ -113,6 +115,7 @@ export function providerRoutes(deps: ProviderRoutesDeps) {
           ...operation({
             operationId: 'requestSenderAction',
             tag: 'Provider',
+            scope: 'system/Referral.write',
             summary: 'Ask the sender to act on a referral',
             description:
               'For a referral pending acceptance or accepted. The timeline quotes `reason`; the sender updates ' +
@@ -152,6 +155,7 @@ export function providerRoutes(deps: ProviderRoutesDeps) {
           ...operation({
             operationId: 'completeReferral',
             tag: 'Provider',
+            scope: 'system/Referral.write',
             summary: 'Complete a referral with its outcome',
             description:
               'For a referral that is accepted or scheduled. `outcomeCode` is a code of GET /outcome-codes; ' +
@@ -208,6 +212,7 @@ export function providerRoutes(deps: ProviderRoutesDeps) {
           ...operation({
             operationId: 'listOutcomeCodes',
             tag: 'Provider',
+            scope: 'system/Referral.read',
             summary: 'List the outcomes a provider may report',
             description:
               "The catalog's outcome codes in use, in the catalog's order, with words for people: what " +
@@ -240,6 +245,7 @@ export function providerRoutes(deps: ProviderRoutesDeps) {
           ...operation({
             operationId: 'upsertAppointment',
             tag: 'Provider',
+            scope: 'system/Referral.write',
             summary: 'Create or update an appointment',
             description:
               "appointmentId is the provider system's own identifier, so repeating the PUT updates the same " +

@@ -69,6 +69,7 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
           ...operation({
             operationId: 'listReferrals',
             tag: 'Referrals',
+            scope: 'system/Referral.read',
             summary: 'List referrals of an institution',
             description:
               'Referrals the institution sends, and those it receives once submitted, newest first, a page at ' +
@@ -97,6 +98,7 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
           ...operation({
             operationId: 'searchReferrals',
             tag: 'Referrals',
+            scope: 'system/Referral.read',
             summary: 'Search referrals of an institution',
             description:
               'The list operation with filters that must not appear in a URL, such as the patient UIN. It ' +
@@ -136,6 +138,7 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
           ...operation({
             operationId: 'getReferral',
             tag: 'Referrals',
+            scope: 'system/Referral.read',
             summary: 'Get a referral',
             description:
               'The referral with its appointments, links, notes and timeline. Its `ETag` guards a later change ' +
@@ -197,6 +200,7 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
           ...operation({
             operationId: 'createReferral',
             tag: 'Referrals',
+            scope: 'system/Referral.write',
             summary: 'Create a draft referral',
             description:
               'A draft with the fields given; submit it when it is complete. Send an Idempotency-Key, so that ' +
@@ -230,6 +234,7 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
           ...operation({
             operationId: 'updateReferral',
             tag: 'Referrals',
+            scope: 'system/Referral.write',
             summary: 'Update a draft (or a referral that awaits the sender)',
             description: 'Absent fields stay as they are; null clears a field.',
           }),
@@ -264,6 +269,7 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
           ...operation({
             operationId: 'deleteReferral',
             tag: 'Referrals',
+            scope: 'system/Referral.write',
             summary: 'Delete a draft',
             description: 'Returns the referral as it was. The row is kept, invisible, for the audit trail.',
           }),
@@ -297,6 +303,7 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
           ...operation({
             operationId: 'submitReferral',
             tag: 'Referrals',
+            scope: 'system/Referral.write',
             summary: 'Submit a referral to its provider',
             description:
               'Needs an offering, a patient name and a patient UIN (422 incomplete_referral lists what is ' +
@@ -328,6 +335,7 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
           ...operation({
             operationId: 'cancelReferral',
             tag: 'Referrals',
+            scope: 'system/Referral.write',
             summary: 'Cancel a referral',
             description:
               'Offer it only while `isCancellable` is true. The timeline quotes `cancelNote`; scheduled ' +
@@ -366,6 +374,7 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
           ...operation({
             operationId: 'returnReferralToDraft',
             tag: 'Referrals',
+            scope: 'system/Referral.write',
             summary: 'Return a referral to draft',
             description:
               'For a referral that is pending acceptance or awaits the sender. It loses its `submittedAt` ' +
@@ -397,6 +406,7 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
           ...operation({
             operationId: 'acknowledgeReferralOutcome',
             tag: 'Referrals',
+            scope: 'system/Referral.write',
             summary: "Acknowledge the provider's outcome",
             description:
               'For a completed referral: the sender read its `outcome`. Until then the referral is listed ' +
@@ -438,6 +448,7 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
           ...operation({
             operationId: 'addReferralNote',
             tag: 'Referrals',
+            scope: 'system/Referral.write',
             summary: 'Add a note to a referral',
             description:
               'Sender and provider can both add notes. Notes are plain text and immutable; a referral holds ' +

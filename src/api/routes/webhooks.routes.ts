@@ -52,6 +52,7 @@ export function webhookRoutes(deps: WebhookRoutesDeps) {
           ...operation({
             operationId: 'listWebhookSubscriptions',
             tag: 'Webhooks',
+            scope: 'system/Referral.read',
             summary: 'List the institution’s webhook subscriptions',
             description: 'Oldest first, without their secrets.',
           }),
@@ -74,6 +75,7 @@ export function webhookRoutes(deps: WebhookRoutesDeps) {
           ...operation({
             operationId: 'createWebhookSubscription',
             tag: 'Webhooks',
+            scope: 'system/Referral.write',
             summary: 'Subscribe to the institution’s events',
             description:
               'Events of the referrals the institution may see are POSTed to `url`, signed as Standard Webhooks ' +
@@ -120,6 +122,7 @@ export function webhookRoutes(deps: WebhookRoutesDeps) {
           ...operation({
             operationId: 'getWebhookSubscription',
             tag: 'Webhooks',
+            scope: 'system/Referral.read',
             summary: 'Get a webhook subscription',
             description: 'Whether it is enabled, why not, and since when it fails; never its secret.',
           }),
@@ -142,6 +145,7 @@ export function webhookRoutes(deps: WebhookRoutesDeps) {
           ...operation({
             operationId: 'updateWebhookSubscription',
             tag: 'Webhooks',
+            scope: 'system/Referral.write',
             summary: 'Change a webhook subscription',
             description:
               'Changes what is sent: the URL, the event types (an empty list means every type), the ' +
@@ -176,6 +180,7 @@ export function webhookRoutes(deps: WebhookRoutesDeps) {
           ...operation({
             operationId: 'deleteWebhookSubscription',
             tag: 'Webhooks',
+            scope: 'system/Referral.write',
             summary: 'Delete a webhook subscription',
             description: 'Nothing more is delivered to it, and its attempts are forgotten.',
           }),
@@ -198,6 +203,7 @@ export function webhookRoutes(deps: WebhookRoutesDeps) {
           ...operation({
             operationId: 'rotateWebhookSecret',
             tag: 'Webhooks',
+            scope: 'system/Referral.write',
             summary: 'Give a webhook subscription a new signing secret',
             description:
               'The answer carries the new secret, the only time it is shown: a replay (the same ' +
@@ -237,6 +243,7 @@ export function webhookRoutes(deps: WebhookRoutesDeps) {
           ...operation({
             operationId: 'sendWebhookTest',
             tag: 'Webhooks',
+            scope: 'system/Referral.write',
             summary: 'Send a test event to a webhook subscription',
             description:
               'Sends a `webhook.test` event now, signed like every delivery, once and without retries, and ' +
@@ -265,6 +272,7 @@ export function webhookRoutes(deps: WebhookRoutesDeps) {
           ...operation({
             operationId: 'listWebhookAttempts',
             tag: 'Webhooks',
+            scope: 'system/Referral.read',
             summary: 'List a webhook subscription’s delivery attempts',
             description:
               'Newest first: when, the receiver’s status, how long it took, and an error code when no answer ' +
