@@ -339,6 +339,8 @@ export function createClientCredentials(deps: ClientCredentialsDeps) {
     /**
      * The token endpoint (RFC 6749 §4.4 with RFC 7523 §2.2 client authentication): checks the
      * request's form, the client, its signed assertion and the scopes, and issues an access token.
+     * A refusal is an `OAuthError` that names the client the assertion names when refhub knows it,
+     * so that the refusal can be audited under that client.
      *
      * The client is looked up first, so that every refusal after it is the client's; it is looked up
      * only by an `iss` of a client ID's form, and nothing else the request sends reaches the database
@@ -353,7 +355,12 @@ export function createClientCredentials(deps: ClientCredentialsDeps) {
       const assertion = decodedAssertion(form.client_assertion);
       const iss = assertion?.claims.iss;
       const client = isClientId(iss) ? await repo().findClient(iss) : undefined;
-      return issue(form, assertion, client);
+      try {
+        return await issue(form, assertion, client);
+      } catch (error) {
+        if (error instanceof OAuthError) throw error.of(client);
+        throw error;
+      }
     },
 
     /** The active token presented as `Bearer …`, or undefined. */

@@ -1,6 +1,8 @@
 // The token endpoint's refusals: every claim of an assertion and every field of the form is checked
-// for type and form before anything reaches the database, and what a client sends is answered 400 or
-// 401 in RFC 6749's shape (429 once its address is throttled), never 500.
+// for type and form before anything reaches the database, and whatever a client sends is answered
+// 400 or 401 in RFC 6749's shape (429 once its address is throttled), never 500. Every refusal of a
+// client refhub knows is audited under that client, and every refusal counts towards its address's
+// failed authentications, an unknown client's too.
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { LightMyRequestResponse } from 'fastify';
@@ -18,6 +20,7 @@ import {
   validClaims,
   type KeyPair,
 } from '../support/client-assertions.ts';
+import { auditRowsOf } from '../support/store-inspection.ts';
 import { createTestApp, type TestApp } from '../support/test-app.ts';
 
 /** An RFC 6749 §5.2 answer: only `error` and `error_description`, never cached. */
@@ -260,6 +263,131 @@ describe.each(ENGINES)('the token endpoint’s refusals on %s', (engine) => {
       form.append('scope', 'system/Referral.read');
       form.append('scope', 'system/Referral.write');
       expect(expectOAuthError(await post(form.toString()), 400, 'invalid_request')).toMatch(/scope/);
+    });
+  });
+
+  describe('the audit trail', () => {
+    const refusals: [string, () => Promise<Record<string, string>>, number][] = [
+      [
+        'a signature of a key it never registered',
+        async () => tokenForm(await signed(await keyPair('clinic-2026-1'), validClaims(client))),
+        401,
+      ],
+      [
+        'a wrong aud',
+        async () =>
+          tokenForm(await signed(key, { ...validClaims(client), aud: 'https://elsewhere.example/token' })),
+        401,
+      ],
+      [
+        'an unknown kid',
+        async () => tokenForm(await signed(key, validClaims(client), { kid: 'not-registered' })),
+        401,
+      ],
+      [
+        'an expired assertion',
+        async () => tokenForm(await signed(key, { ...validClaims(client, Date.now() - 600_000) })),
+        401,
+      ],
+      ['alg none', () => Promise.resolve(tokenForm(unsigned(validClaims(client)))), 401],
+      ['a NUL jti', async () => tokenForm(await signed(key, { ...validClaims(client), jti: '\u0000' })), 401],
+      ['a number jti', async () => tokenForm(await signed(key, { ...validClaims(client), jti: 7 })), 401],
+      [
+        'a scope refhub does not grant',
+        async () => tokenForm(await signed(key, validClaims(client)), { scope: 'system/*.*' }),
+        400,
+      ],
+      [
+        'another grant',
+        async () => tokenForm(await signed(key, validClaims(client)), { grant_type: 'password' }),
+        400,
+      ],
+    ];
+
+    it.each(refusals)(
+      'audits a refusal for %s under the client, its institution acting',
+      async (_what, make, status) => {
+        const res = await post(await make());
+        expect(res.statusCode, res.body).toBe(status);
+        expect(await auditRowsOf(t, res)).toEqual([
+          {
+            request_id: res.headers['x-request-id'],
+            api_key_id: client,
+            system: 'HAS',
+            institution_id_type: 'hci',
+            institution_id: t.sender.institution.institutionId,
+            requester_identifier: null,
+            action: 'oauth.token',
+            outcome: 'denied',
+            referral_ids: [],
+          },
+        ]);
+      },
+    );
+
+    it('audits a replayed assertion under the client', async () => {
+      const assertion = await signed(key, validClaims(client));
+      const first = await grant(assertion);
+      expect(first.statusCode, first.body).toBe(200);
+      expect((await auditRowsOf(t, first)).map((row) => [row.api_key_id, row.outcome])).toEqual([
+        [client, 'success'],
+      ]);
+      const replay = await grant(assertion);
+      expectOAuthError(replay, 401, 'invalid_client');
+      expect((await auditRowsOf(t, replay)).map((row) => [row.api_key_id, row.action, row.outcome])).toEqual([
+        [client, 'oauth.token', 'denied'],
+      ]);
+    });
+
+    it('audits a revoked client’s assertion under that client', async () => {
+      const res = await grant(await signed(revokedKey, validClaims(revoked)));
+      expect(expectOAuthError(res, 401, 'invalid_client')).toMatch(/revoked/);
+      expect(
+        (await auditRowsOf(t, res)).map((row) => [row.api_key_id, row.institution_id, row.outcome]),
+      ).toEqual([[revoked, t.sender.institution.institutionId, 'denied']]);
+    });
+
+    it('writes no row for a client it does not know: there is no one to write it under', async () => {
+      const stranger = randomUUID();
+      const res = await grant(await signed(key, validClaims(stranger)));
+      expect(expectOAuthError(res, 401, 'invalid_client')).toMatch(/unknown/);
+      expect(await auditRowsOf(t, res)).toEqual([]);
+    });
+  });
+
+  describe('the throttle', () => {
+    it('counts every refusal, whatever its kind, and audits none past the limit', async () => {
+      const address = '10.98.1.1';
+      const makes = [
+        async () => tokenForm(await signed(key, validClaims(client)), { scope: 'system/*.*' }),
+        async () => tokenForm(await signed(key, validClaims(client)), { grant_type: 'password' }),
+        async () => tokenForm(await signed(key, { ...validClaims(client), jti: 1 })),
+        async () =>
+          tokenForm(await signed(key, { ...validClaims(client), aud: 'https://elsewhere.example' })),
+        () => Promise.resolve(tokenForm('not a jwt')),
+      ];
+      const statuses: number[] = [];
+      for (let attempt = 0; attempt < 10; attempt++) {
+        const make = makes[attempt % makes.length];
+        if (make === undefined) throw new Error('no request to make');
+        const res = await postToken(t, address, await make());
+        statuses.push(res.statusCode);
+      }
+      expect(
+        statuses.every((status) => status === 400 || status === 401),
+        statuses.join(),
+      ).toBe(true);
+      const throttled = await postToken(
+        t,
+        address,
+        tokenForm(await signed(key, validClaims(client)), { scope: 'system/*.*' }),
+      );
+      expect(Number(throttled.headers['retry-after'])).toBeGreaterThan(0);
+      expect(expectOAuthError(throttled, 429, 'invalid_client')).toMatch(/Too many/);
+      expect(await auditRowsOf(t, throttled)).toEqual([]);
+      // A valid assertion still gets its token: guessing a key is hopeless, and many share an address.
+      const valid = await postToken(t, address, tokenForm(await signed(key, validClaims(client))));
+      expect(valid.statusCode, valid.body).toBe(200);
     });
   });
 });
