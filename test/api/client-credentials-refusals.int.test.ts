@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import type { LightMyRequestResponse } from 'fastify';
 import { CompactSign } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES } from '../support/engines.ts';
+import { ENGINES, testDatabaseUrl } from '../support/engines.ts';
 import {
   keyPair,
   postToken,
@@ -21,6 +21,7 @@ import {
   type KeyPair,
 } from '../support/client-assertions.ts';
 import { auditRowsOf } from '../support/store-inspection.ts';
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
 import { createTestApp, type TestApp } from '../support/test-app.ts';
 
 /** An RFC 6749 §5.2 answer: only `error` and `error_description`, never cached. */
@@ -258,11 +259,39 @@ describe.each(ENGINES)('the token endpoint’s refusals on %s', (engine) => {
       expect(description.length).toBeLessThan(200);
     });
 
+    it('refuses a query that is not percent-encoded UTF-8 in the same shape', async () => {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/oauth2/token?x=%zz',
+        remoteAddress: fresh(),
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: new URLSearchParams(tokenForm(await signed(key, validClaims(client)))).toString(),
+      });
+      expect(expectOAuthError(res, 400, 'invalid_request')).toMatch(/query/);
+    });
+
     it('refuses a field sent twice', async () => {
       const form = new URLSearchParams(tokenForm(await signed(key, validClaims(client))));
       form.append('scope', 'system/Referral.read');
       form.append('scope', 'system/Referral.write');
       expect(expectOAuthError(await post(form.toString()), 400, 'invalid_request')).toMatch(/scope/);
+    });
+
+    it.each([
+      ['a body that is not UTF-8', Buffer.from([0x67, 0x72, 0x61, 0xff, 0xfe, 0x3d, 0x78]), {}],
+      ['a bad percent escape', 'grant_type=client%zzcredentials', {}],
+      ['an escape that is not UTF-8', 'grant_type=%C3%28', {}],
+      ['JSON', '{"grant_type":"client_credentials"}', { 'content-type': 'application/json' }],
+      ['JSON that does not parse', '{"grant_type":', { 'content-type': 'application/json' }],
+      ['text', 'grant_type=client_credentials', { 'content-type': 'text/plain' }],
+      [
+        'a type refhub does not know',
+        'grant_type=client_credentials',
+        { 'content-type': 'application/x-what' },
+      ],
+      ['a body over 16 KiB', `grant_type=client_credentials&client_assertion=${'a'.repeat(17_000)}`, {}],
+    ])('refuses %s as invalid_request', async (_what, body, headers) => {
+      expectOAuthError(await post(body, headers), 400, 'invalid_request');
     });
   });
 
@@ -389,5 +418,63 @@ describe.each(ENGINES)('the token endpoint’s refusals on %s', (engine) => {
       const valid = await postToken(t, address, tokenForm(await signed(key, validClaims(client))));
       expect(valid.statusCode, valid.body).toBe(200);
     });
+  });
+});
+
+// What is not the request's fault is not answered as a refusal: while PostgreSQL cannot be reached,
+// a token request is 503 problem+json with Retry-After, as every API request is, and not counted
+// against its address. (PostgreSQL only: embedded PGlite cannot become unreachable.)
+describe('a token request while the database cannot be reached', () => {
+  let proxy: TcpProxy;
+  let t: TestApp;
+  let key: KeyPair;
+  let client: string;
+
+  beforeAll(async () => {
+    const target = new URL(testDatabaseUrl());
+    proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    t = await createTestApp('postgres', {
+      store: {
+        reach: (url) => {
+          url.hostname = '127.0.0.1';
+          url.port = String(proxy.port);
+          return url;
+        },
+      },
+    });
+    key = await keyPair('clinic-2026-1');
+    client = (
+      await t.ctx.clientCredentials.register({
+        system: 'HAS',
+        role: 'sender',
+        institution: { idType: 'hci', id: t.sender.institution.institutionId },
+        keys: { kind: 'inline', jwks: { keys: [key.publicJwk] } },
+      })
+    ).id;
+  });
+  afterAll(async () => {
+    await proxy.restore();
+    await t.close();
+    await proxy.close();
+  });
+
+  it('is 503 problem+json, neither a refusal nor a 500, and counts for nothing', async () => {
+    const address = '10.97.0.1';
+    await proxy.cut();
+    for (let attempt = 0; attempt < 12; attempt++) {
+      const res = await postToken(t, address, tokenForm(await signed(key, validClaims(client))));
+      expect(res.statusCode, res.body).toBe(503);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(res.headers['retry-after']).toMatch(/^[1-9][0-9]*$/);
+      expect(res.json()).toMatchObject({ status: 503, code: 'unavailable' });
+    }
+    await proxy.restore();
+    // Twelve failures would have throttled the address; none was counted, so its first refusal is a 401.
+    let res = await postToken(t, address, tokenForm(await signed(key, { ...validClaims(client), jti: 1 })));
+    for (let attempt = 0; attempt < 20 && res.statusCode === 503; attempt++) {
+      // The pool finds its connections reset only as it uses them: each answer is a fresh try.
+      res = await postToken(t, address, tokenForm(await signed(key, { ...validClaims(client), jti: 1 })));
+    }
+    expectOAuthError(res, 401, 'invalid_client');
   });
 });
