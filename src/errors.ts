@@ -270,14 +270,32 @@ export class IdempotencyKeyReusedError extends AppError {
   }
 }
 
-/** Why a token request is refused, as RFC 6749 §5.2 names it, with a sentence for the client's developer. */
+/** A client of signed credentials, as a refusal of its token request is audited under it. */
+export interface RefusedClient {
+  readonly id: string;
+  readonly system: string;
+  readonly institutions: readonly { readonly idType: string; readonly id: string }[];
+}
+
+/**
+ * Why a token request is refused, as RFC 6749 §5.2 names it, with a sentence for the client's
+ * developer, and the client the request's assertion names when refhub knows it (revoked or not),
+ * under which the refusal is audited.
+ */
 export class OAuthError extends Error {
   override readonly name = 'OAuthError';
   readonly error: 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'invalid_scope';
   readonly status: 400 | 401;
-  constructor(error: OAuthError['error'], description: string) {
+  readonly client: RefusedClient | undefined;
+  constructor(error: OAuthError['error'], description: string, client?: RefusedClient) {
     super(description);
     this.error = error;
     this.status = error === 'invalid_client' ? 401 : 400;
+    this.client = client;
+  }
+
+  /** The same refusal, of `client`. */
+  of(client: RefusedClient | undefined): OAuthError {
+    return new OAuthError(this.error, this.message, client);
   }
 }

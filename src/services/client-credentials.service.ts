@@ -30,6 +30,9 @@ import {
   CLOCK_TOLERANCE_SECONDS,
   JWT_BEARER_ASSERTION,
   MAX_ASSERTION_SECONDS,
+  assertionClaimsProblem,
+  assertionHeaderProblem,
+  isClientId,
   parseScopes,
   type Scope,
 } from '../domain/client-credentials.ts';
@@ -187,6 +190,93 @@ export function createClientCredentials(deps: ClientCredentialsDeps) {
     }
   }
 
+  /** The token for a request whose assertion names `client` (undefined: no client refhub knows). */
+  async function issue(
+    form: Readonly<Record<string, string | undefined>>,
+    assertion: DecodedAssertion | undefined,
+    client: ClientRecord | undefined,
+  ): Promise<{ readonly token: IssuedToken; readonly client: ClientRecord }> {
+    if (form.grant_type !== CLIENT_CREDENTIALS_GRANT) {
+      throw form.grant_type === undefined
+        ? new OAuthError('invalid_request', 'grant_type is required: client_credentials.')
+        : new OAuthError('unsupported_grant_type', 'Only grant_type=client_credentials is supported.');
+    }
+    if (form.client_assertion_type !== JWT_BEARER_ASSERTION) {
+      throw new OAuthError(
+        'invalid_client',
+        `Authenticate with a signed assertion: client_assertion_type=${JWT_BEARER_ASSERTION}.`,
+      );
+    }
+    if (form.client_assertion === undefined)
+      throw new OAuthError('invalid_client', 'client_assertion is required.');
+    if (assertion === undefined) throw new OAuthError('invalid_client', 'client_assertion is not a JWT.');
+    const problem = assertionHeaderProblem(assertion.header) ?? assertionClaimsProblem(assertion.claims);
+    if (problem !== undefined) throw new OAuthError('invalid_client', problem);
+    if (form.client_id !== undefined && form.client_id !== assertion.claims.iss) {
+      throw new OAuthError(
+        'invalid_client',
+        'client_id, when it is sent, must be the client ID the assertion names as iss and sub.',
+      );
+    }
+    if (client === undefined || client.revokedAt !== null)
+      throw new OAuthError('invalid_client', 'The client is unknown or has been revoked.');
+    const scopes = parseScopes(form.scope);
+    if ('malformed' in scopes) {
+      throw new OAuthError(
+        'invalid_scope',
+        'scope must be scope names separated by spaces: system/Referral.read, system/Referral.write.',
+      );
+    }
+    if ('unknown' in scopes) {
+      throw new OAuthError(
+        'invalid_scope',
+        `Scope ${scopes.unknown} is not one refhub grants: system/Referral.read, system/Referral.write.`,
+      );
+    }
+    const claims = await verify(client, assertion.compact);
+    const now = deps.clock.now();
+    const nowSeconds = Math.floor(now.getTime() / 1000);
+    // Both were checked to be finite numbers (assertionClaimsProblem), and exp to be there.
+    const exp = claims.exp ?? 0;
+    if (exp - nowSeconds > MAX_ASSERTION_SECONDS + CLOCK_TOLERANCE_SECONDS) {
+      throw new OAuthError(
+        'invalid_client',
+        `The assertion may live at most ${MAX_ASSERTION_SECONDS} seconds: its exp is too far ahead.`,
+      );
+    }
+    if (claims.iat !== undefined && claims.iat > nowSeconds + CLOCK_TOLERANCE_SECONDS)
+      throw new OAuthError('invalid_client', 'The assertion was issued in the future (iat).');
+    // A string of bounded length without control characters (assertionClaimsProblem).
+    const jti = String(claims.jti);
+    // Kept until the assertion expires: a replay within its life is refused; after it, exp is.
+    const expiresAt = new Date((exp + CLOCK_TOLERANCE_SECONDS) * 1000);
+    if (!(await repo().acceptAssertion(client.id, jti, expiresAt)))
+      throw new OAuthError(
+        'invalid_client',
+        'This assertion was used already: sign a new one, with a new jti.',
+      );
+    const token = `rfh_at_${randomBytes(32).toString('base64url')}`;
+    const institution = client.institutions[0];
+    if (institution === undefined) throw new Error(`client ${client.id} has no institution`);
+    await repo().insertToken({
+      hash: hashToken(token),
+      clientId: client.id,
+      institution,
+      scopes: scopes.scopes,
+      issuedAt: now,
+      expiresAt: new Date(now.getTime() + ACCESS_TOKEN_SECONDS * 1000),
+    });
+    return {
+      token: {
+        access_token: token,
+        token_type: 'Bearer',
+        expires_in: ACCESS_TOKEN_SECONDS,
+        scope: scopes.scopes.join(' '),
+      },
+      client,
+    };
+  }
+
   return {
     /** Registers a client for one institution of the catalog, in a role; its keys are checked now. */
     async register(request: NewClientRequest): Promise<ClientRecord> {
@@ -249,85 +339,28 @@ export function createClientCredentials(deps: ClientCredentialsDeps) {
     /**
      * The token endpoint (RFC 6749 §4.4 with RFC 7523 §2.2 client authentication): checks the
      * request's form, the client, its signed assertion and the scopes, and issues an access token.
+     * A refusal is an `OAuthError` that names the client the assertion names when refhub knows it,
+     * so that the refusal can be audited under that client.
+     *
+     * The client is looked up first, so that every refusal after it is the client's; it is looked up
+     * only by an `iss` of a client ID's form, and nothing else the request sends reaches the database
+     * before each claim has been checked for type and form (`assertionClaimsProblem`).
      */
-    async issueToken(form: Readonly<Record<string, string | undefined>>): Promise<{
+    async issueToken(sent: Readonly<Record<string, string | undefined>>): Promise<{
       readonly token: IssuedToken;
       readonly client: ClientRecord;
     }> {
-      if (form.grant_type !== CLIENT_CREDENTIALS_GRANT) {
-        throw form.grant_type === undefined
-          ? new OAuthError('invalid_request', 'grant_type is required: client_credentials.')
-          : new OAuthError('unsupported_grant_type', 'Only grant_type=client_credentials is supported.');
-      }
-      if (form.client_assertion_type !== JWT_BEARER_ASSERTION) {
-        throw new OAuthError(
-          'invalid_client',
-          `Authenticate with a signed assertion: client_assertion_type=${JWT_BEARER_ASSERTION}.`,
-        );
-      }
-      const assertion = form.client_assertion;
-      if (assertion === undefined || assertion === '')
-        throw new OAuthError('invalid_client', 'client_assertion is required.');
-      let claimedId: unknown;
+      // A field sent empty is one not sent (RFC 6749 §3.1).
+      const form = Object.fromEntries(Object.entries(sent).filter(([, value]) => value !== ''));
+      const assertion = decodedAssertion(form.client_assertion);
+      const iss = assertion?.claims.iss;
+      const client = isClientId(iss) ? await repo().findClient(iss) : undefined;
       try {
-        decodeProtectedHeader(assertion);
-        claimedId = decodeJwt(assertion).iss;
-      } catch {
-        throw new OAuthError('invalid_client', 'client_assertion is not a JWT.');
+        return await issue(form, assertion, client);
+      } catch (error) {
+        if (error instanceof OAuthError) throw error.of(client);
+        throw error;
       }
-      if (typeof claimedId !== 'string' || (form.client_id !== undefined && form.client_id !== claimedId))
-        throw new OAuthError('invalid_client', 'The assertion must name the client as iss and sub.');
-      const client = /^[0-9a-f-]{36}$/.test(claimedId) ? await repo().findClient(claimedId) : undefined;
-      if (client === undefined || client.revokedAt !== null)
-        throw new OAuthError('invalid_client', 'The client is unknown or has been revoked.');
-      const scopes = parseScopes(form.scope);
-      if ('unknown' in scopes) {
-        throw new OAuthError(
-          'invalid_scope',
-          `Scope ${scopes.unknown} is not one refhub grants: system/Referral.read, system/Referral.write.`,
-        );
-      }
-      const claims = await verify(client, assertion);
-      const now = deps.clock.now();
-      const nowSeconds = Math.floor(now.getTime() / 1000);
-      const exp = claims.exp ?? 0;
-      if (exp - nowSeconds > MAX_ASSERTION_SECONDS + CLOCK_TOLERANCE_SECONDS) {
-        throw new OAuthError(
-          'invalid_client',
-          `The assertion may live at most ${MAX_ASSERTION_SECONDS} seconds: its exp is too far ahead.`,
-        );
-      }
-      if (claims.iat !== undefined && claims.iat > nowSeconds + CLOCK_TOLERANCE_SECONDS)
-        throw new OAuthError('invalid_client', 'The assertion was issued in the future (iat).');
-      const jti = claims.jti ?? '';
-      if (jti.length > 256) throw new OAuthError('invalid_client', 'The assertion’s jti is too long.');
-      // Kept until the assertion expires: a replay within its life is refused; after it, exp is.
-      const expiresAt = new Date((exp + CLOCK_TOLERANCE_SECONDS) * 1000);
-      if (!(await repo().acceptAssertion(client.id, jti, expiresAt)))
-        throw new OAuthError(
-          'invalid_client',
-          'This assertion was used already: sign a new one, with a new jti.',
-        );
-      const token = `rfh_at_${randomBytes(32).toString('base64url')}`;
-      const institution = client.institutions[0];
-      if (institution === undefined) throw new Error(`client ${client.id} has no institution`);
-      await repo().insertToken({
-        hash: hashToken(token),
-        clientId: client.id,
-        institution,
-        scopes: scopes.scopes,
-        issuedAt: now,
-        expiresAt: new Date(now.getTime() + ACCESS_TOKEN_SECONDS * 1000),
-      });
-      return {
-        token: {
-          access_token: token,
-          token_type: 'Bearer',
-          expires_in: ACCESS_TOKEN_SECONDS,
-          scope: scopes.scopes.join(' '),
-        },
-        client,
-      };
     },
 
     /** The active token presented as `Bearer …`, or undefined. */
@@ -336,6 +369,25 @@ export function createClientCredentials(deps: ClientCredentialsDeps) {
       return repo().findActiveToken(hashToken(presented), deps.clock.now());
     },
   };
+}
+
+interface DecodedAssertion {
+  readonly compact: string;
+  readonly header: Readonly<Record<string, unknown>>;
+  readonly claims: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * The header and claims of an assertion, as jose decodes them before anything is verified; undefined
+ * when it is not a JWT (not three base64url parts, a header or claims that are not a JSON object).
+ */
+function decodedAssertion(compact: string | undefined): DecodedAssertion | undefined {
+  if (compact === undefined) return undefined;
+  try {
+    return { compact, header: decodeProtectedHeader(compact), claims: decodeJwt(compact) };
+  } catch {
+    return undefined;
+  }
 }
 
 /** What was wrong with an assertion jose refused, in words for the client's developer. */
