@@ -19,6 +19,7 @@ import { open, rm, type FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { jsonParser, type Token } from 'stream-json/core/parser.js';
+import { ConfigError, type Config } from '../config.ts';
 import { getManyValues, isMany, none } from 'stream-chain/defs.js';
 
 /** What makes a PDF act rather than show, as a refusal names it. */
@@ -366,6 +367,9 @@ const TEST_DOCUMENT = Buffer.from(
 export type PdfCheckerProbe =
   { readonly ok: true; readonly version: string } | { readonly ok: false; readonly problem: string };
 
+/** How long a probe waits for qpdf: a check of a tiny document, so far less than a file's deadline. */
+export const PROBE_DEADLINE_MS = 3_000;
+
 /**
  * Whether PDFs can be checked here: qpdf at `qpdfPath` checks a whole, clean test document the way
  * every upload is checked (with its limits, through a temporary file), and says its version. What
@@ -375,21 +379,19 @@ export async function probePdfChecker(
   qpdfPath: string,
   tmpDir: string = os.tmpdir(),
 ): Promise<PdfCheckerProbe> {
-  const verdict = await runQpdf(qpdfPath, TEST_DOCUMENT, PDF_CHECK_LIMITS, tmpDir);
+  const limits = { ...PDF_CHECK_LIMITS, deadlineMs: PROBE_DEADLINE_MS };
+  const verdict = await runQpdf(qpdfPath, TEST_DOCUMENT, limits, tmpDir);
   switch (verdict.kind) {
     case 'clean':
       return { ok: true, version: await qpdfVersion(qpdfPath) };
     case 'no-checker':
-      return {
-        ok: false,
-        problem: `no qpdf program at QPDF_PATH (${qpdfPath}): it is not there, or cannot run`,
-      };
+      return { ok: false, problem: `no qpdf program at ${qpdfPath}: it is not there, or cannot run` };
     case 'unavailable':
       return {
         ok: false,
         problem:
           verdict.why === 'deadline'
-            ? `qpdf at ${qpdfPath} did not answer within ${PDF_CHECK_LIMITS.deadlineMs / 1000} s`
+            ? `qpdf at ${qpdfPath} did not answer within ${PROBE_DEADLINE_MS / 1000} s`
             : `qpdf at ${qpdfPath} could not be started (${verdict.code ?? 'error'})`,
       };
     case 'active':
@@ -401,12 +403,14 @@ export async function probePdfChecker(
   }
 }
 
-/** The first line of `qpdf --version` ("qpdf version 11.3.0"), or "qpdf" if it says nothing. */
+/** The first line of `qpdf --version` ("qpdf version 11.3.0"), or "qpdf" if it says nothing in time. */
 function qpdfVersion(qpdfPath: string): Promise<string> {
   return new Promise((resolve) => {
     const child = spawn(qpdfPath, ['--version'], {
       stdio: ['ignore', 'pipe', 'ignore'],
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' },
+      timeout: PROBE_DEADLINE_MS,
+      killSignal: 'SIGKILL',
     });
     let out = '';
     child.stdout.setEncoding('utf8');
@@ -420,4 +424,26 @@ function qpdfVersion(qpdfPath: string): Promise<string> {
       resolve(out.split('\n')[0]?.trim() || 'qpdf');
     });
   });
+}
+
+/**
+ * Start-up of a process that takes uploads: where ATTACHMENT_TYPES lists pdf, qpdf must be able to
+ * check PDFs. Production refuses to start without it (a ConfigError naming QPDF_PATH and what is
+ * wrong); elsewhere the problem is returned, for the process to say as it starts, and every PDF is
+ * refused while it lasts (`pdf-not-checked`), never kept unchecked.
+ */
+export async function requirePdfChecker(
+  config: Pick<Config, 'env' | 'attachmentTypes' | 'qpdfPath'>,
+): Promise<string | undefined> {
+  if (!config.attachmentTypes.has('pdf')) return undefined;
+  const probe = await probePdfChecker(config.qpdfPath);
+  if (probe.ok) return undefined;
+  if (config.env === 'production') {
+    throw new ConfigError(
+      'QPDF_PATH',
+      `${probe.problem}. PDF attachments are read whole by qpdf before they are kept: install it ` +
+        '(Debian: apt-get install qpdf) or point QPDF_PATH at it, or leave pdf out of ATTACHMENT_TYPES',
+    );
+  }
+  return probe.problem;
 }
