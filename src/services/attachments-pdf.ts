@@ -18,47 +18,7 @@ import { randomUUID } from 'node:crypto';
 import { open, rm, type FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { jsonParser, type Token } from 'stream-json/core/parser.js';
-import { ConfigError, type Config } from '../config.ts';
-import { getManyValues, isMany, none } from 'stream-chain/defs.js';
-
-/** What makes a PDF act rather than show, as a refusal names it. */
-export type PdfActiveContent =
-  | 'JavaScript'
-  | 'a launch action'
-  | 'an embedded file'
-  | 'an XFA form'
-  | 'rich media'
-  | 'a form submission action'
-  | 'a data import action';
-
-/**
- * The PDF names that make a document act, as keys or as values, and what a refusal calls each: a
- * script (`/JS`, `/S /JavaScript`, the document's JavaScript names, a 3D artwork's `/OnInstantiate`),
- * a launch action, an embedded file (a file specification's `/EF`, the `/EmbeddedFiles` names, an
- * `/EmbeddedFile` stream), an XFA form (whose scripts are in its XML), rich media (Flash, video, 3D),
- * and the actions that send form data away or read data in. Additional actions (`/AA`) are kept
- * when every action in them is: what makes an action harmful is its kind, refused wherever it is.
- */
-export const ACTIVE_NAMES: ReadonlyMap<string, PdfActiveContent> = new Map([
-  ['JS', 'JavaScript'],
-  ['JavaScript', 'JavaScript'],
-  ['OnInstantiate', 'JavaScript'],
-  ['Launch', 'a launch action'],
-  ['EF', 'an embedded file'],
-  ['EmbeddedFile', 'an embedded file'],
-  ['EmbeddedFiles', 'an embedded file'],
-  ['XFA', 'an XFA form'],
-  ['RichMedia', 'rich media'],
-  ['RichMediaContent', 'rich media'],
-  ['RichMediaSettings', 'rich media'],
-  ['RichMediaExecute', 'rich media'],
-  ['SubmitForm', 'a form submission action'],
-  ['ImportData', 'a data import action'],
-]);
-
-/** The longest JSON string that can be one of those names: longer strings are not kept while read. */
-const LONGEST_NAME = Math.max(...[...ACTIVE_NAMES.keys()].map((name) => name.length)) + 1;
+import { nameScanner, type PdfActiveContent } from './attachments-pdf-names.ts';
 
 /** Why a PDF cannot be checked: qpdf could not read it whole, or reading it passed a bound. */
 export type PdfUnreadable = 'damaged' | 'limits';
@@ -187,11 +147,12 @@ const QPDF_ARGUMENTS = ['--json=2', '--json-key=qpdf', '--json-stream-data=none'
 const NOT_FOUND = 127;
 const NOT_RUNNABLE = 126;
 
-type RunVerdict =
+export type RunVerdict =
   | Exclude<PdfVerdict, { kind: 'unavailable' }>
   | { readonly kind: 'unavailable'; readonly why: 'deadline' | 'failed'; readonly code?: string };
 
-async function runQpdf(
+/** Checks `bytes` with qpdf at `qpdfPath` under `limits`, through a nameless file in `tmpDir`. */
+export async function runQpdf(
   qpdfPath: string,
   bytes: Uint8Array,
   limits: PdfCheckLimits,
@@ -299,151 +260,4 @@ function outcome(
   // 3: read with warnings (a repaired cross-reference table, a stream that did not decode); 2: not
   // read (a password, a file that is not a PDF after all).
   return { kind: 'unreadable', why: 'damaged' };
-}
-
-/**
- * Reads qpdf's JSON as it comes and finds the first refused name. In qpdf's JSON v2 a PDF name, key
- * or value, is a JSON string that starts with `/`, in canonical form (`/J#61vaScript` is
- * `/JavaScript`); PDF strings start with `u:` or `b:`, references are `N G R`. Names that qpdf
- * cannot write as UTF-8 are none of the refused ones, which are ASCII. Only the first few characters
- * of each string are kept, so a long string costs no memory.
- */
-function nameScanner() {
-  const tokenizer = jsonParser({
-    packKeys: false,
-    packStrings: false,
-    packNumbers: true,
-    streamNumbers: false,
-  });
-  const decoder = new TextDecoder('utf-8');
-  let text = '';
-  let broken = false;
-  const scan = (tokens: Token[]): PdfActiveContent | undefined => {
-    for (const token of tokens) {
-      if (token.name === 'startKey' || token.name === 'startString') {
-        text = '';
-      } else if (token.name === 'stringChunk') {
-        if (text.length <= LONGEST_NAME) text += token.value.slice(0, LONGEST_NAME + 1);
-      } else if (token.name === 'endKey' || token.name === 'endString') {
-        const found = text.startsWith('/') ? ACTIVE_NAMES.get(text.slice(1)) : undefined;
-        if (found !== undefined) return found;
-      }
-    }
-    return undefined;
-  };
-  // A stage of stream-chain is flushed by calling it with `none`, which its type leaves out.
-  const tokenize = tokenizer as (input: string | typeof none) => ReturnType<typeof tokenizer>;
-  const feed = (input: string | typeof none): PdfActiveContent | undefined => {
-    if (broken) return undefined;
-    try {
-      const out = tokenize(input);
-      if (out === none) return undefined;
-      return scan(isMany(out) ? getManyValues<Token>(out) : [out]);
-    } catch {
-      broken = true;
-      return undefined;
-    }
-  };
-  return {
-    read: (chunk: Buffer) => feed(decoder.decode(chunk, { stream: true })),
-    /** Whether the JSON was whole and well-formed. */
-    finish(): boolean {
-      feed(decoder.decode());
-      feed(none);
-      return !broken;
-    },
-  };
-}
-
-/** The smallest whole PDF: a catalog and no pages, with its cross-reference table. */
-const TEST_DOCUMENT = Buffer.from(
-  '%PDF-1.7\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n2 0 obj\n' +
-    '<< /Type /Pages /Kids [] /Count 0 >>\nendobj\nxref\n0 3\n0000000000 65535 f \n' +
-    '0000000009 00000 n \n0000000058 00000 n \ntrailer\n<< /Size 3 /Root 1 0 R >>\n' +
-    'startxref\n110\n%%EOF\n',
-  'latin1',
-);
-
-export type PdfCheckerProbe =
-  { readonly ok: true; readonly version: string } | { readonly ok: false; readonly problem: string };
-
-/** How long a probe waits for qpdf: a check of a tiny document, so far less than a file's deadline. */
-export const PROBE_DEADLINE_MS = 3_000;
-
-/**
- * Whether PDFs can be checked here: qpdf at `qpdfPath` checks a whole, clean test document the way
- * every upload is checked (with its limits, through a temporary file), and says its version. What
- * start-up and the doctor report; the problem names the path and never any file.
- */
-export async function probePdfChecker(
-  qpdfPath: string,
-  tmpDir: string = os.tmpdir(),
-): Promise<PdfCheckerProbe> {
-  const limits = { ...PDF_CHECK_LIMITS, deadlineMs: PROBE_DEADLINE_MS };
-  const verdict = await runQpdf(qpdfPath, TEST_DOCUMENT, limits, tmpDir);
-  switch (verdict.kind) {
-    case 'clean':
-      return { ok: true, version: await qpdfVersion(qpdfPath) };
-    case 'no-checker':
-      return { ok: false, problem: `no qpdf program at ${qpdfPath}: it is not there, or cannot run` };
-    case 'unavailable':
-      return {
-        ok: false,
-        problem:
-          verdict.why === 'deadline'
-            ? `qpdf at ${qpdfPath} did not answer within ${PROBE_DEADLINE_MS / 1000} s`
-            : `qpdf at ${qpdfPath} could not be started (${verdict.code ?? 'error'})`,
-      };
-    case 'active':
-    case 'unreadable':
-      return {
-        ok: false,
-        problem: `${qpdfPath} did not read a whole test document as qpdf 11 or later does (JSON version 2)`,
-      };
-  }
-}
-
-/** The first line of `qpdf --version` ("qpdf version 11.3.0"), or "qpdf" if it says nothing in time. */
-function qpdfVersion(qpdfPath: string): Promise<string> {
-  return new Promise((resolve) => {
-    const child = spawn(qpdfPath, ['--version'], {
-      stdio: ['ignore', 'pipe', 'ignore'],
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' },
-      timeout: PROBE_DEADLINE_MS,
-      killSignal: 'SIGKILL',
-    });
-    let out = '';
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (text: string) => {
-      if (out.length < 1024) out += text;
-    });
-    child.on('error', () => {
-      resolve('qpdf');
-    });
-    child.on('close', () => {
-      resolve(out.split('\n')[0]?.trim() || 'qpdf');
-    });
-  });
-}
-
-/**
- * Start-up of a process that takes uploads: where ATTACHMENT_TYPES lists pdf, qpdf must be able to
- * check PDFs. Production refuses to start without it (a ConfigError naming QPDF_PATH and what is
- * wrong); elsewhere the problem is returned, for the process to say as it starts, and every PDF is
- * refused while it lasts (`pdf-not-checked`), never kept unchecked.
- */
-export async function requirePdfChecker(
-  config: Pick<Config, 'env' | 'attachmentTypes' | 'qpdfPath'>,
-): Promise<string | undefined> {
-  if (!config.attachmentTypes.has('pdf')) return undefined;
-  const probe = await probePdfChecker(config.qpdfPath);
-  if (probe.ok) return undefined;
-  if (config.env === 'production') {
-    throw new ConfigError(
-      'QPDF_PATH',
-      `${probe.problem}. PDF attachments are read whole by qpdf before they are kept: install it ` +
-        '(Debian: apt-get install qpdf) or point QPDF_PATH at it, or leave pdf out of ATTACHMENT_TYPES',
-    );
-  }
-  return probe.problem;
 }
