@@ -101,7 +101,8 @@ function places(count: number) {
         resolve(granted);
       };
       const timer = setTimeout(() => {
-        waiting.splice(waiting.indexOf(take), 1);
+        const at = waiting.indexOf(take);
+        if (at !== -1) waiting.splice(at, 1);
         resolve(undefined);
       }, waitMs);
       waiting.push(take);
