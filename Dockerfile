@@ -35,6 +35,12 @@ ENV NODE_ENV=production \
 ENV NODE_OPTIONS="--max-old-space-size=160 --max-semi-space-size=16" \
     MALLOC_ARENA_MAX=2
 WORKDIR /app
+# qpdf reads every PDF attachment whole before it is kept (docs/attachments.md, "PDFs"): production
+# refuses to start without it while ATTACHMENT_TYPES lists pdf. Debian's package, from the archive of
+# the base image's release, without the packages it only recommends; the package lists are not kept.
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends qpdf \
+    && rm -rf /var/lib/apt/lists/*
 # Everything under /app stays owned by root, so the service cannot rewrite its own code. npm, npx and
 # corepack are removed: nothing runs them in the container, and they only add files to patch.
 RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \

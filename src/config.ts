@@ -152,6 +152,11 @@ export interface Config {
   readonly attachmentTypes: ReadonlySet<AttachmentType>;
   /** The bytes of uploads the API holds at once; an upload past it waits for room before it is read. */
   readonly attachmentUploadsInFlightMib: number;
+  /**
+   * qpdf, which reads every PDF attachment whole before it is kept: a name looked up in PATH, or a
+   * path. Production refuses to start when ATTACHMENT_TYPES lists pdf and it is not there.
+   */
+  readonly qpdfPath: string;
 }
 
 export class ConfigError extends Error {
@@ -378,6 +383,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     attachmentsPerReferral: integer(env, 'ATTACHMENTS_PER_REFERRAL', 20, 1, 100),
     attachmentTypes: attachmentTypes(env, 'ATTACHMENT_TYPES'),
     attachmentUploadsInFlightMib: integer(env, 'ATTACHMENT_UPLOADS_IN_FLIGHT_MIB', 32, 1, 4096),
+    qpdfPath: program(cwd, read(env, 'QPDF_PATH') ?? 'qpdf'),
   };
   // Node refuses a headers timeout longer than the whole request's: the headers are part of it.
   if (config.httpHeadersTimeoutSeconds > config.httpRequestTimeoutSeconds) {
@@ -475,6 +481,11 @@ function queuePrefix(env: Env): string {
   return `{${bare}}`;
 }
 
+/** A program: a name alone is looked up in PATH when it runs; anything with a slash is a path. */
+function program(cwd: string, value: string): string {
+  return value.includes('/') ? path.resolve(cwd, value) : value;
+}
+
 function optionalPath(cwd: string, value: string | undefined): string | undefined {
   return value === undefined ? undefined : path.resolve(cwd, value);
 }
@@ -555,6 +566,7 @@ const SHOWN: { readonly [K in keyof Config]-?: readonly [variable: string, shown
   attachmentsPerReferral: ['ATTACHMENTS_PER_REFERRAL', 'value'],
   attachmentTypes: ['ATTACHMENT_TYPES', 'value'],
   attachmentUploadsInFlightMib: ['ATTACHMENT_UPLOADS_IN_FLIGHT_MIB', 'value'],
+  qpdfPath: ['QPDF_PATH', 'value'],
 };
 
 /** A URL without what may be a credential: the password, and every query parameter's value. */

@@ -19,6 +19,7 @@ import {
   failed,
   notChecked,
   passed,
+  pdfCheckerCheck,
   redisCheck,
   scannerCheck,
   storeCheckNames,
@@ -99,13 +100,14 @@ async function localRedisCheck(deps: DoctorDeps): Promise<DoctorCheck> {
 
 /** The checks, made with this shell's settings. */
 export async function runDoctor(deps: DoctorDeps): Promise<DoctorFindings> {
-  const [store, redis, scanner] = await Promise.all([
+  const [store, redis, scanner, pdf] = await Promise.all([
     localStoreChecks(deps),
     localRedisCheck(deps),
     scannerCheck(deps.config, deps.pingScanner),
+    pdfCheckerCheck(deps.config),
   ]);
-  // Where forms go and which scanner scans are settings, and this shell's need not be the running
-  // refhub's: say whose they are.
+  // Where forms go, which scanner scans and which qpdf checks PDFs are settings, and this shell's
+  // need not be the running refhub's: say whose they are.
   const ehr = await ehrUrlCheck(deps.config);
   const whose = store.holder === undefined ? 'this shell' : 'this shell; the running refhub may have its own';
   return {
@@ -115,6 +117,7 @@ export async function runDoctor(deps: DoctorDeps): Promise<DoctorFindings> {
       redis,
       { ...ehr, detail: `${ehr.detail} (EHR_URL of ${whose})` },
       { ...scanner, detail: `${scanner.detail} (ATTACHMENT_SCANNER of ${whose})` },
+      { ...pdf, detail: `${pdf.detail} (QPDF_PATH of ${whose})` },
     ],
   };
 }

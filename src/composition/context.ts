@@ -49,6 +49,7 @@ import { ehrCircuitRepository } from '../db/forwarding-circuit.repository.ts';
 import { installationSecretRepository } from '../db/installation-secret.repository.ts';
 import { createReferralFhir, type ReferralFhir } from '../services/fhir.service.ts';
 import { createAttachments, type Attachments } from '../services/attachments.service.ts';
+import { createPdfChecker } from '../services/attachments-pdf.ts';
 import type { ScannerPing } from '../services/doctor-checks.ts';
 import { createClamdClient } from '../workers/attachments/clamd-client.ts';
 import { openDataKeys, type DataKeys, type DataKeysOptions } from '../db/data-keys.repository.ts';
@@ -305,6 +306,19 @@ export async function createContext(
       types: config.attachmentTypes,
       scanned: config.attachmentScanner !== undefined,
     },
+    checkPdf: createPdfChecker({
+      qpdfPath: config.qpdfPath,
+      onUnavailable: (why, code) => {
+        logger.warn(
+          { check: 'pdf', why, ...(code === undefined ? {} : { code }) },
+          why === 'busy'
+            ? 'a PDF upload was answered 503: every PDF check was busy'
+            : why === 'deadline'
+              ? 'a PDF upload was answered 503: qpdf did not finish by its deadline and was stopped'
+              : 'a PDF upload was answered 503: qpdf could not be started',
+        );
+      },
+    }),
   });
   return {
     config,

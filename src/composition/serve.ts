@@ -9,6 +9,7 @@ import { fail } from '../cli/failure.ts';
 import { VERSION } from '../cli/version.ts';
 import { setUpDemo } from './demo-setup.ts';
 import { checkEhrAddress } from '../services/outbound-address.ts';
+import { requirePdfChecker } from '../services/attachments-pdf-probe.ts';
 import { QUEUE_UNAVAILABLE } from '../queue/connections.ts';
 import { errorCode } from '../queue/poll-loop.ts';
 import { createContext, type AppContext } from './context.ts';
@@ -84,7 +85,15 @@ export async function serve(command: ServeCommand): Promise<void> {
   const withApi = command !== 'worker';
   const withBackground = command !== 'api';
   if (withBackground) await checkEhrAddress(config);
+  // A process that takes uploads checks PDFs with qpdf: production does not start without it.
+  const pdfProblem = withApi ? await requirePdfChecker(config) : undefined;
   const ctx = await createContext(config, `refhub ${command}`, {}, 'migrate');
+  if (pdfProblem !== undefined) {
+    ctx.logger.warn(
+      { check: 'pdf checker' },
+      `${pdfProblem}: every PDF attachment is refused until qpdf is installed (QPDF_PATH)`,
+    );
+  }
   // At debug level, the memory after each stage of the start (docs/performance.md, "Memory").
   const memoryAt = (stage: StartStage, usage?: NodeJS.MemoryUsage) => {
     if (ctx.logger.isLevelEnabled('debug'))
@@ -185,6 +194,9 @@ export async function serve(command: ServeCommand): Promise<void> {
   }
   if (ehr !== undefined)
     banner.push(`  Forms go to ${config.ehrUrl === undefined ? 'the sandbox EHR' : 'the EHR'} at ${ehr.url}`);
+  if (pdfProblem !== undefined) {
+    banner.push(`  PDF attachments are refused: ${pdfProblem} (install qpdf, or set QPDF_PATH)`);
+  }
   if (demo) {
     banner.push(
       '',

@@ -1,19 +1,26 @@
 // What an uploaded attachment is, decided from its bytes and never from what the client says, and
 // whether it may be kept: its type (detected by `file-type`, or plain text as UTF-8 with no control
 // characters), among the accepted types; the same type as its name's extension and any declared
-// media type say; not empty; and, for a PDF, without active content (JavaScript, an embedded file, a
-// launch action), looked for in the file's own objects and inside its compressed object streams.
+// media type say; not empty; and, for a PDF, nothing that makes it act rather than show (JavaScript,
+// an embedded file, a launch action, an XFA form, rich media, form submission or data import), found
+// by qpdf in every object of the file (attachments-pdf.ts), and every object readable.
 // A file name is kept only without a path or control characters. docs/attachments.md says why each.
-import zlib from 'node:zlib';
 import { fileTypeFromBuffer } from 'file-type';
 import { ATTACHMENT_TYPES, type AttachmentType } from '../domain/attachments.ts';
+import { UnavailableError } from '../errors.ts';
+import { PDF_CHECK_LIMITS, type PdfCheck, type PdfVerdict } from './attachments-pdf.ts';
 
 export type AttachmentRefusalReason =
-  'empty-file' | 'type-not-accepted' | 'type-mismatch' | 'pdf-active-content' | 'pdf-unreadable';
+  | 'empty-file'
+  | 'type-not-accepted'
+  | 'type-mismatch'
+  | 'pdf-active-content'
+  | 'pdf-unreadable'
+  | 'pdf-not-checked';
 
 export interface AttachmentRefusal {
   readonly reason: AttachmentRefusalReason;
-  /** 415 for a type refused, 400 for content refused. */
+  /** 415 for a type refused (or one this installation cannot check), 400 for content refused. */
   readonly status: 400 | 415;
   /**
    * A sentence for people; it names types and reasons, never the file's name, its extension, the
@@ -62,10 +69,15 @@ export function isPlainText(bytes: Uint8Array): boolean {
   }
 }
 
+/**
+ * Judges an upload's bytes; `checkPdf` judges a PDF's content (attachments-pdf.ts). Throws
+ * UnavailableError (503) when a PDF cannot be checked now for a reason that is not the file's.
+ */
 export async function inspectAttachment(
   bytes: Uint8Array,
   declared: { readonly fileName: string; readonly mediaType?: string },
   accepted: ReadonlySet<AttachmentType>,
+  checkPdf: PdfCheck,
 ): Promise<Inspection> {
   if (bytes.length === 0) return refuse('empty-file', 400, 'The file is empty.');
   const detected = await fileTypeFromBuffer(bytes);
@@ -107,96 +119,51 @@ export async function inspectAttachment(
     );
   }
   if (type === 'pdf') {
-    const active = pdfActiveContent(bytes);
-    if (active === 'unreadable') {
-      return refuse(
-        'pdf-unreadable',
-        400,
-        'The PDF has compressed objects that cannot be read, so it cannot be checked for active content.',
-      );
-    }
-    if (active !== undefined) {
-      return refuse('pdf-active-content', 400, `The PDF contains ${active}, which is not accepted.`);
-    }
+    const refusal = pdfRefusal(await checkPdf(bytes));
+    if (refusal !== undefined) return { ok: false, refusal };
   }
   return { ok: true, type, mediaType };
 }
 
-/** What makes a PDF act rather than show, as a refusal names it. */
-export type PdfActiveContent = 'JavaScript' | 'an embedded file' | 'a launch action';
+const UNREADABLE: Readonly<Record<'damaged' | 'limits', string>> = {
+  damaged:
+    'The PDF cannot be read whole (it is damaged, or locked with a password), so it cannot be checked ' +
+    'for active content.',
+  limits:
+    `Reading the whole PDF takes more than refhub spends on checking a file (${PDF_CHECK_LIMITS.memoryMib} ` +
+    `MiB of memory, ${PDF_CHECK_LIMITS.cpuSeconds} seconds of processing), so it cannot be checked for ` +
+    'active content.',
+};
 
-/** PDF names that make a document act rather than show, and what to call each in a refusal. */
-const ACTIVE_NAMES = new Map<string, PdfActiveContent>([
-  ['JavaScript', 'JavaScript'],
-  ['JS', 'JavaScript'],
-  ['EmbeddedFile', 'an embedded file'],
-  ['EmbeddedFiles', 'an embedded file'],
-  ['Launch', 'a launch action'],
-]);
-
-/** How much of a PDF's compressed object streams is inflated to look inside, at most. */
-const MAX_INFLATED_BYTES = 64 * 1024 * 1024;
-
-/**
- * What active content a PDF has (a phrase for people), 'unreadable' when an object stream cannot be
- * inflated within the limit, or undefined. Names are read with their `#xx` escapes decoded
- * (`/J#61vaScript` is `/JavaScript`).
- */
-export function pdfActiveContent(bytes: Uint8Array): PdfActiveContent | 'unreadable' | undefined {
-  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
-  let inflatedTotal = 0;
-  let position = 0;
-  // The file's own objects are read as they are; a stream's data is not (binary data can hold any
-  // bytes), except an object stream's (`/Type /ObjStm`), which holds dictionaries compressed.
-  const streamStart = /(?<!end)stream\r?\n/g;
-  for (;;) {
-    streamStart.lastIndex = position;
-    const match = streamStart.exec(text);
-    const objects = text.slice(position, match?.index ?? text.length);
-    const found = activeNameIn(objects);
-    if (found !== undefined) return found;
-    if (match === null) return undefined;
-    const dataStart = match.index + match[0].length;
-    const dataEnd = text.indexOf('endstream', dataStart);
-    if (dataEnd === -1) return 'unreadable';
-    position = dataEnd + 'endstream'.length;
-    // The stream's dictionary: from its object's `N G obj` (the last `obj` before the data).
-    const dictionary = decodeNames(objects.slice(Math.max(0, objects.lastIndexOf('obj'))));
-    if (!/\/Type\s*\/ObjStm\b/.test(dictionary)) continue;
-    let inside: string;
-    if (/\/FlateDecode\b/.test(dictionary)) {
-      try {
-        const inflated = zlib.inflateSync(bytes.subarray(dataStart, dataEnd), {
-          maxOutputLength: MAX_INFLATED_BYTES - inflatedTotal,
-          finishFlush: zlib.constants.Z_SYNC_FLUSH,
-        });
-        inflatedTotal += inflated.length;
-        inside = inflated.toString('latin1');
-      } catch {
-        return 'unreadable';
-      }
-    } else if (/\/Filter\b/.test(dictionary)) {
-      // Another filter (or a chain of them) that is not inflated here.
-      return 'unreadable';
-    } else {
-      inside = text.slice(dataStart, dataEnd);
-    }
-    const inObjectStream = activeNameIn(inside);
-    if (inObjectStream !== undefined) return inObjectStream;
+/** The refusal for a PDF's verdict: its words name what was found, never anything of the file. */
+function pdfRefusal(verdict: PdfVerdict): AttachmentRefusal | undefined {
+  switch (verdict.kind) {
+    case 'clean':
+      return undefined;
+    case 'active':
+      return {
+        reason: 'pdf-active-content',
+        status: 400,
+        detail: `The PDF contains ${verdict.found}, which is not accepted.`,
+      };
+    case 'unreadable':
+      return { reason: 'pdf-unreadable', status: 400, detail: UNREADABLE[verdict.why] };
+    case 'no-checker':
+      return {
+        reason: 'pdf-not-checked',
+        status: 415,
+        detail:
+          'PDFs cannot be accepted by this installation: the program that checks them for active ' +
+          'content (qpdf) is missing. Send the document as another accepted type.',
+      };
+    case 'unavailable':
+      throw new UnavailableError(
+        verdict.why === 'busy'
+          ? 'Too many PDFs are being checked at once; send the file again in a few seconds.'
+          : 'The PDF could not be checked for active content in time; send the file again in a few seconds.',
+        5,
+      );
   }
-}
-
-function decodeNames(text: string): string {
-  return text.replace(/#([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
-}
-
-function activeNameIn(text: string): PdfActiveContent | undefined {
-  // A name is a solidus and the regular characters after it, up to whitespace or a delimiter.
-  for (const match of text.matchAll(/\/([^\s/()<>[\]{}%]+)/g)) {
-    const name = match[1] === undefined ? undefined : ACTIVE_NAMES.get(decodeNames(match[1]));
-    if (name !== undefined) return name;
-  }
-  return undefined;
 }
 
 export type FileNameRefusal = 'empty' | 'too-long' | 'path' | 'control-characters' | 'dot-name';

@@ -34,6 +34,7 @@ import { auditEventOf, auditRepository } from '../db/audit.repository.ts';
 import { referralRepository, type ReferralRecord } from '../db/referral.repository.ts';
 import type { Database } from '../db/schema.ts';
 import { fileNameRefusal, inspectAttachment, type FileNameRefusal } from './attachments-inspection.ts';
+import type { PdfCheck } from './attachments-pdf.ts';
 import type { Caller } from './caller.ts';
 import { actorName, institutionName, personIn, statusInput } from './referral-commands.ts';
 import { createMutationRunner } from './referral-mutation.ts';
@@ -52,6 +53,8 @@ export interface AttachmentsDeps {
   readonly dataKeys: DataKeys;
   readonly clock: Clock;
   readonly settings: AttachmentSettings;
+  /** Judges a PDF's content with qpdf (attachments-pdf.ts), a few at a time. */
+  readonly checkPdf: PdfCheck;
 }
 
 /** A file as the client sent it. */
@@ -135,6 +138,7 @@ export function createAttachments(deps: AttachmentsDeps) {
             ...(upload.declaredType === undefined ? {} : { mediaType: upload.declaredType }),
           },
           deps.settings.types,
+          deps.checkPdf,
         ).then((inspection) => {
           if (!inspection.ok) {
             const { status, reason, detail } = inspection.refusal;

@@ -7,6 +7,7 @@ import { ConfigError, type Config, type SettingView } from '../config.ts';
 import { isMigrated, ping, type Engine } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import { clamdAddressText, parseClamdAddress, type ClamdAddress } from '../domain/attachments.ts';
+import { probePdfChecker } from './attachments-pdf-probe.ts';
 import { checkEhrAddress } from './outbound-address.ts';
 
 export const CHECK_STATUSES = ['passed', 'failed', 'not-checked'] as const;
@@ -168,4 +169,25 @@ export async function scannerCheck(
     );
   }
   return passed('scanner', `clamd at ${shown} answers`);
+}
+
+/**
+ * QPDF_PATH: qpdf checks a test document as it checks every PDF attachment. Not needed where
+ * ATTACHMENT_TYPES leaves out pdf. Without it every PDF is refused (and production does not start),
+ * so it fails wherever PDFs are accepted. Bounded by the probe's own deadline; never throws.
+ */
+export async function pdfCheckerCheck(
+  config: Pick<Config, 'attachmentTypes' | 'qpdfPath'>,
+): Promise<DoctorCheck> {
+  if (!config.attachmentTypes.has('pdf')) {
+    return passed('pdf checker', 'not needed: ATTACHMENT_TYPES leaves out pdf');
+  }
+  const probe = await probePdfChecker(config.qpdfPath);
+  return probe.ok
+    ? passed('pdf checker', `${probe.version} at ${config.qpdfPath} reads PDFs whole`)
+    : failed(
+        'pdf checker',
+        `${probe.problem}; every PDF attachment is refused, and production does not start, until qpdf ` +
+          'is installed (Debian: apt-get install qpdf)',
+      );
 }

@@ -1,8 +1,8 @@
 // Attachments are judged by their bytes: each accepted type detected from real content, a type the
 // client claims that the bytes contradict, content refhub does not accept, and PDFs that would act
-// rather than show (JavaScript, an embedded file, a launch action), however their names are spelled
-// and wherever their objects are kept. File names and their download header.
-import zlib from 'node:zlib';
+// rather than show, however they keep it (qpdf reads them: attachments-pdf.test.ts has the rules), or
+// cannot be read whole, each refusal in words that name nothing of the file. File names and their
+// download header.
 import { describe, expect, it } from 'vitest';
 import { ATTACHMENT_TYPE_NAMES, type AttachmentType } from '../../src/domain/attachments.ts';
 import {
@@ -10,8 +10,8 @@ import {
   fileNameRefusal,
   inspectAttachment,
   isPlainText,
-  pdfActiveContent,
 } from '../../src/services/attachments-inspection.ts';
+import { createPdfChecker, type PdfCheck } from '../../src/services/attachments-pdf.ts';
 import {
   CATALOG,
   DOCX,
@@ -22,10 +22,19 @@ import {
   TEXT,
   TIFF,
   pdf,
-  stream,
 } from '../support/fixtures/attachment-files.ts';
+import { HIDDEN_ACTIVE_CONTENT, objectStreamBomb } from '../support/fixtures/pdf-files.ts';
 
 const ALL = new Set<AttachmentType>(ATTACHMENT_TYPE_NAMES);
+/** qpdf as the machine has it (docs/operations.md: it is installed where PDFs are accepted). */
+const QPDF = createPdfChecker({ qpdfPath: 'qpdf' });
+
+const inspect = (
+  bytes: Uint8Array,
+  declared: { fileName: string; mediaType?: string },
+  accepted: ReadonlySet<AttachmentType> = ALL,
+  checkPdf: PdfCheck = QPDF,
+) => inspectAttachment(bytes, declared, accepted, checkPdf);
 
 describe('inspectAttachment', () => {
   it.each([
@@ -38,75 +47,64 @@ describe('inspectAttachment', () => {
     ['letter.docx', DOCX, 'docx', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document'],
     ['no extension', PNG, 'png', 'image/png'],
   ] as const)('accepts %s as %s, from its bytes', async (fileName, bytes, type, mediaType) => {
-    expect(await inspectAttachment(bytes, { fileName }, ALL)).toEqual({ ok: true, type, mediaType });
+    expect(await inspect(bytes, { fileName })).toEqual({ ok: true, type, mediaType });
   });
 
   it('takes the type from the bytes, whatever media type the client declares as unknown', async () => {
-    expect(
-      await inspectAttachment(PNG, { fileName: 'scan.png', mediaType: 'application/octet-stream' }, ALL),
-    ).toMatchObject({ ok: true, type: 'png' });
-    expect(
-      await inspectAttachment(TEXT, { fileName: 'a.txt', mediaType: 'text/plain; charset=utf-8' }, ALL),
-    ).toMatchObject({ ok: true, type: 'text' });
+    expect(await inspect(PNG, { fileName: 'scan.png', mediaType: 'application/octet-stream' })).toMatchObject(
+      { ok: true, type: 'png' },
+    );
+    expect(await inspect(TEXT, { fileName: 'a.txt', mediaType: 'text/plain; charset=utf-8' })).toMatchObject({
+      ok: true,
+      type: 'text',
+    });
   });
 
   it('refuses an empty file with 400', async () => {
-    expect(await inspectAttachment(Buffer.alloc(0), { fileName: 'a.pdf' }, ALL)).toEqual({
+    expect(await inspect(Buffer.alloc(0), { fileName: 'a.pdf' })).toEqual({
       ok: false,
       refusal: { reason: 'empty-file', status: 400, detail: 'The file is empty.' },
     });
   });
 
   it('refuses content of a type it does not accept with 415, naming what it is and what is accepted', async () => {
-    const gif = await inspectAttachment(GIF, { fileName: 'a.gif' }, ALL);
+    const gif = await inspect(GIF, { fileName: 'a.gif' });
     expect(gif).toMatchObject({ ok: false, refusal: { reason: 'type-not-accepted', status: 415 } });
     expect(!gif.ok && gif.refusal.detail).toBe(
       "The file's content is image/gif; the accepted types are docx, jpeg, pdf, png, text, tiff.",
     );
-    const binary = await inspectAttachment(Buffer.from([0, 1, 2, 3, 0xfe]), { fileName: 'a.bin' }, ALL);
+    const binary = await inspect(Buffer.from([0, 1, 2, 3, 0xfe]), { fileName: 'a.bin' });
     expect(binary).toMatchObject({ ok: false, refusal: { reason: 'type-not-accepted', status: 415 } });
     // A type that exists but the setting leaves out.
-    const onlyPdf = await inspectAttachment(PNG, { fileName: 'a.png' }, new Set(['pdf']));
+    const onlyPdf = await inspect(PNG, { fileName: 'a.png' }, new Set(['pdf']));
     expect(!onlyPdf.ok && onlyPdf.refusal.detail).toBe(
       "The file's content is png; the accepted types are pdf.",
     );
   });
 
   it('refuses bytes that contradict the name or the declared type with 415', async () => {
-    const named = await inspectAttachment(PNG, { fileName: 'ecg.pdf' }, ALL);
+    const named = await inspect(PNG, { fileName: 'ecg.pdf' });
     expect(named).toMatchObject({ ok: false, refusal: { reason: 'type-mismatch', status: 415 } });
     expect(!named.ok && named.refusal.detail).toBe(
       "The file's name ends in an extension that does not match its content, png: rename it or send the right file.",
     );
-    const declared = await inspectAttachment(PNG, { fileName: 'ecg', mediaType: 'image/jpeg' }, ALL);
+    const declared = await inspect(PNG, { fileName: 'ecg', mediaType: 'image/jpeg' });
     expect(declared).toMatchObject({ ok: false, refusal: { reason: 'type-mismatch', status: 415 } });
     // Neither the name's extension nor the declared type is repeated: either may hold patient data.
-    const canary = await inspectAttachment(
-      PNG,
-      { fileName: 'ecg.S1234567D', mediaType: 'image/S1234567D' },
-      ALL,
-    );
+    const canary = await inspect(PNG, { fileName: 'ecg.S1234567D', mediaType: 'image/S1234567D' });
     expect(!canary.ok && canary.refusal.detail).not.toMatch(/S1234567D/i);
-    const declaredCanary = await inspectAttachment(
-      PNG,
-      { fileName: 'ecg', mediaType: 'image/S1234567D' },
-      ALL,
-    );
+    const declaredCanary = await inspect(PNG, { fileName: 'ecg', mediaType: 'image/S1234567D' });
     expect(!declaredCanary.ok && declaredCanary.refusal.detail).toBe(
       'The file was sent with a media type that does not match its content, png (image/png).',
     );
     // An executable renamed to .txt is not text.
-    const renamed = await inspectAttachment(
-      Buffer.from('MZ\x90\x00\x03\x00', 'latin1'),
-      { fileName: 'a.txt' },
-      ALL,
-    );
+    const renamed = await inspect(Buffer.from('MZ\x90\x00\x03\x00', 'latin1'), { fileName: 'a.txt' });
     expect(renamed).toMatchObject({ ok: false, refusal: { reason: 'type-not-accepted' } });
   });
 
   it('refuses a PDF with JavaScript or an embedded file with 400, saying which', async () => {
     const withJs = pdf('<< /Type /Catalog /OpenAction << /S /JavaScript /JS (app.alert(1)) >> >>', PAGES);
-    expect(await inspectAttachment(withJs, { fileName: 'a.pdf' }, ALL)).toEqual({
+    expect(await inspect(withJs, { fileName: 'a.pdf' })).toEqual({
       ok: false,
       refusal: {
         reason: 'pdf-active-content',
@@ -119,60 +117,93 @@ describe('inspectAttachment', () => {
       PAGES,
       '<< /Names [(x.exe) 4 0 R] >>',
     );
-    const refused = await inspectAttachment(embedded, { fileName: 'a.pdf' }, ALL);
+    const refused = await inspect(embedded, { fileName: 'a.pdf' });
     expect(!refused.ok && refused.refusal.detail).toBe(
       'The PDF contains an embedded file, which is not accepted.',
     );
   });
 });
 
-describe('pdfActiveContent', () => {
-  it('finds nothing in a plain document, nor in the bytes of its images and pages', () => {
-    // Image data may hold any bytes, `/JS` among them: it is not read as names.
-    const image = Buffer.concat([
-      Buffer.from([0xff, 0xd8]),
-      Buffer.from(' /JS /Launch '),
-      Buffer.alloc(64, 7),
-    ]);
-    expect(pdfActiveContent(pdf(CATALOG, PAGES, stream('/Type /XObject /Subtype /Image', image)))).toBe(
-      undefined,
-    );
-    expect(pdfActiveContent(pdf(CATALOG, PAGES, stream('', Buffer.from('BT /F1 12 Tf (JS) Tj ET'))))).toBe(
-      undefined,
-    );
+describe('PDFs that hide what they run', () => {
+  it.each(Object.entries(HIDDEN_ACTIVE_CONTENT))('refuses %s', async (_, bytes) => {
+    const inspected = await inspect(bytes, { fileName: 'letter.pdf' });
+    expect(inspected).toMatchObject({ ok: false, refusal: { reason: 'pdf-active-content', status: 400 } });
   });
 
-  it('reads names with #xx escapes as the names they spell', () => {
-    expect(pdfActiveContent(pdf('<< /OpenAction << /S /J#61vaScript /J#53 (x) >> >>'))).toBe('JavaScript');
-    expect(pdfActiveContent(pdf('<< /A << /S /L#61unch /F (cmd.exe) >> >>'))).toBe('a launch action');
+  it('names what it found in words of its own, never a name or string of the file', async () => {
+    const canary = pdf(
+      '<< /Type /Catalog /Pages 2 0 R /S1234567D (Tan Ah Kow) /OpenAction 3 0 R >>',
+      PAGES,
+      '<< /S /JavaScript /JS (app.alert\\("S1234567D Tan Ah Kow"\\)) >>',
+    );
+    const refused = await inspect(canary, { fileName: 'S1234567D.pdf' });
+    expect(refused).toEqual({
+      ok: false,
+      refusal: {
+        reason: 'pdf-active-content',
+        status: 400,
+        detail: 'The PDF contains JavaScript, which is not accepted.',
+      },
+    });
+  });
+});
+
+describe('PDFs that cannot be checked', () => {
+  it('refuses a PDF that cannot be read whole with 400, saying so', async () => {
+    // No cross-reference table: a reader repairs it, each in its own way.
+    const damaged = Buffer.from(
+      `%PDF-1.7\n1 0 obj\n${CATALOG}\nendobj\n2 0 obj\n${PAGES}\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n`,
+    );
+    expect(await inspect(damaged, { fileName: 'letter.pdf' })).toEqual({
+      ok: false,
+      refusal: {
+        reason: 'pdf-unreadable',
+        status: 400,
+        detail:
+          'The PDF cannot be read whole (it is damaged, or locked with a password), so it cannot be ' +
+          'checked for active content.',
+      },
+    });
   });
 
-  it('looks inside compressed object streams, and refuses what it cannot inflate', () => {
-    const hidden = zlib.deflateSync(Buffer.from('5 0 << /S /JavaScript /JS (app.alert(1)) >>'));
-    expect(
-      pdfActiveContent(pdf(CATALOG, stream('/Type /ObjStm /N 1 /First 4 /Filter /FlateDecode', hidden))),
-    ).toBe('JavaScript');
-    // Its dictionary's names escaped, and a nested dictionary before the data.
-    expect(
-      pdfActiveContent(
-        pdf(
-          CATALOG,
-          stream('/T#79pe /ObjStm /N 1 /Filter /FlateDecode /DecodeParms << /Columns 4 >>', hidden),
-        ),
-      ),
-    ).toBe('JavaScript');
-    const clean = zlib.deflateSync(Buffer.from('5 0 << /Type /Annot /Subtype /Text >>'));
-    expect(pdfActiveContent(pdf(CATALOG, stream('/Type /ObjStm /N 1 /Filter /FlateDecode', clean)))).toBe(
-      undefined,
-    );
-    const garbage = Buffer.from('not deflate data at all');
-    expect(pdfActiveContent(pdf(CATALOG, stream('/Type /ObjStm /N 1 /Filter /FlateDecode', garbage)))).toBe(
-      'unreadable',
-    );
-    // A filter it does not inflate hides what is inside.
-    expect(pdfActiveContent(pdf(CATALOG, stream('/Type /ObjStm /N 1 /Filter /LZWDecode', garbage)))).toBe(
-      'unreadable',
-    );
+  it('refuses a PDF whose objects decompress past the bounds of a check, saying which', async () => {
+    expect(await inspect(await objectStreamBomb(512), { fileName: 'letter.pdf' })).toEqual({
+      ok: false,
+      refusal: {
+        reason: 'pdf-unreadable',
+        status: 400,
+        detail:
+          'Reading the whole PDF takes more than refhub spends on checking a file (256 MiB of memory, ' +
+          '10 seconds of processing), so it cannot be checked for active content.',
+      },
+    });
+  });
+
+  it('refuses every PDF with 415 where qpdf is missing, and accepts the other types', async () => {
+    const missing = createPdfChecker({ qpdfPath: '/nonexistent/bin/qpdf' });
+    expect(await inspect(pdf(CATALOG, PAGES), { fileName: 'letter.pdf' }, ALL, missing)).toEqual({
+      ok: false,
+      refusal: {
+        reason: 'pdf-not-checked',
+        status: 415,
+        detail:
+          'PDFs cannot be accepted by this installation: the program that checks them for active ' +
+          'content (qpdf) is missing. Send the document as another accepted type.',
+      },
+    });
+    expect(await inspect(PNG, { fileName: 'scan.png' }, ALL, missing)).toMatchObject({ ok: true });
+  });
+
+  it('answers 503 when the check cannot be made now, which is not the file’s fault', async () => {
+    // Nowhere to put the file for qpdf to read.
+    const nowhere = createPdfChecker({ qpdfPath: 'qpdf', tmpDir: '/nonexistent/tmp' });
+    await expect(
+      inspect(pdf(CATALOG, PAGES), { fileName: 'letter.pdf' }, ALL, nowhere),
+    ).rejects.toMatchObject({
+      code: 'unavailable',
+      status: 503,
+      retryAfterSeconds: 5,
+    });
   });
 });
 

@@ -190,10 +190,13 @@ export function attachmentsRoutes(deps: AttachmentsRoutesDeps, uploads: UploadBu
               'has and its name in `Content-Disposition`. refhub detects the type from the bytes: PDF, ' +
               'JPEG, PNG, TIFF, plain text (UTF-8) and DOCX are accepted unless the installation says ' +
               'otherwise. 415 `attachment_refused` for a type not accepted, or a name or `Content-Type` ' +
-              'the bytes contradict; 400 for an empty file, a PDF with JavaScript, an embedded file or a ' +
-              'launch action, or a name with a path or control characters (`reason` says which); 413 ' +
-              'past the size limit (10 MiB unless set otherwise); 409 `limit_exceeded` past the ' +
-              'attachments a referral may hold (20 unless set otherwise). The sender attaches while the ' +
+              'the bytes contradict (and for every PDF where the installation cannot check PDFs); 400 ' +
+              'for an empty file, a PDF with active content (JavaScript, an embedded file, a launch ' +
+              'action, an XFA form, rich media, a form submission or data import action) or one that ' +
+              'cannot be read whole, or a name with a path or control characters (`reason` says which); ' +
+              '413 past the size limit (10 MiB unless set otherwise); 409 `limit_exceeded` past the ' +
+              'attachments a referral may hold (20 unless set otherwise); 503 `unavailable` with ' +
+              '`Retry-After` while PDF checks are busy. The sender attaches while the ' +
               'referral is a draft or waits for the sender; the provider once it has accepted it. The ' +
               'file is `pending-scan` until the malware scan answers. Adding one changes the referral’s ' +
               'version.',

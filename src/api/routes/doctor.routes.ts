@@ -1,7 +1,8 @@
 // GET /doctor: a serving process's own view of its installation, for `refhub doctor --server` and
 // for operators. It runs the doctor's checks (services/doctor-checks.ts) with what this process
-// really uses (its store, its Redis connection, its EHR_URL) and lists its effective settings, so an
-// operator need not guess from their shell's environment what the server was started with. Secrets
+// really uses (its store, its Redis connection, its EHR_URL, its qpdf) and lists its effective
+// settings, so an operator need not guess from their shell's environment what the server was
+// started with. Secrets
 // are shown only as set or unset, and URLs without passwords or query values. Ops keys only, as
 // `Authorization: ApiKey <key>` or as the password of HTTP Basic (a browser asks for it).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -13,6 +14,7 @@ import {
   failed,
   notChecked,
   passed,
+  pdfCheckerCheck,
   redisCheck,
   storeCheckNames,
   storeChecks,
@@ -73,6 +75,8 @@ export function doctorRoutes(deps: DoctorRoutesDeps) {
       await ehrUrlCheck(deps.config),
       // Bounded by its own deadline, and never throws.
       await scannerCheck(deps.config, deps.pingScanner),
+      // Likewise: qpdf as this process runs it for every PDF upload.
+      await pdfCheckerCheck(deps.config),
     ];
   }
 

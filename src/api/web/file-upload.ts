@@ -161,9 +161,20 @@ export function refusalWords(error: AttachmentRefusedError, rules: FileRules): s
       );
     case 'pdf-unreadable':
       return (
-        'The PDF has parts that cannot be read, so it cannot be checked for content that runs on the ' +
-        'reader’s computer. Print the document to a new PDF and attach that.'
+        'The PDF cannot be read whole (it may be damaged, locked with a password or very large), so it ' +
+        'cannot be checked for content that runs on the reader’s computer. Print the document to a new ' +
+        'PDF and attach that.'
       );
+    case 'pdf-not-checked': {
+      const others = acceptedTypesWords(new Set([...rules.types].filter((type) => type !== 'pdf')));
+      return (
+        'PDFs cannot be attached here at the moment: refhub has no program to check them for content ' +
+        'that runs on the reader’s computer. ' +
+        (others === ''
+          ? 'Ask your administrator.'
+          : `Attach the document as another type (${others}), or ask your administrator.`)
+      );
+    }
     case 'file-name':
       return `${error.message} Rename the file, then attach it again.`;
     default:

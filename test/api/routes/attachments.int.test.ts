@@ -18,6 +18,7 @@ import {
   TIFF,
   pdf,
 } from '../../support/fixtures/attachment-files.ts';
+import { HIDDEN_ACTIVE_CONTENT } from '../../support/fixtures/pdf-files.ts';
 import { createDraft, referralIn, type ReferralJson } from '../../support/scenarios.ts';
 import { createTestApp, type TestApp, type TestParty } from '../../support/test-app.ts';
 
@@ -234,6 +235,13 @@ describe.each(ENGINES)('attachments on %s', (engine) => {
       expect(res.json<ProblemJson>().errors).toEqual([
         { path: 'body', message: res.json<ProblemJson>().detail },
       ]);
+      expect(await listed(t, t.sender, draft.id)).toEqual([]);
+    });
+
+    it.each(Object.entries(HIDDEN_ACTIVE_CONTENT))('refuses %s, storing nothing', async (_label, bytes) => {
+      const res = await upload(t, t.sender, draft.id, bytes, 'letter.pdf');
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json()).toMatchObject({ code: 'attachment_refused', reason: 'pdf-active-content' });
       expect(await listed(t, t.sender, draft.id)).toEqual([]);
     });
 
@@ -533,6 +541,23 @@ describe.each(ENGINES)('attachments on %s', (engine) => {
     });
   });
 
+  describe('where qpdf is missing', () => {
+    it('refuses every PDF with 415, storing nothing, and still takes the other types', async () => {
+      const unchecked = await createTestApp(engine, { env: { QPDF_PATH: '/nonexistent/bin/qpdf' } });
+      try {
+        const draft = await createDraft(unchecked);
+        const refused = await upload(unchecked, unchecked.sender, draft.id, LETTER, 'letter.pdf');
+        expect(refused.statusCode, refused.body).toBe(415);
+        expect(refused.json()).toMatchObject({ code: 'attachment_refused', reason: 'pdf-not-checked' });
+        expect(await listed(unchecked, unchecked.sender, draft.id)).toEqual([]);
+        const png = await upload(unchecked, unchecked.sender, draft.id, PNG, 'scan.png');
+        expect(png.statusCode, png.body).toBe(201);
+      } finally {
+        await unchecked.close();
+      }
+    });
+  });
+
   it('keeps a canary file’s name and content out of every log line', async () => {
     const canaryName = 'CANARY-FILE-NAME-Tan-Ah-Kow.txt';
     const canaryContent = Buffer.from('CANARY-FILE-CONTENT S1234567D Tan Ah Kow\n');
@@ -541,7 +566,19 @@ describe.each(ENGINES)('attachments on %s', (engine) => {
     await read(t, t.sender, `${base(draft.id)}/${added.id}/content`);
     await upload(t, t.sender, draft.id, Buffer.concat([canaryContent, GIF]), 'CANARY-FILE-NAME.gif');
     await upload(t, t.sender, draft.id, canaryContent, 'CANARY-FILE-NAME/../x.txt');
+    // A PDF refused for what it holds, and one that cannot be read, each with the canary in it.
+    const canaryPdf = pdf(
+      '<< /Type /Catalog /Pages 2 0 R /OpenAction 3 0 R /CANARY-PDF-NAME (Tan Ah Kow) >>',
+      PAGES,
+      '<< /S /JavaScript /JS (CANARY-PDF-SCRIPT S1234567D) >>',
+    );
+    for (const bytes of [canaryPdf, canaryPdf.subarray(0, canaryPdf.indexOf('xref'))]) {
+      const res = await upload(t, t.sender, draft.id, bytes, 'CANARY-FILE-NAME.pdf');
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.body).not.toMatch(/CANARY|Tan Ah Kow|S1234567D/);
+    }
     const logs = t.logs.join('');
+    expect(logs).not.toContain('CANARY-PDF');
     expect(logs).not.toContain('CANARY-FILE');
     expect(logs).not.toContain('Tan Ah Kow');
   });

@@ -84,7 +84,7 @@ describe.each(ENGINES)('GET /doctor on %s', (engine) => {
         const status = Object.fromEntries(report.checks.map((c) => [c.name, c.status]));
         expect(Object.keys(status)).toEqual(
           engine === 'pglite'
-            ? ['pglite lock', 'database', 'migrations', 'redis', 'ehr url', 'scanner']
+            ? ['pglite lock', 'database', 'migrations', 'redis', 'ehr url', 'scanner', 'pdf checker']
             : [
                 'database',
                 'migrations',
@@ -94,10 +94,14 @@ describe.each(ENGINES)('GET /doctor on %s', (engine) => {
                 'redis',
                 'ehr url',
                 'scanner',
+                'pdf checker',
               ],
         );
-        for (const name of ['database', 'migrations', 'redis', 'ehr url'])
+        for (const name of ['database', 'migrations', 'redis', 'ehr url', 'pdf checker'])
           expect(status[name]).toBe('passed');
+        expect(report.checks.find((c) => c.name === 'pdf checker')?.detail).toMatch(
+          /^qpdf version \d+\.\d+\.\d+ at qpdf reads PDFs whole$/,
+        );
         expect(report.checks.find((c) => c.name === 'ehr url')?.detail).toBe(
           'http://127.0.0.1:4010 is not https',
         );

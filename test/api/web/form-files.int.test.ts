@@ -20,6 +20,7 @@ import {
   TIFF,
   pdf,
 } from '../../support/fixtures/attachment-files.ts';
+import { HIDDEN_ACTIVE_CONTENT } from '../../support/fixtures/pdf-files.ts';
 import { call } from '../../support/scenarios.ts';
 import { senderView } from '../../support/store-inspection.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
@@ -223,6 +224,18 @@ describe.each(ENGINES)('files in the web form on %s', (engine) => {
         { name: 'letter.pdf', bytes: pdf(CATALOG, '<< /S /JavaScript /JS (app.alert(1)) >>') },
         400,
         'The PDF contains JavaScript, which is not accepted. Content like this can run on the reader’s computer.',
+      ],
+      [
+        'a PDF that keeps its script in a compressed object stream',
+        { name: 'letter.pdf', bytes: HIDDEN_ACTIVE_CONTENT['an object stream under a PNG predictor'] },
+        400,
+        'The PDF contains JavaScript, which is not accepted.',
+      ],
+      [
+        'a PDF that cannot be read whole',
+        { name: 'letter.pdf', bytes: LETTER.subarray(0, LETTER.indexOf('xref')) },
+        400,
+        'The PDF cannot be read whole',
       ],
       ['an empty file', { name: 'empty.txt', bytes: Buffer.alloc(0) }, 400, 'The file is empty.'],
       [

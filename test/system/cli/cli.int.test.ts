@@ -246,6 +246,19 @@ describe('refhub CLI', () => {
           ['all'],
           'EHR_URL: must reach a public address in production: 127.0.0.1 is a loopback address',
         ],
+        [
+          {
+            NODE_ENV: 'production',
+            EHR_URL: 'https://1.1.1.1/ehr',
+            SESSION_SECRET: 's'.repeat(32),
+            AUDIT_SIGNING_KEY: auditSigningKeySetting(await testAuditSigningKey()),
+            ATTACHMENT_SCANNING: 'elsewhere',
+            QPDF_PATH: '/nonexistent/bin/qpdf',
+          },
+          ['all'],
+          'QPDF_PATH: no qpdf program at /nonexistent/bin/qpdf: it is not there, or cannot run. PDF ' +
+            'attachments are read whole by qpdf before they are kept',
+        ],
       ];
       await Promise.all(
         cases.map(async ([env, args, variable]) => {
@@ -289,7 +302,8 @@ describe('refhub CLI', () => {
       expect(fresh.stdout).toMatch(/^passed +pglite lock +DATA_DIR .* is free/m);
       expect(fresh.stdout).toMatch(/^FAILED +migrations +migrations are pending: run `refhub migrate`$/m);
       expect(fresh.stdout).toMatch(/^passed +scanner +unset: attachments are not scanned for malware/m);
-      expect(fresh.stdout).toMatch(/^5 checks passed, 1 failed\.$/m);
+      expect(fresh.stdout).toMatch(/^passed +pdf checker +qpdf version [\d.]+ at qpdf reads PDFs whole/m);
+      expect(fresh.stdout).toMatch(/^6 checks passed, 1 failed\.$/m);
 
       const migrated = await run(['migrate'], { DATABASE_URL: pgUrl, DATA_DIR: tempDir() });
       expect(migrated.code, describeResult(['migrate'], migrated)).toBe(0);
@@ -304,6 +318,7 @@ describe('refhub CLI', () => {
         'redis',
         'ehr url',
         'scanner',
+        'pdf checker',
       ]) {
         expect(healthy.stdout).toMatch(new RegExp(`^passed +${check} `, 'm'));
       }
@@ -314,8 +329,12 @@ describe('refhub CLI', () => {
         DATA_DIR: tempDir(),
         REDIS_URL: 'redis://127.0.0.1:1',
         ATTACHMENT_SCANNER: 'clamd://127.0.0.1:1',
+        QPDF_PATH: '/nonexistent/bin/qpdf',
       });
       expect(noRedis.code).toBe(1);
+      expect(noRedis.stdout).toMatch(
+        /^FAILED +pdf checker +no qpdf program at \/nonexistent\/bin\/qpdf: it is not there, or cannot run; every PDF attachment is refused.* \(QPDF_PATH of this shell\)$/m,
+      );
       expect(noRedis.stdout).toMatch(/^FAILED +redis +Redis is unreachable/m);
       expect(noRedis.stdout).toMatch(
         /^FAILED +scanner +clamd at clamd:\/\/127\.0\.0\.1:1: nothing accepts connections there.* \(ATTACHMENT_SCANNER of this shell\)$/m,
@@ -531,6 +550,31 @@ describe('refhub CLI', () => {
         expect((await cli(['keys', 'revoke', livePrefix])).stdout).toContain(livePrefix);
       }
     },
+  );
+
+  it.concurrent(
+    'serves without qpdf outside production, saying as it starts that every PDF is refused',
+    async ({ expect }) => {
+      const server = await startServer({
+        DATA_DIR: tempDir(),
+        PORT: String(await freePort()),
+        HOST: '127.0.0.1',
+        QUEUE_PREFIX: `${QUEUE_PREFIX}-no-qpdf`,
+        QPDF_PATH: '/nonexistent/bin/qpdf',
+      });
+      try {
+        const problem = 'no qpdf program at /nonexistent/bin/qpdf: it is not there, or cannot run';
+        expect(server.output()).toContain(
+          `  PDF attachments are refused: ${problem} (install qpdf, or set QPDF_PATH)`,
+        );
+        expect(server.output()).toContain(
+          `${problem}: every PDF attachment is refused until qpdf is installed (QPDF_PATH)`,
+        );
+      } finally {
+        expect(await server.stop()).toBe(0);
+      }
+    },
+    240_000,
   );
 
   it.concurrent(

@@ -75,8 +75,11 @@ describe('refhub doctor beside a running refhub on PGlite', { timeout: 180_000 }
     expect(r.stdout).toMatch(
       /^passed +scanner +unset: .*\(ATTACHMENT_SCANNER of this shell; the running refhub may have its own\)$/m,
     );
+    expect(r.stdout).toMatch(
+      /^passed +pdf checker +qpdf version [\d.]+ at qpdf reads PDFs whole \(QPDF_PATH of this shell; the running refhub may have its own\)$/m,
+    );
     expect(r.stdout).not.toMatch(/Every check passed/);
-    expect(r.stdout).toMatch(/^4 checks passed, 2 not checked\.$/m);
+    expect(r.stdout).toMatch(/^5 checks passed, 2 not checked\.$/m);
     expect(r.stdout).toContain(`The running refhub (process ${server.pid})`);
     expect(r.stdout).toContain('`refhub doctor --server URL`');
   });
@@ -88,7 +91,7 @@ describe('refhub doctor beside a running refhub on PGlite', { timeout: 180_000 }
     expect(r.stdout).toContain(
       `Checked by refhub at ${server.address} (process ${server.pid}, on embedded PGlite):`,
     );
-    for (const check of ['pglite lock', 'database', 'migrations', 'redis', 'ehr url']) {
+    for (const check of ['pglite lock', 'database', 'migrations', 'redis', 'ehr url', 'pdf checker']) {
       expect(r.stdout).toMatch(new RegExp(`^passed +${check} `, 'm'));
     }
     expect(r.stdout).toMatch(/^Every check passed\.$/m);

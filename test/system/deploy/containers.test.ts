@@ -298,6 +298,22 @@ describe('Dockerfile', () => {
     expect(missing, 'imported at run time but not a production dependency').toEqual([]);
   });
 
+  it('installs qpdf in the runtime image, which PDF attachments are read with, and keeps no package lists', () => {
+    const install = only(
+      instructionsOf(runtime, 'RUN').filter((i) => /\bapt-get\b.*\binstall\b/.test(i.args)),
+      'one apt-get install',
+    );
+    expect(install.args).toMatch(/\binstall -y --no-install-recommends qpdf\b/);
+    expect(install.args).toMatch(/\bapt-get update\b/);
+    expect(install.args).toMatch(/rm -rf \/var\/lib\/apt\/lists\/\*$/);
+    // Installed as root, before the service's user takes over.
+    expect(runtime.instructions.indexOf(install)).toBeLessThan(
+      runtime.instructions.indexOf(lastOf(runtime, 'USER')),
+    );
+    // QPDF_PATH's default finds it on PATH (/usr/bin/qpdf).
+    expect(runtimeEnv().QPDF_PATH).toBeUndefined();
+  });
+
   it('runs as the non-root node user, with its data in a /data volume', () => {
     const entrypointAt = runtime.instructions.indexOf(lastOf(runtime, 'ENTRYPOINT'));
     const user = runtime.instructions

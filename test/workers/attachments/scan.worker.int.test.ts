@@ -17,8 +17,10 @@ import { freePort, LOOPBACK } from '../../support/free-port.ts';
 import { createDraft } from '../../support/scenarios.ts';
 import { deleteAttachment, storedAttachment } from '../../support/stored-attachments.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
+import { onePage } from '../../support/fixtures/pdf-files.ts';
 
-const LETTER = Buffer.from('%PDF-1.7\nA consultation letter.\n');
+/** A consultation letter: a real PDF, since a PDF is read whole before it is kept. */
+const LETTER = onePage('');
 
 const addAttachment = (t: TestApp, content: Buffer) => storedAttachment(t, content);
 

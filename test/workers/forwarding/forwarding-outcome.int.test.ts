@@ -10,10 +10,12 @@ import { createBridgeApp, eventually, startEhr, type BridgeApp } from '../../sup
 import type { SandboxEhrProcess } from '../../support/sandbox-ehr-process.ts';
 import type { TestParty } from '../../support/test-app.ts';
 import { call, createDraft, type ReferralJson } from '../../support/scenarios.ts';
+import { onePage } from '../../support/fixtures/pdf-files.ts';
 
 const sha256 = (bytes: string | Buffer) => createHash('sha256').update(bytes).digest('hex');
 
-const CONSULT_LETTER = Buffer.from('%PDF-1.7\nConsultation letter: gastroscopy normal.\n%%EOF\n');
+/** A consultation letter: a real PDF, since a PDF is read whole before it is kept. */
+const CONSULT_LETTER = onePage('');
 const SUMMARY = 'Gastroscopy normal.\nNo follow-up needed; continue omeprazole for four weeks.';
 
 interface Forwarded extends ReferralJson {

@@ -8,6 +8,7 @@ import { createBridgeApp, eventually, startEhr, type BridgeApp } from '../../sup
 import { CANARY, CANARY_MARKERS } from '../../support/fixtures/patients.ts';
 import type { SandboxEhrProcess } from '../../support/sandbox-ehr-process.ts';
 import { call, createDraft, type ReferralJson } from '../../support/scenarios.ts';
+import { onePage } from '../../support/fixtures/pdf-files.ts';
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 
@@ -299,7 +300,8 @@ describe.each(ENGINES)('forwarding to the EHR on %s', (engine) => {
     expect(ehr.output().stdout + ehr.output().stderr).not.toContain(CANARY.patientName);
   });
   describe('with files', () => {
-    const LETTER = Buffer.from('%PDF-1.7\nA referral letter with an ECG.\n%%EOF\n');
+    // A real PDF, since a PDF is read whole before it is kept.
+    const LETTER = onePage('');
     const NOTES = Buffer.from('ECG 12-lead: sinus rhythm, rate 72.\n');
     const hex = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
     const attach = async (id: string, bytes: Buffer, fileName: string) => {
