@@ -4,13 +4,15 @@
 // so that an auditor can run it on a copy with a public key obtained from the operator beforehand.
 //
 // An export is NDJSON: a line naming the days exported, one line per sealed row of those days' chains
-// in chain order, every checkpoint that names one of those chains, and the public key when one is
-// set. Audit rows hold no patient data, and neither does an export.
+// in chain order, the run of checkpoints from the first that names one of those chains to the last
+// (each linked to the one before), and every public key known here: AUDIT_SIGNING_KEY's and
+// AUDIT_PUBLIC_KEYS'. Audit rows hold no patient data, and neither does an export.
 import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError } from 'commander';
 import type { JWK } from 'jose';
 import type { AuditChainRow, Checkpoint } from '../db/audit-chain.repository.ts';
 import { dayOfChain } from '../domain/audit-chain.ts';
+import { isHashForm } from '../domain/audit-chain.ts';
 import {
   checkChain,
   checkCheckpoints,
@@ -22,13 +24,17 @@ import type { AuditChain, ExportItem } from '../services/audit-chain.service.ts'
 import { plural } from './plural.ts';
 
 export interface AuditCommandDeps {
-  readonly auditChain: Pick<AuditChain, 'seal' | 'verify' | 'exportTrail' | 'publicKey'>;
+  readonly auditChain: Pick<AuditChain, 'seal' | 'verify' | 'exportTrail' | 'publicKey' | 'publicKeys'>;
 }
 
 export interface AuditVerifyOptions {
   readonly since?: string;
   readonly file?: string;
   readonly key?: string;
+}
+
+export interface AuditPublicKeyOptions {
+  readonly jwks?: boolean;
 }
 
 export interface AuditExportOptions {
@@ -86,30 +92,68 @@ function warnUnsigned(unsigned: number): void {
     );
 }
 
+/**
+ * The keys of `lists` together, each `kid` once: two different keys under one `kid` cannot both check
+ * the checkpoints that name it.
+ */
+export function mergeKeys(...lists: (readonly JWK[])[]): JWK[] {
+  const keys: JWK[] = [];
+  for (const key of lists.flat()) {
+    const same = keys.find((k) => k.kid === key.kid);
+    if (same === undefined) keys.push(key);
+    else if (same.x !== key.x)
+      throw new InvalidArgumentError(
+        `two different public keys have the kid ${JSON.stringify(key.kid ?? null)}: each key needs a kid of its own`,
+      );
+  }
+  return keys;
+}
+
 export async function verifyAudit(
   deps: Pick<AuditCommandDeps, 'auditChain'>,
   options: Pick<AuditVerifyOptions, 'since' | 'key'>,
 ): Promise<void> {
-  const earlierKeys = options.key === undefined ? [] : await readKeys(options.key);
-  const v = await deps.auditChain.verify(options.since, earlierKeys);
+  const given = options.key === undefined ? [] : await readKeys(options.key);
+  const keys = mergeKeys(deps.auditChain.publicKeys, given);
+  const v = await deps.auditChain.verify(options.since, keys);
   if (v.broken !== undefined) {
     reportBroken('audit trail', v.broken);
     return;
   }
   process.stdout.write(`Audit trail intact: ${counts({ ...v, unsigned: v.unsignedCheckpoints })}.\n`);
   warnUnsigned(v.unsignedCheckpoints);
-  if (deps.auditChain.publicKey === undefined && v.checkpoints > v.unsignedCheckpoints)
-    warn("the checkpoints' signatures were not checked: AUDIT_SIGNING_KEY is not set here");
+  if (keys.length === 0 && v.checkpoints > v.unsignedCheckpoints)
+    warn(
+      "the checkpoints' signatures were not checked: no public key is known here (AUDIT_SIGNING_KEY, " +
+        'AUDIT_PUBLIC_KEYS or --key)',
+    );
 }
 
-/** The public JWK of AUDIT_SIGNING_KEY, as JSON on one line: what an auditor checks signatures with. */
-export function printPublicKey(signingKey: JWK | undefined): void {
+/**
+ * The public JWK of AUDIT_SIGNING_KEY, as JSON on one line: what an auditor checks signatures with;
+ * with `jwks`, a JWKS of it and of AUDIT_PUBLIC_KEYS', every key a checkpoint here may be signed with.
+ */
+export function printPublicKey(
+  signingKey: JWK | undefined,
+  earlierKeys: readonly JWK[] = [],
+  options: AuditPublicKeyOptions = {},
+): void {
   if (signingKey === undefined)
     throw new InvalidArgumentError(
       'AUDIT_SIGNING_KEY is not set, so the checkpoints are not signed and there is no public key ' +
         '(docs/operations.md says how to make one)',
     );
-  process.stdout.write(`${JSON.stringify(publicJwkOf(signingKey))}\n`);
+  const key = publicJwkOf(signingKey);
+  const printed =
+    options.jwks === true
+      ? {
+          keys: mergeKeys(
+            [key],
+            earlierKeys.filter((k) => k.kid !== key.kid).map((k) => publicJwkOf(k)),
+          ),
+        }
+      : key;
+  process.stdout.write(`${JSON.stringify(printed)}\n`);
 }
 
 // ---- The export format -------------------------------------------------------------------------
@@ -122,12 +166,14 @@ export function rowLine(row: AuditChainRow): string {
     chainIndex: row.chainIndex,
     prevHash: row.prevHash,
     rowHash: row.rowHash,
+    hashForm: row.hashForm,
     id: row.id,
     occurredAt: row.occurredAt.toISOString(),
     requestId: row.requestId,
     apiKeyId: row.apiKeyId,
     system: row.system,
     institution: row.institution,
+    claimedInstitution: row.claimedInstitution,
     requesterIdentifier: row.requesterIdentifier,
     action: row.action,
     outcome: row.outcome,
@@ -143,6 +189,8 @@ export function checkpointLine(checkpoint: Checkpoint): string {
     heads: checkpoint.heads,
     signature: checkpoint.signature,
     keyId: checkpoint.keyId,
+    form: checkpoint.form,
+    prevHash: checkpoint.prevHash,
   });
 }
 
@@ -165,8 +213,7 @@ export async function exportAudit(
   await deps.auditChain.exportTrail(options.from, options.to, (item: ExportItem) =>
     writeLine(item.type === 'row' ? rowLine(item.row) : checkpointLine(item.checkpoint)),
   );
-  if (deps.auditChain.publicKey !== undefined)
-    await writeLine(JSON.stringify({ type: 'key', jwk: deps.auditChain.publicKey }));
+  for (const jwk of deps.auditChain.publicKeys) await writeLine(JSON.stringify({ type: 'key', jwk }));
 }
 
 // ---- Verifying an export, offline ---------------------------------------------------------------
@@ -202,16 +249,31 @@ function time(value: unknown): Date | undefined {
     : undefined;
 }
 
+function institutionOrNull(value: unknown): { idType: string; id: string } | null | undefined {
+  if (value === null) return null;
+  return isObject(value) && text(value.idType) && text(value.id)
+    ? { idType: value.idType, id: value.id }
+    : undefined;
+}
+
+/**
+ * A row line. An export written before the second hash form has no `hashForm` and no
+ * `claimedInstitution`: its rows are of form 1 and claim nothing.
+ */
 function parseRow(o: Json): ExportRow | string {
   const occurredAt = time(o.occurredAt);
   const sealedAt = time(o.sealedAt);
-  const institution = o.institution;
+  const institution = institutionOrNull(o.institution);
+  const claimedInstitution =
+    o.claimedInstitution === undefined ? null : institutionOrNull(o.claimedInstitution);
+  const hashForm = o.hashForm === undefined ? 1 : o.hashForm;
   if (!text(o.chain) || !Number.isSafeInteger(o.chainIndex) || (o.chainIndex as number) < 1)
     return 'a row needs its chain and chainIndex';
   if (!text(o.prevHash) || !HASH.test(o.prevHash) || !text(o.rowHash) || !HASH.test(o.rowHash))
     return 'a row needs prevHash and rowHash, each 64 hex digits';
   if (occurredAt === undefined || sealedAt === undefined)
     return 'a row needs occurredAt and sealedAt, ISO 8601 times in UTC';
+  if (!isHashForm(hashForm)) return 'a row needs hashForm, 1 or 2';
   if (
     !text(o.id) ||
     !text(o.requestId) ||
@@ -222,22 +284,24 @@ function parseRow(o: Json): ExportRow | string {
     !text(o.outcome) ||
     !Array.isArray(o.referralIds) ||
     !o.referralIds.every(text) ||
-    !(institution === null || (isObject(institution) && text(institution.idType) && text(institution.id)))
+    institution === undefined ||
+    claimedInstitution === undefined
   )
-    return 'a row needs id, requestId, apiKeyId, system, institution, requesterIdentifier, action, outcome and referralIds';
+    return 'a row needs id, requestId, apiKeyId, system, institution, claimedInstitution, requesterIdentifier, action, outcome and referralIds';
   return {
     chain: o.chain,
     chainIndex: o.chainIndex as number,
     prevHash: o.prevHash,
     rowHash: o.rowHash,
     sealedAt,
+    hashForm,
     id: o.id,
     occurredAt,
     requestId: o.requestId,
     apiKeyId: o.apiKeyId,
     system: o.system,
-    institution:
-      institution === null ? null : { idType: institution.idType as string, id: institution.id as string },
+    institution,
+    claimedInstitution,
     requesterIdentifier: o.requesterIdentifier,
     action: o.action,
     outcome: o.outcome,
@@ -245,9 +309,12 @@ function parseRow(o: Json): ExportRow | string {
   };
 }
 
+/** A checkpoint line; one written before checkpoints were linked has no `form`: it is of form 1. */
 function parseCheckpoint(o: Json, seq: number): Checkpoint | string {
   const createdAt = time(o.createdAt);
   const heads = o.heads;
+  const form = o.form === undefined ? 1 : o.form;
+  const prevHash = o.prevHash === undefined ? null : o.prevHash;
   if (createdAt === undefined) return 'a checkpoint needs createdAt, an ISO 8601 time in UTC';
   if (!isObject(heads)) return 'a checkpoint needs its heads, an object';
   for (const head of Object.values(heads)) {
@@ -255,12 +322,16 @@ function parseCheckpoint(o: Json, seq: number): Checkpoint | string {
       return 'each head of a checkpoint is {"index", "hash"}';
   }
   if (!textOrNull(o.signature) || !textOrNull(o.keyId)) return 'a checkpoint needs signature and keyId';
+  if (!(form === 1 && prevHash === null) && !(form === 2 && text(prevHash) && HASH.test(prevHash)))
+    return 'a checkpoint needs form, 1 (with a null prevHash) or 2 (with prevHash, 64 hex digits)';
   return {
     seq: String(seq),
     createdAt,
     heads: heads as Checkpoint['heads'],
     signature: o.signature,
     keyId: o.keyId,
+    form,
+    prevHash,
   };
 }
 
@@ -329,15 +400,13 @@ export interface ExportVerification {
 }
 
 /**
- * Checks an export with `keys` (the auditor's, by `kid`): every checkpoint's signature, then each
- * chain of the exported days, whole from its first row, against the head its latest checkpoint
- * signed. An export is taken from one snapshot, so each chain must end exactly at that head, and a
- * chain no checkpoint names was not sealed by refhub.
+ * Checks an export with `keys` (the auditor's, by `kid`; none for an export of unsigned checkpoints):
+ * the run of checkpoints, each linked to the one before and its signature holding, then each chain
+ * of the exported days, whole from its first row, against every head the checkpoints recorded for it.
+ * An export is taken from one snapshot, so each chain must end exactly at its last head, and a chain
+ * no checkpoint names was not sealed by refhub.
  */
 export async function checkExport(parsed: ParsedExport, keys: readonly JWK[]): Promise<ExportVerification> {
-  const keyFor = (checkpoint: Checkpoint): JWK | undefined =>
-    keys.find((k) => k.kid === checkpoint.keyId) ??
-    (keys.length === 1 && keys[0]?.kid === undefined ? keys[0] : undefined);
   const rowDays = parsed.rows.map((r) => dayOfChain(r.chain)).sort();
   const [first, last] = [rowDays[0], rowDays.at(-1)];
   const days =
@@ -346,25 +415,17 @@ export async function checkExport(parsed: ParsedExport, keys: readonly JWK[]): P
     days !== undefined && dayOfChain(chain) >= days.from && dayOfChain(chain) <= days.to;
   const base = { days, checkpoints: parsed.checkpoints.length };
 
-  const keyless = parsed.checkpoints.find((c) => c.signature !== null && keyFor(c) === undefined);
-  if (keyless !== undefined)
-    return {
-      ...base,
-      chains: 0,
-      rows: 0,
-      unsignedCheckpoints: 0,
-      broken: {
-        chain: Object.keys(keyless.heads)[0] ?? '-',
-        problem: `checkpoint ${keyless.seq} of ${keyless.createdAt.toISOString()} is signed with key ${JSON.stringify(keyless.keyId)}, and no public key with that kid was given`,
-      },
-    };
-  const checked = await checkCheckpoints(parsed.checkpoints, keyFor);
+  const checked = await checkCheckpoints(parsed.checkpoints, {
+    keys: keys.length === 0 ? undefined : keys,
+    whole: false,
+    noneSignedHint: ' (an export of days before the trail was signed is checked without a key)',
+  });
   if (checked.broken !== undefined)
     return { ...base, chains: 0, rows: 0, unsignedCheckpoints: checked.unsigned, broken: checked.broken };
 
   const byChain = new Map<string, ExportRow[]>();
   for (const row of parsed.rows) byChain.set(row.chain, [...(byChain.get(row.chain) ?? []), row]);
-  const chains = [...new Set([...byChain.keys(), ...[...checked.signed.keys()].filter(inDays)])].sort();
+  const chains = [...new Set([...byChain.keys(), ...[...checked.heads.keys()].filter(inDays)])].sort();
   let rows = 0;
   const result = (broken?: Break): ExportVerification => ({
     ...base,
@@ -374,30 +435,21 @@ export async function checkExport(parsed: ParsedExport, keys: readonly JWK[]): P
     ...(broken === undefined ? {} : { broken }),
   });
   for (const chain of chains) {
-    const chainRows = byChain.get(chain) ?? [];
-    const head = checked.signed.get(chain);
+    const heads = checked.heads.get(chain) ?? [];
     if (!inDays(chain))
       return result({
         chain,
         problem: `the chain is not of the days exported, ${days?.from} to ${days?.to}`,
       });
-    if (head === undefined)
+    if (heads.length === 0)
       return result({
         chain,
         problem:
           'no checkpoint in the export names the chain: its checkpoints were removed, or it was made up',
       });
-    const checkedChain = checkChain(chain, chainRows, head);
+    const checkedChain = checkChain(chain, byChain.get(chain) ?? [], heads);
     rows += checkedChain.rows;
     if (checkedChain.broken !== undefined) return result(checkedChain.broken);
-    const last = chainRows.at(-1);
-    if (chainRows.length > head.index && last !== undefined)
-      return result({
-        chain,
-        index: last.chainIndex ?? chainRows.length,
-        rowId: last.id,
-        problem: `the chain goes on past row ${head.index}, the last its latest checkpoint signed: rows were added at its end`,
-      });
   }
   return result();
 }
@@ -411,8 +463,9 @@ export async function verifyExportFile(options: Pick<AuditVerifyOptions, 'file' 
     throw new InvalidArgumentError(`--file ${file}: cannot be read: ${(error as Error).message}`);
   }
   const parsed = parseExport(content, file);
-  const keys =
-    options.key === undefined ? parsed.keys.map((k) => publicJwkOf(k)) : await readKeys(options.key);
+  const keys = mergeKeys(
+    options.key === undefined ? parsed.keys.map((k) => publicJwkOf(k)) : await readKeys(options.key),
+  );
   const signed = parsed.checkpoints.filter((c) => c.signature !== null).length;
   if (signed > 0 && keys.length === 0)
     throw new InvalidArgumentError(

@@ -18,6 +18,7 @@ import {
   verifyAudit,
   verifyExportFile,
   type AuditExportOptions,
+  type AuditPublicKeyOptions,
   type AuditVerifyOptions,
 } from '../cli/audit.command.ts';
 import { loadCatalog } from '../cli/catalog.command.ts';
@@ -175,8 +176,9 @@ export async function auditVerifyCommand(options: AuditVerifyOptions): Promise<v
 }
 
 /** Needs only the settings: the public key is the half of AUDIT_SIGNING_KEY that may be shown. */
-export async function auditPublicKeyCommand(): Promise<void> {
-  printPublicKey(loadConfig().auditSigningKey);
+export async function auditPublicKeyCommand(options: AuditPublicKeyOptions): Promise<void> {
+  const config = loadConfig();
+  printPublicKey(config.auditSigningKey, config.auditPublicKeys, options);
   return Promise.resolve();
 }
 

@@ -16,7 +16,7 @@
 // but committed later can still appear, in its place: a walk then sees an entry again, never misses one.
 import { sql } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
-import { auditRow, type AuditEvent, type AuditOutcome } from './audit.repository.ts';
+import { auditInsertFromJson, auditRow, type AuditEvent, type AuditOutcome } from './audit.repository.ts';
 import type { Executor } from './executor.ts';
 import { visibleTo } from './referral.repository.ts';
 
@@ -128,13 +128,10 @@ export function accessReportRepository(db: Executor) {
         .where(visibleTo(filter.institution));
       // One row even for an empty page, so that the total comes with it: the count joined with the page.
       const { rows } = await sql<AccessRow>`with patient as (${patient}),
-        audit as (
-          insert into audit_events (id, occurred_at, request_id, api_key_id, system, institution_id_type,
-            institution_id, requester_identifier, action, outcome, referral_ids)
-          select a.id, a.occurred_at, a.request_id, a.api_key_id, a.system, a.institution_id_type,
-            a.institution_id, a.requester_identifier, a.action, a.outcome,
-            array(select p.id from patient p order by p.id)
-          from json_populate_record(null::audit_events, ${JSON.stringify(auditRow(audit))}::json) a),
+        audit as (${auditInsertFromJson(
+          JSON.stringify(auditRow(audit)),
+          sql`array(select p.id from patient p order by p.id)`,
+        )}),
         access as (
           select e.seq, e.id, e.occurred_at, e.request_id, e.api_key_id, e.system, e.institution_id_type,
             e.institution_id, e.requester_identifier, e.action, e.outcome, p.id as referral_id
