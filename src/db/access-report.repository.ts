@@ -6,7 +6,10 @@
 // Tenancy is the referral list's (`visibleTo`): the referrals the institution sends, and those it
 // receives once they have left draft; deleted ones are invisible here too. An audit row may name more
 // referrals than the patient's (a list names its page): only the patient's are reported, one entry per
-// row and referral, so another institution's other referrals never show.
+// row and referral, so another institution's other referrals never show. A request refused because
+// its credential may not act for the institution it claimed is left out: it was turned away before
+// any referral was looked at, so the referrals it names are only what it said, and a credential
+// cannot put rows in another institution's reports by naming its referrals (api/request-audit.ts).
 //
 // The report's own audit row, naming every referral it covered, is written by the statement that reads
 // the page, so it is stored before anything leaves; the statement does not see its own row, and the
@@ -138,6 +141,7 @@ export function accessReportRepository(db: Executor) {
           from audit_events e
           join patient p on p.id = any(e.referral_ids)
           where e.referral_ids && array(select p.id from patient p)
+            and e.claimed_institution_id is null
             and (${filter.asOf ?? null}::bigint is null or e.seq <= ${filter.asOf ?? null}::bigint))
         select c.total, c.as_of, page.id, page.occurred_at, page.request_id, page.action, page.outcome,
           page.referral_id, page.system, page.institution_id_type, page.institution_id,
