@@ -15,6 +15,7 @@ import { failFor } from './cli/failure.ts';
 import { SANDBOX_DEFAULT_PORT, type SandboxEhrCommandOptions } from './cli/sandbox-ehr.command.ts';
 import { VERSION } from './cli/version.ts';
 import {
+  auditAdoptCommand,
   auditExportCommand,
   auditPublicKeyCommand,
   auditSealCommand,
@@ -210,6 +211,14 @@ audit
   .command('seal')
   .description('chain the audit rows written since the last round, now, and sign a checkpoint')
   .action(() => auditSealCommand());
+
+audit
+  .command('adopt')
+  .description(
+    'sign for the unsigned checkpoints of a trail begun without AUDIT_SIGNING_KEY, once `refhub audit verify` ' +
+      'shows it holds: from then on an unsigned checkpoint is a break',
+  )
+  .action(() => auditAdoptCommand());
 
 audit
   .command('verify')

@@ -24,7 +24,10 @@ import type { AuditChain, ExportItem } from '../services/audit-chain.service.ts'
 import { plural } from './plural.ts';
 
 export interface AuditCommandDeps {
-  readonly auditChain: Pick<AuditChain, 'seal' | 'verify' | 'exportTrail' | 'publicKey' | 'publicKeys'>;
+  readonly auditChain: Pick<
+    AuditChain,
+    'seal' | 'adopt' | 'verify' | 'exportTrail' | 'publicKey' | 'publicKeys'
+  >;
 }
 
 export interface AuditVerifyOptions {
@@ -59,6 +62,36 @@ export async function sealAudit(deps: Pick<AuditCommandDeps, 'auditChain'>): Pro
   );
 }
 
+/**
+ * Signs for the unsigned checkpoints of a trail begun without AUDIT_SIGNING_KEY, after the operator has
+ * checked the trail (`refhub audit verify`): from then on they verify with a key known.
+ */
+export async function adoptAudit(deps: Pick<AuditCommandDeps, 'auditChain'>): Promise<void> {
+  if (deps.auditChain.publicKey === undefined)
+    throw new InvalidArgumentError(
+      'AUDIT_SIGNING_KEY is not set: an adoption is a checkpoint signed with it (docs/operations.md says how to make one)',
+    );
+  const adoption = await deps.auditChain.adopt();
+  const at = (c: Pick<Checkpoint, 'seq' | 'createdAt'>) =>
+    `checkpoint ${c.seq} of ${c.createdAt.toISOString()}`;
+  switch (adoption.kind) {
+    case 'nothing':
+      process.stdout.write('Nothing to adopt: every checkpoint is signed, or an adoption signed for them.\n');
+      return;
+    case 'refused':
+      throw new InvalidArgumentError(
+        `${at(adoption.unsignedAfterSigned)} is not signed, and an earlier one is: that is a break, which an ` +
+          'adoption does not sign for (`refhub audit verify` names it)',
+      );
+    case 'adopted':
+      process.stdout.write(
+        `Adopted ${plural(adoption.count, 'unsigned checkpoint')}, ` +
+          (adoption.count === 1 ? at(adoption.oldest) : `${at(adoption.oldest)} to ${at(adoption.newest)}`) +
+          `, with key ${JSON.stringify(deps.auditChain.publicKey.kid ?? null)}.\n`,
+      );
+  }
+}
+
 /** `chain X, row 3 (ID): problem`: where a trail breaks, as the commands print it. */
 export function describeBreak(broken: Break): string {
   const row =
@@ -84,12 +117,17 @@ function counts(v: { chains: number; rows: number; checkpoints: number; unsigned
   return `${plural(v.chains, 'chain')}, ${plural(v.rows, 'row')}, ${plural(v.checkpoints, 'checkpoint')} (${v.unsigned} unsigned)`;
 }
 
-function warnUnsigned(unsigned: number): void {
-  if (unsigned > 0)
-    warn(
-      `${plural(unsigned, 'checkpoint is', 'checkpoints are')} unsigned: set AUDIT_SIGNING_KEY, so that ` +
-        'whoever can write to the database cannot also rewrite the heads',
-    );
+/** Unsigned checkpoints that passed: with a key known, an adoption signed for them; without, none could. */
+function warnUnsigned(unsigned: number, keyKnown: boolean): void {
+  if (unsigned === 0) return;
+  const are = plural(unsigned, 'checkpoint is', 'checkpoints are');
+  warn(
+    keyKnown
+      ? `${are} unsigned, from before the trail was signed: an adoption signed for ` +
+          (unsigned === 1 ? 'it as it was then' : 'them as they were then')
+      : `${are} unsigned: set AUDIT_SIGNING_KEY, so that whoever can write to the database cannot also ` +
+          'rewrite the heads',
+  );
 }
 
 /**
@@ -121,7 +159,7 @@ export async function verifyAudit(
     return;
   }
   process.stdout.write(`Audit trail intact: ${counts({ ...v, unsigned: v.unsignedCheckpoints })}.\n`);
-  warnUnsigned(v.unsignedCheckpoints);
+  warnUnsigned(v.unsignedCheckpoints, keys.length > 0);
   if (keys.length === 0 && v.checkpoints > v.unsignedCheckpoints)
     warn(
       "the checkpoints' signatures were not checked: no public key is known here (AUDIT_SIGNING_KEY, " +
@@ -418,7 +456,8 @@ export async function checkExport(parsed: ParsedExport, keys: readonly JWK[]): P
   const checked = await checkCheckpoints(parsed.checkpoints, {
     keys: keys.length === 0 ? undefined : keys,
     whole: false,
-    noneSignedHint: ' (an export of days before the trail was signed is checked without a key)',
+    unsignedHint:
+      ' (an export of days before the trail was signed, and not adopted, is checked without a key)',
   });
   if (checked.broken !== undefined)
     return { ...base, chains: 0, rows: 0, unsignedCheckpoints: checked.unsigned, broken: checked.broken };
@@ -485,7 +524,7 @@ export async function verifyExportFile(options: Pick<AuditVerifyOptions, 'file' 
   process.stdout.write(
     `Audit export intact: ${counts({ ...v, unsigned: v.unsignedCheckpoints })}, of ${days}.\n`,
   );
-  warnUnsigned(v.unsignedCheckpoints);
+  warnUnsigned(v.unsignedCheckpoints, keys.length > 0);
   if (options.key === undefined && signed > 0)
     warn(
       'the signatures were checked with the key the export itself holds: an auditor checks them with ' +

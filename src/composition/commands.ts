@@ -12,6 +12,7 @@ import { connectRedis } from '../queue/connections.ts';
 import { createSandboxEhr } from '../sandbox-ehr/sandbox-ehr.ts';
 import { createKey, listKeys, revokeKey, type CreateKeyOptions } from '../cli/api-key.command.ts';
 import {
+  adoptAudit,
   exportAudit,
   printPublicKey,
   sealAudit,
@@ -163,6 +164,10 @@ export function dataKeysRotateCommand(): Promise<void> {
 
 export function auditSealCommand(): Promise<void> {
   return withContext('refhub audit seal', (ctx) => sealAudit(ctx));
+}
+
+export function auditAdoptCommand(): Promise<void> {
+  return withContext('refhub audit adopt', (ctx) => adoptAudit(ctx));
 }
 
 /** With `--file`, an export is checked alone: no settings, no database. */

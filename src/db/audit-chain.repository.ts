@@ -298,24 +298,24 @@ export function auditChainRepository(db: Executor) {
     /**
      * The checkpoints from the first that names a chain of the days `fromDay` to `toDay` (both
      * included) to the last that does, every one between included, oldest first: a run in which each
-     * checkpoint of form 2 links to the one before it.
+     * checkpoint of form 2 links to the one before it. When the run holds unsigned checkpoints, it goes
+     * on to the adoption that signed for them (a signed checkpoint with no heads), if there is one.
      */
     async checkpointsNaming(fromDay: string, toDay: string): Promise<Checkpoint[]> {
-      const naming = sql<boolean>`exists (select 1 from jsonb_object_keys(c.heads) as k(chain)
-                                  where right(k.chain, 10) between ${fromDay} and ${toDay})`;
-      const rows = await db
-        .with('run', (w) =>
-          w
-            .selectFrom('audit_checkpoints as c')
-            .select([sql<string>`min(c.seq)`.as('first'), sql<string>`max(c.seq)`.as('last')])
-            .where(naming),
-        )
-        .selectFrom(['audit_checkpoints', 'run'])
-        .selectAll('audit_checkpoints')
-        .whereRef('audit_checkpoints.seq', '>=', 'run.first')
-        .whereRef('audit_checkpoints.seq', '<=', 'run.last')
-        .orderBy('audit_checkpoints.seq')
-        .execute();
+      const { rows } = await sql<Parameters<typeof toCheckpoint>[0]>`
+        with run as (
+          select min(c.seq) as first, max(c.seq) as last from audit_checkpoints c
+           where exists (select 1 from jsonb_object_keys(c.heads) as k(chain)
+                         where right(k.chain, 10) between ${fromDay} and ${toDay})),
+        adoption as (
+          select min(a.seq) as seq from audit_checkpoints a, run
+           where a.signature is not null and a.heads = '{}'::jsonb
+             and a.seq > (select max(u.seq) from audit_checkpoints u
+                           where u.signature is null and u.seq between run.first and run.last))
+        select c.seq, c.created_at, c.heads, c.signature, c.key_id, c.form, c.prev_hash
+          from audit_checkpoints c, run
+         where c.seq >= run.first and c.seq <= greatest(run.last, (select seq from adoption))
+         order by c.seq`.execute(db);
       return rows.map(toCheckpoint);
     },
   };

@@ -105,8 +105,8 @@ export interface CheckpointRules {
    * run of them (an export), whose first links to one that is not there.
    */
   readonly whole: boolean;
-  /** What to add when a key is known and no checkpoint is signed. */
-  readonly noneSignedHint: string;
+  /** What to add when a key is known and checkpoints are unsigned that no adoption signed for. */
+  readonly unsignedHint: string;
 }
 
 function nameOf(checkpoint: Pick<Checkpoint, 'seq' | 'createdAt'>): string {
@@ -129,10 +129,17 @@ async function signatureHolds(checkpoint: Checkpoint, key: JWK): Promise<boolean
   }
 }
 
+/** A signed checkpoint that records no heads: it signs for the checkpoints before it, as they are. */
+export function isAdoption(checkpoint: Pick<Checkpoint, 'signature' | 'heads'>): boolean {
+  return checkpoint.signature !== null && Object.keys(checkpoint.heads).length === 0;
+}
+
 /**
  * Checks the checkpoints, oldest first:
- * - with a key known, each signed one's signature holds with the key of its `keyId`, no unsigned one
- *   follows a signed one, and at least one is signed;
+ * - with a key known, each signed one's signature holds with the key of its `keyId`; no unsigned one
+ *   follows a signed one; and the unsigned ones before the first signed (a trail begun without a key)
+ *   are signed for by an adoption after them (`refhub audit adopt`), never by the sealer's next round
+ *   alone: the sealer cannot tell a trail kept without a key from one whose signatures were removed;
  * - each of form 2 links to the one before it (the first ever to 64 zeros), is not older than it, and
  *   no checkpoint of form 1 follows one of form 2;
  * - each head is an index and a hash, and a chain's heads move forward from checkpoint to checkpoint.
@@ -146,6 +153,8 @@ export async function checkCheckpoints(
   let signed = 0;
   let unsigned = 0;
   let previous: Checkpoint | undefined;
+  // The first unsigned checkpoint no adoption has signed for yet.
+  let unadopted: Checkpoint | undefined;
   const result = (broken?: Break): CheckpointsChecked => ({
     heads,
     signed,
@@ -161,6 +170,7 @@ export async function checkCheckpoints(
       if (rules.keys !== undefined && signed > 0)
         return broken('is not signed, and an earlier one is: its signature was removed, or it was inserted');
       unsigned++;
+      unadopted ??= checkpoint;
     } else {
       if (rules.keys !== undefined) {
         const key = keyFor(rules.keys, checkpoint.keyId);
@@ -171,6 +181,7 @@ export async function checkCheckpoints(
         if (!(await signatureHolds(checkpoint, key))) return broken('does not match its signature');
       }
       signed++;
+      if (isAdoption(checkpoint)) unadopted = undefined;
     }
 
     if (checkpoint.form !== 1 && checkpoint.form !== CHECKPOINT_FORM)
@@ -207,7 +218,12 @@ export async function checkCheckpoints(
   if (rules.keys !== undefined && checkpoints.length > 0 && signed === 0)
     return result({
       chain: '-',
-      problem: `no checkpoint is signed, though a key to check them with is known: their signatures were removed${rules.noneSignedHint}`,
+      problem: `no checkpoint is signed, though a key to check them with is known: their signatures were removed${rules.unsignedHint}`,
+    });
+  if (rules.keys !== undefined && unadopted !== undefined)
+    return result({
+      chain: Object.keys(unadopted.heads).sort()[0] ?? '-',
+      problem: `${nameOf(unadopted)} is not signed, and no adoption signed for it: its signature was removed${rules.unsignedHint}`,
     });
   return result();
 }

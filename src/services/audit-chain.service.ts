@@ -7,9 +7,12 @@
 //
 // The sealer keeps the trail's times in order whatever the clocks of the processes that seal: a row
 // is never sealed before the last row of its chain, nor a checkpoint made before the one before it or
-// before the rows it records. When AUDIT_SIGNING_KEY is set and the newest checkpoint is not signed
-// (the key was just set), the next round signs a checkpoint even with nothing to seal, so that from
-// then on an unsigned checkpoint is a break.
+// before the rows it records.
+//
+// A trail begun without AUDIT_SIGNING_KEY has unsigned checkpoints. Once the key is set, the sealer
+// signs the next ones, but that does not vouch for those before: the sealer cannot tell a trail kept
+// without a key from one whose signatures were removed. `adopt`, run by an operator who knows which it
+// is, signs a checkpoint with no heads after them, which vouches for every checkpoint before it.
 //
 // `verify` reads the trail in one snapshot and runs the checks of audit-chain-check.ts on it: every
 // checkpoint (signatures, links, heads moving forward), every chain against every head recorded for
@@ -33,6 +36,7 @@ import {
   checkCheckpoints,
   checkpointBytes,
   checkpointHashOf,
+  isAdoption,
   publicJwkOf,
   SEAL_LATE_MS,
   type Break,
@@ -65,6 +69,17 @@ export interface AuditChainDeps {
   readonly earlierPublicKeys?: readonly JWK[] | undefined;
 }
 
+/** What `adopt` did. */
+export type Adoption =
+  | {
+      readonly kind: 'adopted';
+      readonly count: number;
+      readonly oldest: Checkpoint;
+      readonly newest: Checkpoint;
+    }
+  | { readonly kind: 'nothing' }
+  | { readonly kind: 'refused'; readonly unsignedAfterSigned: Checkpoint };
+
 export interface Verification {
   readonly chains: number;
   readonly rows: number;
@@ -82,9 +97,26 @@ export function createAuditChain(deps: AuditChainDeps) {
     ...(publicJwk === undefined ? [] : [publicJwk]),
     ...(deps.earlierPublicKeys ?? []).filter((k) => k.kid !== publicJwk?.kid).map((k) => publicJwkOf(k)),
   ];
-  // Whether the newest checkpoint is known to be signed, so that a round with nothing to seal need not
-  // look (see `seal`).
-  let newestSigned = false;
+
+  /**
+   * Writes the checkpoint of `heads` after the newest: linked to it, and made no earlier than it or
+   * than the rows it records (`sealedAt`).
+   */
+  async function writeCheckpoint(
+    repo: ReturnType<typeof auditChainRepository>,
+    heads: Record<string, ChainHead>,
+    sealedAt: Date | undefined,
+  ): Promise<void> {
+    const last = await repo.lastCheckpoint();
+    const checkpoint = {
+      createdAt: latest(deps.clock.now(), sealedAt, last?.createdAt),
+      heads,
+      form: CHECKPOINT_FORM,
+      prevHash: last === undefined ? GENESIS_HASH : checkpointHashOf(last),
+    };
+    const signature = await sign(checkpointBytes(checkpoint));
+    await repo.insertCheckpoint({ ...checkpoint, signature, keyId: signingKey?.kid ?? null });
+  }
 
   async function sign(payload: Uint8Array): Promise<string | null> {
     if (privateKey === undefined) return null;
@@ -133,24 +165,38 @@ export function createAuditChain(deps: AuditChainDeps) {
           sealed += rows.length;
           if (rows.length < BATCH) break;
         }
-        // With nothing sealed, a checkpoint is written only when a key is set and the newest one is
-        // unsigned: one with no heads, signed, so that every checkpoint after it must be signed too.
-        if (sealed === 0 && (privateKey === undefined || newestSigned)) return 0;
-        const last = await repo.lastCheckpoint();
-        if (sealed === 0 && (last === undefined || last.signature !== null)) {
-          newestSigned = true;
-          return 0;
-        }
-        const checkpoint = {
-          createdAt: latest(deps.clock.now(), lastSealedAt, last?.createdAt),
-          heads: Object.fromEntries([...moved].map(([chain, { index, hash }]) => [chain, { index, hash }])),
-          form: CHECKPOINT_FORM,
-          prevHash: last === undefined ? GENESIS_HASH : checkpointHashOf(last),
-        };
-        const signature = await sign(checkpointBytes(checkpoint));
-        await repo.insertCheckpoint({ ...checkpoint, signature, keyId: signingKey?.kid ?? null });
-        newestSigned = signature !== null;
+        if (sealed === 0) return 0;
+        await writeCheckpoint(
+          repo,
+          Object.fromEntries([...moved].map(([chain, { index, hash }]) => [chain, { index, hash }])),
+          lastSealedAt,
+        );
         return sealed;
+      });
+    },
+
+    /**
+     * Signs for the unsigned checkpoints of a trail begun without a key: a signed checkpoint with no
+     * heads after them. Refused when an unsigned checkpoint follows a signed one (that is a break, not
+     * a trail begun without a key). What it signed for, or why it wrote nothing.
+     */
+    async adopt(): Promise<Adoption> {
+      if (privateKey === undefined) throw new Error('adopt needs AUDIT_SIGNING_KEY');
+      return deps.db.transaction().execute(async (trx) => {
+        const repo = auditChainRepository(trx);
+        await repo.lockSealer();
+        const checkpoints = await repo.checkpoints();
+        const firstSigned = checkpoints.findIndex((c) => c.signature !== null);
+        const late =
+          firstSigned < 0 ? undefined : checkpoints.slice(firstSigned).find((c) => c.signature === null);
+        if (late !== undefined) return { kind: 'refused', unsignedAfterSigned: late };
+        const unsigned = checkpoints.filter((c) => c.signature === null);
+        const [oldest] = unsigned;
+        const newest = unsigned.at(-1);
+        if (oldest === undefined || newest === undefined || checkpoints.some(isAdoption))
+          return { kind: 'nothing' };
+        await writeCheckpoint(repo, {}, undefined);
+        return { kind: 'adopted', count: unsigned.length, oldest, newest };
       });
     },
 
@@ -223,8 +269,8 @@ export function createAuditChain(deps: AuditChainDeps) {
           const checked = await checkCheckpoints(checkpoints, {
             keys: keys.length === 0 ? undefined : keys,
             whole: true,
-            noneSignedHint:
-              ', or AUDIT_SIGNING_KEY was set after the last round of the sealer (`refhub audit seal` signs one)',
+            unsignedHint:
+              ', or AUDIT_SIGNING_KEY was set on a trail begun without it (`refhub audit adopt` signs for its unsigned checkpoints)',
           });
           const unsignedCheckpoints = checked.unsigned;
           if (checked.broken !== undefined)

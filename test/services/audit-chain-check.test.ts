@@ -112,7 +112,7 @@ describe('the audit trail’s rules', () => {
   const rules = (keys: readonly JWK[] | undefined, whole = true): CheckpointRules => ({
     keys,
     whole,
-    noneSignedHint: '',
+    unsignedHint: '',
   });
 
   /** The first break of `trail`, checked with `keys` (null: no key known, signatures unchecked). */
@@ -270,6 +270,34 @@ describe('the audit trail’s rules', () => {
       problem: expect.stringMatching(/^no checkpoint is signed/) as unknown,
     });
     expect(await verify(trail, null)).toBeUndefined();
+  });
+
+  it('takes in unsigned checkpoints before the first signed one only when an adoption signs for them', async () => {
+    // A trail kept without a key, then signed by the sealer: as a trail whose signatures were all
+    // removed looks, with the sealer's next round after it.
+    const trail = new Trail();
+    trail.add(0);
+    await trail.record(3_100, { key: null });
+    trail.add(5_000);
+    await trail.record(8_100, { key: null });
+    trail.add(10_000);
+    await trail.record(13_100, { key });
+    expect(await verify(trail)).toMatchObject({
+      chain: CHAIN,
+      problem: expect.stringMatching(
+        /^checkpoint 1 of .* is not signed, and no adoption signed for it: its signature was removed$/,
+      ) as unknown,
+    });
+    expect(await verify(trail, null)).toBeUndefined();
+    // An adoption after them, a signed checkpoint with no heads, signs for them.
+    await trail.record(14_000, { key });
+    expect(await verify(trail)).toBeUndefined();
+    // Not for one unsigned after it.
+    trail.add(20_000);
+    await trail.record(23_100, { key: null });
+    expect(await verify(trail)).toMatchObject({
+      problem: expect.stringMatching(/^checkpoint 5 of .* is not signed, and an earlier one is/) as unknown,
+    });
   });
 
   it('checks each checkpoint with the key of its kid, across a rotation', async () => {

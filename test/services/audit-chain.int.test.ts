@@ -14,7 +14,11 @@ import {
   type AuditContent,
   type HashForm,
 } from '../../src/domain/audit-chain.ts';
-import { auditChainRepository, type AuditChainRow } from '../../src/db/audit-chain.repository.ts';
+import {
+  auditChainRepository,
+  type AuditChainRow,
+  type Checkpoint,
+} from '../../src/db/audit-chain.repository.ts';
 import { auditEventOf, auditRepository } from '../../src/db/audit.repository.ts';
 import { CHECKPOINT_FORM, checkpointHashOf } from '../../src/services/audit-chain-check.ts';
 import { createAuditChain, SEAL_AFTER_MS, type AuditChain } from '../../src/services/audit-chain.service.ts';
@@ -429,6 +433,100 @@ describe.each(ENGINES)('the audit trail’s chains on %s', (engine) => {
       .execute();
     expect((await chain.verify()).broken).toMatchObject({
       problem: expect.stringMatching(new RegExp(`checkpoint ${newest.seq} .*is not signed`)) as unknown,
+    });
+  });
+
+  it('catches every signature removed and the trail rewritten, though the sealer signs again after it', async () => {
+    await sealedTrail();
+    await saveTrail();
+    const { name, rows } = await senderChain();
+    const head = await rewriteChain(rows, 0, (row) => ({ ...row, action: 'referral.update' }));
+    // Every checkpoint unsigned, the sender's heads rewritten to match, each linked to the one before
+    // again: a trail that looks as if it was kept without a key until now.
+    const checkpoints = await auditChainRepository(t.ctx.db).checkpoints();
+    const newHashes = new Map(
+      (await auditChainRepository(t.ctx.db).chainRows(name)).map((r) => [r.chainIndex, r.rowHash]),
+    );
+    let previous: Checkpoint | undefined;
+    for (const checkpoint of checkpoints) {
+      const heads = Object.fromEntries(
+        Object.entries(checkpoint.heads).map(([chain, h]) => [
+          chain,
+          chain === name ? { index: h.index, hash: newHashes.get(h.index) ?? h.hash } : h,
+        ]),
+      );
+      const prevHash =
+        checkpoint.form === 1 ? null : previous === undefined ? GENESIS_HASH : checkpointHashOf(previous);
+      await t.ctx.db
+        .updateTable('audit_checkpoints')
+        .set({ heads: JSON.stringify(heads), signature: null, key_id: null, prev_hash: prevHash })
+        .where('seq', '=', checkpoint.seq)
+        .execute();
+      previous = { ...checkpoint, heads, prevHash, signature: null, keyId: null };
+    }
+    await t.ctx.db
+      .updateTable('audit_chain_heads')
+      .set({ chain_index: head.index, row_hash: head.hash })
+      .where('chain', '=', name)
+      .execute();
+    // The sealer, with its key, goes on: its next checkpoint is signed and links to the forged ones.
+    await referralIn(t, 'draft');
+    ahead += SEAL_AFTER_MS + 1;
+    expect(await chain.seal()).toBeGreaterThan(0);
+    expect((await chain.verify()).broken).toMatchObject({
+      problem: expect.stringMatching(/is not signed, and no adoption/) as unknown,
+    });
+  });
+
+  it('verifies a trail begun without a key once an operator adopts its unsigned checkpoints', async () => {
+    await sealedTrail();
+    await saveTrail();
+    // The trail as a refhub without AUDIT_SIGNING_KEY would have sealed it, then the key set.
+    await t.ctx.db.deleteFrom('audit_checkpoints').execute();
+    await t.ctx.db.deleteFrom('audit_chain_heads').execute();
+    await t.ctx.db
+      .updateTable('audit_events')
+      .set({
+        chain: null,
+        chain_index: null,
+        prev_hash: null,
+        row_hash: null,
+        sealed_at: null,
+        hash_form: null,
+      })
+      .execute();
+    expect(await createAuditChain({ db: t.ctx.db, clock }).seal()).toBeGreaterThan(0);
+    const withKey = createAuditChain({ db: t.ctx.db, clock, signingKey: key });
+    expect((await withKey.verify()).broken).toMatchObject({
+      problem: expect.stringMatching(/^no checkpoint is signed.*`refhub audit adopt`/) as unknown,
+    });
+    await referralIn(t, 'draft');
+    ahead += SEAL_AFTER_MS + 1;
+    expect(await withKey.seal()).toBeGreaterThan(0);
+    expect((await withKey.verify()).broken).toMatchObject({
+      problem: expect.stringMatching(/is not signed, and no adoption signed for it/) as unknown,
+    });
+
+    const adopted = await withKey.adopt();
+    expect(adopted).toMatchObject({ kind: 'adopted', count: 1 });
+    const verified = await withKey.verify();
+    expect(verified.broken).toBeUndefined();
+    expect(verified).toMatchObject({ checkpoints: 3, unsignedCheckpoints: 1 });
+    expect(await withKey.adopt()).toEqual({ kind: 'nothing' });
+
+    // A signature removed after that is a break, and no adoption signs for it.
+    const newest = (await auditChainRepository(t.ctx.db).lastCheckpoint())!;
+    await t.ctx.db
+      .updateTable('audit_checkpoints')
+      .set({ signature: null, key_id: null })
+      .where('seq', '=', newest.seq)
+      .execute();
+    expect(await withKey.adopt()).toMatchObject({
+      kind: 'refused',
+      unsignedAfterSigned: { seq: newest.seq },
+    });
+    expect((await withKey.verify()).broken).toMatchObject({
+      problem: expect.stringMatching(/is not signed, and an earlier one is/) as unknown,
     });
   });
 

@@ -388,6 +388,70 @@ describe('refhub audit', { timeout: 600_000 }, () => {
   });
 });
 
+describe('refhub audit adopt', { timeout: 600_000 }, () => {
+  it('signs for the unsigned checkpoints of a trail begun without a key, once, and only with the key', async () => {
+    const { store, url: databaseUrl } = await openPostgresStoreWithUrl();
+    try {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'refhub-audit-adopt-'));
+      tempDirs.push(dir);
+      const key = await signingKey('audit-adopt-1');
+      const base = { DATABASE_URL: databaseUrl, DATA_DIR: dir, REDIS_URL: testRedisUrl(), QUEUE_PREFIX };
+      const env = { ...base, AUDIT_SIGNING_KEY: JSON.stringify(key) };
+      const cli = async (args: string[], withEnv: Record<string, string>, outcome: 'ok' | 'fail' = 'ok') => {
+        const r = await runRefhub(args, withEnv);
+        expect(r.code, describeRun(args, r)).toBe(outcome === 'ok' ? 0 : 1);
+        expect(r.stderr, 'a message, not a stack trace').not.toMatch(STACK);
+        return r;
+      };
+      const at = new Date(Date.now() - 5_000);
+      await auditRepository(store.db).record(
+        auditEventOf(systemActor('req-adopt'), 'forward.sent', [randomUUID()], at),
+      );
+      // Sealed without a key, as a refhub outside production without AUDIT_SIGNING_KEY seals.
+      expect((await cli(['audit', 'seal'], base)).stdout).toBe('Sealed 1 audit row.\n');
+      const [unadopted, withoutKey] = await Promise.all([
+        cli(['audit', 'verify'], env, 'fail'),
+        cli(['audit', 'adopt'], base, 'fail'),
+      ]);
+      expect(unadopted.stderr).toMatch(
+        /^refhub: audit trail broken: chain -: no checkpoint is signed, though a key to check them with is known: .*`refhub audit adopt`/,
+      );
+      expect(withoutKey.stderr).toMatch(
+        /^refhub: AUDIT_SIGNING_KEY is not set: an adoption is a checkpoint signed with it/,
+      );
+
+      const adopted = await cli(['audit', 'adopt'], env);
+      expect(adopted.stdout).toMatch(
+        /^Adopted 1 unsigned checkpoint, checkpoint 1 of \S+Z, with key "audit-adopt-1"\.\n$/,
+      );
+      const day = at.toISOString().slice(0, 10);
+      const [verified, again, exported] = await Promise.all([
+        cli(['audit', 'verify'], env),
+        cli(['audit', 'adopt'], env),
+        cli(['audit', 'export', '--from', day, '--to', day], env),
+      ]);
+      expect(verified.stdout).toBe('Audit trail intact: 1 chain, 1 row, 2 checkpoints (1 unsigned).\n');
+      expect(verified.stderr).toBe(
+        'refhub: warning: 1 checkpoint is unsigned, from before the trail was signed: an adoption signed for it as it was then\n',
+      );
+      expect(again.stdout).toBe(
+        'Nothing to adopt: every checkpoint is signed, or an adoption signed for them.\n',
+      );
+      // The export goes on to the adoption, so that it verifies offline with the key too.
+      const exportFile = path.join(dir, 'export.ndjson');
+      fs.writeFileSync(exportFile, exported.stdout);
+      const keyFile = path.join(dir, 'public.jwk');
+      fs.writeFileSync(keyFile, JSON.stringify({ ...key, d: undefined }));
+      const offline = await cli(['audit', 'verify', '--file', exportFile, '--key', keyFile], {});
+      expect(offline.stdout).toBe(
+        `Audit export intact: 1 chain, 1 row, 2 checkpoints (1 unsigned), of ${day}.\n`,
+      );
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 /** The row hash of row `index` of `chain` in an export. */
 function rowsHash(lines: readonly Line[], chain: string, index: number): string {
   return lines.find((l) => l.type === 'row' && l.chain === chain && l.chainIndex === index)
