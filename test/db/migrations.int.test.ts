@@ -6,7 +6,7 @@ import { NO_MIGRATIONS } from 'kysely/migration';
 import { CompactSign, importJWK } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { auditChainRepository } from '../../src/db/audit-chain.repository.ts';
-import { auditEventOf, auditRepository } from '../../src/db/audit.repository.ts';
+import { auditEventOf, auditRepository, systemActor } from '../../src/db/audit.repository.ts';
 import { createMigrator, isMigrated, migrateToLatest, type Store } from '../../src/db/database.ts';
 import { migrations } from '../../src/db/migrations/index.ts';
 import type { Database } from '../../src/db/schema.ts';
@@ -312,6 +312,26 @@ describe.each(ENGINES)('migrations on %s', (engine) => {
     expect((await auditChain.verify()).broken).toBeUndefined();
     const forms = await store.db.selectFrom('audit_events').select('hash_form').distinct().execute();
     expect(forms).toEqual([{ hash_form: 1 }]);
+
+    // A sealer of the version before, still running during a rolling restart, cannot seal a row or
+    // write a checkpoint without its form: the schema refuses both, and the row waits for a new one.
+    await auditRepository(store.db).record(
+      auditEventOf(
+        systemActor('old-sealer'),
+        'referral.reminder-sent',
+        [],
+        new Date(occurredAt.getTime() + 5),
+      ),
+    );
+    await expect(
+      sql`update audit_events set chain = 'refhub/x', chain_index = 1, prev_hash = ${GENESIS_HASH},
+            row_hash = ${GENESIS_HASH}, sealed_at = now() where request_id = 'old-sealer'`.execute(store.db),
+    ).rejects.toThrow(/audit_events_hash_form/);
+    await expect(
+      sql`insert into audit_checkpoints (created_at, heads, signature, key_id)
+          values (now(), '{}'::jsonb, null, null)`.execute(store.db),
+    ).rejects.toThrow(/form/);
+    await store.db.deleteFrom('audit_events').where('request_id', '=', 'old-sealer').execute();
 
     // A row written after the upgrade continues the chain in the second form, and the checkpoint
     // that records it links to the one before.
