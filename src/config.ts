@@ -90,6 +90,12 @@ export interface Config {
    * so.
    */
   readonly auditSigningKey: AuditSigningKey | undefined;
+  /**
+   * The public keys AUDIT_SIGNING_KEY had before a rotation (a public Ed25519 JWK with a `kid`, or a
+   * JWKS of them): `refhub audit verify` checks the checkpoints they signed with them, and an export
+   * carries them. Public halves only, so not a secret; unset, only the current key's checkpoints verify.
+   */
+  readonly auditPublicKeys: readonly AuditPublicKey[] | undefined;
   /** How often the audit trail's new rows are chained and a checkpoint written. */
   readonly auditSealIntervalSeconds: number;
   /**
@@ -238,6 +244,49 @@ function auditSigningKey(env: Env): AuditSigningKey | undefined {
   return { kty: 'OKP', crv: 'Ed25519', x, d, kid };
 }
 
+/** A public Ed25519 key as a JWK (RFC 8037), with its `kid`. */
+export interface AuditPublicKey {
+  readonly kty: 'OKP';
+  readonly crv: 'Ed25519';
+  readonly x: string;
+  readonly kid: string;
+}
+
+function auditPublicKeys(env: Env, signingKey: AuditSigningKey | undefined): AuditPublicKey[] | undefined {
+  const raw = read(env, 'AUDIT_PUBLIC_KEYS');
+  if (raw === undefined) return undefined;
+  const refuse = (why: string) => new ConfigError('AUDIT_PUBLIC_KEYS', why);
+  let value: unknown;
+  try {
+    value = JSON.parse(raw) as unknown;
+  } catch {
+    throw refuse('must be a JWK or a JWKS ({"keys": [...]}), as JSON');
+  }
+  const isObject = (v: unknown): v is Record<string, unknown> =>
+    typeof v === 'object' && v !== null && !Array.isArray(v);
+  const entries: unknown[] = isObject(value) && Array.isArray(value.keys) ? value.keys : [value];
+  const keys: AuditPublicKey[] = [];
+  for (const entry of entries) {
+    if (isObject(entry) && 'd' in entry)
+      throw refuse('must hold public keys only: a private key (with d) never leaves AUDIT_SIGNING_KEY');
+    const x = isObject(entry) && typeof entry.x === 'string' && entry.x !== '' ? entry.x : undefined;
+    const kid = isObject(entry) && typeof entry.kid === 'string' && entry.kid !== '' ? entry.kid : undefined;
+    if (
+      !isObject(entry) ||
+      entry.kty !== 'OKP' ||
+      entry.crv !== 'Ed25519' ||
+      x === undefined ||
+      kid === undefined
+    )
+      throw refuse('must hold public Ed25519 JWKs (kty OKP, crv Ed25519), each with x and a kid');
+    if (keys.some((k) => k.kid === kid)) throw refuse(`holds two keys with the kid "${kid}"`);
+    if (signingKey !== undefined && signingKey.kid === kid && signingKey.x !== x)
+      throw refuse(`holds a key with the kid "${kid}" of AUDIT_SIGNING_KEY, but not its public half`);
+    keys.push({ kty: 'OKP', crv: 'Ed25519', x, kid });
+  }
+  return keys;
+}
+
 function keyEncryptionKeys(env: Env, name: string): LocalKeyEncryptionKey[] | undefined {
   const raw = read(env, name);
   if (raw === undefined) return undefined;
@@ -319,6 +368,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     /\/+$/,
     '',
   );
+  const signingKey = auditSigningKey(env);
   const config: Config = {
     env: mode,
     port,
@@ -354,7 +404,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     reconcileIntervalSeconds: integer(env, 'RECONCILE_INTERVAL_SECONDS', 60, 1, 86_400),
     opsDashboardWrite: oneOf(env, 'OPS_DASHBOARD_WRITE', ['true', 'false'], 'false') === 'true',
     acceptApiKeys: oneOf(env, 'ACCEPT_API_KEYS', ['true', 'false'], 'true') === 'true',
-    auditSigningKey: auditSigningKey(env),
+    auditSigningKey: signingKey,
+    auditPublicKeys: auditPublicKeys(env, signingKey),
     auditSealIntervalSeconds: integer(env, 'AUDIT_SEAL_INTERVAL_SECONDS', 5, 1, 3600),
     sessionSecret: secret(env, 'SESSION_SECRET', 32),
     metricsToken: secret(env, 'METRICS_TOKEN', 32),
@@ -545,6 +596,7 @@ const SHOWN: { readonly [K in keyof Config]-?: readonly [variable: string, shown
   opsDashboardWrite: ['OPS_DASHBOARD_WRITE', 'value'],
   acceptApiKeys: ['ACCEPT_API_KEYS', 'value'],
   auditSigningKey: ['AUDIT_SIGNING_KEY', 'secret'],
+  auditPublicKeys: ['AUDIT_PUBLIC_KEYS', 'value'],
   auditSealIntervalSeconds: ['AUDIT_SEAL_INTERVAL_SECONDS', 'value'],
   sessionSecret: ['SESSION_SECRET', 'secret'],
   metricsToken: ['METRICS_TOKEN', 'secret'],
@@ -598,7 +650,9 @@ function text(value: Config[keyof Config]): string | undefined {
   if ('size' in value) return value.size === 0 ? undefined : [...value].join(',');
   // A key is shown as its ID only (it is a secret: only whether it is set is described).
   if ('kty' in value) return value.kid;
-  return value.map((entry) => (typeof entry === 'number' ? duration(entry) : entry.id)).join(',');
+  return value
+    .map((entry) => (typeof entry === 'number' ? duration(entry) : 'kty' in entry ? entry.kid : entry.id))
+    .join(',');
 }
 
 /** The effective configuration, every setting in the order of Config, secrets as set or unset. */

@@ -3,13 +3,19 @@
 // the serving modes are in composition/serve.ts, and the operator's commands in src/cli.
 import { Command } from 'commander';
 import type { CreateKeyOptions } from './cli/api-key.command.ts';
-import { dayArg, type AuditExportOptions, type AuditVerifyOptions } from './cli/audit.command.ts';
+import {
+  dayArg,
+  type AuditExportOptions,
+  type AuditPublicKeyOptions,
+  type AuditVerifyOptions,
+} from './cli/audit.command.ts';
 import { institutionArg, instantArg, portArg, roleArg, tokenArg, uuidArg } from './cli/arguments.ts';
 import { clientRoleArg, type CreateClientOptions, type KeySourceOptions } from './cli/clients.command.ts';
 import { failFor } from './cli/failure.ts';
 import { SANDBOX_DEFAULT_PORT, type SandboxEhrCommandOptions } from './cli/sandbox-ehr.command.ts';
 import { VERSION } from './cli/version.ts';
 import {
+  auditAdoptCommand,
   auditExportCommand,
   auditPublicKeyCommand,
   auditSealCommand,
@@ -207,6 +213,14 @@ audit
   .action(() => auditSealCommand());
 
 audit
+  .command('adopt')
+  .description(
+    'sign for the unsigned checkpoints of a trail begun without AUDIT_SIGNING_KEY, once `refhub audit verify` ' +
+      'shows it holds: from then on an unsigned checkpoint is a break',
+  )
+  .action(() => auditAdoptCommand());
+
+audit
   .command('verify')
   .description(
     'check the audit trail in the database, or an export (--file) with no database; ' +
@@ -217,14 +231,18 @@ audit
   .option(
     '--key <jwk>',
     "a file holding the public JWK (or JWKS) to check an export's signatures with; in the database, " +
-      'the keys of AUDIT_SIGNING_KEY before a rotation, for the checkpoints they signed',
+      'more keys AUDIT_SIGNING_KEY had before a rotation, beside AUDIT_PUBLIC_KEYS',
   )
   .action((options: AuditVerifyOptions) => auditVerifyCommand(options));
 
 audit
   .command('public-key')
   .description('print the public JWK of AUDIT_SIGNING_KEY, for auditors to check checkpoints with')
-  .action(() => auditPublicKeyCommand());
+  .option(
+    '--jwks',
+    "print a JWKS of it and of AUDIT_PUBLIC_KEYS' keys: every key the trail here is signed with",
+  )
+  .action((options: AuditPublicKeyOptions) => auditPublicKeyCommand(options));
 
 audit
   .command('export')

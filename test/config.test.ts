@@ -205,6 +205,34 @@ describe('loadConfig', () => {
     }
   });
 
+  it('reads AUDIT_PUBLIC_KEYS as public Ed25519 JWKs with kids, one or a JWKS, and refuses anything else', () => {
+    const earlier = { kty: 'OKP', crv: 'Ed25519', x: 'eDE', kid: 'audit-0' };
+    const older = { kty: 'OKP', crv: 'Ed25519', x: 'eDA', kid: 'audit-00' };
+    expect(loadConfig({}).auditPublicKeys).toBeUndefined();
+    expect(loadConfig({ AUDIT_PUBLIC_KEYS: JSON.stringify(earlier) }).auditPublicKeys).toEqual([earlier]);
+    const both = { AUDIT_PUBLIC_KEYS: JSON.stringify({ keys: [earlier, older] }), AUDIT_SIGNING_KEY };
+    expect(loadConfig(both).auditPublicKeys).toEqual([earlier, older]);
+    // The current key's public half may be listed too; the doctor shows the kids.
+    const current = { kty: 'OKP', crv: 'Ed25519', x: AUDIT_KEY.x, kid: AUDIT_KEY.kid };
+    const withCurrent = loadConfig({
+      AUDIT_PUBLIC_KEYS: JSON.stringify({ keys: [current] }),
+      AUDIT_SIGNING_KEY,
+    });
+    expect(withCurrent.auditPublicKeys).toEqual([current]);
+    for (const [bad, why] of [
+      ['not json', /must be a JWK or a JWKS/],
+      [JSON.stringify({ ...earlier, d: 'ZA' }), /public keys only/],
+      [JSON.stringify({ ...earlier, kid: undefined }), /each with x and a kid/],
+      [JSON.stringify({ ...earlier, crv: 'P-256', kty: 'EC' }), /public Ed25519 JWKs/],
+      [JSON.stringify({ keys: [earlier, { ...older, kid: 'audit-0' }] }), /two keys with the kid "audit-0"/],
+      [JSON.stringify({ ...earlier, kid: AUDIT_KEY.kid }), /the kid "audit-1" of AUDIT_SIGNING_KEY/],
+    ] as const) {
+      expect(() => loadConfig({ AUDIT_PUBLIC_KEYS: bad, AUDIT_SIGNING_KEY })).toThrow(ConfigError);
+      expect(() => loadConfig({ AUDIT_PUBLIC_KEYS: bad, AUDIT_SIGNING_KEY })).toThrow(why);
+      expect(() => loadConfig({ AUDIT_PUBLIC_KEYS: bad, AUDIT_SIGNING_KEY })).toThrow(/^AUDIT_PUBLIC_KEYS: /);
+    }
+  });
+
   it('refuses to start in production with no scanner, unless files are scanned before refhub', () => {
     const production = {
       NODE_ENV: 'production',

@@ -1,34 +1,37 @@
-// `refhub audit seal|verify|public-key|export`: the tamper-evident audit trail for the operator and
-// for auditors (docs/security.md, "The audit trail"). `verify` checks the trail in the database;
-// `verify --file` checks an export with no database at all, by the same rules (audit-chain-check.ts),
-// so that an auditor can run it on a copy with a public key obtained from the operator beforehand.
+// `refhub audit seal|adopt|verify|public-key|export`: the tamper-evident audit trail for the operator
+// and for auditors (docs/security.md, "The audit trail"). `verify` checks the trail in the database;
+// `verify --file` checks an export with no database at all, by the same rules (audit-chain-check.ts,
+// through audit-export.ts), so that an auditor can run it on a copy with a public key obtained from
+// the operator beforehand.
 //
 // An export is NDJSON: a line naming the days exported, one line per sealed row of those days' chains
-// in chain order, every checkpoint that names one of those chains, and the public key when one is
-// set. Audit rows hold no patient data, and neither does an export.
+// in chain order, the run of checkpoints from the first that names one of those chains to the last
+// (each linked to the one before), and every public key known here: AUDIT_SIGNING_KEY's and
+// AUDIT_PUBLIC_KEYS'. Audit rows hold no patient data, and neither does an export.
 import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError } from 'commander';
 import type { JWK } from 'jose';
-import type { AuditChainRow, Checkpoint } from '../db/audit-chain.repository.ts';
-import { dayOfChain } from '../domain/audit-chain.ts';
-import {
-  checkChain,
-  checkCheckpoints,
-  publicJwkOf,
-  type Break,
-  type ChainRow,
-} from '../services/audit-chain-check.ts';
+import type { Checkpoint } from '../db/audit-chain.repository.ts';
+import { publicJwkOf, type Break } from '../services/audit-chain-check.ts';
 import type { AuditChain, ExportItem } from '../services/audit-chain.service.ts';
+import { checkExport, checkpointLine, isObject, parseExport, rowLine } from './audit-export.ts';
 import { plural } from './plural.ts';
 
 export interface AuditCommandDeps {
-  readonly auditChain: Pick<AuditChain, 'seal' | 'verify' | 'exportTrail' | 'publicKey'>;
+  readonly auditChain: Pick<
+    AuditChain,
+    'seal' | 'adopt' | 'verify' | 'exportTrail' | 'publicKey' | 'publicKeys'
+  >;
 }
 
 export interface AuditVerifyOptions {
   readonly since?: string;
   readonly file?: string;
   readonly key?: string;
+}
+
+export interface AuditPublicKeyOptions {
+  readonly jwks?: boolean;
 }
 
 export interface AuditExportOptions {
@@ -51,6 +54,36 @@ export async function sealAudit(deps: Pick<AuditCommandDeps, 'auditChain'>): Pro
       ? 'Nothing to seal: every audit row is sealed.\n'
       : `Sealed ${plural(sealed, 'audit row')}.\n`,
   );
+}
+
+/**
+ * Signs for the unsigned checkpoints of a trail begun without AUDIT_SIGNING_KEY, after the operator has
+ * checked the trail (`refhub audit verify`): from then on they verify with a key known.
+ */
+export async function adoptAudit(deps: Pick<AuditCommandDeps, 'auditChain'>): Promise<void> {
+  if (deps.auditChain.publicKey === undefined)
+    throw new InvalidArgumentError(
+      'AUDIT_SIGNING_KEY is not set: an adoption is a checkpoint signed with it (docs/operations.md says how to make one)',
+    );
+  const adoption = await deps.auditChain.adopt();
+  const at = (c: Pick<Checkpoint, 'seq' | 'createdAt'>) =>
+    `checkpoint ${c.seq} of ${c.createdAt.toISOString()}`;
+  switch (adoption.kind) {
+    case 'nothing':
+      process.stdout.write('Nothing to adopt: every checkpoint is signed, or an adoption signed for them.\n');
+      return;
+    case 'refused':
+      throw new InvalidArgumentError(
+        `${at(adoption.unsignedAfterSigned)} is not signed, and an earlier one is: that is a break, which an ` +
+          'adoption does not sign for (`refhub audit verify` names it)',
+      );
+    case 'adopted':
+      process.stdout.write(
+        `Adopted ${plural(adoption.count, 'unsigned checkpoint')}, ` +
+          (adoption.count === 1 ? at(adoption.oldest) : `${at(adoption.oldest)} to ${at(adoption.newest)}`) +
+          `, with key ${JSON.stringify(deps.auditChain.publicKey.kid ?? null)}.\n`,
+      );
+  }
 }
 
 /** `chain X, row 3 (ID): problem`: where a trail breaks, as the commands print it. */
@@ -78,73 +111,84 @@ function counts(v: { chains: number; rows: number; checkpoints: number; unsigned
   return `${plural(v.chains, 'chain')}, ${plural(v.rows, 'row')}, ${plural(v.checkpoints, 'checkpoint')} (${v.unsigned} unsigned)`;
 }
 
-function warnUnsigned(unsigned: number): void {
-  if (unsigned > 0)
-    warn(
-      `${plural(unsigned, 'checkpoint is', 'checkpoints are')} unsigned: set AUDIT_SIGNING_KEY, so that ` +
-        'whoever can write to the database cannot also rewrite the heads',
-    );
+/** Unsigned checkpoints that passed: with a key known, an adoption signed for them; without, none could. */
+function warnUnsigned(unsigned: number, keyKnown: boolean): void {
+  if (unsigned === 0) return;
+  const are = plural(unsigned, 'checkpoint is', 'checkpoints are');
+  warn(
+    keyKnown
+      ? `${are} unsigned, from before the trail was signed: an adoption signed for ` +
+          (unsigned === 1 ? 'it as it was then' : 'them as they were then')
+      : `${are} unsigned: set AUDIT_SIGNING_KEY, so that whoever can write to the database cannot also ` +
+          'rewrite the heads',
+  );
+}
+
+/**
+ * The keys of `lists` together, each `kid` once: two different keys under one `kid` cannot both check
+ * the checkpoints that name it.
+ */
+export function mergeKeys(...lists: (readonly JWK[])[]): JWK[] {
+  const keys: JWK[] = [];
+  for (const key of lists.flat()) {
+    const same = keys.find((k) => k.kid === key.kid);
+    if (same === undefined) keys.push(key);
+    else if (same.x !== key.x)
+      throw new InvalidArgumentError(
+        `two different public keys have the kid ${JSON.stringify(key.kid ?? null)}: each key needs a kid of its own`,
+      );
+  }
+  return keys;
 }
 
 export async function verifyAudit(
   deps: Pick<AuditCommandDeps, 'auditChain'>,
   options: Pick<AuditVerifyOptions, 'since' | 'key'>,
 ): Promise<void> {
-  const earlierKeys = options.key === undefined ? [] : await readKeys(options.key);
-  const v = await deps.auditChain.verify(options.since, earlierKeys);
+  const given = options.key === undefined ? [] : await readKeys(options.key);
+  const keys = mergeKeys(deps.auditChain.publicKeys, given);
+  const v = await deps.auditChain.verify(options.since, keys);
   if (v.broken !== undefined) {
     reportBroken('audit trail', v.broken);
     return;
   }
   process.stdout.write(`Audit trail intact: ${counts({ ...v, unsigned: v.unsignedCheckpoints })}.\n`);
-  warnUnsigned(v.unsignedCheckpoints);
-  if (deps.auditChain.publicKey === undefined && v.checkpoints > v.unsignedCheckpoints)
-    warn("the checkpoints' signatures were not checked: AUDIT_SIGNING_KEY is not set here");
+  warnUnsigned(v.unsignedCheckpoints, keys.length > 0);
+  if (keys.length === 0 && v.checkpoints > v.unsignedCheckpoints)
+    warn(
+      "the checkpoints' signatures were not checked: no public key is known here (AUDIT_SIGNING_KEY, " +
+        'AUDIT_PUBLIC_KEYS or --key)',
+    );
 }
 
-/** The public JWK of AUDIT_SIGNING_KEY, as JSON on one line: what an auditor checks signatures with. */
-export function printPublicKey(signingKey: JWK | undefined): void {
+/**
+ * The public JWK of AUDIT_SIGNING_KEY, as JSON on one line: what an auditor checks signatures with;
+ * with `jwks`, a JWKS of it and of AUDIT_PUBLIC_KEYS', every key a checkpoint here may be signed with.
+ */
+export function printPublicKey(
+  signingKey: JWK | undefined,
+  earlierKeys: readonly JWK[] = [],
+  options: AuditPublicKeyOptions = {},
+): void {
   if (signingKey === undefined)
     throw new InvalidArgumentError(
       'AUDIT_SIGNING_KEY is not set, so the checkpoints are not signed and there is no public key ' +
         '(docs/operations.md says how to make one)',
     );
-  process.stdout.write(`${JSON.stringify(publicJwkOf(signingKey))}\n`);
+  const key = publicJwkOf(signingKey);
+  const printed =
+    options.jwks === true
+      ? {
+          keys: mergeKeys(
+            [key],
+            earlierKeys.filter((k) => k.kid !== key.kid).map((k) => publicJwkOf(k)),
+          ),
+        }
+      : key;
+  process.stdout.write(`${JSON.stringify(printed)}\n`);
 }
 
-// ---- The export format -------------------------------------------------------------------------
-
-/** The line of an export for a row: its content, then what the sealer set. */
-export function rowLine(row: AuditChainRow): string {
-  return JSON.stringify({
-    type: 'row',
-    chain: row.chain,
-    chainIndex: row.chainIndex,
-    prevHash: row.prevHash,
-    rowHash: row.rowHash,
-    id: row.id,
-    occurredAt: row.occurredAt.toISOString(),
-    requestId: row.requestId,
-    apiKeyId: row.apiKeyId,
-    system: row.system,
-    institution: row.institution,
-    requesterIdentifier: row.requesterIdentifier,
-    action: row.action,
-    outcome: row.outcome,
-    referralIds: row.referralIds,
-    sealedAt: row.sealedAt?.toISOString() ?? null,
-  });
-}
-
-export function checkpointLine(checkpoint: Checkpoint): string {
-  return JSON.stringify({
-    type: 'checkpoint',
-    createdAt: checkpoint.createdAt.toISOString(),
-    heads: checkpoint.heads,
-    signature: checkpoint.signature,
-    keyId: checkpoint.keyId,
-  });
-}
+// ---- The export ----------------------------------------------------------------------------------
 
 /** Writes a line, waiting while a slow reader (a pipe) catches up. */
 async function writeLine(line: string): Promise<void> {
@@ -165,146 +209,10 @@ export async function exportAudit(
   await deps.auditChain.exportTrail(options.from, options.to, (item: ExportItem) =>
     writeLine(item.type === 'row' ? rowLine(item.row) : checkpointLine(item.checkpoint)),
   );
-  if (deps.auditChain.publicKey !== undefined)
-    await writeLine(JSON.stringify({ type: 'key', jwk: deps.auditChain.publicKey }));
+  for (const jwk of deps.auditChain.publicKeys) await writeLine(JSON.stringify({ type: 'key', jwk }));
 }
 
 // ---- Verifying an export, offline ---------------------------------------------------------------
-
-interface ExportRow extends ChainRow {
-  readonly chain: string;
-}
-
-interface ParsedExport {
-  readonly days?: { readonly from: string; readonly to: string };
-  readonly rows: readonly ExportRow[];
-  readonly checkpoints: readonly Checkpoint[];
-  readonly keys: readonly JWK[];
-}
-
-type Json = Record<string, unknown>;
-
-const HASH = /^[0-9a-f]{64}$/;
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
-
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-function text(value: unknown): value is string {
-  return typeof value === 'string';
-}
-function textOrNull(value: unknown): value is string | null {
-  return value === null || typeof value === 'string';
-}
-function time(value: unknown): Date | undefined {
-  return text(value) && ISO_TIME.test(value) && !Number.isNaN(Date.parse(value))
-    ? new Date(value)
-    : undefined;
-}
-
-function parseRow(o: Json): ExportRow | string {
-  const occurredAt = time(o.occurredAt);
-  const sealedAt = time(o.sealedAt);
-  const institution = o.institution;
-  if (!text(o.chain) || !Number.isSafeInteger(o.chainIndex) || (o.chainIndex as number) < 1)
-    return 'a row needs its chain and chainIndex';
-  if (!text(o.prevHash) || !HASH.test(o.prevHash) || !text(o.rowHash) || !HASH.test(o.rowHash))
-    return 'a row needs prevHash and rowHash, each 64 hex digits';
-  if (occurredAt === undefined || sealedAt === undefined)
-    return 'a row needs occurredAt and sealedAt, ISO 8601 times in UTC';
-  if (
-    !text(o.id) ||
-    !text(o.requestId) ||
-    !textOrNull(o.apiKeyId) ||
-    !textOrNull(o.system) ||
-    !textOrNull(o.requesterIdentifier) ||
-    !text(o.action) ||
-    !text(o.outcome) ||
-    !Array.isArray(o.referralIds) ||
-    !o.referralIds.every(text) ||
-    !(institution === null || (isObject(institution) && text(institution.idType) && text(institution.id)))
-  )
-    return 'a row needs id, requestId, apiKeyId, system, institution, requesterIdentifier, action, outcome and referralIds';
-  return {
-    chain: o.chain,
-    chainIndex: o.chainIndex as number,
-    prevHash: o.prevHash,
-    rowHash: o.rowHash,
-    sealedAt,
-    id: o.id,
-    occurredAt,
-    requestId: o.requestId,
-    apiKeyId: o.apiKeyId,
-    system: o.system,
-    institution:
-      institution === null ? null : { idType: institution.idType as string, id: institution.id as string },
-    requesterIdentifier: o.requesterIdentifier,
-    action: o.action,
-    outcome: o.outcome,
-    referralIds: o.referralIds,
-  };
-}
-
-function parseCheckpoint(o: Json, seq: number): Checkpoint | string {
-  const createdAt = time(o.createdAt);
-  const heads = o.heads;
-  if (createdAt === undefined) return 'a checkpoint needs createdAt, an ISO 8601 time in UTC';
-  if (!isObject(heads)) return 'a checkpoint needs its heads, an object';
-  for (const head of Object.values(heads)) {
-    if (!isObject(head) || !Number.isSafeInteger(head.index) || !text(head.hash))
-      return 'each head of a checkpoint is {"index", "hash"}';
-  }
-  if (!textOrNull(o.signature) || !textOrNull(o.keyId)) return 'a checkpoint needs signature and keyId';
-  return {
-    seq: String(seq),
-    createdAt,
-    heads: heads as Checkpoint['heads'],
-    signature: o.signature,
-    keyId: o.keyId,
-  };
-}
-
-/** Reads an export; a line that is not one of its kinds stops with its number. */
-export function parseExport(content: string, file: string): ParsedExport {
-  let days: ParsedExport['days'];
-  const rows: ExportRow[] = [];
-  const checkpoints: Checkpoint[] = [];
-  const keys: JWK[] = [];
-  const lines = content.split('\n');
-  lines.forEach((line, i) => {
-    if (line.trim() === '') return;
-    const refuse = (why: string): never => {
-      throw new InvalidArgumentError(`${file}, line ${i + 1}: not a line of an audit export: ${why}`);
-    };
-    let o: unknown;
-    try {
-      o = JSON.parse(line) as unknown;
-    } catch {
-      return refuse('not JSON');
-    }
-    if (!isObject(o)) return refuse('not a JSON object');
-    if (o.type === 'export') {
-      if (!text(o.from) || !text(o.to) || days !== undefined)
-        return refuse('one export line, with from and to');
-      days = { from: o.from, to: o.to };
-    } else if (o.type === 'row') {
-      const row = parseRow(o);
-      if (typeof row === 'string') return refuse(row);
-      rows.push(row);
-    } else if (o.type === 'checkpoint') {
-      const checkpoint = parseCheckpoint(o, checkpoints.length + 1);
-      if (typeof checkpoint === 'string') return refuse(checkpoint);
-      checkpoints.push(checkpoint);
-    } else if (o.type === 'key') {
-      const jwk = o.jwk;
-      if (!isObject(jwk) || !text(jwk.kty)) return refuse('a key line holds a public JWK');
-      keys.push(jwk);
-    } else {
-      return refuse('its type is none of export, row, checkpoint and key');
-    }
-  });
-  return { ...(days === undefined ? {} : { days }), rows, checkpoints, keys };
-}
 
 async function readKeys(file: string): Promise<JWK[]> {
   let value: unknown;
@@ -319,89 +227,6 @@ async function readKeys(file: string): Promise<JWK[]> {
   return keys.map((k) => publicJwkOf(k as JWK));
 }
 
-export interface ExportVerification {
-  readonly days: { readonly from: string; readonly to: string } | undefined;
-  readonly chains: number;
-  readonly rows: number;
-  readonly checkpoints: number;
-  readonly unsignedCheckpoints: number;
-  readonly broken?: Break;
-}
-
-/**
- * Checks an export with `keys` (the auditor's, by `kid`): every checkpoint's signature, then each
- * chain of the exported days, whole from its first row, against the head its latest checkpoint
- * signed. An export is taken from one snapshot, so each chain must end exactly at that head, and a
- * chain no checkpoint names was not sealed by refhub.
- */
-export async function checkExport(parsed: ParsedExport, keys: readonly JWK[]): Promise<ExportVerification> {
-  const keyFor = (checkpoint: Checkpoint): JWK | undefined =>
-    keys.find((k) => k.kid === checkpoint.keyId) ??
-    (keys.length === 1 && keys[0]?.kid === undefined ? keys[0] : undefined);
-  const rowDays = parsed.rows.map((r) => dayOfChain(r.chain)).sort();
-  const [first, last] = [rowDays[0], rowDays.at(-1)];
-  const days =
-    parsed.days ?? (first === undefined || last === undefined ? undefined : { from: first, to: last });
-  const inDays = (chain: string) =>
-    days !== undefined && dayOfChain(chain) >= days.from && dayOfChain(chain) <= days.to;
-  const base = { days, checkpoints: parsed.checkpoints.length };
-
-  const keyless = parsed.checkpoints.find((c) => c.signature !== null && keyFor(c) === undefined);
-  if (keyless !== undefined)
-    return {
-      ...base,
-      chains: 0,
-      rows: 0,
-      unsignedCheckpoints: 0,
-      broken: {
-        chain: Object.keys(keyless.heads)[0] ?? '-',
-        problem: `checkpoint ${keyless.seq} of ${keyless.createdAt.toISOString()} is signed with key ${JSON.stringify(keyless.keyId)}, and no public key with that kid was given`,
-      },
-    };
-  const checked = await checkCheckpoints(parsed.checkpoints, keyFor);
-  if (checked.broken !== undefined)
-    return { ...base, chains: 0, rows: 0, unsignedCheckpoints: checked.unsigned, broken: checked.broken };
-
-  const byChain = new Map<string, ExportRow[]>();
-  for (const row of parsed.rows) byChain.set(row.chain, [...(byChain.get(row.chain) ?? []), row]);
-  const chains = [...new Set([...byChain.keys(), ...[...checked.signed.keys()].filter(inDays)])].sort();
-  let rows = 0;
-  const result = (broken?: Break): ExportVerification => ({
-    ...base,
-    chains: chains.length,
-    rows,
-    unsignedCheckpoints: checked.unsigned,
-    ...(broken === undefined ? {} : { broken }),
-  });
-  for (const chain of chains) {
-    const chainRows = byChain.get(chain) ?? [];
-    const head = checked.signed.get(chain);
-    if (!inDays(chain))
-      return result({
-        chain,
-        problem: `the chain is not of the days exported, ${days?.from} to ${days?.to}`,
-      });
-    if (head === undefined)
-      return result({
-        chain,
-        problem:
-          'no checkpoint in the export names the chain: its checkpoints were removed, or it was made up',
-      });
-    const checkedChain = checkChain(chain, chainRows, head);
-    rows += checkedChain.rows;
-    if (checkedChain.broken !== undefined) return result(checkedChain.broken);
-    const last = chainRows.at(-1);
-    if (chainRows.length > head.index && last !== undefined)
-      return result({
-        chain,
-        index: last.chainIndex ?? chainRows.length,
-        rowId: last.id,
-        problem: `the chain goes on past row ${head.index}, the last its latest checkpoint signed: rows were added at its end`,
-      });
-  }
-  return result();
-}
-
 export async function verifyExportFile(options: Pick<AuditVerifyOptions, 'file' | 'key'>): Promise<void> {
   const file = options.file ?? '';
   let content: string;
@@ -411,8 +236,9 @@ export async function verifyExportFile(options: Pick<AuditVerifyOptions, 'file' 
     throw new InvalidArgumentError(`--file ${file}: cannot be read: ${(error as Error).message}`);
   }
   const parsed = parseExport(content, file);
-  const keys =
-    options.key === undefined ? parsed.keys.map((k) => publicJwkOf(k)) : await readKeys(options.key);
+  const keys = mergeKeys(
+    options.key === undefined ? parsed.keys.map((k) => publicJwkOf(k)) : await readKeys(options.key),
+  );
   const signed = parsed.checkpoints.filter((c) => c.signature !== null).length;
   if (signed > 0 && keys.length === 0)
     throw new InvalidArgumentError(
@@ -432,7 +258,7 @@ export async function verifyExportFile(options: Pick<AuditVerifyOptions, 'file' 
   process.stdout.write(
     `Audit export intact: ${counts({ ...v, unsigned: v.unsignedCheckpoints })}, of ${days}.\n`,
   );
-  warnUnsigned(v.unsignedCheckpoints);
+  warnUnsigned(v.unsignedCheckpoints, keys.length > 0);
   if (options.key === undefined && signed > 0)
     warn(
       'the signatures were checked with the key the export itself holds: an auditor checks them with ' +

@@ -12,12 +12,14 @@ import { connectRedis } from '../queue/connections.ts';
 import { createSandboxEhr } from '../sandbox-ehr/sandbox-ehr.ts';
 import { createKey, listKeys, revokeKey, type CreateKeyOptions } from '../cli/api-key.command.ts';
 import {
+  adoptAudit,
   exportAudit,
   printPublicKey,
   sealAudit,
   verifyAudit,
   verifyExportFile,
   type AuditExportOptions,
+  type AuditPublicKeyOptions,
   type AuditVerifyOptions,
 } from '../cli/audit.command.ts';
 import { loadCatalog } from '../cli/catalog.command.ts';
@@ -164,6 +166,10 @@ export function auditSealCommand(): Promise<void> {
   return withContext('refhub audit seal', (ctx) => sealAudit(ctx));
 }
 
+export function auditAdoptCommand(): Promise<void> {
+  return withContext('refhub audit adopt', (ctx) => adoptAudit(ctx));
+}
+
 /** With `--file`, an export is checked alone: no settings, no database. */
 export async function auditVerifyCommand(options: AuditVerifyOptions): Promise<void> {
   if (options.file !== undefined) {
@@ -175,8 +181,9 @@ export async function auditVerifyCommand(options: AuditVerifyOptions): Promise<v
 }
 
 /** Needs only the settings: the public key is the half of AUDIT_SIGNING_KEY that may be shown. */
-export async function auditPublicKeyCommand(): Promise<void> {
-  printPublicKey(loadConfig().auditSigningKey);
+export async function auditPublicKeyCommand(options: AuditPublicKeyOptions): Promise<void> {
+  const config = loadConfig();
+  printPublicKey(config.auditSigningKey, config.auditPublicKeys, options);
   return Promise.resolve();
 }
 

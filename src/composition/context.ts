@@ -338,7 +338,12 @@ export async function createContext(
     links: createLinkService(deps),
     linkRedemption: createLinkRedemption({ db, clock }),
     apiKeys: createApiKeyService({ db, clock }),
-    auditChain: createAuditChain({ db, clock, signingKey: config.auditSigningKey }),
+    auditChain: createAuditChain({
+      db,
+      clock,
+      signingKey: config.auditSigningKey,
+      earlierPublicKeys: config.auditPublicKeys,
+    }),
     clientCredentials: createClientCredentials({
       db,
       clock,

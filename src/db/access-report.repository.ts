@@ -6,7 +6,10 @@
 // Tenancy is the referral list's (`visibleTo`): the referrals the institution sends, and those it
 // receives once they have left draft; deleted ones are invisible here too. An audit row may name more
 // referrals than the patient's (a list names its page): only the patient's are reported, one entry per
-// row and referral, so another institution's other referrals never show.
+// row and referral, so another institution's other referrals never show. A request refused because
+// its credential may not act for the institution it claimed is left out: it was turned away before
+// any referral was looked at, so the referrals it names are only what it said, and a credential
+// cannot put rows in another institution's reports by naming its referrals (api/request-audit.ts).
 //
 // The report's own audit row, naming every referral it covered, is written by the statement that reads
 // the page, so it is stored before anything leaves; the statement does not see its own row, and the
@@ -16,7 +19,7 @@
 // but committed later can still appear, in its place: a walk then sees an entry again, never misses one.
 import { sql } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
-import { auditRow, type AuditEvent, type AuditOutcome } from './audit.repository.ts';
+import { auditInsertFromJson, auditRow, type AuditEvent, type AuditOutcome } from './audit.repository.ts';
 import type { Executor } from './executor.ts';
 import { visibleTo } from './referral.repository.ts';
 
@@ -128,19 +131,17 @@ export function accessReportRepository(db: Executor) {
         .where(visibleTo(filter.institution));
       // One row even for an empty page, so that the total comes with it: the count joined with the page.
       const { rows } = await sql<AccessRow>`with patient as (${patient}),
-        audit as (
-          insert into audit_events (id, occurred_at, request_id, api_key_id, system, institution_id_type,
-            institution_id, requester_identifier, action, outcome, referral_ids)
-          select a.id, a.occurred_at, a.request_id, a.api_key_id, a.system, a.institution_id_type,
-            a.institution_id, a.requester_identifier, a.action, a.outcome,
-            array(select p.id from patient p order by p.id)
-          from json_populate_record(null::audit_events, ${JSON.stringify(auditRow(audit))}::json) a),
+        audit as (${auditInsertFromJson(
+          JSON.stringify(auditRow(audit)),
+          sql`array(select p.id from patient p order by p.id)`,
+        )}),
         access as (
           select e.seq, e.id, e.occurred_at, e.request_id, e.api_key_id, e.system, e.institution_id_type,
             e.institution_id, e.requester_identifier, e.action, e.outcome, p.id as referral_id
           from audit_events e
           join patient p on p.id = any(e.referral_ids)
           where e.referral_ids && array(select p.id from patient p)
+            and e.claimed_institution_id is null
             and (${filter.asOf ?? null}::bigint is null or e.seq <= ${filter.asOf ?? null}::bigint))
         select c.total, c.as_of, page.id, page.occurred_at, page.request_id, page.action, page.outcome,
           page.referral_id, page.system, page.institution_id_type, page.institution_id,

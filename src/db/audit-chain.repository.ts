@@ -1,5 +1,5 @@
-// The audit trail's chains (migration 0016): the rows the sealer has yet to chain, the head of each
-// chain, the sealed rows of a chain in order, and the signed checkpoints.
+// The audit trail's chains (migrations 0016 and 0020): the rows the sealer has yet to chain, the head of
+// each chain, the sealed rows of a chain in order, and the signed checkpoints.
 import { sql } from 'kysely';
 import type { AuditContent } from '../domain/audit-chain.ts';
 import type { Executor } from './executor.ts';
@@ -11,6 +11,7 @@ export interface AuditChainRow extends AuditContent {
   readonly prevHash: string | null;
   readonly rowHash: string | null;
   readonly sealedAt: Date | null;
+  readonly hashForm: number | null;
 }
 
 export interface SealedRow {
@@ -19,11 +20,18 @@ export interface SealedRow {
   readonly chainIndex: number;
   readonly prevHash: string;
   readonly rowHash: string;
+  readonly sealedAt: Date;
+  readonly hashForm: number;
 }
 
 export interface ChainHead {
   readonly index: number;
   readonly hash: string;
+}
+
+/** A chain's head as the sealer continues it: with the time its last row was sealed. */
+export interface SealingHead extends ChainHead {
+  readonly sealedAt: Date | null;
 }
 
 export interface Checkpoint {
@@ -32,6 +40,10 @@ export interface Checkpoint {
   readonly heads: Readonly<Record<string, ChainHead>>;
   readonly signature: string | null;
   readonly keyId: string | null;
+  /** What the signature covers (services/audit-chain-check.ts): 1, or 2 with `prevHash`. */
+  readonly form: number;
+  /** Form 2: the hash of the checkpoint before it; null in form 1. */
+  readonly prevHash: string | null;
 }
 
 const COLUMNS = [
@@ -43,6 +55,8 @@ const COLUMNS = [
   'system',
   'institution_id_type',
   'institution_id',
+  'claimed_institution_id_type',
+  'claimed_institution_id',
   'requester_identifier',
   'action',
   'outcome',
@@ -52,7 +66,12 @@ const COLUMNS = [
   'prev_hash',
   'row_hash',
   'sealed_at',
+  'hash_form',
 ] as const;
+
+function institutionOf(idType: string | null, id: string | null): { idType: string; id: string } | null {
+  return idType === null || id === null ? null : { idType, id };
+}
 
 function toRow(r: {
   seq: string;
@@ -63,6 +82,8 @@ function toRow(r: {
   system: string | null;
   institution_id_type: string | null;
   institution_id: string | null;
+  claimed_institution_id_type: string | null;
+  claimed_institution_id: string | null;
   requester_identifier: string | null;
   action: string;
   outcome: string;
@@ -72,6 +93,7 @@ function toRow(r: {
   prev_hash: string | null;
   row_hash: string | null;
   sealed_at: Date | null;
+  hash_form: number | null;
 }): AuditChainRow {
   return {
     seq: r.seq,
@@ -80,10 +102,8 @@ function toRow(r: {
     requestId: r.request_id,
     apiKeyId: r.api_key_id,
     system: r.system,
-    institution:
-      r.institution_id_type === null || r.institution_id === null
-        ? null
-        : { idType: r.institution_id_type, id: r.institution_id },
+    institution: institutionOf(r.institution_id_type, r.institution_id),
+    claimedInstitution: institutionOf(r.claimed_institution_id_type, r.claimed_institution_id),
     requesterIdentifier: r.requester_identifier,
     action: r.action,
     outcome: r.outcome,
@@ -93,6 +113,27 @@ function toRow(r: {
     prevHash: r.prev_hash,
     rowHash: r.row_hash,
     sealedAt: r.sealed_at,
+    hashForm: r.hash_form,
+  };
+}
+
+function toCheckpoint(r: {
+  seq: string;
+  created_at: Date;
+  heads: Record<string, ChainHead>;
+  signature: string | null;
+  key_id: string | null;
+  form: number;
+  prev_hash: string | null;
+}): Checkpoint {
+  return {
+    seq: r.seq,
+    createdAt: r.created_at,
+    heads: r.heads,
+    signature: r.signature,
+    keyId: r.key_id,
+    form: r.form,
+    prevHash: r.prev_hash,
   };
 }
 
@@ -119,30 +160,38 @@ export function auditChainRepository(db: Executor) {
       return rows.map(toRow);
     },
 
-    async heads(chains: readonly string[]): Promise<Map<string, ChainHead>> {
+    /** The heads of `chains`, each with when its last row was sealed. */
+    async heads(chains: readonly string[]): Promise<Map<string, SealingHead>> {
       if (chains.length === 0) return new Map();
       const rows = await db
-        .selectFrom('audit_chain_heads')
-        .select(['chain', 'chain_index', 'row_hash'])
-        .where('chain', 'in', [...chains])
+        .selectFrom('audit_chain_heads as h')
+        .leftJoin('audit_events as e', (join) =>
+          join.onRef('e.chain', '=', 'h.chain').onRef('e.chain_index', '=', 'h.chain_index'),
+        )
+        .select(['h.chain', 'h.chain_index', 'h.row_hash', 'e.sealed_at'])
+        .where('h.chain', 'in', [...chains])
         .execute();
-      return new Map(rows.map((r) => [r.chain, { index: r.chain_index, hash: r.row_hash }]));
+      return new Map(
+        rows.map((r) => [r.chain, { index: r.chain_index, hash: r.row_hash, sealedAt: r.sealed_at }]),
+      );
     },
 
     /**
      * Seals `rows` and moves their chains' heads, in the caller's transaction: one statement for the
      * rows and one for the heads, whatever their number.
      */
-    async seal(rows: readonly SealedRow[], heads: ReadonlyMap<string, ChainHead>, now: Date): Promise<void> {
+    async seal(rows: readonly SealedRow[], heads: ReadonlyMap<string, ChainHead>): Promise<void> {
       if (rows.length > 0) {
         await sql`
           update audit_events a
              set chain = v.chain, chain_index = v.chain_index, prev_hash = v.prev_hash,
-                 row_hash = v.row_hash, sealed_at = ${now}
+                 row_hash = v.row_hash, sealed_at = v.sealed_at, hash_form = v.hash_form
             from unnest(${rows.map((r) => r.seq)}::bigint[], ${rows.map((r) => r.chain)}::text[],
                         ${rows.map((r) => r.chainIndex)}::integer[], ${rows.map((r) => r.prevHash)}::text[],
-                        ${rows.map((r) => r.rowHash)}::text[])
-                 as v(seq, chain, chain_index, prev_hash, row_hash)
+                        ${rows.map((r) => r.rowHash)}::text[],
+                        ${rows.map((r) => r.sealedAt.toISOString())}::timestamptz[],
+                        ${rows.map((r) => r.hashForm)}::smallint[])
+                 as v(seq, chain, chain_index, prev_hash, row_hash, sealed_at, hash_form)
            where a.seq = v.seq and a.sealed_at is null`.execute(db);
       }
       if (heads.size > 0) {
@@ -165,25 +214,44 @@ export function auditChainRepository(db: Executor) {
           heads: JSON.stringify(checkpoint.heads),
           signature: checkpoint.signature,
           key_id: checkpoint.keyId,
+          form: checkpoint.form,
+          prev_hash: checkpoint.prevHash,
         })
         .execute();
+    },
+
+    /** The newest checkpoint, which the next one links to. */
+    async lastCheckpoint(): Promise<Checkpoint | undefined> {
+      const row = await db
+        .selectFrom('audit_checkpoints')
+        .selectAll()
+        .orderBy('seq', 'desc')
+        .limit(1)
+        .executeTakeFirst();
+      return row === undefined ? undefined : toCheckpoint(row);
     },
 
     /** Every checkpoint, oldest first. */
     async checkpoints(): Promise<Checkpoint[]> {
       const rows = await db.selectFrom('audit_checkpoints').selectAll().orderBy('seq').execute();
-      return rows.map((r) => ({
-        seq: r.seq,
-        createdAt: r.created_at,
-        heads: r.heads,
-        signature: r.signature,
-        keyId: r.key_id,
-      }));
+      return rows.map(toCheckpoint);
     },
 
-    /** The chains with a head, of the days from `sinceDay` (YYYY-MM-DD) on, or of every day. */
+    /**
+     * The chains of the days from `sinceDay` (YYYY-MM-DD) on, or of every day: those with a head, and
+     * those any sealed row names (a row written straight into a chain of its own is checked too).
+     */
     async chains(sinceDay?: string): Promise<string[]> {
-      const rows = await db.selectFrom('audit_chain_heads').select('chain').execute();
+      const rows = await db
+        .selectFrom('audit_chain_heads')
+        .select('chain')
+        .union(
+          db
+            .selectFrom('audit_events')
+            .select(sql<string>`chain`.as('chain'))
+            .where('chain', 'is not', null),
+        )
+        .execute();
       return rows
         .map((r) => r.chain)
         .filter((chain) => sinceDay === undefined || chain.slice(chain.lastIndexOf('/') + 1) >= sinceDay)
@@ -227,24 +295,28 @@ export function auditChainRepository(db: Executor) {
       return rows.map(toRow);
     },
 
-    /** The checkpoints that name a chain of the days `fromDay` to `toDay` (both included), oldest first. */
+    /**
+     * The checkpoints from the first that names a chain of the days `fromDay` to `toDay` (both
+     * included) to the last that does, every one between included, oldest first: a run in which each
+     * checkpoint of form 2 links to the one before it. When the run holds unsigned checkpoints, it goes
+     * on to the adoption that signed for them (a signed checkpoint with no heads), if there is one.
+     */
     async checkpointsNaming(fromDay: string, toDay: string): Promise<Checkpoint[]> {
-      const rows = await db
-        .selectFrom('audit_checkpoints')
-        .selectAll()
-        .where(
-          sql<boolean>`exists (select 1 from jsonb_object_keys(heads) as k(chain)
-                       where right(k.chain, 10) between ${fromDay} and ${toDay})`,
-        )
-        .orderBy('seq')
-        .execute();
-      return rows.map((r) => ({
-        seq: r.seq,
-        createdAt: r.created_at,
-        heads: r.heads,
-        signature: r.signature,
-        keyId: r.key_id,
-      }));
+      const { rows } = await sql<Parameters<typeof toCheckpoint>[0]>`
+        with run as (
+          select min(c.seq) as first, max(c.seq) as last from audit_checkpoints c
+           where exists (select 1 from jsonb_object_keys(c.heads) as k(chain)
+                         where right(k.chain, 10) between ${fromDay} and ${toDay})),
+        adoption as (
+          select min(a.seq) as seq from audit_checkpoints a, run
+           where a.signature is not null and a.heads = '{}'::jsonb
+             and a.seq > (select max(u.seq) from audit_checkpoints u
+                           where u.signature is null and u.seq between run.first and run.last))
+        select c.seq, c.created_at, c.heads, c.signature, c.key_id, c.form, c.prev_hash
+          from audit_checkpoints c, run
+         where c.seq >= run.first and c.seq <= greatest(run.last, (select seq from adoption))
+         order by c.seq`.execute(db);
+      return rows.map(toCheckpoint);
     },
   };
 }

@@ -6,7 +6,9 @@
 //
 // Every writer makes its row with `auditEventOf` and turns it into columns with `auditRow`, so what a
 // column holds is decided here alone. A statement written in SQL (one that must write the row only
-// when another part of it found its referral) takes the same row through `auditInsert`.
+// when another part of it found its referral) takes the same row through `auditInsert`, or, when the
+// statement itself decides the referral IDs, `auditInsertFromJson`: every INSERT of an audit row
+// names the same columns, from `AUDIT_COLUMN_TYPES`.
 import { sql, type Insertable, type RawBuilder } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
 import type { InstitutionRef } from '../domain/access.ts';
@@ -21,6 +23,8 @@ export interface AuditEvent {
   readonly apiKeyId: string | null;
   readonly system: string | null;
   readonly institution: { readonly idType: string; readonly id: string } | null;
+  /** The institution a refused request named when its credential may not act for it. */
+  readonly claimedInstitution: { readonly idType: string; readonly id: string } | null;
   readonly requesterIdentifier: string | null;
   readonly action: string;
   readonly outcome: AuditOutcome;
@@ -39,6 +43,11 @@ export interface AuditActor {
   readonly system: string | null;
   readonly institution: InstitutionRef | null;
   readonly requesterIdentifier: string | null;
+  /**
+   * The institution a refused request named when the credential may not act for it; `institution`
+   * then names the credential's own (api/request-audit.ts). Absent everywhere else.
+   */
+  readonly claimedInstitution?: InstitutionRef | null;
 }
 
 /** refhub itself, doing work (a forward, a reminder, a circuit change) under the request that caused it. */
@@ -65,6 +74,7 @@ export function auditEventOf(
     apiKeyId: actor.apiKeyId,
     system: actor.system,
     institution: actor.institution,
+    claimedInstitution: actor.claimedInstitution ?? null,
     requesterIdentifier: actor.requesterIdentifier,
     action,
     outcome,
@@ -81,6 +91,8 @@ export function auditRow(event: AuditEvent): Insertable<AuditEventsTable> {
     system: event.system,
     institution_id_type: event.institution?.idType ?? null,
     institution_id: event.institution?.id ?? null,
+    claimed_institution_id_type: event.claimedInstitution?.idType ?? null,
+    claimed_institution_id: event.claimedInstitution?.id ?? null,
     requester_identifier: event.requesterIdentifier,
     action: event.action,
     outcome: event.outcome,
@@ -100,6 +112,8 @@ const AUDIT_COLUMN_TYPES = {
   system: 'text',
   institution_id_type: 'text',
   institution_id: 'text',
+  claimed_institution_id_type: 'text',
+  claimed_institution_id: 'text',
   requester_identifier: 'text',
   action: 'text',
   outcome: 'text',
@@ -107,7 +121,10 @@ const AUDIT_COLUMN_TYPES = {
 } as const satisfies Record<Exclude<keyof AuditEventsTable, 'seq' | AuditSealColumn>, string>;
 
 /** The columns the sealer sets later (audit-chain.repository.ts); a row is written without them. */
-type AuditSealColumn = 'chain' | 'chain_index' | 'prev_hash' | 'row_hash' | 'sealed_at';
+type AuditSealColumn = 'chain' | 'chain_index' | 'prev_hash' | 'row_hash' | 'sealed_at' | 'hash_form';
+
+/** The columns a writer sets, in `AUDIT_COLUMN_TYPES`' order. */
+const AUDIT_COLUMNS = Object.keys(AUDIT_COLUMN_TYPES) as (keyof typeof AUDIT_COLUMN_TYPES)[];
 
 /**
  * `auditRow(event)` as an INSERT for a statement written in SQL, to be used as one of its common table
@@ -116,10 +133,30 @@ type AuditSealColumn = 'chain' | 'chain_index' | 'prev_hash' | 'row_hash' | 'sea
  */
 export function auditInsert(event: AuditEvent, onlyWith?: string): RawBuilder<unknown> {
   const row = auditRow(event);
-  const columns = Object.keys(AUDIT_COLUMN_TYPES) as (keyof typeof AUDIT_COLUMN_TYPES)[];
-  const values = columns.map((c) => sql`${row[c]}::${sql.raw(AUDIT_COLUMN_TYPES[c])}`);
+  const values = AUDIT_COLUMNS.map((c) => sql`${row[c]}::${sql.raw(AUDIT_COLUMN_TYPES[c])}`);
   const from = onlyWith === undefined ? sql`` : sql` from ${sql.table(onlyWith)}`;
-  return sql`insert into audit_events (${sql.join(columns.map((c) => sql.ref(c)))}) select ${sql.join(values)}${from}`;
+  return sql`insert into audit_events (${sql.join(AUDIT_COLUMNS.map((c) => sql.ref(c)))}) select ${sql.join(values)}${from}`;
+}
+
+/**
+ * An INSERT of the audit row `json` holds (`JSON.stringify(auditRow(event))`, or a placeholder for it in
+ * a statement compiled once), whose referral IDs the statement decides: `referralIds`, an expression
+ * over the common table expressions named in `alsoFrom`, which the row is joined with (one row per row
+ * they have).
+ */
+export function auditInsertFromJson(
+  json: string,
+  referralIds: RawBuilder<unknown>,
+  alsoFrom: readonly string[] = [],
+): RawBuilder<unknown> {
+  const columns = AUDIT_COLUMNS.filter((c) => c !== 'referral_ids');
+  const from = [
+    sql`json_populate_record(null::audit_events, ${json}::json) a`,
+    ...alsoFrom.map((t) => sql.table(t)),
+  ];
+  return sql`insert into audit_events (${sql.join(columns.map((c) => sql.ref(c)))}, referral_ids)
+    select ${sql.join(columns.map((c) => sql.ref(`a.${c}`)))}, ${referralIds}
+    from ${sql.join(from)}`;
 }
 
 export function auditRepository(db: Executor) {

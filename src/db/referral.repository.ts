@@ -9,7 +9,7 @@ import type { InstitutionView, PatientView, ReferrerView } from '../domain/refer
 import type { EhrForwardingState } from '../domain/referral-view.ts';
 import { statusesOf, type CoreStatus, type OfferingCategory, type Status } from '../domain/statuses.ts';
 import type { LinkAction } from '../domain/referral-view.ts';
-import { auditRow, type AuditEvent } from './audit.repository.ts';
+import { auditInsertFromJson, auditRow, type AuditEvent } from './audit.repository.ts';
 import type { OfferingRecord } from './catalog.repository.ts';
 import { linkTokenRows, type NewLinkToken } from './links.repository.ts';
 import {
@@ -367,12 +367,7 @@ const readVisibleAudited = compiledOnce(
       sql<
         Row & ReferralPartsColumns & { minted: string[] }
       >`with r as (${visibleWithParts(db, id, idType, institutionId)}),
-        audit as (
-          insert into audit_events (id, occurred_at, request_id, api_key_id, system, institution_id_type,
-            institution_id, requester_identifier, action, outcome, referral_ids)
-          select a.id, a.occurred_at, a.request_id, a.api_key_id, a.system, a.institution_id_type,
-            a.institution_id, a.requester_identifier, a.action, a.outcome, array[r.id]
-          from json_populate_record(null::audit_events, ${audit}::json) a, r),
+        audit as (${auditInsertFromJson(audit, sql`array[r.id]`, ['r'])}),
         minted as (
           insert into link_tokens (id, token_hash, referral_id, action, institution_id_type, institution_id,
             requester_identifier, api_key_id, created_at, expires_at, used_at)
@@ -536,15 +531,12 @@ function listStatements(filter: ListFilter): ListStatements {
         return sql<
           Row & { total: number | string }
         >`with page as (${pageQuery(db, ...placeholders.slice(0, pageArity))}),
-          audit as (
-            insert into audit_events (id, occurred_at, request_id, api_key_id, system, institution_id_type,
-              institution_id, requester_identifier, action, outcome, referral_ids)
-            select a.id, a.occurred_at, a.request_id, a.api_key_id, a.system, a.institution_id_type,
-              a.institution_id, a.requester_identifier, a.action, a.outcome,
-              array(select p.id from page p
-                    order by ${newestFirst(filter.sort, `p.${column}`)}, p.id desc
-                    limit ${pageSize}::bigint)
-            from json_populate_record(null::audit_events, ${audit}::json) a)
+          audit as (${auditInsertFromJson(
+            audit,
+            sql`array(select p.id from page p
+                      order by ${newestFirst(filter.sort, `p.${column}`)}, p.id desc
+                      limit ${pageSize}::bigint)`,
+          )})
           select ${sql.join([...READ_COLUMNS, 'total'].map((c) => sql.ref(`page.${c}`)))}
           from page
           order by ${newestFirst(filter.sort, `page.${column}`)}, page.id desc`.compile(db);

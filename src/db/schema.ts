@@ -216,12 +216,20 @@ export interface AuditEventsTable {
   action: string;
   outcome: 'success' | 'denied';
   referral_ids: ColumnType<string[], string[] | undefined, string[]>;
-  /** Set by the sealer (audit-chain.repository.ts), all five together; null until it has run. */
+  /**
+   * The institution a refused request named when its credential may not act for it (both or neither);
+   * `institution_*` then names the credential's own (api/request-audit.ts).
+   */
+  claimed_institution_id_type: string | null;
+  claimed_institution_id: string | null;
+  /** Set by the sealer (audit-chain.repository.ts), all six together; null until it has run. */
   chain: string | null;
   chain_index: number | null;
   prev_hash: string | null;
   row_hash: string | null;
   sealed_at: Date | null;
+  /** Which form of the row's content `row_hash` covers (domain/audit-chain.ts): 1 before 0020, then 2. */
+  hash_form: number | null;
 }
 
 export interface AuditChainHeadsTable {
@@ -238,6 +246,10 @@ export interface AuditCheckpointsTable {
   /** A compact JWS (EdDSA) of the checkpoint, by AUDIT_SIGNING_KEY; null where none is set. */
   signature: string | null;
   key_id: string | null;
+  /** What the signature covers (services/audit-chain-check.ts): 1 before 0020, then 2. */
+  form: number;
+  /** Form 2: the hash of the checkpoint before it (64 zeros for the first); null in form 1. */
+  prev_hash: string | null;
 }
 
 export interface DataKeysTable {

@@ -2,16 +2,24 @@
 // them afterwards (domain/audit-chain.ts), so that no request waits for another's row: every few
 // seconds one sealer at a time (an advisory lock) takes the rows written a little while ago, in the
 // order written, links each to its chain's head, and records a checkpoint of the heads it moved,
-// signed with AUDIT_SIGNING_KEY (a private Ed25519 JWK that is not in the database) as a compact JWS.
+// linked to the checkpoint before it and signed with AUDIT_SIGNING_KEY (a private Ed25519 JWK that is
+// not in the database) as a compact JWS.
 //
-// `verify` recomputes every chain from its first row and names the first broken link: a row whose
-// content no longer gives its hash (changed), a gap in a chain's indexes or a `prev_hash` that is not
-// the previous row's hash (deleted, inserted, reordered), a row sealed long after it says it occurred
-// (back-dated), a chain whose last row is not the head its latest checkpoint signed (a row removed
-// from or added at the end), and a checkpoint whose signature does not verify.
+// The sealer keeps the trail's times in order whatever the clocks of the processes that seal: a row
+// is never sealed before the last row of its chain, nor a checkpoint made before the one before it or
+// before the rows it records.
+//
+// A trail begun without AUDIT_SIGNING_KEY has unsigned checkpoints. Once the key is set, the sealer
+// signs the next ones, but that does not vouch for those before: the sealer cannot tell a trail kept
+// without a key from one whose signatures were removed. `adopt`, run by an operator who knows which it
+// is, signs a checkpoint with no heads after them, which vouches for every checkpoint before it.
+//
+// `verify` reads the trail in one snapshot and runs the checks of audit-chain-check.ts on it: every
+// checkpoint (signatures, links, heads moving forward), every chain against every head recorded for
+// it, and the rows the sealer should have sealed by now.
 import type { Kysely } from 'kysely';
 import { CompactSign, importJWK, type JWK } from 'jose';
-import { chainOf, dayOfChain, GENESIS_HASH, rowHashOf } from '../domain/audit-chain.ts';
+import { chainOf, dayOfChain, GENESIS_HASH, HASH_FORM, rowHashOf } from '../domain/audit-chain.ts';
 import type { Clock } from '../domain/clock.ts';
 import {
   auditChainRepository,
@@ -19,12 +27,16 @@ import {
   type AuditChainRow,
   type Checkpoint,
   type SealedRow,
+  type SealingHead,
 } from '../db/audit-chain.repository.ts';
 import type { Database } from '../db/schema.ts';
 import {
+  CHECKPOINT_FORM,
   checkChain,
   checkCheckpoints,
   checkpointBytes,
+  checkpointHashOf,
+  isAdoption,
   publicJwkOf,
   SEAL_LATE_MS,
   type Break,
@@ -50,7 +62,23 @@ export interface AuditChainDeps {
   readonly clock: Clock;
   /** AUDIT_SIGNING_KEY: a private Ed25519 JWK with a `kid`; checkpoints go unsigned without one. */
   readonly signingKey?: JWK | undefined;
+  /**
+   * AUDIT_PUBLIC_KEYS: the public keys AUDIT_SIGNING_KEY had before a rotation, each with its `kid`,
+   * for the checkpoints they signed.
+   */
+  readonly earlierPublicKeys?: readonly JWK[] | undefined;
 }
+
+/** What `adopt` did. */
+export type Adoption =
+  | {
+      readonly kind: 'adopted';
+      readonly count: number;
+      readonly oldest: Checkpoint;
+      readonly newest: Checkpoint;
+    }
+  | { readonly kind: 'nothing' }
+  | { readonly kind: 'refused'; readonly unsignedAfterSigned: Checkpoint };
 
 export interface Verification {
   readonly chains: number;
@@ -65,6 +93,30 @@ export function createAuditChain(deps: AuditChainDeps) {
   const signingKey = deps.signingKey;
   const privateKey = signingKey === undefined ? undefined : importJWK(signingKey, 'EdDSA');
   const publicJwk: JWK | undefined = signingKey === undefined ? undefined : publicJwkOf(signingKey);
+  const publicKeys: readonly JWK[] = [
+    ...(publicJwk === undefined ? [] : [publicJwk]),
+    ...(deps.earlierPublicKeys ?? []).filter((k) => k.kid !== publicJwk?.kid).map((k) => publicJwkOf(k)),
+  ];
+
+  /**
+   * Writes the checkpoint of `heads` after the newest: linked to it, and made no earlier than it or
+   * than the rows it records (`sealedAt`).
+   */
+  async function writeCheckpoint(
+    repo: ReturnType<typeof auditChainRepository>,
+    heads: Record<string, ChainHead>,
+    sealedAt: Date | undefined,
+  ): Promise<void> {
+    const last = await repo.lastCheckpoint();
+    const checkpoint = {
+      createdAt: latest(deps.clock.now(), sealedAt, last?.createdAt),
+      heads,
+      form: CHECKPOINT_FORM,
+      prevHash: last === undefined ? GENESIS_HASH : checkpointHashOf(last),
+    };
+    const signature = await sign(checkpointBytes(checkpoint));
+    await repo.insertCheckpoint({ ...checkpoint, signature, keyId: signingKey?.kid ?? null });
+  }
 
   async function sign(payload: Uint8Array): Promise<string | null> {
     if (privateKey === undefined) return null;
@@ -77,13 +129,17 @@ export function createAuditChain(deps: AuditChainDeps) {
     /** The public half of the signing key, for auditors; undefined without a key. */
     publicKey: publicJwk,
 
+    /** Every public key a verification here checks signatures with: the signing key's, then earlier ones. */
+    publicKeys,
+
     /** Chains every row old enough, and records a signed checkpoint; how many rows it sealed. */
     async seal(): Promise<number> {
       return deps.db.transaction().execute(async (trx) => {
         const repo = auditChainRepository(trx);
         await repo.lockSealer();
         let sealed = 0;
-        const moved = new Map<string, ChainHead>();
+        const moved = new Map<string, SealingHead>();
+        let lastSealedAt: Date | undefined;
         for (;;) {
           const now = deps.clock.now();
           const rows = await repo.unsealed(new Date(now.getTime() - SEAL_AFTER_MS), BATCH);
@@ -96,24 +152,51 @@ export function createAuditChain(deps: AuditChainDeps) {
             const head = heads.get(chain);
             const prevHash = head?.hash ?? GENESIS_HASH;
             const chainIndex = (head?.index ?? 0) + 1;
-            const rowHash = rowHashOf(prevHash, row);
-            const next = { index: chainIndex, hash: rowHash };
+            // Never before the chain's last row: the clocks of the processes that seal may differ.
+            const sealedAt = latest(now, head?.sealedAt ?? undefined);
+            const rowHash = rowHashOf(prevHash, { ...row, chain, chainIndex, sealedAt }, HASH_FORM);
+            const next = { index: chainIndex, hash: rowHash, sealedAt };
             heads.set(chain, next);
             moved.set(chain, next);
-            return { seq: row.seq, chain, chainIndex, prevHash, rowHash };
+            lastSealedAt = latest(sealedAt, lastSealedAt);
+            return { seq: row.seq, chain, chainIndex, prevHash, rowHash, sealedAt, hashForm: HASH_FORM };
           });
-          await repo.seal(sealedRows, new Map(chains.map((c) => [c, heads.get(c) as ChainHead])), now);
+          await repo.seal(sealedRows, new Map(chains.map((c) => [c, heads.get(c) as ChainHead])));
           sealed += rows.length;
           if (rows.length < BATCH) break;
         }
         if (sealed === 0) return 0;
-        const checkpoint = { createdAt: deps.clock.now(), heads: Object.fromEntries(moved) };
-        await repo.insertCheckpoint({
-          ...checkpoint,
-          signature: await sign(checkpointBytes(checkpoint)),
-          keyId: signingKey?.kid ?? null,
-        });
+        await writeCheckpoint(
+          repo,
+          Object.fromEntries([...moved].map(([chain, { index, hash }]) => [chain, { index, hash }])),
+          lastSealedAt,
+        );
         return sealed;
+      });
+    },
+
+    /**
+     * Signs for the unsigned checkpoints of a trail begun without a key: a signed checkpoint with no
+     * heads after them. Refused when an unsigned checkpoint follows a signed one (that is a break, not
+     * a trail begun without a key). What it signed for, or why it wrote nothing.
+     */
+    async adopt(): Promise<Adoption> {
+      if (privateKey === undefined) throw new Error('adopt needs AUDIT_SIGNING_KEY');
+      return deps.db.transaction().execute(async (trx) => {
+        const repo = auditChainRepository(trx);
+        await repo.lockSealer();
+        const checkpoints = await repo.checkpoints();
+        const firstSigned = checkpoints.findIndex((c) => c.signature !== null);
+        const late =
+          firstSigned < 0 ? undefined : checkpoints.slice(firstSigned).find((c) => c.signature === null);
+        if (late !== undefined) return { kind: 'refused', unsignedAfterSigned: late };
+        const unsigned = checkpoints.filter((c) => c.signature === null);
+        const [oldest] = unsigned;
+        const newest = unsigned.at(-1);
+        if (oldest === undefined || newest === undefined || checkpoints.some(isAdoption))
+          return { kind: 'nothing' };
+        await writeCheckpoint(repo, {}, undefined);
+        return { kind: 'adopted', count: unsigned.length, oldest, newest };
       });
     },
 
@@ -171,60 +254,72 @@ export function createAuditChain(deps: AuditChainDeps) {
     },
 
     /**
-     * Checks every chain (of the days from `sinceDay` on) and the checkpoints; names the first break.
-     * `earlierKeys` are the public keys AUDIT_SIGNING_KEY had before a rotation: a checkpoint whose
-     * key ID is one of theirs (and not the current key's) is checked with it.
+     * Checks every chain (of the days from `sinceDay` on) and every checkpoint, all from one snapshot;
+     * names the first break. Signatures are checked with `keys` (by default `publicKeys`); with none,
+     * they are not checked, and the heads are taken as recorded.
      */
-    async verify(sinceDay?: string, earlierKeys: readonly JWK[] = []): Promise<Verification> {
-      const repo = auditChainRepository(deps.db);
-      const checkpoints = await repo.checkpoints();
-      // The latest head each checkpoint signed, by chain, from verified checkpoints only. Without the
-      // key here, a signature cannot be checked; the heads are taken as recorded.
-      const checked = await checkCheckpoints(
-        checkpoints,
-        (checkpoint) =>
-          earlierKeys.find(
-            (k) => k.kid !== undefined && k.kid === checkpoint.keyId && k.kid !== publicJwk?.kid,
-          ) ?? publicJwk,
-      );
-      const { signed, unsigned: unsignedCheckpoints } = checked;
-      if (checked.broken !== undefined)
-        return {
-          chains: 0,
-          rows: 0,
-          checkpoints: checkpoints.length,
-          unsignedCheckpoints,
-          broken: checked.broken,
-        };
-      const chains = [...new Set([...(await repo.chains(sinceDay)), ...signed.keys()])]
-        .filter((chain) => sinceDay === undefined || dayOfChain(chain) >= sinceDay)
-        .sort();
-      let rowsChecked = 0;
-      const result = (broken?: Break): Verification => ({
-        chains: chains.length,
-        rows: rowsChecked,
-        checkpoints: checkpoints.length,
-        unsignedCheckpoints,
-        ...(broken === undefined ? {} : { broken }),
-      });
-      for (const chain of chains) {
-        const checkedChain = checkChain(chain, await repo.chainRows(chain), signed.get(chain));
-        rowsChecked += checkedChain.rows;
-        if (checkedChain.broken !== undefined) return result(checkedChain.broken);
-      }
-      // A row the sealer should have chained by now.
-      const late = await repo.unsealed(new Date(deps.clock.now().getTime() - SEAL_LATE_MS), 1);
-      const [first] = late;
-      if (first !== undefined)
-        return result({
-          chain: chainOf(first),
-          rowId: first.id,
-          problem:
-            'a row older than the sealer allows is not sealed: it was inserted, or the sealer is stopped',
+    async verify(sinceDay?: string, keys: readonly JWK[] = publicKeys): Promise<Verification> {
+      return deps.db
+        .transaction()
+        .setIsolationLevel('repeatable read')
+        .setAccessMode('read only')
+        .execute(async (trx) => {
+          const repo = auditChainRepository(trx);
+          const checkpoints = await repo.checkpoints();
+          const checked = await checkCheckpoints(checkpoints, {
+            keys: keys.length === 0 ? undefined : keys,
+            whole: true,
+            unsignedHint:
+              ', or AUDIT_SIGNING_KEY was set on a trail begun without it (`refhub audit adopt` signs for its unsigned checkpoints)',
+          });
+          const unsignedCheckpoints = checked.unsigned;
+          if (checked.broken !== undefined)
+            return {
+              chains: 0,
+              rows: 0,
+              checkpoints: checkpoints.length,
+              unsignedCheckpoints,
+              broken: checked.broken,
+            };
+          const chains = [...new Set([...(await repo.chains(sinceDay)), ...checked.heads.keys()])]
+            .filter((chain) => sinceDay === undefined || dayOfChain(chain) >= sinceDay)
+            .sort();
+          let rowsChecked = 0;
+          const result = (broken?: Break): Verification => ({
+            chains: chains.length,
+            rows: rowsChecked,
+            checkpoints: checkpoints.length,
+            unsignedCheckpoints,
+            ...(broken === undefined ? {} : { broken }),
+          });
+          for (const chain of chains) {
+            const checkedChain = checkChain(
+              chain,
+              await repo.chainRows(chain),
+              checked.heads.get(chain) ?? [],
+            );
+            rowsChecked += checkedChain.rows;
+            if (checkedChain.broken !== undefined) return result(checkedChain.broken);
+          }
+          // A row the sealer should have chained by now.
+          const late = await repo.unsealed(new Date(deps.clock.now().getTime() - SEAL_LATE_MS), 1);
+          const [first] = late;
+          if (first !== undefined)
+            return result({
+              chain: chainOf(first),
+              rowId: first.id,
+              problem:
+                'a row older than the sealer allows is not sealed: it was inserted, or the sealer is stopped',
+            });
+          return result();
         });
-      return result();
     },
   };
+}
+
+/** The latest of the times given. */
+function latest(first: Date, ...more: (Date | undefined)[]): Date {
+  return more.reduce<Date>((a, b) => (b !== undefined && b > a ? b : a), first);
 }
 
 export type AuditChain = ReturnType<typeof createAuditChain>;

@@ -284,6 +284,98 @@ describe.each(ENGINES)('audit on %s', (engine) => {
     });
   });
 
+  describe('a request refused for the institution it claims', () => {
+    /** The claim a row records, apart from the institution that acted. */
+    async function claimOf(res: LightMyRequestResponse) {
+      return t.ctx.db
+        .selectFrom('audit_events')
+        .select(['claimed_institution_id_type', 'claimed_institution_id'])
+        .where('request_id', '=', String(res.headers['x-request-id']))
+        .executeTakeFirstOrThrow();
+    }
+
+    /** The request IDs of the audit rows in the sender's access report of the canary patient. */
+    async function senderReportRequests(): Promise<string[]> {
+      const res = await t.request(t.sender, {
+        method: 'GET',
+        url: '/api/v1/patients/access-report',
+        query: {
+          ...t.sender.institution,
+          requesterIdentifier: REQUESTER,
+          patientUin: CANARY.patientUin,
+          pageSize: '1000',
+        },
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      const requests = res.json<{ data: { requestId: string }[] }>().data.map((e) => e.requestId);
+      // The report itself is not empty: the referral's own writes are in it.
+      expect(requests.length).toBeGreaterThan(0);
+      return requests;
+    }
+
+    const claimsSender = () => ({
+      claimed_institution_id_type: 'hci',
+      claimed_institution_id: t.sender.institution.institutionId,
+    });
+
+    it('is audited under the key’s own institution, the claim apart, and stays out of the claimed one’s trail', async () => {
+      const referral = await referralIn(t, 'pending-acceptance', CANARY);
+      // The other clinic's key says it acts for the sender, to read the sender's referral.
+      const { res, rows } = await audited(
+        t.otherSender,
+        traced(routeNamed('GET /referrals/:id').request(referral.id, t.sender), REQUESTER),
+      );
+      expect(res.statusCode).toBe(403);
+      expect(res.json<{ code: string }>().code).toBe('institution_not_permitted');
+      expect(rows).toEqual([
+        {
+          ...(await expectedRow(t.otherSender, res, 'referral.read', [referral.id], REQUESTER)),
+          outcome: 'denied',
+        },
+      ]);
+      expect(await claimOf(res)).toEqual(claimsSender());
+      // Its chain is the other clinic's (the chain follows the institution that acted), and the
+      // sender's report of its patient does not list it.
+      expect(await senderReportRequests()).not.toContain(String(res.headers['x-request-id']));
+    });
+
+    it('names no institution for an ops key, and none for a key of several institutions', async () => {
+      const referral = await referralIn(t, 'pending-acceptance', CANARY);
+      const { key } = await t.ctx.apiKeys.create({
+        system: 'Epic',
+        role: 'sender',
+        institutions: [
+          { idType: 'hci', id: t.otherSender.institution.institutionId },
+          { idType: 'hci', id: t.otherProvider.institution.institutionId },
+        ],
+        environment: 'test',
+      });
+      const several: TestParty = { key, institution: t.otherSender.institution };
+      for (const who of [t.ops, several]) {
+        const { res, rows } = await audited(
+          who,
+          traced(routeNamed('GET /referrals/:id').request(referral.id, t.sender), REQUESTER),
+        );
+        expect(res.statusCode).toBe(403);
+        expect(rows).toEqual([
+          {
+            request_id: String(res.headers['x-request-id']),
+            api_key_id: await apiKeyIdOf(t, who),
+            system: who === t.ops ? 'HAS' : 'Epic',
+            institution_id_type: null,
+            institution_id: null,
+            requester_identifier: REQUESTER,
+            action: 'referral.read',
+            outcome: 'denied',
+            referral_ids: [referral.id],
+          },
+        ]);
+        expect(await claimOf(res)).toEqual(claimsSender());
+        expect(await senderReportRequests()).not.toContain(String(res.headers['x-request-id']));
+      }
+    });
+  });
+
   describe('one transaction with the work', () => {
     const POISON = 'audit-refused@example.org';
 

@@ -3,10 +3,17 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { NO_MIGRATIONS } from 'kysely/migration';
+import { CompactSign, importJWK } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { auditChainRepository } from '../../src/db/audit-chain.repository.ts';
+import { auditEventOf, auditRepository, systemActor } from '../../src/db/audit.repository.ts';
 import { createMigrator, isMigrated, migrateToLatest, type Store } from '../../src/db/database.ts';
 import { migrations } from '../../src/db/migrations/index.ts';
 import type { Database } from '../../src/db/schema.ts';
+import { chainOf, GENESIS_HASH, rowHashOf } from '../../src/domain/audit-chain.ts';
+import { checkpointBytes, checkpointHashOf } from '../../src/services/audit-chain-check.ts';
+import { createAuditChain } from '../../src/services/audit-chain.service.ts';
+import { testAuditSigningKey } from '../support/audit-signing-key.ts';
 import { ENGINES, openTestStore } from '../support/engines.ts';
 
 const TABLES = [
@@ -250,6 +257,137 @@ describe.each(ENGINES)('migrations on %s', (engine) => {
       { id: 'fields-new', swept: false },
       { id: 'fields-old', swept: true },
     ]);
+  });
+
+  it('keeps the audit trail sealed before 0020 verifying, and goes on with it in the second forms', async () => {
+    expect((await createMigrator(store.db).migrateTo('0019-events-without-free-text')).error).toBeUndefined();
+    const key = await testAuditSigningKey('audit-before-0020');
+    const clock = { now: () => new Date() };
+    // Three rows sealed as a refhub before 0020 sealed them: the first hash form, which covers neither
+    // sealed_at nor the chain, and a checkpoint of the first form, signed.
+    const occurredAt = new Date(Date.now() - 10_000);
+    const sealedAt = new Date(occurredAt.getTime() + 3_000);
+    const name = chainOf({ institution: { idType: 'hci', id: 'S1234A' }, occurredAt });
+    let prevHash = GENESIS_HASH;
+    for (const index of [1, 2, 3]) {
+      const content = {
+        id: randomUUID(),
+        occurredAt: new Date(occurredAt.getTime() + index),
+        requestId: `before-0020-${index}`,
+        apiKeyId: null,
+        system: 'HAS',
+        institution: { idType: 'hci', id: 'S1234A' },
+        claimedInstitution: null,
+        requesterIdentifier: null,
+        action: 'referral.read',
+        outcome: 'success',
+        referralIds: [randomUUID()],
+      };
+      const rowHash = rowHashOf(prevHash, { ...content, chain: name, chainIndex: index, sealedAt }, 1);
+      await sql`insert into audit_events (id, occurred_at, request_id, api_key_id, system, institution_id_type,
+          institution_id, requester_identifier, action, outcome, referral_ids, chain, chain_index, prev_hash,
+          row_hash, sealed_at)
+        values (${content.id}, ${content.occurredAt}, ${content.requestId}, null, 'HAS', 'hci', 'S1234A', null,
+          'referral.read', 'success', ${content.referralIds}::uuid[], ${name}, ${index}, ${prevHash},
+          ${rowHash}, ${sealedAt})`.execute(store.db);
+      prevHash = rowHash;
+    }
+    const checkpoint = {
+      createdAt: new Date(sealedAt.getTime() + 5),
+      heads: { [name]: { index: 3, hash: prevHash } },
+    };
+    const signature = await new CompactSign(checkpointBytes({ ...checkpoint, form: 1, prevHash: null }))
+      .setProtectedHeader({ alg: 'EdDSA', kid: key.kid })
+      .sign(await importJWK(key, 'EdDSA'));
+    await sql`insert into audit_chain_heads (chain, chain_index, row_hash) values (${name}, 3, ${prevHash})`.execute(
+      store.db,
+    );
+    await sql`insert into audit_checkpoints (created_at, heads, signature, key_id)
+      values (${checkpoint.createdAt}, ${JSON.stringify(checkpoint.heads)}::jsonb, ${signature}, ${key.kid})`.execute(
+      store.db,
+    );
+
+    expect((await migrateToLatest(store.db)).error).toBeUndefined();
+    const auditChain = createAuditChain({ db: store.db, clock, signingKey: key });
+    expect((await auditChain.verify()).broken).toBeUndefined();
+    const forms = await store.db.selectFrom('audit_events').select('hash_form').distinct().execute();
+    expect(forms).toEqual([{ hash_form: 1 }]);
+
+    // A sealer of the version before, still running during a rolling restart, cannot seal a row or
+    // write a checkpoint without its form: the schema refuses both, and the row waits for a new one.
+    await auditRepository(store.db).record(
+      auditEventOf(
+        systemActor('old-sealer'),
+        'referral.reminder-sent',
+        [],
+        new Date(occurredAt.getTime() + 5),
+      ),
+    );
+    await expect(
+      sql`update audit_events set chain = 'refhub/x', chain_index = 1, prev_hash = ${GENESIS_HASH},
+            row_hash = ${GENESIS_HASH}, sealed_at = now() where request_id = 'old-sealer'`.execute(store.db),
+    ).rejects.toThrow(/audit_events_hash_form/);
+    await expect(
+      sql`insert into audit_checkpoints (created_at, heads, signature, key_id)
+          values (now(), '{}'::jsonb, null, null)`.execute(store.db),
+    ).rejects.toThrow(/form/);
+    await store.db.deleteFrom('audit_events').where('request_id', '=', 'old-sealer').execute();
+
+    // A row written after the upgrade continues the chain in the second form, and the checkpoint
+    // that records it links to the one before.
+    await auditRepository(store.db).record(
+      auditEventOf(
+        {
+          requestId: 'after-0020',
+          apiKeyId: null,
+          system: 'HAS',
+          institution: { idType: 'hci', id: 'S1234A' },
+          requesterIdentifier: null,
+        },
+        'referral.read',
+        [],
+        new Date(occurredAt.getTime() + 10),
+      ),
+    );
+    expect(await auditChain.seal()).toBe(1);
+    const verified = await auditChain.verify();
+    expect(verified.broken).toBeUndefined();
+    expect(verified).toMatchObject({ chains: 1, rows: 4, checkpoints: 2, unsignedCheckpoints: 0 });
+    const after = await store.db
+      .selectFrom('audit_events')
+      .select(['chain_index', 'hash_form'])
+      .where('chain', '=', name)
+      .orderBy('chain_index')
+      .execute();
+    expect(after.map((r) => r.hash_form)).toEqual([1, 1, 1, 2]);
+    const checkpoints = await store.db
+      .selectFrom('audit_checkpoints')
+      .select(['form', 'prev_hash'])
+      .orderBy('seq')
+      .execute();
+    expect(checkpoints).toEqual([
+      { form: 1, prev_hash: null },
+      { form: 2, prev_hash: checkpointHashOf({ ...checkpoint, form: 1, prevHash: null }) },
+    ]);
+
+    // The newest row rewritten in the first form, its hash recomputed (which leaves sealed_at
+    // uncovered), is a break: its hash is not the one the checkpoint signed.
+    const [newest] = await auditChainRepository(store.db)
+      .chainRows(name)
+      .then((rows) => rows.slice(-1));
+    await store.db
+      .updateTable('audit_events')
+      .set({
+        hash_form: 1,
+        row_hash: rowHashOf(
+          newest!.prevHash!,
+          { ...newest!, chain: name, chainIndex: 4, sealedAt: newest!.sealedAt! },
+          1,
+        ),
+      })
+      .where('id', '=', newest!.id)
+      .execute();
+    expect((await auditChain.verify()).broken).toMatchObject({ chain: name, index: 4 });
   });
 
   it('has the indexes the referral list query needs, skipping soft-deleted rows', async () => {

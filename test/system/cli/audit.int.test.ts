@@ -11,8 +11,10 @@ import path from 'node:path';
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
+import { auditChainRepository } from '../../../src/db/audit-chain.repository.ts';
 import { auditEventOf, auditRepository, systemActor } from '../../../src/db/audit.repository.ts';
-import { chainOf } from '../../../src/domain/audit-chain.ts';
+import { chainOf, rowHashOf, type HashForm } from '../../../src/domain/audit-chain.ts';
+import { checkpointHashOf } from '../../../src/services/audit-chain-check.ts';
 import { testRedisUrl } from '../../support/bridge.ts';
 import { openPostgresStoreWithUrl } from '../../support/engines.ts';
 import { describeRun, runRefhub, type CliResult } from '../../support/refhub-cli.ts';
@@ -25,12 +27,14 @@ const ROW_FIELDS = [
   'chainIndex',
   'prevHash',
   'rowHash',
+  'hashForm',
   'id',
   'occurredAt',
   'requestId',
   'apiKeyId',
   'system',
   'institution',
+  'claimedInstitution',
   'requesterIdentifier',
   'action',
   'outcome',
@@ -186,6 +190,7 @@ describe('refhub audit', { timeout: 600_000 }, () => {
         parsed.findIndex((l) => l.type === 'row' && l.chain === clinicChain && l.chainIndex === chainIndex);
       const rowId = (chainIndex: number) => parsed[rowLine(chainIndex)]?.id as string;
       const checkpointLine = parsed.findIndex((l) => l.type === 'checkpoint');
+      const createdAt = parsed[checkpointLine]?.createdAt as string;
 
       const changed = edited('changed.ndjson', rowLine(2), (l) => ({ ...l, action: 'referral.update' }));
       const deleted = edited('deleted.ndjson', rowLine(3), () => null);
@@ -231,7 +236,7 @@ describe('refhub audit', { timeout: 600_000 }, () => {
         `refhub: audit export broken: chain ${clinicChain}, row 4 (${rowId(4)}): row 3 of the chain is missing, or a row was inserted\n`,
       );
       expect(isCut.stderr).toBe(
-        `refhub: audit export broken: chain ${clinicChain}, row 4: the checkpoint signed row 4 with another hash, or the row is gone\n`,
+        `refhub: audit export broken: chain ${clinicChain}, row 4: checkpoint 1 of ${createdAt} recorded row 4, and the row is gone\n`,
       );
       expect(isForged.stderr).toMatch(
         /^refhub: audit export broken: chain .*: checkpoint 1 of .* does not match its signature\n$/,
@@ -241,9 +246,10 @@ describe('refhub audit', { timeout: 600_000 }, () => {
       );
 
       // The signing key rotated: a new kid. The checkpoints the old key signed verify with its public
-      // key, given with --key, in the database and in an export.
+      // key, given with --key or kept in AUDIT_PUBLIC_KEYS, in the database and in an export.
       const key2 = await signingKey('audit-test-2');
       const env2 = { ...base, AUDIT_SIGNING_KEY: JSON.stringify(key2) };
+      const env2WithOld = { ...env2, AUDIT_PUBLIC_KEYS: publicKey.stdout.trim() };
       const later = new Date(Date.now() - 5_000);
       for (const [i, action] of ['referral.read', 'referral.accept'].entries())
         await auditRepository(store.db).record(
@@ -251,33 +257,72 @@ describe('refhub audit', { timeout: 600_000 }, () => {
         );
       expect((await cli(['audit', 'seal'], 'ok', env2)).stdout).toBe('Sealed 2 audit rows.\n');
       const laterDay = later.toISOString().slice(0, 10);
-      const [oldKeyMissing, rotated, exportedAfter] = await Promise.all([
-        cli(['audit', 'verify'], 'fail', env2),
-        cli(['audit', 'verify', '--key', keyFile], 'ok', env2),
-        cli(['audit', 'export', '--from', day, '--to', laterDay], 'ok', env2),
-      ]);
-      expect(oldKeyMissing.stderr).toMatch(/checkpoint 1 of .* does not match its signature/);
+      const exportArgs = ['audit', 'export', '--from', day, '--to', laterDay];
+      const [oldKeyMissing, rotated, rotatedBySetting, exportedOneKey, exportedAfter, jwks, badSetting] =
+        await Promise.all([
+          cli(['audit', 'verify'], 'fail', env2),
+          cli(['audit', 'verify', '--key', keyFile], 'ok', env2),
+          cli(['audit', 'verify'], 'ok', env2WithOld),
+          cli(exportArgs, 'ok', env2),
+          cli(exportArgs, 'ok', env2WithOld),
+          cli(['audit', 'public-key', '--jwks'], 'ok', env2WithOld),
+          cli(['audit', 'verify'], 'fail', { ...env2, AUDIT_PUBLIC_KEYS: JSON.stringify(key) }),
+        ]);
+      expect(oldKeyMissing.stderr).toMatch(
+        /checkpoint 1 of .* is signed with key "audit-test-1", and no public key with that kid was given\n$/,
+      );
       // Across midnight, the two new rows start a chain of their own.
       const chainsAfter = laterDay === day ? 2 : 3;
-      expect(rotated.stdout).toBe(
-        `Audit trail intact: ${chainsAfter} chains, 8 rows, 2 checkpoints (0 unsigned).\n`,
-      );
-      const after = file('after.ndjson', exportedAfter.stdout);
-      const bothKeys = file(
-        'both.jwks',
-        JSON.stringify({ keys: [jwk, { kty: 'OKP', crv: 'Ed25519', x: key2.x, kid: 'audit-test-2' }] }),
-      );
-      const [afterBoth, afterOwnKeyOnly] = await Promise.all([
-        offline(['--file', after, '--key', bothKeys]),
-        offline(['--file', after], 'fail'),
+      const intactAfter = `Audit trail intact: ${chainsAfter} chains, 8 rows, 2 checkpoints (0 unsigned).\n`;
+      expect(rotated.stdout).toBe(intactAfter);
+      expect(rotatedBySetting.stdout).toBe(intactAfter);
+      expect(rotatedBySetting.stderr).toBe('');
+      const publicKey2 = { kty: 'OKP', crv: 'Ed25519', x: key2.x, kid: 'audit-test-2' };
+      expect(JSON.parse(jwks.stdout)).toEqual({ keys: [publicKey2, jwk] });
+      expect(badSetting.stderr).toMatch(/^refhub: AUDIT_PUBLIC_KEYS: must hold public keys only/);
+      // The export carries every public key known where it was made.
+      const keyLines = (out: string) =>
+        out
+          .trimEnd()
+          .split('\n')
+          .map((l) => JSON.parse(l) as Line)
+          .filter((l) => l.type === 'key');
+      expect(keyLines(exportedOneKey.stdout)).toEqual([{ type: 'key', jwk: publicKey2 }]);
+      expect(keyLines(exportedAfter.stdout)).toEqual([
+        { type: 'key', jwk: publicKey2 },
+        { type: 'key', jwk },
       ]);
-      expect(afterBoth.stdout).toMatch(
-        new RegExp(
-          `^Audit export intact: ${chainsAfter} chains, 8 rows, 2 checkpoints \\(0 unsigned\\), of ${day}`,
-        ),
+      const afterOneKey = file('after-one-key.ndjson', exportedOneKey.stdout);
+      const after = file('after.ndjson', exportedAfter.stdout);
+      const bothKeys = file('both.jwks', jwks.stdout);
+      const [afterBoth, afterOwnKeys, afterOwnKeyOnly] = await Promise.all([
+        offline(['--file', afterOneKey, '--key', bothKeys]),
+        offline(['--file', after]),
+        offline(['--file', afterOneKey], 'fail'),
+      ]);
+      const exportIntact = new RegExp(
+        `^Audit export intact: ${chainsAfter} chains, 8 rows, 2 checkpoints \\(0 unsigned\\), of ${day}`,
       );
+      expect(afterBoth.stdout).toMatch(exportIntact);
+      expect(afterOwnKeys.stdout).toMatch(exportIntact);
       expect(afterOwnKeyOnly.stderr).toMatch(
         /checkpoint 1 of .* is signed with key "audit-test-1", and no public key with that kid was given\n$/,
+      );
+
+      // The export's newest checkpoint with its signature removed: a break, not "intact".
+      const afterLines = exportedAfter.stdout
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Line);
+      const newestLine = afterLines.findLastIndex((l) => l.type === 'checkpoint');
+      const unsignedExport = file(
+        'unsigned.ndjson',
+        afterLines
+          .map((l, i) => JSON.stringify(i === newestLine ? { ...l, signature: null, keyId: null } : l))
+          .join('\n') + '\n',
+      );
+      expect((await offline(['--file', unsignedExport, '--key', bothKeys], 'fail')).stderr).toMatch(
+        /^refhub: audit export broken: chain .*: checkpoint 2 of .* is not signed, and an earlier one is: its signature was removed, or it was inserted\n$/,
       );
 
       // A row changed in the database: `verify` names it, and exits 1.
@@ -286,8 +331,120 @@ describe('refhub audit', { timeout: 600_000 }, () => {
         .set({ action: 'referral.update' })
         .where('id', '=', rowId(2))
         .execute();
-      expect((await cli(['audit', 'verify', '--key', keyFile], 'fail', env2)).stderr).toBe(
+      expect((await cli(['audit', 'verify'], 'fail', env2WithOld)).stderr).toBe(
         `refhub: audit trail broken: chain ${clinicChain}, row 2 (${rowId(2)}): its content does not give its hash: it was changed\n`,
+      );
+
+      // The chain rewritten from that row on, every hash recomputed by the published rules, and a
+      // checkpoint of its new head added without a signature: still a break, naming the checkpoint.
+      const chainRows = await auditChainRepository(store.db).chainRows(clinicChain);
+      let prevHash = chainRows[0]!.rowHash!;
+      for (const row of chainRows.slice(1)) {
+        const rowHash = rowHashOf(
+          prevHash,
+          { ...row, chain: clinicChain, chainIndex: row.chainIndex!, sealedAt: row.sealedAt! },
+          row.hashForm as HashForm,
+        );
+        await store.db
+          .updateTable('audit_events')
+          .set({ prev_hash: prevHash, row_hash: rowHash })
+          .where('id', '=', row.id)
+          .execute();
+        prevHash = rowHash;
+      }
+      const newHead = { [clinicChain]: { index: chainRows.length, hash: prevHash } };
+      const newest = (await auditChainRepository(store.db).lastCheckpoint())!;
+      await store.db
+        .insertInto('audit_checkpoints')
+        .values({
+          created_at: new Date(),
+          heads: JSON.stringify(newHead),
+          signature: null,
+          key_id: null,
+          form: 2,
+          prev_hash: checkpointHashOf(newest),
+        })
+        .execute();
+      expect((await cli(['audit', 'verify'], 'fail', env2WithOld)).stderr).toMatch(
+        new RegExp(
+          `^refhub: audit trail broken: chain ${clinicChain}: checkpoint \\d+ of .* is not signed, and an earlier one is: its signature was removed, or it was inserted\\n$`,
+        ),
+      );
+      // Instead, the newest signed checkpoint made to name the new head, its signature removed.
+      await store.db.deleteFrom('audit_checkpoints').where('signature', 'is', null).execute();
+      await store.db
+        .updateTable('audit_checkpoints')
+        .set({ heads: JSON.stringify(newHead), signature: null, key_id: null })
+        .where('seq', '=', newest.seq)
+        .execute();
+      expect((await cli(['audit', 'verify'], 'fail', env2WithOld)).stderr).toMatch(
+        new RegExp(
+          `^refhub: audit trail broken: chain ${clinicChain}: checkpoint ${newest.seq} of .* is not signed`,
+        ),
+      );
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('refhub audit adopt', { timeout: 600_000 }, () => {
+  it('signs for the unsigned checkpoints of a trail begun without a key, once, and only with the key', async () => {
+    const { store, url: databaseUrl } = await openPostgresStoreWithUrl();
+    try {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'refhub-audit-adopt-'));
+      tempDirs.push(dir);
+      const key = await signingKey('audit-adopt-1');
+      const base = { DATABASE_URL: databaseUrl, DATA_DIR: dir, REDIS_URL: testRedisUrl(), QUEUE_PREFIX };
+      const env = { ...base, AUDIT_SIGNING_KEY: JSON.stringify(key) };
+      const cli = async (args: string[], withEnv: Record<string, string>, outcome: 'ok' | 'fail' = 'ok') => {
+        const r = await runRefhub(args, withEnv);
+        expect(r.code, describeRun(args, r)).toBe(outcome === 'ok' ? 0 : 1);
+        expect(r.stderr, 'a message, not a stack trace').not.toMatch(STACK);
+        return r;
+      };
+      const at = new Date(Date.now() - 5_000);
+      await auditRepository(store.db).record(
+        auditEventOf(systemActor('req-adopt'), 'forward.sent', [randomUUID()], at),
+      );
+      // Sealed without a key, as a refhub outside production without AUDIT_SIGNING_KEY seals.
+      expect((await cli(['audit', 'seal'], base)).stdout).toBe('Sealed 1 audit row.\n');
+      const [unadopted, withoutKey] = await Promise.all([
+        cli(['audit', 'verify'], env, 'fail'),
+        cli(['audit', 'adopt'], base, 'fail'),
+      ]);
+      expect(unadopted.stderr).toMatch(
+        /^refhub: audit trail broken: chain -: no checkpoint is signed, though a key to check them with is known: .*`refhub audit adopt`/,
+      );
+      expect(withoutKey.stderr).toMatch(
+        /^refhub: AUDIT_SIGNING_KEY is not set: an adoption is a checkpoint signed with it/,
+      );
+
+      const adopted = await cli(['audit', 'adopt'], env);
+      expect(adopted.stdout).toMatch(
+        /^Adopted 1 unsigned checkpoint, checkpoint 1 of \S+Z, with key "audit-adopt-1"\.\n$/,
+      );
+      const day = at.toISOString().slice(0, 10);
+      const [verified, again, exported] = await Promise.all([
+        cli(['audit', 'verify'], env),
+        cli(['audit', 'adopt'], env),
+        cli(['audit', 'export', '--from', day, '--to', day], env),
+      ]);
+      expect(verified.stdout).toBe('Audit trail intact: 1 chain, 1 row, 2 checkpoints (1 unsigned).\n');
+      expect(verified.stderr).toBe(
+        'refhub: warning: 1 checkpoint is unsigned, from before the trail was signed: an adoption signed for it as it was then\n',
+      );
+      expect(again.stdout).toBe(
+        'Nothing to adopt: every checkpoint is signed, or an adoption signed for them.\n',
+      );
+      // The export goes on to the adoption, so that it verifies offline with the key too.
+      const exportFile = path.join(dir, 'export.ndjson');
+      fs.writeFileSync(exportFile, exported.stdout);
+      const keyFile = path.join(dir, 'public.jwk');
+      fs.writeFileSync(keyFile, JSON.stringify({ ...key, d: undefined }));
+      const offline = await cli(['audit', 'verify', '--file', exportFile, '--key', keyFile], {});
+      expect(offline.stdout).toBe(
+        `Audit export intact: 1 chain, 1 row, 2 checkpoints (1 unsigned), of ${day}.\n`,
       );
     } finally {
       await store.close();
