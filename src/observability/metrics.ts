@@ -49,6 +49,21 @@ export function createMetrics() {
     help: 'Reads answered 503 because their answer did not fit RESPONSES_IN_FLIGHT_MIB',
     registers: [registry],
   });
+  const uploadBytes = new Gauge({
+    name: 'refhub_upload_bytes_in_flight',
+    help:
+      'Bytes uploads hold in this process: bodies as they arrive, and bodies being checked and stored ' +
+      '(ATTACHMENT_UPLOADS_IN_FLIGHT_MIB)',
+    registers: [registry],
+  });
+  const uploadsRefused = new Counter({
+    name: 'refhub_uploads_refused_total',
+    help:
+      'Uploads answered 503 because they found no room within ATTACHMENT_UPLOAD_WAIT_MS, by the room ' +
+      'they lacked: `credential` or `institution` (its share), or `server`',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
   const circuitTransitions = new Counter({
     name: 'refhub_ehr_circuit_transitions_total',
     help: "Transitions of the EHR's circuit made by this process, by the state it went to",
@@ -226,6 +241,13 @@ export function createMetrics() {
     },
     responseShed(): void {
       responsesShed.inc();
+    },
+    /** The bytes uploads hold, after each change. */
+    uploadBytesInFlight(bytes: number): void {
+      uploadBytes.set(bytes);
+    },
+    uploadRefused(reason: 'credential' | 'institution' | 'server'): void {
+      uploadsRefused.inc({ reason });
     },
     observeEhrAttempt(outcome: string, status: number | null, seconds: number): void {
       ehrAttempts.inc({ outcome, status_class: statusClass(status) });
