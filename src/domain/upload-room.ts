@@ -10,11 +10,15 @@
 //   their own share.
 // - its body as it arrives, a block at a time, counted in the room for arriving bodies and in the
 //   total. That room is the total less what is kept for checking and storing, so bodies arriving,
-//   however slowly, can never keep a body that has arrived from being stored.
+//   however slowly, can never keep a body that has arrived from being stored. A block is given only
+//   while every upload admitted could still arrive in full, one after another, each taking what those
+//   before it gave back (the banker's rule, the claims being what each may still need): so the bodies
+//   arriving can never all be waiting for each other's room, and a slow one is left to finish last.
 // - once its body has arrived, the room to check and store it (several copies of it), counted in the
 //   total alone; its claim and its place among the arriving bodies are given back then.
 // Requests are granted in the order they were made, except that one that fits never waits for an
 // earlier one held back by other pools: a request waits only for those ahead of it in a pool it needs.
+// Blocks, all small, do not queue behind each other: any block that keeps the rule above is given.
 // A request larger than a pool still goes when nothing else holds any of that pool.
 
 /** Which room an upload lacked: its credential's share, its institution's, or the process's. */
@@ -85,6 +89,7 @@ interface Pool {
 }
 
 interface Request {
+  readonly kind: 'claim' | 'arrive' | 'store';
   readonly adds: readonly (readonly [Pool, number])[];
   /** Pools whose bytes of this upload are given back once the request is granted. */
   readonly leaves: readonly Pool[];
@@ -95,6 +100,8 @@ interface Request {
 interface Holder {
   readonly pools: readonly Pool[];
   readonly amounts: Map<Pool, number>;
+  /** What its claims came to: the most its body may still bring, less what has arrived. */
+  claimed: number;
   pending: Request | undefined;
   /** The first pool a waiting request did not fit, when it was last looked at. */
   blockedBy: Pool | undefined;
@@ -105,6 +112,8 @@ export function createUploadRoom(limits: UploadRoomLimits, onChange?: (held: num
   const total: Pool = { shortage: 'server', limit: limits.totalBytes, held: 0, users: 0 };
   const arriving: Pool = { shortage: 'server', limit: limits.arrivingBytes, held: 0, users: 0 };
   const shares = new Map<string, Pool>();
+  /** Uploads admitted whose bodies have not yet arrived whole. */
+  const arrivers = new Set<Holder>();
   const waiting: { readonly holder: Holder; readonly request: Request }[] = [];
 
   const shareOf = (shortage: 'credential' | 'institution', id: string): Pool => {
@@ -118,8 +127,26 @@ export function createUploadRoom(limits: UploadRoomLimits, onChange?: (held: num
     return pool;
   };
   const own = (holder: Holder, pool: Pool) => holder.amounts.get(pool) ?? 0;
+  // Whether, with `bytes` more for `asker`, every body arriving could still arrive in full: taken in
+  // the order of what each still needs, each finds room in what is free and what those before it
+  // gave back.
+  const safeWith = (asker: Holder, bytes: number) => {
+    let free = arriving.limit - arriving.held - bytes;
+    const rest = [...arrivers]
+      .map((holder) => {
+        const held = own(holder, arriving) + (holder === asker ? bytes : 0);
+        return { held, needs: Math.max(0, holder.claimed - held) };
+      })
+      .sort((a, b) => a.needs - b.needs);
+    for (const { held, needs } of rest) {
+      if (needs > free) return false;
+      free += held;
+    }
+    return true;
+  };
   const fits = (pool: Pool, holder: Holder, bytes: number) =>
-    pool.held + bytes <= pool.limit || pool.held === own(holder, pool);
+    (pool.held + bytes <= pool.limit || pool.held === own(holder, pool)) &&
+    (pool !== arriving || safeWith(holder, bytes));
 
   const grant = (holder: Holder, request: Request) => {
     for (const [pool, bytes] of request.adds) {
@@ -130,6 +157,11 @@ export function createUploadRoom(limits: UploadRoomLimits, onChange?: (held: num
       pool.held -= own(holder, pool);
       holder.amounts.set(pool, 0);
     }
+    if (request.kind === 'claim') {
+      holder.claimed += request.adds[0]?.[1] ?? 0;
+      arrivers.add(holder);
+    }
+    if (request.kind === 'store') arrivers.delete(holder);
     holder.pending = undefined;
     holder.blockedBy = undefined;
     request.resolve();
@@ -155,18 +187,23 @@ export function createUploadRoom(limits: UploadRoomLimits, onChange?: (held: num
           continue;
         }
         holder.blockedBy = short[0];
-        for (const pool of short) closed.add(pool);
+        for (const pool of short) if (pool !== arriving) closed.add(pool);
         i += 1;
       }
     }
   };
   const changed = () => onChange?.(total.held);
 
-  const ask = (holder: Holder, adds: Request['adds'], leaves: readonly Pool[]): Promise<void> => {
+  const ask = (
+    holder: Holder,
+    kind: Request['kind'],
+    adds: Request['adds'],
+    leaves: readonly Pool[],
+  ): Promise<void> => {
     if (holder.released) return Promise.reject(new NoRoomError('server'));
     if (holder.pending !== undefined) throw new Error('an upload asks for room one request at a time');
     return new Promise<void>((resolve, reject) => {
-      const request = { adds, leaves, resolve, reject };
+      const request = { kind, adds, leaves, resolve, reject };
       holder.pending = request;
       waiting.push({ holder, request });
       settle();
@@ -196,6 +233,7 @@ export function createUploadRoom(limits: UploadRoomLimits, onChange?: (held: num
       const holder: Holder = {
         pools,
         amounts: new Map(),
+        claimed: 0,
         pending: undefined,
         blockedBy: undefined,
         released: false,
@@ -204,12 +242,14 @@ export function createUploadRoom(limits: UploadRoomLimits, onChange?: (held: num
         claim: (bytes) =>
           ask(
             holder,
+            'claim',
             pools.map((pool) => [pool, bytes] as const),
             [],
           ),
         arrive: (bytes) =>
           ask(
             holder,
+            'arrive',
             [
               [arriving, bytes],
               [total, bytes],
@@ -217,7 +257,7 @@ export function createUploadRoom(limits: UploadRoomLimits, onChange?: (held: num
             [],
           ),
         store: (bytes) =>
-          ask(holder, [[total, Math.max(0, bytes - own(holder, total))]], [...pools, arriving]),
+          ask(holder, 'store', [[total, Math.max(0, bytes - own(holder, total))]], [...pools, arriving]),
         giveUp() {
           if (holder.pending === undefined) return;
           stopWaiting(holder);
@@ -227,6 +267,7 @@ export function createUploadRoom(limits: UploadRoomLimits, onChange?: (held: num
         release() {
           if (holder.released) return;
           holder.released = true;
+          arrivers.delete(holder);
           stopWaiting(holder);
           for (const [pool, bytes] of holder.amounts) pool.held -= bytes;
           holder.amounts.clear();

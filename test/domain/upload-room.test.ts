@@ -109,39 +109,79 @@ describe('the room for uploads', () => {
     expect(room.held).toBe(250 + 250 + 50 + 10);
   });
 
-  it('grants in order within a pool, but lets a request pass one held back by a pool it does not need', async () => {
+  it('never lets the bodies arriving all wait for each other, and leaves a slow one to finish last', async () => {
     const room = createUploadRoom(LIMITS);
-    const a = room.open({ credential: 'k1', institution: 'hci/A' });
-    await a.claim(100);
-    await a.arrive(60);
-    const big = room.open({ credential: 'k2', institution: 'hci/B' });
-    await big.claim(100);
-    const bigBody = big.arrive(50);
-    const small = room.open({ credential: 'k3', institution: 'hci/C' });
-    await small.claim(10);
-    // 60 held of the 100 for arriving bodies: 10 would fit, but the 50 asked first.
-    const smallBody = small.arrive(10);
-    expect(await settled(smallBody)).toBe(false);
-    // A claim (the shares alone) is not held back by the arriving bodies' queue.
-    const other = room.open({ credential: 'k4', institution: 'hci/D' });
-    expect(await settled(other.claim(100))).toBe(true);
-    a.release();
-    await bigBody;
-    await smallBody;
-    expect(room.held).toBe(60);
+    const slow = room.open({ credential: 'k1', institution: 'hci/A' });
+    const quick = room.open({ credential: 'k2', institution: 'hci/B' });
+    await slow.claim(60);
+    await quick.claim(60);
+    await slow.arrive(10);
+    // 50 more for quick leaves 40 free: quick can finish (10 to go), then slow (50) in what quick
+    // gives back.
+    await quick.arrive(50);
+    // 35 more for slow would leave 5 free, short of what either still needs: both would wait for
+    // each other's room. It waits, and quick is not held back by it.
+    const slowBody = slow.arrive(35);
+    expect(await settled(slowBody)).toBe(false);
+    await quick.arrive(10);
+    await quick.store(300);
+    await slowBody;
+    expect(room.held).toBe(300 + 45);
   });
 
-  it('lets a request larger than a pool go when nothing else holds any of it', async () => {
+  it('gives any block that keeps every body able to arrive, whoever asked first', async () => {
+    const room = createUploadRoom(LIMITS);
+    const [a, b, c] = ['A', 'B', 'C'].map((id, i) =>
+      room.open({ credential: `k${i}`, institution: `hci/${id}` }),
+    );
+    for (const hold of [a!, b!, c!]) await hold.claim(60);
+    await a!.arrive(30);
+    await b!.arrive(30);
+    // 35 more for c leaves 5 free, short of what any of them still needs (30, 30, 25).
+    const cBody = c!.arrive(35);
+    expect(await settled(cBody)).toBe(false);
+    // a's smaller block keeps the rule (a can finish in what is free, then b, then c): it is given.
+    expect(await settled(a!.arrive(5))).toBe(true);
+    a!.release();
+    await cBody;
+  });
+
+  it('stores in the order asked: a smaller store waits behind a larger one asked first', async () => {
+    const room = createUploadRoom({ ...LIMITS, totalBytes: 400 });
+    const holds = ['A', 'B', 'C'].map((id, i) =>
+      room.open({ credential: `k${i}`, institution: `hci/${id}` }),
+    );
+    for (const hold of holds) {
+      await hold.claim(30);
+      await hold.arrive(30);
+    }
+    await holds[0]!.store(300);
+    // 360 held of 400: the larger store waits, and the smaller, which would fit, waits behind it.
+    const big = holds[1]!.store(150);
+    const small = holds[2]!.store(60);
+    expect(await settled(big)).toBe(false);
+    expect(await settled(small)).toBe(false);
+    // A claim, which needs no room of the total, is not held back by them.
+    expect(await settled(room.open({ credential: 'k9', institution: 'hci/Z' }).claim(100))).toBe(true);
+    holds[0]!.release();
+    await big;
+    await small;
+    expect(room.held).toBe(150 + 60);
+  });
+
+  it('lets a store larger than the total go when nothing else holds any of it', async () => {
     const room = createUploadRoom(LIMITS);
     const alone = room.open({ credential: 'k1', institution: 'hci/A' });
-    await alone.claim(500);
-    await alone.arrive(100);
     const other = room.open({ credential: 'k2', institution: 'hci/B' });
+    await alone.claim(50);
+    await alone.arrive(50);
     await other.claim(10);
-    const otherBody = other.arrive(10);
-    expect(await settled(otherBody)).toBe(false);
-    alone.release();
-    await otherBody;
+    await other.arrive(10);
+    const big = alone.store(700);
+    expect(await settled(big)).toBe(false);
+    other.release();
+    await big;
+    expect(room.held).toBe(700);
   });
 
   it('gives everything back on release, ends a request still waiting, and forgets empty shares', async () => {
