@@ -54,10 +54,16 @@ export interface UploadBudget {
   /**
    * Admits an upload by `party` that may bring up to `claimBytes` (its declared length, or the size
    * limit): claims them from its shares, waiting for room at most ATTACHMENT_UPLOAD_WAIT_MS
-   * (UploadsBusyError after). Everything it takes is given back once `reply` has been sent or its
-   * connection has closed.
+   * (UploadsBusyError after). `exactLength`: the body is exactly `claimBytes` (its reader refuses
+   * one longer). Everything it takes is given back once `reply` has been sent or its connection has
+   * closed.
    */
-  admit(reply: FastifyReply, party: UploadParty, claimBytes: number): Promise<UploadBody>;
+  admit(
+    reply: FastifyReply,
+    party: UploadParty,
+    claimBytes: number,
+    exactLength?: boolean,
+  ): Promise<UploadBody>;
 }
 
 export function createUploadBudget(deps: UploadBudgetDeps): UploadBudget {
@@ -79,7 +85,7 @@ export function createUploadBudget(deps: UploadBudgetDeps): UploadBudget {
   const retryAfterSeconds = Math.max(1, Math.ceil(waitMs / 1000));
 
   return {
-    async admit(reply, party, claimBytes) {
+    async admit(reply, party, claimBytes, exactLength = false) {
       const hold: UploadHold = room.open(party);
       let gone = false;
       const giveBack = () => {
@@ -110,33 +116,36 @@ export function createUploadBudget(deps: UploadBudgetDeps): UploadBudget {
       };
 
       await within(hold.claim(Math.min(claimBytes, maxBytes)));
+      // A body of a declared length is written into one buffer of that length: the system backs its
+      // pages only as they are written, and it is handed on as it is, without a copy to join it. A
+      // body of no declared length is kept in blocks, joined once it has arrived.
+      let one: Buffer | undefined;
       const blocks: Buffer[] = [];
-      let block: Buffer | undefined;
-      let filled = 0;
       let taken = 0;
       let received = 0;
       return {
         async keep(piece) {
           for (let at = 0; at < piece.length;) {
-            if (block === undefined || filled === block.length) {
-              // Within the claim, so that a share's uploads can all arrive; a body longer than it
+            if (received === taken) {
+              // Within the claim, so that every upload admitted can arrive; a body longer than it
               // declared is refused by its reader before it gets here.
               const size = Math.min(UPLOAD_BLOCK_BYTES, Math.max(claimBytes - taken, piece.length - at));
               await within(hold.arrive(size));
-              block = Buffer.allocUnsafe(size);
-              blocks.push(block);
-              filled = 0;
               taken += size;
+              if (exactLength) one ??= Buffer.allocUnsafe(claimBytes);
+              else blocks.push(Buffer.allocUnsafe(size));
             }
-            const copied = Math.min(block.length - filled, piece.length - at);
-            block.set(piece.subarray(at, at + copied), filled);
-            filled += copied;
+            const copied = Math.min(taken - received, piece.length - at);
+            const into = one ?? blocks[blocks.length - 1];
+            const offset = one === undefined ? (into?.length ?? 0) - (taken - received) : received;
+            into?.set(piece.subarray(at, at + copied), offset);
             at += copied;
             received += copied;
           }
         },
         async whole() {
           await within(hold.store(UPLOAD_COPIES_IN_FLIGHT * received));
+          if (one !== undefined) return one.subarray(0, received);
           const only = blocks[0];
           if (blocks.length === 1 && only !== undefined && received === only.length) return only;
           const body = Buffer.concat(blocks, received);

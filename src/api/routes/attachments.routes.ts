@@ -214,7 +214,7 @@ export function attachmentsRoutes(deps: AttachmentsRoutesDeps, uploads: UploadBu
       }
       const party = uploadPartyOf(request);
       if (party === undefined) return payload;
-      admitted.set(request, await uploads.admit(reply, party, length ?? maxBytes));
+      admitted.set(request, await uploads.admit(reply, party, length ?? maxBytes, length !== undefined));
       return payload;
     });
 
