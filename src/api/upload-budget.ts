@@ -10,7 +10,13 @@
 // has been sent or its connection is gone.
 import type { FastifyReply } from 'fastify';
 import type { Config } from '../config.ts';
-import { createUploadRoom, NoRoomError, type UploadHold, type UploadParty } from '../domain/upload-room.ts';
+import {
+  createUploadRoom,
+  NoRoomError,
+  type UploadHold,
+  type UploadParty,
+  type UploadRoom,
+} from '../domain/upload-room.ts';
 import { UploadsBusyError } from '../errors.ts';
 import type { Metrics } from '../observability/metrics.ts';
 
@@ -37,7 +43,7 @@ export type UploadBudgetSettings = Pick<
 
 export interface UploadBudgetDeps {
   readonly config: UploadBudgetSettings;
-  readonly metrics: Pick<Metrics, 'uploadBytesInFlight' | 'uploadRefused'>;
+  readonly metrics: Pick<Metrics, 'uploadRoom' | 'uploadRefused'>;
 }
 
 /** The body of one admitted upload, kept as it arrives. */
@@ -70,7 +76,7 @@ export function createUploadBudget(deps: UploadBudgetDeps): UploadBudget {
   const { config, metrics } = deps;
   const maxBytes = config.attachmentMaxBytes;
   const totalBytes = config.attachmentUploadsInFlightMib * MIB;
-  const room = createUploadRoom(
+  const room: UploadRoom = createUploadRoom(
     {
       totalBytes,
       arrivingBytes: totalBytes - UPLOAD_COPIES_IN_FLIGHT * maxBytes,
@@ -78,7 +84,7 @@ export function createUploadBudget(deps: UploadBudgetDeps): UploadBudget {
       perInstitutionBytes: config.attachmentUploadsPerInstitutionMib * MIB,
     },
     (held) => {
-      metrics.uploadBytesInFlight(held);
+      metrics.uploadRoom(held, room.waiting);
     },
   );
   const waitMs = config.attachmentUploadWaitMs;

@@ -56,6 +56,11 @@ export function createMetrics() {
       '(ATTACHMENT_UPLOADS_IN_FLIGHT_MIB)',
     registers: [registry],
   });
+  const uploadsWaiting = new Gauge({
+    name: 'refhub_uploads_waiting',
+    help: 'Uploads waiting for room in this process (ATTACHMENT_UPLOAD_WAIT_MS at most, then 503)',
+    registers: [registry],
+  });
   const uploadsRefused = new Counter({
     name: 'refhub_uploads_refused_total',
     help:
@@ -242,9 +247,10 @@ export function createMetrics() {
     responseShed(): void {
       responsesShed.inc();
     },
-    /** The bytes uploads hold, after each change. */
-    uploadBytesInFlight(bytes: number): void {
+    /** The bytes uploads hold, and the uploads waiting for room, after each change. */
+    uploadRoom(bytes: number, waiting: number): void {
       uploadBytes.set(bytes);
+      uploadsWaiting.set(waiting);
     },
     uploadRefused(reason: 'credential' | 'institution' | 'server'): void {
       uploadsRefused.inc({ reason });

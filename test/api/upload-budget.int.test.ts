@@ -21,6 +21,11 @@ async function uploadBytesInFlight(t: TestApp): Promise<number> {
   return metric?.values[0]?.value ?? 0;
 }
 
+async function uploadsWaiting(t: TestApp): Promise<number> {
+  const metric = await t.ctx.metrics.registry.getSingleMetric('refhub_uploads_waiting')?.get();
+  return metric?.values[0]?.value ?? 0;
+}
+
 async function refused(t: TestApp, reason: string): Promise<number> {
   const metric = await t.ctx.metrics.registry.getSingleMetric('refhub_uploads_refused_total')?.get();
   return metric?.values.find((v) => v.labels.reason === reason)?.value ?? 0;
@@ -138,6 +143,7 @@ describe.each(ENGINES)('the room for uploads on %s', (engine) => {
       slow.finish();
       expect((await slow.answer).status).toBe(201);
       await expect.poll(() => uploadBytesInFlight(t)).toBe(0);
+      slow.destroy();
     });
 
     it('gives back the room of a client that goes away mid-upload, and stores nothing of it', async () => {
@@ -153,6 +159,54 @@ describe.each(ENGINES)('the room for uploads on %s', (engine) => {
       // Its claim on the credential's share went with it: a 10 MiB upload of the same key is taken.
       const again = await send(base, t.sender, draft.id, Buffer.alloc(10 * MIB, 'c'));
       expect(again.status, JSON.stringify(again.body)).toBe(201);
+    });
+  });
+
+  describe('with room for one 1 MiB body arriving, and a wait as long as a request', () => {
+    const REQUEST_TIMEOUT_S = 10;
+    let t: TestApp;
+    let port: number;
+    beforeAll(async () => {
+      t = await createTestApp(engine, {
+        env: {
+          ATTACHMENT_MAX_MIB: '1',
+          ATTACHMENT_UPLOADS_IN_FLIGHT_MIB: '6',
+          ATTACHMENT_UPLOAD_WAIT_MS: String(REQUEST_TIMEOUT_S * 1000),
+          HTTP_REQUEST_TIMEOUT_SECONDS: String(REQUEST_TIMEOUT_S),
+        },
+      });
+      port = Number(new URL(await listeningUrl(t)).port);
+    });
+    afterAll(async () => {
+      await t.close();
+    });
+
+    it('lets two bodies that cannot both fit arrive one after the other, not both wait for ever', async () => {
+      const drafts = [await draftOf(t, t.sender), await draftOf(t, t.otherSender)];
+      const [first, second] = await Promise.all(
+        [t.sender, t.otherSender].map((who, i) =>
+          rawRequest(
+            port,
+            uploadHead(attachmentsPath(drafts[i]!.id, who), who.key, { 'Content-Length': String(MIB) }),
+          ),
+        ),
+      );
+      // Each sends more than half of its body: both cannot be kept at once.
+      first!.write(Buffer.alloc(600 * 1024, 'j'));
+      await expect.poll(() => uploadBytesInFlight(t), { timeout: 5000 }).toBe(768 * 1024);
+      second!.write(Buffer.alloc(600 * 1024, 'k'));
+      // The second is kept waiting rather than given room the first will need…
+      await expect.poll(() => uploadsWaiting(t), { timeout: 5000 }).toBe(1);
+      expect(await uploadBytesInFlight(t)).toBe(768 * 1024);
+      first!.write(Buffer.alloc(MIB - 600 * 1024, 'j'));
+      expect((await first!.answer).status).toBe(201);
+      // …and takes it once the first has arrived.
+      second!.write(Buffer.alloc(MIB - 600 * 1024, 'k'));
+      expect((await second!.answer).status).toBe(201);
+      expect(await refused(t, 'server')).toBe(0);
+      await expect.poll(() => uploadBytesInFlight(t)).toBe(0);
+      first!.destroy();
+      second!.destroy();
     });
   });
 
@@ -262,6 +316,7 @@ describe.each(ENGINES)('the room for uploads on %s', (engine) => {
       // The body that has arrived is stored: the room to check and store it was never lent out.
       big.write('g');
       expect((await big.answer).status).toBe(201);
+      big.destroy();
       expect(await countRows(t, 'attachments')).toBe(rows + 1);
       await expect.poll(() => uploadBytesInFlight(t)).toBe(0);
       const after = await send(base, t.sender, draft.id, Buffer.alloc(1024, 'h'));
