@@ -2,9 +2,9 @@
 // so that together they stay within ATTACHMENT_UPLOADS_IN_FLIGHT_MIB and each credential and each
 // institution within its share (docs/attachments.md, "Storage"; the rules are domain/upload-room.ts).
 //
-// An upload claims its declared length from its shares before a byte of it is read; keeps its body in
-// blocks, each taken from the room for arriving bodies before a byte is copied into it; and takes five
-// times its size from the whole budget once it has arrived, before it is joined, checked and stored.
+// An upload claims its declared length from its shares before a byte of it is read; takes room for its
+// body a block at a time from the room for arriving bodies, each before a byte is copied into it; and
+// takes five times its size from the whole budget once it has arrived, before it is checked and stored.
 // Whatever it waits for, it waits at most ATTACHMENT_UPLOAD_WAIT_MS, and is then answered 503
 // `uploads_busy` with Retry-After, having stored nothing. It gives everything back when its answer
 // has been sent or its connection is gone.
