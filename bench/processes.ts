@@ -216,6 +216,10 @@ export function startRefhub(settings: RefhubSettings): Promise<Service> {
       // The limiter runs as in production; its limit is raised so that it does not answer 429 to
       // the one key that stands in for a whole fleet of clinics.
       RATE_LIMIT_PER_MINUTE: '1000000',
+      // So are the upload shares, to the whole upload budget, so that the uploads scenario's burst
+      // meets the budget (what bounds the process's memory) rather than one clinic's share of it.
+      ATTACHMENT_UPLOADS_PER_CREDENTIAL_MIB: '80',
+      ATTACHMENT_UPLOADS_PER_INSTITUTION_MIB: '80',
       ...settings.env,
     },
   });
@@ -310,6 +314,10 @@ export function startRefhubRole(role: 'api' | 'worker', settings: RefhubSettings
       EHR_URL: settings.ehrUrl,
       LOG_LEVEL: 'info',
       RATE_LIMIT_PER_MINUTE: '1000000',
+      // So are the upload shares, to the whole upload budget, so that the uploads scenario's burst
+      // meets the budget (what bounds the process's memory) rather than one clinic's share of it.
+      ATTACHMENT_UPLOADS_PER_CREDENTIAL_MIB: '80',
+      ATTACHMENT_UPLOADS_PER_INSTITUTION_MIB: '80',
       ...settings.env,
     },
   });

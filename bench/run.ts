@@ -189,7 +189,7 @@ async function main(): Promise<void> {
           'growth',
           () => growthScenario(env, { ...plan, sizes: growthSizes, institutions: 10, backlog, nodeOptions }),
         ],
-        ['uploads', () => uploadsScenario(env, { files: 10, fileMiB: 10, budgetMiB: 32 })],
+        ['uploads', () => uploadsScenario(env, { files: 10, fileMiB: 10, budgetMiB: 80 })],
         // Last: each submit and cancel queues a forward, and the backlog drains long after the run.
         ['write', () => writeScenario(env, plan)],
         [

@@ -156,8 +156,20 @@ export interface Config {
   readonly attachmentsPerReferral: number;
   /** The types an attachment may have, detected from its bytes. */
   readonly attachmentTypes: ReadonlySet<AttachmentType>;
-  /** The bytes of uploads the API holds at once; an upload past it waits for room before it is read. */
+  /**
+   * MiB uploads may hold in one API process at once (api/upload-budget.ts): bodies as they arrive,
+   * and five times a body while it is checked and stored. Five times ATTACHMENT_MAX_MIB of it is kept
+   * for checking and storing; bodies arriving share the rest.
+   */
   readonly attachmentUploadsInFlightMib: number;
+  /**
+   * MiB one credential's uploads, and one institution's, may claim at once, by the lengths they
+   * declare (a body of no declared length claims ATTACHMENT_MAX_MIB).
+   */
+  readonly attachmentUploadsPerCredentialMib: number;
+  readonly attachmentUploadsPerInstitutionMib: number;
+  /** How long an upload waits for room before it is answered 503 with Retry-After. */
+  readonly attachmentUploadWaitMs: number;
   /**
    * qpdf, which reads every PDF attachment whole before it is kept: a name looked up in PATH, or a
    * path. Production refuses to start when ATTACHMENT_TYPES lists pdf and it is not there.
@@ -189,6 +201,42 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   if (value < min || value > max)
     throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+/**
+ * The upload settings must leave room for the largest file: stored (five copies, kept apart from the
+ * bodies arriving) and arriving (within the room for arriving bodies and within each share), or such
+ * a file could never be taken. An upload waits for room within the time its request may take.
+ */
+function checkUploadRoom(config: Config): void {
+  const maxMib = config.attachmentMaxBytes / (1024 * 1024);
+  const least = 6 * maxMib;
+  if (config.attachmentUploadsInFlightMib < least) {
+    throw new ConfigError(
+      'ATTACHMENT_UPLOADS_IN_FLIGHT_MIB',
+      `must be at least ${least} (six times ATTACHMENT_MAX_MIB, ${maxMib}): five times the largest ` +
+        'file is kept for checking and storing, and the rest must hold one arriving, got ' +
+        String(config.attachmentUploadsInFlightMib),
+    );
+  }
+  for (const [name, value] of [
+    ['ATTACHMENT_UPLOADS_PER_CREDENTIAL_MIB', config.attachmentUploadsPerCredentialMib],
+    ['ATTACHMENT_UPLOADS_PER_INSTITUTION_MIB', config.attachmentUploadsPerInstitutionMib],
+  ] as const) {
+    if (value < maxMib) {
+      throw new ConfigError(
+        name,
+        `must be at least ATTACHMENT_MAX_MIB (${maxMib}), so that the largest file can arrive, got ${value}`,
+      );
+    }
+  }
+  if (config.attachmentUploadWaitMs > config.httpRequestTimeoutSeconds * 1000) {
+    throw new ConfigError(
+      'ATTACHMENT_UPLOAD_WAIT_MS',
+      `must not exceed HTTP_REQUEST_TIMEOUT_SECONDS (${config.httpRequestTimeoutSeconds} s): an upload ` +
+        `waits for room while its request is arriving, got ${config.attachmentUploadWaitMs}`,
+    );
+  }
 }
 
 function url(env: Env, name: string, protocols: readonly string[]): string | undefined {
@@ -433,9 +481,13 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       integer(env, 'ATTACHMENT_MAX_MIB', 10, 1, MAX_ATTACHMENT_BYTES / (1024 * 1024)) * 1024 * 1024,
     attachmentsPerReferral: integer(env, 'ATTACHMENTS_PER_REFERRAL', 20, 1, 100),
     attachmentTypes: attachmentTypes(env, 'ATTACHMENT_TYPES'),
-    attachmentUploadsInFlightMib: integer(env, 'ATTACHMENT_UPLOADS_IN_FLIGHT_MIB', 32, 1, 4096),
+    attachmentUploadsInFlightMib: integer(env, 'ATTACHMENT_UPLOADS_IN_FLIGHT_MIB', 80, 1, 4096),
+    attachmentUploadsPerCredentialMib: integer(env, 'ATTACHMENT_UPLOADS_PER_CREDENTIAL_MIB', 16, 1, 4096),
+    attachmentUploadsPerInstitutionMib: integer(env, 'ATTACHMENT_UPLOADS_PER_INSTITUTION_MIB', 16, 1, 4096),
+    attachmentUploadWaitMs: integer(env, 'ATTACHMENT_UPLOAD_WAIT_MS', 2_000, 0, 60_000),
     qpdfPath: program(cwd, read(env, 'QPDF_PATH') ?? 'qpdf'),
   };
+  checkUploadRoom(config);
   // Node refuses a headers timeout longer than the whole request's: the headers are part of it.
   if (config.httpHeadersTimeoutSeconds > config.httpRequestTimeoutSeconds) {
     throw new ConfigError(
@@ -618,6 +670,9 @@ const SHOWN: { readonly [K in keyof Config]-?: readonly [variable: string, shown
   attachmentsPerReferral: ['ATTACHMENTS_PER_REFERRAL', 'value'],
   attachmentTypes: ['ATTACHMENT_TYPES', 'value'],
   attachmentUploadsInFlightMib: ['ATTACHMENT_UPLOADS_IN_FLIGHT_MIB', 'value'],
+  attachmentUploadsPerCredentialMib: ['ATTACHMENT_UPLOADS_PER_CREDENTIAL_MIB', 'value'],
+  attachmentUploadsPerInstitutionMib: ['ATTACHMENT_UPLOADS_PER_INSTITUTION_MIB', 'value'],
+  attachmentUploadWaitMs: ['ATTACHMENT_UPLOAD_WAIT_MS', 'value'],
   qpdfPath: ['QPDF_PATH', 'value'],
 };
 

@@ -29,6 +29,7 @@ export type ErrorCode =
   | 'header_fields_too_large'
   | 'rate_limited'
   | 'unavailable'
+  | 'uploads_busy'
   | 'internal_error';
 
 /**
@@ -242,6 +243,33 @@ export class AttachmentRejectedError extends AppError {
 export class UnavailableError extends AppError {
   constructor(detail: string, retryAfterSeconds = 5) {
     super('unavailable', 503, 'Service unavailable', detail, {}, undefined, retryAfterSeconds);
+  }
+}
+
+/**
+ * An upload that found no room within its wait (api/upload-budget.ts), before any of it was stored.
+ * `reason` says which room it lacked: its credential's share, its institution's, or the server's.
+ */
+export class UploadsBusyError extends AppError {
+  constructor(lacked: 'credential' | 'institution' | 'server', retryAfterSeconds: number) {
+    const detail = {
+      credential:
+        'The uploads this credential has in progress already claim as many bytes as one credential may. ' +
+        `Send fewer files at once, or retry after ${retryAfterSeconds} seconds.`,
+      institution:
+        'The uploads this institution has in progress already claim as many bytes as one institution may. ' +
+        `Retry after ${retryAfterSeconds} seconds.`,
+      server: `This server is receiving as many uploads as it can hold. Retry after ${retryAfterSeconds} seconds.`,
+    }[lacked];
+    super(
+      'uploads_busy',
+      503,
+      'Uploads busy',
+      detail,
+      { reason: lacked === 'server' ? 'server-busy' : `${lacked}-share` },
+      undefined,
+      retryAfterSeconds,
+    );
   }
 }
 

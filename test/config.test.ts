@@ -88,6 +88,9 @@ describe('loadConfig', () => {
         ATTACHMENTS_PER_REFERRAL: '8',
         ATTACHMENT_TYPES: 'pdf, PNG',
         ATTACHMENT_UPLOADS_IN_FLIGHT_MIB: '64',
+        ATTACHMENT_UPLOADS_PER_CREDENTIAL_MIB: '24',
+        ATTACHMENT_UPLOADS_PER_INSTITUTION_MIB: '12',
+        ATTACHMENT_UPLOAD_WAIT_MS: '1500',
       },
       '/srv',
     );
@@ -127,6 +130,9 @@ describe('loadConfig', () => {
       attachmentsPerReferral: 8,
       attachmentTypes: new Set(['pdf', 'png']),
       attachmentUploadsInFlightMib: 64,
+      attachmentUploadsPerCredentialMib: 24,
+      attachmentUploadsPerInstitutionMib: 12,
+      attachmentUploadWaitMs: 1500,
       dataKeys: [{ id: 'kek-1', key: Buffer.alloc(32, 7) }],
       dataKeysFile: undefined,
       dataKeyRefreshSeconds: 10,
@@ -188,6 +194,40 @@ describe('loadConfig', () => {
       attachmentTypes: new Set(['pdf', 'jpeg', 'png', 'tiff', 'text', 'docx']),
       attachmentsScannedElsewhere: false,
     });
+  });
+
+  it('holds 80 MiB of uploads, 16 for each credential and each institution, waiting 2 s for room', () => {
+    expect(loadConfig({})).toMatchObject({
+      attachmentUploadsInFlightMib: 80,
+      attachmentUploadsPerCredentialMib: 16,
+      attachmentUploadsPerInstitutionMib: 16,
+      attachmentUploadWaitMs: 2000,
+    });
+  });
+
+  it('leaves room for the largest file: stored, arriving, and within each share', () => {
+    // Six times the largest file: five while it is stored, one more arriving.
+    expect(loadConfig({ ATTACHMENT_MAX_MIB: '2', ATTACHMENT_UPLOADS_IN_FLIGHT_MIB: '12' })).toMatchObject({
+      attachmentUploadsInFlightMib: 12,
+    });
+    expect(() => loadConfig({ ATTACHMENT_UPLOADS_IN_FLIGHT_MIB: '32' })).toThrow(
+      /^ATTACHMENT_UPLOADS_IN_FLIGHT_MIB: must be at least 60 \(six times ATTACHMENT_MAX_MIB, 10\).*got 32$/,
+    );
+    expect(() => loadConfig({ ATTACHMENT_MAX_MIB: '2', ATTACHMENT_UPLOADS_IN_FLIGHT_MIB: '11' })).toThrow(
+      /ATTACHMENT_UPLOADS_IN_FLIGHT_MIB: must be at least 12/,
+    );
+    for (const name of ['ATTACHMENT_UPLOADS_PER_CREDENTIAL_MIB', 'ATTACHMENT_UPLOADS_PER_INSTITUTION_MIB']) {
+      expect(() => loadConfig({ [name]: '9' })).toThrow(
+        new RegExp(
+          `^${name}: must be at least ATTACHMENT_MAX_MIB \\(10\\), so that the largest file can arrive, got 9$`,
+        ),
+      );
+      expect(loadConfig({ ATTACHMENT_MAX_MIB: '4', [name]: '4' })).toBeDefined();
+    }
+    expect(() => loadConfig({ ATTACHMENT_UPLOAD_WAIT_MS: '31000' })).toThrow(
+      /^ATTACHMENT_UPLOAD_WAIT_MS: must not exceed HTTP_REQUEST_TIMEOUT_SECONDS \(30 s\)/,
+    );
+    expect(loadConfig({ ATTACHMENT_UPLOAD_WAIT_MS: '0' }).attachmentUploadWaitMs).toBe(0);
   });
 
   it('reads AUDIT_SIGNING_KEY as a private Ed25519 JWK with a kid, and refuses anything else', () => {
@@ -386,6 +426,17 @@ describe('loadConfig', () => {
     ],
     ['ATTACHMENT_TYPES', ' , ', /ATTACHMENT_TYPES: must list one or more of/],
     ['ATTACHMENT_UPLOADS_IN_FLIGHT_MIB', '0', /ATTACHMENT_UPLOADS_IN_FLIGHT_MIB: must be between 1/],
+    [
+      'ATTACHMENT_UPLOADS_PER_CREDENTIAL_MIB',
+      '0',
+      /ATTACHMENT_UPLOADS_PER_CREDENTIAL_MIB: must be between 1/,
+    ],
+    [
+      'ATTACHMENT_UPLOADS_PER_INSTITUTION_MIB',
+      'x',
+      /ATTACHMENT_UPLOADS_PER_INSTITUTION_MIB: must be a whole/,
+    ],
+    ['ATTACHMENT_UPLOAD_WAIT_MS', '60001', /ATTACHMENT_UPLOAD_WAIT_MS: must be between 0 and 60000/],
     [
       'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS',
       '3601',

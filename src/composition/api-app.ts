@@ -33,7 +33,7 @@ export async function createApiParts(ctx: AppContext): Promise<ApiParts> {
   const writable = ctx.config.opsDashboardWrite;
   const board = createQueueBoard({ producer, writable, timeZone: ctx.displayTime.timeZone });
   const audit = createAdminAudit({ db: ctx.db, clock: ctx.clock });
-  const uploads = createUploadBudget(ctx.config.attachmentUploadsInFlightMib);
+  const uploads = createUploadBudget({ config: ctx.config, metrics: ctx.metrics });
   return {
     apiKeyFailures: failureLimiter(),
     uploads,

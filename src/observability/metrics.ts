@@ -49,6 +49,26 @@ export function createMetrics() {
     help: 'Reads answered 503 because their answer did not fit RESPONSES_IN_FLIGHT_MIB',
     registers: [registry],
   });
+  const uploadBytes = new Gauge({
+    name: 'refhub_upload_bytes_in_flight',
+    help:
+      'Bytes uploads hold in this process: bodies as they arrive, and bodies being checked and stored ' +
+      '(ATTACHMENT_UPLOADS_IN_FLIGHT_MIB)',
+    registers: [registry],
+  });
+  const uploadsWaiting = new Gauge({
+    name: 'refhub_uploads_waiting',
+    help: 'Uploads waiting for room in this process (ATTACHMENT_UPLOAD_WAIT_MS at most, then 503)',
+    registers: [registry],
+  });
+  const uploadsRefused = new Counter({
+    name: 'refhub_uploads_refused_total',
+    help:
+      'Uploads answered 503 because they found no room within ATTACHMENT_UPLOAD_WAIT_MS, by the room ' +
+      'they lacked: `credential` or `institution` (its share), or `server`',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
   const circuitTransitions = new Counter({
     name: 'refhub_ehr_circuit_transitions_total',
     help: "Transitions of the EHR's circuit made by this process, by the state it went to",
@@ -237,6 +257,14 @@ export function createMetrics() {
     },
     responseShed(): void {
       responsesShed.inc();
+    },
+    /** The bytes uploads hold, and the uploads waiting for room, after each change. */
+    uploadRoom(bytes: number, waiting: number): void {
+      uploadBytes.set(bytes);
+      uploadsWaiting.set(waiting);
+    },
+    uploadRefused(reason: 'credential' | 'institution' | 'server'): void {
+      uploadsRefused.inc({ reason });
     },
     observeEhrAttempt(outcome: string, status: number | null, seconds: number): void {
       ehrAttempts.inc({ outcome, status_class: statusClass(status) });

@@ -96,7 +96,10 @@ export async function auditRowsOf(t: TestApp, res: LightMyRequestResponse): Prom
   return rows.map((r) => ({ ...r, referral_ids: [...r.referral_ids] }));
 }
 
-export async function countRows(t: TestApp, table: 'referrals' | 'notes' | 'audit_events'): Promise<number> {
+export async function countRows(
+  t: TestApp,
+  table: 'referrals' | 'notes' | 'audit_events' | 'attachments' | 'attachment_contents',
+): Promise<number> {
   const row = await t.ctx.db
     .selectFrom(table)
     .select(sql<number>`count(*)::int`.as('n'))

@@ -324,7 +324,7 @@ export interface paths {
     put?: never;
     /**
      * Attach a file to a referral
-     * @description The request body is the file itself, with `Content-Type` the type the client believes it has and its name in `Content-Disposition`. refhub detects the type from the bytes: PDF, JPEG, PNG, TIFF, plain text (UTF-8) and DOCX are accepted unless the installation says otherwise. 415 `attachment_refused` for a type not accepted, or a name or `Content-Type` the bytes contradict (and for every PDF where the installation cannot check PDFs); 400 for an empty file, a PDF with active content (JavaScript, an embedded file, a launch action, an XFA form, rich media, a form submission or data import action) or one that cannot be read whole, or a name with a path or control characters (`reason` says which); 413 past the size limit (10 MiB unless set otherwise); 409 `limit_exceeded` past the attachments a referral may hold (20 unless set otherwise); 503 `unavailable` with `Retry-After` while PDF checks are busy. The sender attaches while the referral is a draft or waits for the sender; the provider once it has accepted it. The file is `pending-scan` until the malware scan answers. Adding one changes the referral’s version.
+     * @description The request body is the file itself, with `Content-Type` the type the client believes it has and its name in `Content-Disposition`. refhub detects the type from the bytes: PDF, JPEG, PNG, TIFF, plain text (UTF-8) and DOCX are accepted unless the installation says otherwise. 415 `attachment_refused` for a type not accepted, or a name or `Content-Type` the bytes contradict (and for every PDF where the installation cannot check PDFs); 400 for an empty file, a PDF with active content (JavaScript, an embedded file, a launch action, an XFA form, rich media, a form submission or data import action) or one that cannot be read whole, or a name with a path or control characters (`reason` says which); 413 past the size limit (10 MiB unless set otherwise), also for a body of no declared length; 409 `limit_exceeded` past the attachments a referral may hold (20 unless set otherwise); 503 `uploads_busy` with `Retry-After` when the uploads in progress (the credential’s, the institution’s, or the server’s) leave no room for this one within a short wait, and 503 `unavailable` with `Retry-After` while PDF checks are busy, with nothing stored: retry after the delay, with the same `Idempotency-Key`. The sender attaches while the referral is a draft or waits for the sender; the provider once it has accepted it. The file is `pending-scan` until the malware scan answers. Adding one changes the referral’s version.
      */
     post: operations['addAttachment'];
     delete?: never;
@@ -4428,6 +4428,29 @@ export interface operations {
       };
       /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No room for this upload within a short wait (`uploads_busy`): `reason` says whose uploads hold it, `credential-share`, `institution-share` or `server-busy`. Nothing was stored; retry after `Retry-After` seconds, with the same Idempotency-Key. Other 5xx as for every operation. */
+      503: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;

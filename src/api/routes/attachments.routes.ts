@@ -1,8 +1,9 @@
 // A referral's attachments (docs/attachments.md). A file is uploaded as the request body itself, in
 // the media type the client believes it has, with its name in `Content-Disposition` (RFC 6266, the
 // name in RFC 8187 form when it is not ASCII), and the institution in the query as for a read. One
-// file per request, so the API holds at most one file for each upload in flight, and no more upload
-// bytes at once than ATTACHMENT_UPLOADS_IN_FLIGHT_MIB: an upload past that waits, unread, for room.
+// file per request, so the API holds at most one file for each upload in flight, and takes room for
+// it as it arrives, within its credential's and its institution's shares (api/upload-budget.ts): an
+// upload that finds no room within a short wait is answered 503 and nothing of it is stored.
 //
 // The content is answered as the file's detected media type, a piece at a time from the database,
 // with `Content-Digest` (RFC 9530) and an `ETag` that are its SHA-256.
@@ -12,11 +13,12 @@ import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ATTACHMENT_TYPE_NAMES, ATTACHMENT_TYPES } from '../../domain/attachments.ts';
+import type { UploadParty } from '../../domain/upload-room.ts';
 import { AttachmentRefusedError } from '../../errors.ts';
 import type { ApiDeps } from '../api-deps.ts';
 import { sendAttachmentContent } from '../attachment-content.ts';
 import { API_PREFIX, ifMatchOf } from '../http.ts';
-import type { UploadBudget } from '../upload-budget.ts';
+import type { UploadBody, UploadBudget } from '../upload-budget.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { Attachment, AttachmentList } from '../schemas/attachments.schema.ts';
 import { documentedAs } from '../schemas/documented.ts';
@@ -30,7 +32,7 @@ import {
   ReferralIdParams,
   RequesterIdentifier,
 } from '../schemas/primitives.ts';
-import { problems, success } from '../schemas/responses.ts';
+import { problems, success, uploadsBusy } from '../schemas/responses.ts';
 
 export type AttachmentsRoutesDeps = Pick<ApiDeps, 'attachments' | 'config'>;
 
@@ -103,41 +105,64 @@ function fileNameOf(header: string): string {
   return name;
 }
 
+/**
+ * Whose share an upload takes: the caller's credential and the institution it acts for, checked as
+ * the handler checks them (a key that may not act for it is refused now, before any byte is read).
+ * Undefined when the query is not valid: the request is refused once parsed, and its body never read.
+ */
+function uploadPartyOf(request: FastifyRequest): UploadParty | undefined {
+  const validQuery = request.getValidationFunction('querystring');
+  if (validQuery !== undefined && !validQuery(request.query)) return undefined;
+  const query = request.query as { institutionIdType?: unknown; institutionId?: unknown };
+  const { institutionIdType: idType, institutionId: id } = query;
+  if (typeof idType !== 'string' || typeof id !== 'string') return undefined;
+  const caller = callerOf(request, { idType, id }, undefined);
+  return { credential: caller.apiKeyId, institution: `${idType}/${id}` };
+}
+
 function declaredTypeOf(request: FastifyRequest): string | undefined {
   const declared = request.headers['content-type'];
   return typeof declared === 'string' && declared.trim() !== '' ? declared : undefined;
 }
 
+/** The length a request declares, or undefined for a body of no declared length (chunked). */
+function declaredLengthOf(request: FastifyRequest): number | undefined {
+  const declared = request.headers['content-length'];
+  if (declared === undefined) return undefined;
+  const length = Number(declared);
+  if (!Number.isSafeInteger(length) || length < 0) throw new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH();
+  return length;
+}
+
 /**
- * A request body read into one buffer of the length it declared, filled as it arrives: no list of
- * pieces to join, so a file is held once. Past `limit`, or longer or shorter than declared, it is
- * refused with Fastify's own errors (413, 400). A body of no declared length (chunked) is gathered
- * in pieces, within the same limit.
+ * A request body kept by `body` as it arrives. Past `limit`, or longer or shorter than declared, it is
+ * refused with Fastify's own errors (413, 400). Once refused, or once the room for it ran out, the
+ * rest is read and dropped rather than the connection reset, so that the client gets its answer.
  */
-async function readFile(stream: Readable, declared: string | undefined, limit: number): Promise<Buffer> {
-  const length = declared === undefined ? undefined : Number(declared);
-  if (length !== undefined && (!Number.isSafeInteger(length) || length < 0)) {
-    throw new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH();
-  }
-  if (length !== undefined && length > limit) throw new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE();
-  const whole = length === undefined ? undefined : Buffer.allocUnsafe(length);
-  const pieces: Buffer[] = [];
-  let received = 0;
-  for await (const chunk of stream) {
-    const piece = chunk as Buffer;
-    if (received + piece.length > (length ?? limit)) {
-      stream.destroy();
-      throw length === undefined
-        ? new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE()
-        : new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH();
+async function readFile(
+  stream: Readable,
+  length: number | undefined,
+  limit: number,
+  body: UploadBody,
+): Promise<Buffer> {
+  // The iterator must not destroy the stream when the loop ends early: that resets the connection.
+  try {
+    for await (const chunk of stream.iterator({ destroyOnReturn: false })) {
+      const piece = chunk as Buffer;
+      if (body.received + piece.length > (length ?? limit)) {
+        throw length === undefined
+          ? new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE()
+          : new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH();
+      }
+      await body.keep(piece);
     }
-    if (whole === undefined) pieces.push(piece);
-    else piece.copy(whole, received);
-    received += piece.length;
+  } catch (error) {
+    stream.resume();
+    throw error;
   }
-  if (whole === undefined) return Buffer.concat(pieces, received);
-  if (received !== length) throw new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH();
-  return whole;
+  if (length !== undefined && body.received !== length)
+    throw new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH();
+  return body.whole();
 }
 
 export function attachmentsRoutes(deps: AttachmentsRoutesDeps, uploads: UploadBudget) {
@@ -146,10 +171,28 @@ export function attachmentsRoutes(deps: AttachmentsRoutesDeps, uploads: UploadBu
     const attachments = deps.attachments;
     const maxBytes = deps.config.attachmentMaxBytes;
 
-    // Within these routes a body is a file, whatever its type: kept as bytes, at most maxBytes.
+    // The room each upload was admitted with (preParsing), for the parser that keeps its body.
+    const admitted = new WeakMap<FastifyRequest, UploadBody>();
+
+    // Within these routes a body is a file, whatever its type: kept as bytes, at most maxBytes, in the
+    // room the upload was admitted with. A body nobody admitted is not read: a request whose length
+    // is past the limit is refused at once, and one whose query is refused is answered without it.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', (request, payload, done) => {
-      readFile(payload, request.headers['content-length'], maxBytes).then(
+      let length: number | undefined;
+      try {
+        length = declaredLengthOf(request);
+        if (length !== undefined && length > maxBytes) throw new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE();
+      } catch (error) {
+        done(error as Error, undefined);
+        return;
+      }
+      const body = admitted.get(request);
+      if (body === undefined) {
+        done(null, undefined);
+        return;
+      }
+      readFile(payload, length, maxBytes, body).then(
         (bytes) => {
           done(null, bytes);
         },
@@ -158,14 +201,33 @@ export function attachmentsRoutes(deps: AttachmentsRoutesDeps, uploads: UploadBu
         },
       );
     });
-    // An upload takes its room in the app's budget before it is read (api/upload-budget.ts). A request
-    // that says it is larger than the limit is refused without waiting (readFile answers 413 at once).
+    // An upload is admitted before a byte of it is read: the caller is checked (a key that may not act
+    // for the institution is refused here), and the upload claims its declared length (a chunked one,
+    // the limit) from its credential's and its institution's shares (api/upload-budget.ts).
     app.addHook('preParsing', async (request, reply, payload) => {
       if (request.method !== 'POST') return payload;
-      const declared = Number(request.headers['content-length']);
-      if (Number.isSafeInteger(declared) && declared > maxBytes) return payload;
-      const bytes = Number.isSafeInteger(declared) && declared >= 0 ? declared : maxBytes;
-      await uploads.holdFor(reply, bytes);
+      const declared = request.headers['content-length'];
+      const length = declared === undefined ? undefined : Number(declared);
+      // A length that is not a number, or past the limit: the parser refuses it without reading.
+      if (length !== undefined && !(Number.isSafeInteger(length) && length >= 0 && length <= maxBytes)) {
+        return payload;
+      }
+      const party = uploadPartyOf(request);
+      if (party === undefined) return payload;
+      admitted.set(request, await uploads.admit(reply, party, length ?? maxBytes, length !== undefined));
+      return payload;
+    });
+
+    // An answer sent before the body has arrived whole (413 past the limit, 503 without room, 403 for
+    // another institution): Fastify asks for the connection to be closed, which with bytes still on
+    // their way resets it, and the client never reads its answer. Instead the rest of the body is read
+    // and dropped, and the connection stays open for the client's next request; a client that never
+    // finishes is cut off by HTTP_REQUEST_TIMEOUT_SECONDS as any other.
+    app.addHook('onSend', async (request, reply, payload) => {
+      if (request.method === 'POST' && !request.raw.complete) {
+        reply.removeHeader('connection');
+        request.raw.resume();
+      }
       return payload;
     });
 
@@ -194,12 +256,15 @@ export function attachmentsRoutes(deps: AttachmentsRoutesDeps, uploads: UploadBu
               'for an empty file, a PDF with active content (JavaScript, an embedded file, a launch ' +
               'action, an XFA form, rich media, a form submission or data import action) or one that ' +
               'cannot be read whole, or a name with a path or control characters (`reason` says which); ' +
-              '413 past the size limit (10 MiB unless set otherwise); 409 `limit_exceeded` past the ' +
-              'attachments a referral may hold (20 unless set otherwise); 503 `unavailable` with ' +
-              '`Retry-After` while PDF checks are busy. The sender attaches while the ' +
-              'referral is a draft or waits for the sender; the provider once it has accepted it. The ' +
-              'file is `pending-scan` until the malware scan answers. Adding one changes the referral’s ' +
-              'version.',
+              '413 past the size limit (10 MiB unless set otherwise), also for a body of no declared ' +
+              'length; 409 `limit_exceeded` past the attachments a referral may hold (20 unless set ' +
+              'otherwise); 503 `uploads_busy` with `Retry-After` when the uploads in progress (the ' +
+              'credential’s, the institution’s, or the server’s) leave no room for this one within a ' +
+              'short wait, and 503 `unavailable` with `Retry-After` while PDF checks are busy, with ' +
+              'nothing stored: retry after the delay, with the same `Idempotency-Key`. The sender ' +
+              'attaches while the referral is a draft or waits for the sender; the provider once it has ' +
+              'accepted it. The file is `pending-scan` until the malware scan answers. Adding one changes ' +
+              'the referral’s version.',
           }),
           headers: UploadHeaders,
           params: ReferralIdParams,
@@ -209,6 +274,7 @@ export function attachmentsRoutes(deps: AttachmentsRoutesDeps, uploads: UploadBu
           response: {
             201: success(ref(Attachment), 'The attachment.', { location: true, idempotent: true }),
             ...problems({ idempotent: true }),
+            503: uploadsBusy(),
           },
         },
       },

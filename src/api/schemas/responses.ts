@@ -86,3 +86,16 @@ export function problems(options: Pick<ResponseOptions, 'idempotent'> = {}) {
     ),
   };
 }
+
+/**
+ * 503 `uploads_busy`: an upload that found no room within its wait (api/upload-budget.ts), with the
+ * Retry-After to wait; nothing of it was stored.
+ */
+export function uploadsBusy() {
+  return problem(
+    'No room for this upload within a short wait (`uploads_busy`): `reason` says whose uploads hold it, ' +
+      '`credential-share`, `institution-share` or `server-busy`. Nothing was stored; retry after ' +
+      '`Retry-After` seconds, with the same Idempotency-Key. Other 5xx as for every operation.',
+    { ...EVERY_RESPONSE, 'Retry-After': ResponseHeader['Retry-After'] },
+  );
+}

@@ -3,14 +3,17 @@
 //
 // The upload form sends the session's token first and the file after it, nothing else. The token is
 // checked before any of the file is kept: a post from elsewhere is read to its end (so the browser gets
-// its answer) and dropped. The file is held in memory up to the size limit and no further; past it,
-// the rest is read and dropped, and the person is told the limit. Neither the file's name nor its
-// bytes go to a log, a URL or a page other than the list of files.
+// its answer) and dropped. The file is kept in the room the upload was admitted with, shared with the
+// API's uploads (api/upload-budget.ts), up to the size limit and no further; past it, the rest is read
+// and dropped, and the person is told the limit. A file that finds no room within a short wait is
+// read to its end and dropped too, and the person is asked to attach it again in a moment. Neither
+// the file's name nor its bytes go to a log, a URL or a page other than the list of files.
 import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
 import type { Multipart } from '@fastify/multipart';
-import type { AttachmentRefusedError } from '../../errors.ts';
+import { UploadsBusyError, type AttachmentRefusedError } from '../../errors.ts';
+import type { UploadBody } from '../upload-budget.ts';
 import { acceptedTypesWords, limitWords, type FileRules } from './file-items.ts';
 import { WebPageError } from './web-pages.ts';
 
@@ -26,7 +29,9 @@ export type Upload =
   /** The form was sent with no file chosen. */
   | { readonly kind: 'none' }
   /** The file is larger than the limit: its bytes were dropped. */
-  | { readonly kind: 'too-large' };
+  | { readonly kind: 'too-large' }
+  /** The file found no room within its wait: its bytes were dropped. */
+  | { readonly kind: 'busy'; readonly refusal: UploadsBusyError };
 
 /** The field the form's file input posts as. */
 export const FILE_FIELD = 'file';
@@ -65,13 +70,40 @@ async function drop(stream: Readable): Promise<void> {
   await finished(stream);
 }
 
+/** Where a post that found no room keeps its file: nowhere; the file is read and dropped. */
+export function noRoom(refusal: UploadsBusyError): UploadBody {
+  return {
+    keep: () => Promise.reject(refusal),
+    whole: () => Promise.reject(refusal),
+    received: 0,
+  };
+}
+
 /**
- * Reads the upload to its end. `checkToken` is called with the token before the file is read, and
- * may throw (a post from another page): the file is then dropped, and the error thrown once the
- * request has been read. Anything the form does not send is BAD_UPLOAD.
+ * Keeps the file's bytes in `body` as they arrive: the file, once it has arrived whole; too large once
+ * the parser cut it at the limit; or busy when `body` found no room, the rest then read and dropped.
+ */
+async function keepFile(file: Readable, body: UploadBody): Promise<Buffer | 'too-large' | UploadsBusyError> {
+  try {
+    // The iterator must not destroy the file's stream when the loop ends early: the parser would stop.
+    for await (const piece of file.iterator({ destroyOnReturn: false })) await body.keep(piece as Buffer);
+    if ((file as Readable & { truncated?: boolean }).truncated === true) return 'too-large';
+    return await body.whole();
+  } catch (error) {
+    if (!(error instanceof UploadsBusyError)) throw error;
+    await drop(file);
+    return error;
+  }
+}
+
+/**
+ * Reads the upload to its end, keeping the file in `body`. `checkToken` is called with the token
+ * before the file is read, and may throw (a post from another page): the file is then dropped, and
+ * the error thrown once the request has been read. Anything the form does not send is BAD_UPLOAD.
  */
 export async function readUpload(
   request: FastifyRequest,
+  body: UploadBody,
   maxBytes: number,
   checkToken: (token: string | undefined) => void,
 ): Promise<Upload> {
@@ -113,16 +145,16 @@ export async function readUpload(
         upload = { kind: 'none' };
         continue;
       }
-      try {
-        const bytes = await part.toBuffer();
-        upload = {
-          kind: 'file',
-          file: { bytes, fileName: part.filename, declaredType: part.mimetype || undefined },
-        };
-      } catch (error) {
-        if (!isFileTooLarge(error)) throw error;
-        upload = { kind: 'too-large' };
-      }
+      const kept = await keepFile(part.file, body);
+      upload =
+        kept === 'too-large'
+          ? { kind: 'too-large' }
+          : kept instanceof UploadsBusyError
+            ? { kind: 'busy', refusal: kept }
+            : {
+                kind: 'file',
+                file: { bytes: kept, fileName: part.filename, declaredType: part.mimetype || undefined },
+              };
     }
   } catch (error) {
     // The file past the limit is reported again once the request ends; anything else the parser
@@ -199,3 +231,12 @@ export function tooManyWords(rules: FileRules, removable: boolean): string {
 }
 
 export const NO_FILE_WORDS = 'Choose a file to attach.';
+
+/** A file that found no room within its wait, in words for people: nothing was kept; try again soon. */
+export function busyWords(refusal: UploadsBusyError): string {
+  const seconds = refusal.retryAfterSeconds ?? 1;
+  return (
+    'The file could not be taken just now, because many files are being attached at the same time. ' +
+    `Nothing was saved. Wait ${seconds === 1 ? 'a second' : `${seconds} seconds`} and attach it again.`
+  );
+}

@@ -22,6 +22,7 @@ import {
   IncompleteReferralError,
   InvalidTransitionError,
   LimitExceededError,
+  UploadsBusyError,
   ValidationError,
   VersionMismatchError,
 } from '../../errors.ts';
@@ -41,8 +42,10 @@ import {
   type FormValues,
 } from './form-input.ts';
 import {
+  busyWords,
   FILE_NAME_FIELD,
   NO_FILE_WORDS,
+  noRoom,
   readUpload,
   refusalWords,
   tooLargeWords,
@@ -287,28 +290,51 @@ export function formRoutes(
         const open = await gate.open(request, id, 'form');
         // A post from another site is refused before any of it is read.
         gate.checkOrigin(request);
+        const refused = async (status: number, uploadError: string) => {
+          const { view, mode } = await editable(open, id);
+          return showForm(reply, status, open, view, mode, { uploadError });
+        };
+        const busy = (refusal: UploadsBusyError) => {
+          void reply.header('Retry-After', String(refusal.retryAfterSeconds ?? 1));
+          return refused(503, busyWords(refusal));
+        };
+        // Room in the app's upload budget, shared with the API and its shares (api/upload-budget.ts):
+        // the post claims its length (the file and the token) before any of it is read.
         const declared = Number(request.headers['content-length']);
-        const holds =
+        const claim =
           Number.isSafeInteger(declared) && declared >= 0 ? Math.min(declared, maxBytes) : maxBytes;
-        // Room in the app's upload budget, shared with the API (api/upload-budget.ts).
-        await uploads.holdFor(reply, holds);
+        const { institution } = open.caller;
+        // A post that finds no room is still read to its end, its token checked and its file dropped.
+        const body = await uploads
+          .admit(
+            reply,
+            { credential: open.caller.apiKeyId, institution: `${institution.idType}/${institution.id}` },
+            claim,
+          )
+          .catch((error: unknown) => {
+            if (error instanceof UploadsBusyError) return noRoom(error);
+            throw error;
+          });
 
-        const upload = await readUpload(request, maxBytes, (token) => {
+        const upload = await readUpload(request, body, maxBytes, (token) => {
           gate.checkPost(request, open.session, token);
         });
-        const { view, mode } = await editable(open, id);
-        const refused = (status: number, uploadError: string) =>
-          showForm(reply, status, open, view, mode, { uploadError });
         if (upload.kind === 'none') return refused(400, NO_FILE_WORDS);
         if (upload.kind === 'too-large') return refused(413, tooLargeWords(fileRules));
+        if (upload.kind === 'busy') return busy(upload.refusal);
+        const { view, mode } = await editable(open, id);
         try {
           await deps.attachments.add(open.caller, id, { ...upload.file, fileNameField: FILE_NAME_FIELD });
         } catch (error) {
           if (error instanceof AttachmentRefusedError) {
-            return refused(error.status, refusalWords(error, fileRules));
+            return showForm(reply, error.status, open, view, mode, {
+              uploadError: refusalWords(error, fileRules),
+            });
           }
           if (error instanceof LimitExceededError) {
-            return refused(409, tooManyWords(fileRules, filesRemovable(view.status)));
+            return showForm(reply, 409, open, view, mode, {
+              uploadError: tooManyWords(fileRules, filesRemovable(view.status)),
+            });
           }
           throw error;
         }
