@@ -39,6 +39,7 @@ describe('the embedded default under mixed work', () => {
   let server: WorkerProcess;
   let keys: Record<string, string>;
   const failures: string[] = [];
+  let answered = 0;
 
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'refhub-soak-'));
@@ -98,6 +99,7 @@ describe('the embedded default under mixed work', () => {
         failures.push(`${what}: HTTP ${res.statusCode} ${text.slice(0, 300)}`);
         return undefined;
       }
+      answered += 1;
       return { status: res.statusCode, body: text, headers: res.headers };
     } catch (error) {
       failures.push(`${what}: ${(error as Error).message}`);
@@ -168,6 +170,7 @@ describe('the embedded default under mixed work', () => {
 
   it('answers every request through several refresh intervals, forwards everything and stops promptly', async () => {
     const submitted: string[] = [];
+    const began = Date.now();
     const target = (await keyLoads()) + REFRESHES;
     let n = 0;
     const client = async () => {
@@ -199,6 +202,11 @@ describe('the embedded default under mixed work', () => {
         .toBe(true);
     }
     expect(failures).toEqual([]);
+    console.log(
+      `[soak] ${answered} requests answered by ${CLIENTS} clients over ${REFRESHES} key refreshes of ` +
+        `${REFRESH_SECONDS} s (${Math.round((Date.now() - began) / 1000)} s); ${submitted.length} referrals ` +
+        'forwarded',
+    );
 
     // It stops within its grace period, not after waiting it out.
     const exit = await server.stop();
