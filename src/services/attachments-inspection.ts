@@ -130,9 +130,8 @@ const UNREADABLE: Readonly<Record<'damaged' | 'limits', string>> = {
     'The PDF cannot be read whole (it is damaged, or locked with a password), so it cannot be checked ' +
     'for active content.',
   limits:
-    `Reading the whole PDF takes more than refhub spends on checking a file (${PDF_CHECK_LIMITS.memoryMib} ` +
-    `MiB of memory, ${PDF_CHECK_LIMITS.cpuSeconds} seconds of processing), so it cannot be checked for ` +
-    'active content.',
+    'Reading the whole PDF takes more than refhub spends on checking a file (memory, or ' +
+    `${PDF_CHECK_LIMITS.cpuSeconds} seconds of processing), so it cannot be checked for active content.`,
 };
 
 /** The refusal for a PDF's verdict: its words name what was found, never anything of the file. */

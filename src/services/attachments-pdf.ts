@@ -3,9 +3,11 @@
 // cross-reference table, those kept inside compressed object streams too, whatever chain of filters
 // and predictors they are under, and lists them all as JSON (`--json=2`). refhub reads only the PDF
 // names in that list, with a streaming JSON tokenizer (nothing here reads PDF syntax), and refuses a
-// file that names anything that makes a document act rather than show, wherever it is. A file that
-// qpdf cannot read whole, or reads only by repairing it (with a warning), is refused too: what one
-// reader or another makes of a damaged file cannot be known, so it cannot be checked.
+// file that names anything that makes a document act rather than show, wherever it is. Then qpdf
+// decodes every stream, whatever its chain of filters and predictors (all but the image codecs, whose
+// bytes are pictures), into nothing. A file that qpdf cannot read whole, whose streams do not all
+// decode, or that it reads only by repairing it (with a warning), is refused too: what one reader or
+// another makes of a damaged file cannot be known, so it cannot be checked.
 //
 // qpdf runs with bounds, so that no file can take the process's memory, disk or time: its address
 // space, its processor time and the files it may write (none) are limited by the shell that starts it
@@ -37,12 +39,19 @@ export type PdfVerdict =
   | { readonly kind: 'unavailable'; readonly why: 'busy' | 'deadline' | 'failed' };
 
 export interface PdfCheckLimits {
-  /** qpdf's address space: what it may hold of the file's decompressed objects. */
+  /** qpdf's address space while it lists the objects: what it may hold of them, decompressed. */
   readonly memoryMib: number;
+  /**
+   * qpdf's address space while it decodes the streams: it holds one stream at a time, decoded, twice
+   * over (a 100 MiB image takes about 210 MiB), so a scanned page's picture fits.
+   */
+  readonly decodingMemoryMib: number;
   /** qpdf's processor time for one file. */
   readonly cpuSeconds: number;
   /** The most JSON read from qpdf for one file. */
   readonly outputMib: number;
+  /** The most its streams may decode to, in all. */
+  readonly decodedMib: number;
   /** How long one check may take from its start, whatever the reason. */
   readonly deadlineMs: number;
   /** Checks running at once in this process. */
@@ -54,8 +63,10 @@ export interface PdfCheckLimits {
 /** Bounds that fit a 10 MiB file and a process of a few hundred MiB: docs/attachments.md says why. */
 export const PDF_CHECK_LIMITS: PdfCheckLimits = {
   memoryMib: 256,
+  decodingMemoryMib: 1024,
   cpuSeconds: 10,
   outputMib: 64,
+  decodedMib: 1024,
   deadlineMs: 30_000,
   concurrent: 2,
   waitMs: 10_000,
@@ -134,15 +145,28 @@ export function createPdfChecker(settings: PdfCheckerSettings): PdfCheck {
  * The shell that starts qpdf sets its limits first: address space (KiB), processor seconds, and no
  * file of any size (RLIMIT_FSIZE 0: qpdf writes only to its pipes). `$@` is qpdf and its arguments.
  */
-const limitsScript = (limits: PdfCheckLimits) =>
-  `ulimit -v ${limits.memoryMib * 1024} && ulimit -t ${limits.cpuSeconds} && ulimit -f 0 && exec "$@"`;
+const limitsScript = (memoryMib: number, cpuSeconds: number) =>
+  `ulimit -v ${memoryMib * 1024} && ulimit -t ${cpuSeconds} && ulimit -f 0 && exec "$@"`;
 
 /**
- * qpdf's arguments: every object as JSON v2 (names with their `#xx` escapes resolved), without
- * stream data, which is neither decoded nor read unless it holds objects (object streams and
- * cross-reference streams are decoded whole, as a reader must).
+ * qpdf's arguments for each of its two readings of a file. `names`: every object as JSON v2 (names
+ * with their `#xx` escapes resolved), without stream data, which is neither decoded nor read unless it
+ * holds objects (object streams and cross-reference streams are decoded whole, as a reader must).
+ * `streams`: the file written again with every stream decoded (every filter but the lossy image
+ * codecs, predictors included), those of objects nothing refers to too, to a pipe refhub reads only
+ * to count it; a stream that does not decode is a warning, as anything repaired is.
  */
-const QPDF_ARGUMENTS = ['--json=2', '--json-key=qpdf', '--json-stream-data=none'];
+const QPDF_ARGUMENTS = {
+  names: ['--json=2', '--json-key=qpdf', '--json-stream-data=none'],
+  streams: [
+    '--decode-level=specialized',
+    '--stream-data=uncompress',
+    '--object-streams=disable',
+    '--preserve-unreferenced',
+  ],
+} as const;
+
+type Reading = keyof typeof QPDF_ARGUMENTS;
 
 /** The shell's answers when `exec` finds no such program, or one it may not run. */
 const NOT_FOUND = 127;
@@ -174,7 +198,11 @@ export async function runQpdf(
     } finally {
       await rm(file, { force: true });
     }
-    return await qpdfVerdict(qpdfPath, handle.fd, limits);
+    // One deadline for both readings; the second only for a file the first found nothing in.
+    const deadline = Date.now() + limits.deadlineMs;
+    const named = await qpdfVerdict(qpdfPath, handle.fd, limits, 'names', deadline);
+    if (named.kind !== 'clean') return named;
+    return await qpdfVerdict(qpdfPath, handle.fd, limits, 'streams', deadline);
   } catch (error) {
     return { kind: 'unavailable', why: 'failed', code: errorCode(error) };
   } finally {
@@ -187,11 +215,32 @@ function errorCode(error: unknown): string {
   return typeof code === 'string' ? code : 'error';
 }
 
-function qpdfVerdict(qpdfPath: string, fd: number, limits: PdfCheckLimits): Promise<RunVerdict> {
+/**
+ * One reading of the file open at `fd` (see QPDF_ARGUMENTS) by qpdf at `qpdfPath`, ended by
+ * `deadline` (a time). qpdf opens the file again through /dev/fd, from its start, each time.
+ */
+function qpdfVerdict(
+  qpdfPath: string,
+  fd: number,
+  limits: PdfCheckLimits,
+  reading: Reading,
+  deadline: number,
+): Promise<RunVerdict> {
+  const outputLimit = (reading === 'names' ? limits.outputMib : limits.decodedMib) * 1024 * 1024;
+  const memoryMib = reading === 'names' ? limits.memoryMib : limits.decodingMemoryMib;
   return new Promise((resolve) => {
+    const output = reading === 'names' ? [] : ['-'];
     const child = spawn(
       '/bin/sh',
-      ['-c', limitsScript(limits), 'qpdf', qpdfPath, ...QPDF_ARGUMENTS, '/dev/fd/3'],
+      [
+        '-c',
+        limitsScript(memoryMib, limits.cpuSeconds),
+        'qpdf',
+        qpdfPath,
+        ...QPDF_ARGUMENTS[reading],
+        '/dev/fd/3',
+        ...output,
+      ],
       {
         stdio: ['ignore', 'pipe', 'pipe', fd],
         // qpdf needs nothing of refhub's environment, which holds its secrets.
@@ -209,17 +258,21 @@ function qpdfVerdict(qpdfPath: string, fd: number, limits: PdfCheckLimits): Prom
       ended ??= verdict;
       child.kill('SIGKILL');
     };
-    const deadline = setTimeout(() => {
-      end({ kind: 'unavailable', why: 'deadline' });
-    }, limits.deadlineMs);
+    const timer = setTimeout(
+      () => {
+        end({ kind: 'unavailable', why: 'deadline' });
+      },
+      Math.max(0, deadline - Date.now()),
+    );
     stdout.on('data', (chunk: Buffer) => {
       if (ended !== undefined) return;
       outputBytes += chunk.length;
-      if (outputBytes > limits.outputMib * 1024 * 1024) {
+      if (outputBytes > outputLimit) {
         end({ kind: 'unreadable', why: 'limits' });
         return;
       }
-      const found = names.read(chunk);
+      // The decoded file is only counted, never kept.
+      const found = reading === 'names' ? names.read(chunk) : undefined;
       if (found !== undefined) end({ kind: 'active', found });
     });
     messages.setEncoding('latin1');
@@ -229,26 +282,27 @@ function qpdfVerdict(qpdfPath: string, fd: number, limits: PdfCheckLimits): Prom
     });
     child.on('error', (error) => {
       // Not started (or not stopped): 'close' may not follow.
-      clearTimeout(deadline);
+      clearTimeout(timer);
       end({ kind: 'unavailable', why: 'failed', code: errorCode(error) });
       resolve(ended ?? { kind: 'unavailable', why: 'failed' });
     });
     child.on('close', (status, signal) => {
-      clearTimeout(deadline);
+      clearTimeout(timer);
       if (ended !== undefined) {
         resolve(ended);
         return;
       }
-      resolve(outcome(status, signal, stderr, names));
+      resolve(outcome(status, signal, stderr, reading === 'names' ? names.finish() : true));
     });
   });
 }
 
+/** What qpdf's ending says, `complete` being whether its answer was read to its end. */
 function outcome(
   status: number | null,
   signal: NodeJS.Signals | null,
   stderr: string,
-  names: ReturnType<typeof nameScanner>,
+  complete: boolean,
 ): RunVerdict {
   if (status === NOT_FOUND || status === NOT_RUNNABLE) return { kind: 'no-checker' };
   // The processor limit (SIGXCPU, then SIGKILL at the hard limit), or memory that ran out.
@@ -256,7 +310,6 @@ function outcome(
     return { kind: 'unreadable', why: 'limits' };
   }
   if (signal !== null) return { kind: 'unreadable', why: 'damaged' };
-  const complete = names.finish();
   if (status === 0 && complete) return { kind: 'clean' };
   // 3: read with warnings (a repaired cross-reference table, a stream that did not decode); 2: not
   // read (a password, a file that is not a PDF after all).

@@ -173,8 +173,8 @@ describe('PDFs that cannot be checked', () => {
         reason: 'pdf-unreadable',
         status: 400,
         detail:
-          'Reading the whole PDF takes more than refhub spends on checking a file (256 MiB of memory, ' +
-          '10 seconds of processing), so it cannot be checked for active content.',
+          'Reading the whole PDF takes more than refhub spends on checking a file (memory, or 10 seconds ' +
+          'of processing), so it cannot be checked for active content.',
       },
     });
   });

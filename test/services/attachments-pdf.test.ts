@@ -252,6 +252,33 @@ describe('what cannot be read whole is refused', () => {
     expect(await qpdf(hiding('/FlateDecode', damagedEnd))).not.toEqual({ kind: 'clean' });
   });
 
+  // A stream that does not decode is a stream no reader can read as written: what it holds for one
+  // reader or another cannot be known. Decoded, whatever its filters, even where no page uses it.
+  const page = (contents: string) =>
+    `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${contents} >>`;
+  const onePageOf = (content: Buffer, ...more: (string | Buffer)[]) =>
+    pdfDocument(CATALOG, '<< /Type /Pages /Kids [3 0 R] /Count 1 >>', page('4 0 R'), content, ...more);
+  const text = Buffer.from('BT /F1 12 Tf 72 720 Td (Referral letter) Tj ET', 'latin1');
+  it.each([
+    [
+      'a page’s content that does not inflate',
+      onePageOf(streamObject('/Filter /FlateDecode', Buffer.from('no deflate'))),
+    ],
+    [
+      'a stream no page uses that does not inflate',
+      onePageOf(
+        streamObject('/Filter /FlateDecode', deflate(text)),
+        streamObject('/Filter /FlateDecode', Buffer.from('no deflate')),
+      ),
+    ],
+    [
+      'a content stream under two filters, the second damaged',
+      onePageOf(streamObject('/Filter [/ASCIIHexDecode /FlateDecode]', Buffer.from('78DA0102>'))),
+    ],
+  ])('%s', async (_label, file) => {
+    expect(await qpdf(file)).toEqual({ kind: 'unreadable', why: 'damaged' });
+  });
+
   it('a document locked with a password', async () => {
     const plain = path.join(work, 'plain.pdf');
     const locked = path.join(work, 'locked.pdf');
@@ -266,6 +293,19 @@ describe('the bounds of a check', () => {
     const bomb = await objectStreamBomb(512);
     expect(bomb.length).toBeLessThan(16 * 1024);
     expect(await qpdf(bomb)).toEqual({ kind: 'unreadable', why: 'limits' });
+  });
+
+  it('decodes no more of its streams than the decoding bound, wherever they are', async () => {
+    const content = deflate(Buffer.alloc(4 * 1024 * 1024, 0x20));
+    const file = pdfDocument(
+      CATALOG,
+      '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+      '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>',
+      streamObject('/Filter /FlateDecode', content),
+    );
+    expect(await qpdf(file)).toEqual({ kind: 'clean' });
+    const bounded = createPdfChecker({ qpdfPath: 'qpdf', limits: { decodedMib: 1 } });
+    expect(await bounded(file)).toEqual({ kind: 'unreadable', why: 'limits' });
   });
 
   it('reads no more of its answer than the output bound', async () => {
