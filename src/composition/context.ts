@@ -56,12 +56,15 @@ import { openDataKeys, type DataKeys, type DataKeysOptions } from '../db/data-ke
 import { keyRingOf } from './key-ring.ts';
 import { createDataKeyRotation, type DataKeyRotation } from '../services/data-keys.service.ts';
 import { createAccessReport, type AccessReport } from '../services/access-report.service.ts';
+import { createStores, type Stores } from '../db/stores.ts';
 
 export interface AppContext {
   readonly config: Config;
   readonly logger: Logger;
   readonly store: Store;
   readonly db: Kysely<Database>;
+  /** The capability-named stores: the one door to the data (db/stores.ts). */
+  readonly stores: Stores;
   /** The keys patient data is sealed and opened with. */
   readonly dataKeys: DataKeys;
   /** Rotates the data keys and seals again what is not under the newest (`refhub data-keys`). */
@@ -251,6 +254,7 @@ export async function createContext(
     },
     ...overrides.dataKeys,
   });
+  const stores = createStores(db, dataKeys);
   const dataKeyRotation = createDataKeyRotation({ db, dataKeys, clock });
   if (schema === 'migrate') await sealExistingData(dataKeyRotation, logger);
   const linkMinter = createLinkMinter({
@@ -325,6 +329,7 @@ export async function createContext(
     logger,
     store,
     db,
+    stores,
     dataKeys,
     dataKeyRotation,
     clock,

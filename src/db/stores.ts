@@ -1,0 +1,115 @@
+// The one door to the data: the capability-named stores, built once by the composition root over the
+// database and the data keys, and handed out as `Pick`s. Nothing outside db/ holds the database
+// handle or a cipher: a store seals what it writes and opens what it reads, and a unit of work that
+// spans stores runs in `transaction`, which hands the work the same stores bound to its transaction
+// (every statement of the work goes through it: db/database.ts refuses any other).
+//
+// A store is made on first use, for each database handle or transaction, so that a transaction that
+// touches two stores builds two, not all of them.
+import type { Kysely } from 'kysely';
+import { accessReportRepository } from './access-report.repository.ts';
+import { apiKeyRepository } from './api-key.repository.ts';
+import { attachmentRepository } from './attachments.repository.ts';
+import { auditChainRepository } from './audit-chain.repository.ts';
+import { auditRepository } from './audit.repository.ts';
+import { catalogRepository } from './catalog.repository.ts';
+import { changeLogRepository } from './change-log.repository.ts';
+import { clientCredentialsRepository } from './client-credentials.repository.ts';
+import { dataKeyRepository, type DataKeys } from './data-keys.repository.ts';
+import { referralEventRepository } from './events.repository.ts';
+import type { Executor } from './executor.ts';
+import { ehrCircuitRepository } from './forwarding-circuit.repository.ts';
+import { ehrFormRepository } from './forwarding-form.repository.ts';
+import { ehrSubmissionRepository } from './forwarding-ledger.repository.ts';
+import { housekeepingRepository } from './housekeeping.repository.ts';
+import { idempotencyRepository } from './idempotency.repository.ts';
+import { installationSecretRepository } from './installation-secret.repository.ts';
+import { linkTokenRepository } from './links.repository.ts';
+import { outboxRepository } from './outbox.repository.ts';
+import { timelineRepository } from './referral-children.repository.ts';
+import { referralRepository } from './referral.repository.ts';
+import { reminderRepository } from './reminders.repository.ts';
+import type { Database } from './schema.ts';
+import { webhookAttemptRepository } from './webhooks-attempt.repository.ts';
+import { webhookRelayRepository } from './webhooks-relay.repository.ts';
+import { webhookSubscriptionRepository } from './webhooks-subscription.repository.ts';
+
+/** How each capability's store is made over an executor (the database, or a transaction). */
+const STORES = {
+  referrals: (db: Executor, keys: DataKeys) => ({
+    ...referralRepository(db, keys),
+    recordChange: changeLogRepository(db, keys).record,
+    timeline: timelineRepository(db),
+  }),
+  attachments: (db: Executor, keys: DataKeys) => attachmentRepository(db, keys),
+  forwarding: (db: Executor, keys: DataKeys) => ({
+    ledger: ehrSubmissionRepository(db),
+    forms: ehrFormRepository(db, keys),
+    circuit: ehrCircuitRepository(db),
+  }),
+  reminders: (db: Executor) => reminderRepository(db),
+  outbox: (db: Executor) => outboxRepository(db),
+  events: (db: Executor) => referralEventRepository(db),
+  webhooks: (db: Executor) => ({
+    subscriptions: webhookSubscriptionRepository(db),
+    attempts: webhookAttemptRepository(db),
+    relay: webhookRelayRepository(db),
+  }),
+  links: (db: Executor) => linkTokenRepository(db),
+  audit: (db: Executor) => ({
+    ...auditRepository(db),
+    chain: auditChainRepository(db),
+    accessReport: accessReportRepository(db),
+  }),
+  catalog: (db: Executor) => catalogRepository(db),
+  apiKeys: (db: Executor) => apiKeyRepository(db),
+  clientCredentials: (db: Executor) => clientCredentialsRepository(db),
+  dataKeys: (db: Executor) => dataKeyRepository(db),
+  idempotency: (db: Executor, keys: DataKeys) => idempotencyRepository(db, keys),
+  installation: (db: Executor) => installationSecretRepository(db),
+  housekeeping: (db: Executor) => housekeepingRepository(db),
+} as const;
+
+type StoreMakers = typeof STORES;
+export type StoreName = keyof StoreMakers;
+
+/** Each capability's store, by name. */
+export type CapabilityStores = { readonly [K in StoreName]: ReturnType<StoreMakers[K]> };
+
+export interface Stores extends CapabilityStores {
+  /**
+   * Runs `work` in one transaction, with the stores bound to it: every statement of the work goes
+   * through the transaction, and all of them commit, or none.
+   */
+  transaction<T>(work: (tx: CapabilityStores) => Promise<T>): Promise<T>;
+}
+
+/** The stores over `db` (the database, or a transaction), sealing and opening with `keys`. */
+function storesOver(db: Executor, keys: DataKeys): CapabilityStores {
+  const made = new Map<StoreName, unknown>();
+  const stores = {} as Record<StoreName, unknown>;
+  for (const name of Object.keys(STORES) as StoreName[]) {
+    Object.defineProperty(stores, name, {
+      enumerable: true,
+      get() {
+        let store = made.get(name);
+        if (store === undefined) {
+          store = STORES[name](db, keys);
+          made.set(name, store);
+        }
+        return store;
+      },
+    });
+  }
+  return stores as CapabilityStores;
+}
+
+/** The stores of the database `db`, made once by the composition root. */
+export function createStores(db: Kysely<Database>, keys: DataKeys): Stores {
+  const stores = storesOver(db, keys);
+  Object.defineProperty(stores, 'transaction', {
+    value: <T>(work: (tx: CapabilityStores) => Promise<T>) =>
+      db.transaction().execute((trx) => work(storesOver(trx, keys))),
+  });
+  return stores as Stores;
+}
