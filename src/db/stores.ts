@@ -36,11 +36,15 @@ import { webhookSubscriptionRepository } from './webhooks-subscription.repositor
 
 /** How each capability's store is made over an executor (the database, or a transaction). */
 const STORES = {
-  referrals: (db: Executor, keys: DataKeys) => ({
-    ...referralRepository(db, keys),
-    recordChange: changeLogRepository(db, keys).record,
-    timeline: timelineRepository(db),
-  }),
+  referrals: (db: Executor, keys: DataKeys) => {
+    const changeLog = changeLogRepository(db, keys);
+    return {
+      ...referralRepository(db, keys),
+      /** Writes what a system action leaves behind (timeline, feed, outbox, audit) in the caller's transaction. */
+      recordChange: (change: Parameters<typeof changeLog.record>[0]) => changeLog.record(change),
+      timeline: timelineRepository(db),
+    };
+  },
   attachments: (db: Executor, keys: DataKeys) => attachmentRepository(db, keys),
   forwarding: (db: Executor, keys: DataKeys) => ({
     ledger: ehrSubmissionRepository(db),
