@@ -19,7 +19,7 @@ import { createApiKeyIn } from '../src/services/api-key.service.ts';
 import { loadCatalogIn, readCatalogFile } from '../src/services/catalog.service.ts';
 import { DEMO_CATALOG_FILE } from '../src/composition/demo-setup.ts';
 import { EMPTY_CONTENT, resolveContent, type ReferralFieldsInput } from '../src/services/referral-input.ts';
-import { newReferralRow } from '../src/db/referral.repository.ts';
+import { newReferralRow } from '../src/db/referrals/rows.ts';
 import { sealColumns } from '../src/db/data-keys.repository.ts';
 import { benchCipher } from './data-keys.ts';
 

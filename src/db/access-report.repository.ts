@@ -21,7 +21,7 @@ import { sql } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
 import { auditInsertFromJson, auditRow, type AuditEvent, type AuditOutcome } from './audit.repository.ts';
 import type { Executor } from './executor.ts';
-import { visibleTo } from './referral.repository.ts';
+import { visibleTo } from './referrals/reads.ts';
 
 /** The credential an audit row names: an API key, or a client of signed credentials. */
 export interface AccessCredential {

@@ -31,7 +31,8 @@ import {
   type AttachmentRecord,
 } from '../db/attachments.repository.ts';
 import { auditEventOf, auditRepository } from '../db/audit.repository.ts';
-import { referralRepository, type ReferralRecord } from '../db/referral.repository.ts';
+import { type ReferralRecord } from '../db/referrals/rows.ts';
+import { createReferralStore } from '../db/referrals/referrals.store.ts';
 import type { Database } from '../db/schema.ts';
 import { fileNameRefusal, inspectAttachment, type FileNameRefusal } from './attachments-inspection.ts';
 import type { PdfCheck } from './attachments-pdf.ts';
@@ -98,7 +99,7 @@ export function createAttachments(deps: AttachmentsDeps) {
 
   /** The referral if the caller may see it, with the read's audit row stored first. */
   async function readAudited(caller: Caller, referralId: string, action: string): Promise<ReferralRecord> {
-    const record = await referralRepository(deps.db, deps.dataKeys).findVisible(
+    const record = await createReferralStore(deps.db, deps.dataKeys).findVisible(
       referralId,
       caller.institution,
     );
@@ -260,7 +261,7 @@ export function createAttachments(deps: AttachmentsDeps) {
       referralId: string,
       attachmentId: string,
     ): Promise<{ view: AttachmentView; content: AsyncIterable<Buffer> }> {
-      const record = await referralRepository(deps.db, deps.dataKeys).findVisible(
+      const record = await createReferralStore(deps.db, deps.dataKeys).findVisible(
         referralId,
         caller.institution,
       );

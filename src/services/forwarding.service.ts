@@ -24,10 +24,11 @@ import {
   type EhrSubmission,
   type SubmissionOutcome,
 } from '../db/forwarding-ledger.repository.ts';
-import { referralRepository, type ReferralRecord } from '../db/referral.repository.ts';
+import { type ReferralRecord } from '../db/referrals/rows.ts';
+import { createReferralStore } from '../db/referrals/referrals.store.ts';
 import type { Database } from '../db/schema.ts';
 import { audit } from './referral-mutation.ts';
-import { changeLogRepository } from '../db/change-log.repository.ts';
+import { changeLogRepository } from '../db/referrals/change.ts';
 import { ehrFormSourceFor } from './referral-queries.ts';
 import type { Metrics } from '../observability/metrics.ts';
 
@@ -160,7 +161,7 @@ export function createEhrForwarding(deps: ForwardingDeps) {
     /** What to do for a forward job, read fresh (the job may be late, repeated or coalesced). */
     async plan(referralId: string): Promise<ForwardPlan> {
       // The parts come in the same statement: most referrals a job reads are due to be sent.
-      const referrals = referralRepository(deps.db, deps.dataKeys);
+      const referrals = createReferralStore(deps.db, deps.dataKeys);
       const found = await referrals.findForSystemWithParts(referralId);
       // Deleted (only a draft can be) or never known: nothing goes to the EHR. A referral is never
       // removed, so one without a sender was never in this database.
@@ -308,7 +309,7 @@ export function createEhrForwarding(deps: ForwardingDeps) {
      */
     async formOfAttempt(caller: Caller, referralId: string, attemptId: string): Promise<SentFormView> {
       return deps.db.transaction().execute(async (trx) => {
-        const record = await referralRepository(trx, deps.dataKeys).findVisible(
+        const record = await createReferralStore(trx, deps.dataKeys).findVisible(
           referralId,
           caller.institution,
         );
@@ -345,7 +346,7 @@ export function createEhrForwarding(deps: ForwardingDeps) {
     /** The ledger of a referral, oldest attempt first; 404 for an institution that cannot see it. */
     async submissions(reader: LedgerReader, referralId: string): Promise<SubmissionView[]> {
       return deps.db.transaction().execute(async (trx) => {
-        const repo = referralRepository(trx, deps.dataKeys);
+        const repo = createReferralStore(trx, deps.dataKeys);
         const record =
           reader.role === 'ops'
             ? await repo.findForSystem(referralId)

@@ -8,7 +8,7 @@
 import type { Kysely } from 'kysely';
 import type { FieldCipher } from '../domain/data-keys.ts';
 import type { AuditEvent } from '../db/audit.repository.ts';
-import { writeReferralChange, type ReferralWrite } from '../db/change-log.repository.ts';
+import { writeReferralChange, type ReferralWrite } from '../db/referrals/change.ts';
 import type { StoredKey } from '../db/idempotency.repository.ts';
 import type { NewLinkToken } from '../db/links.repository.ts';
 import type { Database } from '../db/schema.ts';

@@ -3,7 +3,7 @@
 // date that is not in the future. Errors name the request field, never its value.
 import { ValidationError, type FieldError } from '../errors.ts';
 import type { Clock } from '../domain/clock.ts';
-import type { ReferralContent } from '../db/referral.repository.ts';
+import type { ReferralContent } from '../db/referrals/rows.ts';
 import { catalogRepository, type OfferingRecord } from '../db/catalog.repository.ts';
 import type { Executor } from '../db/executor.ts';
 import { REFERRAL_FIELD_LABELS } from '../domain/labels.ts';

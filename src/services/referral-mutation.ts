@@ -25,19 +25,19 @@ import type { Party } from '../domain/statuses.ts';
 import type { TimelineEntry } from '../domain/timeline.ts';
 import { ConcurrentModificationError, ReferralNotFoundError, VersionMismatchError } from '../errors.ts';
 import { auditEventOf, auditRepository } from '../db/audit.repository.ts';
-import { REFERRAL_WRITE_RETURNING } from '../db/change-log.repository.ts';
+import { REFERRAL_WRITE_RETURNING } from '../db/referrals/change.ts';
 import type { OfferingRecord } from '../db/catalog.repository.ts';
 import type { Executor } from '../db/executor.ts';
 import type { NewOutboxMessage } from '../db/outbox.repository.ts';
-import type { NewTimelineEvent, ReferralParts } from '../db/referral-children.repository.ts';
+import type { NewTimelineEvent, ReferralParts } from '../db/referrals/parts.ts';
 import {
-  referralRepository,
-  referralWrites,
   type ReferralPatch,
   type ReferralRecord,
   type ReferralSnapshot,
   type ReferralWithParts,
-} from '../db/referral.repository.ts';
+} from '../db/referrals/rows.ts';
+import { createReferralStore } from '../db/referrals/referrals.store.ts';
+import { referralWrites } from '../db/referrals/writes.ts';
 import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';
 import { runWrite, type Answer } from './keyed-write.ts';
@@ -132,7 +132,7 @@ export interface MutationOptions {
 
 export function createMutationRunner(deps: MutationDeps) {
   async function read(caller: Caller, referralId: string): Promise<ReferralSnapshot> {
-    const found = await referralRepository(deps.db, deps.dataKeys).findVisibleWithParts(
+    const found = await createReferralStore(deps.db, deps.dataKeys).findVisibleWithParts(
       referralId,
       caller.institution,
     );

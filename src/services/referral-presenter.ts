@@ -11,7 +11,7 @@ import type {
   StoredSummaryView,
 } from '../domain/referral-view.ts';
 import { CORE_STATUS_OF } from '../domain/statuses.ts';
-import type { ReferralRecord } from '../db/referral.repository.ts';
+import type { ReferralRecord } from '../db/referrals/rows.ts';
 import type { Caller } from './caller.ts';
 
 /** The actions of `caller` on the referral as `record` holds it. */

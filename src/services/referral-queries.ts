@@ -15,16 +15,12 @@ import type {
   ReferralView,
 } from '../domain/referral-view.ts';
 import type { CoreStatus } from '../domain/statuses.ts';
-import { toAppointmentView, type ReferralParts } from '../db/referral-children.repository.ts';
+import { toAppointmentView, type ReferralParts } from '../db/referrals/parts.ts';
 import { auditEventOf } from '../db/audit.repository.ts';
 import { ehrFormRepository } from '../db/forwarding-form.repository.ts';
 import type { NewLinkToken } from '../db/links.repository.ts';
-import {
-  referralRepository,
-  type ListSort,
-  type ReferralRecord,
-  type ReferralWithParts,
-} from '../db/referral.repository.ts';
+import { type ListSort, type ReferralRecord, type ReferralWithParts } from '../db/referrals/rows.ts';
+import { createReferralStore } from '../db/referrals/referrals.store.ts';
 import { ReferralNotFoundError } from '../errors.ts';
 import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';
@@ -164,7 +160,7 @@ export function createReferralQueries(deps: QueryDeps) {
       // caller may use depend on the status read, so every action's link is offered with the statuses
       // it applies in, and the statement stores those that apply. One round trip, no transaction.
       const offered = offeredLinks(deps.links, caller, referralId);
-      const found = await referralRepository(deps.db, deps.dataKeys).readAudited(
+      const found = await createReferralStore(deps.db, deps.dataKeys).readAudited(
         referralId,
         caller.institution,
         auditEventOf(
@@ -204,7 +200,7 @@ export function createReferralQueries(deps: QueryDeps) {
      * form rendered. As for `get`, the audit row is stored before anything read is handed out.
      */
     async getContent(caller: Caller, referralId: string, action: string): Promise<EhrFormSource> {
-      const found = await referralRepository(deps.db, deps.dataKeys).readAudited(
+      const found = await createReferralStore(deps.db, deps.dataKeys).readAudited(
         referralId,
         caller.institution,
         auditEventOf(caller, action, [referralId], deps.clock.now()),
@@ -221,7 +217,7 @@ export function createReferralQueries(deps: QueryDeps) {
     ): Promise<ReferralPage> {
       // As for a full read: the audit row is the list's only write, written by the statement that
       // reads the page, so it is stored before the page leaves, with no transaction of its own.
-      const page = await referralRepository(deps.db, deps.dataKeys).list(
+      const page = await createReferralStore(deps.db, deps.dataKeys).list(
         { institution: caller.institution, ...query },
         auditEventOf(caller, action, [], deps.clock.now()),
       );

@@ -10,8 +10,8 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { decide, REFHUB_SYSTEM } from '../domain/lifecycle.ts';
 import { timeline } from '../domain/timeline.ts';
-import { timelineRepository } from '../db/referral-children.repository.ts';
-import { referralRepository } from '../db/referral.repository.ts';
+import { timelineRepository } from '../db/referrals/parts.ts';
+import { createReferralStore } from '../db/referrals/referrals.store.ts';
 import { reminderRepository } from '../db/reminders.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Executor } from '../db/executor.ts';
@@ -20,7 +20,7 @@ import type { FireResult } from '../queue/registry.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { timelineEventsOf } from './referral-mutation.ts';
 import { auditEventOf, systemActor } from '../db/audit.repository.ts';
-import { changeLogRepository } from '../db/change-log.repository.ts';
+import { changeLogRepository } from '../db/referrals/change.ts';
 
 export interface ReminderPolicy {
   readonly afterSeconds: number;
@@ -55,7 +55,7 @@ export function createReminders(deps: ReminderDeps) {
   return {
     /** The schedule the referral should have now, or null when it should have none. */
     async scheduleFor(referralId: string): Promise<ReminderSchedule | null> {
-      const record = await referralRepository(deps.db, deps.dataKeys).findForSystem(referralId);
+      const record = await createReferralStore(deps.db, deps.dataKeys).findForSystem(referralId);
       if (record?.status !== 'pending-acceptance' || policy.max === 0) return null;
       const p = await progress(deps.db, referralId);
       if (p === undefined || p.sent >= policy.max) return null;
@@ -70,11 +70,11 @@ export function createReminders(deps: ReminderDeps) {
     /** One firing; `firingKey` identifies it (the queue job), so running it twice sends once. */
     async fire(referralId: string, firingKey: string, requestId: string): Promise<FireResult> {
       const result = await deps.db.transaction().execute(async (trx): Promise<FireResult> => {
-        const record = await referralRepository(trx, deps.dataKeys).lockForSystem(referralId);
+        const record = await createReferralStore(trx, deps.dataKeys).lockForSystem(referralId);
         // A deleted referral keeps its row (and its sender); one with none is not in this database.
         if (
           record === undefined &&
-          (await referralRepository(trx, deps.dataKeys).senderOf(referralId)) === undefined
+          (await createReferralStore(trx, deps.dataKeys).senderOf(referralId)) === undefined
         ) {
           return { kind: 'unknown-referral' };
         }

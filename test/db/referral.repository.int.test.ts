@@ -4,13 +4,13 @@ import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/db/database.ts';
 import {
-  referralRepository,
   type ListFilter,
   type ListSort,
   type NewReferral,
   type ReferralContent,
-  type ReferralRepository,
-} from '../../src/db/referral.repository.ts';
+} from '../../src/db/referrals/rows.ts';
+import { createReferralStore } from '../../src/db/referrals/referrals.store.ts';
+import type { ReferralStore } from '../../src/db/referrals/referrals.store.ts';
 import type { InstitutionRef } from '../../src/domain/access.ts';
 import { CORE_STATUS_OF, CORE_STATUSES, type CoreStatus, type Status } from '../../src/domain/statuses.ts';
 import { ReferralNotFoundError } from '../../src/errors.ts';
@@ -221,7 +221,7 @@ function matchesCore(f: Fixture, inst: InstitutionRef, cores: readonly CoreStatu
 
 describe.each(ENGINES)('referral repository on %s', (engine) => {
   let store: Store;
-  let repo: ReferralRepository;
+  let repo: ReferralStore;
   let keys: DataKeys;
   const ids = new Map<string, string>();
   const fixtureOf = new Map<string, Fixture>();
@@ -302,7 +302,7 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
     store = await openTestStore(engine);
     await createCatalogService({ db: store.db }).loadFile(DEMO_CATALOG_FILE);
     keys = testDataKeys();
-    repo = referralRepository(store.db, keys);
+    repo = createReferralStore(store.db, keys);
     for (const f of FIXTURES) {
       const id = uuidv7();
       ids.set(f.name, id);
@@ -651,7 +651,7 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
             }),
           ),
       };
-      const { records } = await referralRepository(store.db, counting).list({
+      const { records } = await createReferralStore(store.db, counting).list({
         institution: CLINIC_B,
         coreStatuses: [],
         sort: 'updatedAt',
@@ -707,7 +707,7 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
       const id = await insertDraft(CLINIC_A);
       const attempts = Array.from({ length: 6 }, (_, i) =>
         store.db.transaction().execute(async (trx) => {
-          const won = await referralRepository(trx, keys).compareAndSet(
+          const won = await createReferralStore(trx, keys).compareAndSet(
             id,
             1,
             { clinicalInfo: `writer ${i}` },
@@ -729,7 +729,7 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
       // Another request's transaction, open while this one races it.
       const trx = await store.db.startTransaction().execute();
       expect(
-        await referralRepository(trx, keys).compareAndSet(id, 1, { clinicalInfo: 'holder' }, at(300)),
+        await createReferralStore(trx, keys).compareAndSet(id, 1, { clinicalInfo: 'holder' }, at(300)),
       ).toBe(true);
       // Same version, outside the transaction: on PostgreSQL a second connection that blocks on the
       // row lock, on PGlite a query that waits for the one connection.
@@ -747,7 +747,7 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
       const id = await insertDraft(CLINIC_A);
       const trx = await store.db.startTransaction().execute();
       expect(
-        await referralRepository(trx, keys).compareAndSet(id, 1, { clinicalInfo: 'rolled back' }, at(400)),
+        await createReferralStore(trx, keys).compareAndSet(id, 1, { clinicalInfo: 'rolled back' }, at(400)),
       ).toBe(true);
       const racer = repo.compareAndSet(id, 1, { clinicalInfo: 'second chance' }, at(401));
       await new Promise((resolve) => setTimeout(resolve, 100));

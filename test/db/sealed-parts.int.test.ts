@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentRepository, type NewAttachment } from '../../src/db/attachments.repository.ts';
 import { dataKeyRepository, SEALED_COLUMNS, type DataKeys } from '../../src/db/data-keys.repository.ts';
 import { ehrFormRepository } from '../../src/db/forwarding-form.repository.ts';
-import { referralRepository } from '../../src/db/referral.repository.ts';
+import { createReferralStore } from '../../src/db/referrals/referrals.store.ts';
 import { idempotencyRepository } from '../../src/db/idempotency.repository.ts';
 import type { FormAttachment } from '../../src/domain/attachments.ts';
 import {
@@ -386,7 +386,7 @@ describe.each(ENGINES)('parts of a referral sealed outside its row on %s', (engi
         t.ctx.db,
       );
       await expect(
-        referralRepository(t.ctx.db, t.ctx.dataKeys).findVisibleWithParts(referral.id, {
+        createReferralStore(t.ctx.db, t.ctx.dataKeys).findVisibleWithParts(referral.id, {
           idType: 'hci',
           id: 'S1234A',
         }),
@@ -619,7 +619,7 @@ describe.each(ENGINES)('the sweep of the parts sealed outside a referral row on 
       });
       const record = await idempotencyRepository(t.ctx.db, t.ctx.dataKeys).find(apiKeyId, key);
       expect(record?.response?.body).toBe(created.body);
-      const read = await referralRepository(t.ctx.db, t.ctx.dataKeys).findVisibleWithParts(draft.id, {
+      const read = await createReferralStore(t.ctx.db, t.ctx.dataKeys).findVisibleWithParts(draft.id, {
         idType: 'hci',
         id: 'S1234A',
       });

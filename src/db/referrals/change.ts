@@ -17,16 +17,16 @@
 // parts into its statement through `changeLogCtes`: the feed, the outbox and the audit row are written
 // here and nowhere else.
 import { sql, type Compilable, type RawBuilder } from 'kysely';
-import type { FieldCipher } from '../domain/data-keys.ts';
-import type { DataKeys } from './data-keys.repository.ts';
-import { auditInsert, auditRow, type AuditEvent } from './audit.repository.ts';
-import type { Executor } from './executor.ts';
-import { keyClaimInsert, type StoredKey } from './idempotency.repository.ts';
-import { linkTokenRows, type NewLinkToken } from './links.repository.ts';
-import { outboxRows, type NewOutboxMessage } from './outbox.repository.ts';
-import { EVENT_COLUMNS } from './events.repository.ts';
-import { providerSees } from './provider-visibility.ts';
-import { timelineRows, type NewTimelineEvent } from './referral-children.repository.ts';
+import type { FieldCipher } from '../../domain/data-keys.ts';
+import type { DataKeys } from '../data-keys.repository.ts';
+import { auditInsert, auditRow, type AuditEvent } from '../audit.repository.ts';
+import type { Executor } from '../executor.ts';
+import { keyClaimInsert, type StoredKey } from '../idempotency.repository.ts';
+import { linkTokenRows, type NewLinkToken } from '../links.repository.ts';
+import { outboxRows, type NewOutboxMessage } from '../outbox.repository.ts';
+import { EVENT_COLUMNS } from '../events.repository.ts';
+import { providerSees } from '../provider-visibility.ts';
+import { timelineRows, type NewTimelineEvent } from './parts.ts';
 
 export interface ChangeRecord {
   readonly timeline: readonly NewTimelineEvent[];

@@ -2,13 +2,13 @@
 // and timeline events.
 // They are read and written only after the referral itself passed the tenancy check.
 import { sql, type Insertable, type RawBuilder } from 'kysely';
-import type { OutcomeView } from '../domain/outcome.ts';
-import type { AppointmentView, NoteView, TimelineEventView } from '../domain/referral-view.ts';
-import type { AppointmentStatus } from '../domain/statuses.ts';
-import type { FieldCipher } from '../domain/data-keys.ts';
-import { sealColumns } from './data-keys.repository.ts';
-import type { Executor } from './executor.ts';
-import type { TimelineEventsTable } from './schema.ts';
+import type { OutcomeView } from '../../domain/outcome.ts';
+import type { AppointmentView, NoteView, TimelineEventView } from '../../domain/referral-view.ts';
+import type { AppointmentStatus } from '../../domain/statuses.ts';
+import type { FieldCipher } from '../../domain/data-keys.ts';
+import { sealColumns } from '../data-keys.repository.ts';
+import type { Executor } from '../executor.ts';
+import type { TimelineEventsTable } from '../schema.ts';
 
 export interface AppointmentRecord {
   readonly id: string;

@@ -1,0 +1,187 @@
+// The referral store: the one door to referrals. Reads with tenancy (reads.ts), the list (list.ts),
+// and the writes (writes.ts, change.ts), sealing and opening the patient data inside.
+import type { InstitutionRef } from '../../domain/access.ts';
+import { ReferralNotFoundError } from '../../errors.ts';
+import type { AuditEvent } from '../audit.repository.ts';
+import type { DataKeys } from '../data-keys.repository.ts';
+import { auditRow } from '../audit.repository.ts';
+import { SEALED_COLUMNS } from '../data-keys.repository.ts';
+import type { Executor } from '../executor.ts';
+import { linkTokenRows } from '../links.repository.ts';
+import { listPage } from './list.ts';
+import { toReferralParts } from './parts.ts';
+import {
+  readForSystem,
+  readForSystemWithParts,
+  readVisible,
+  readVisibleAudited,
+  readVisibleWithParts,
+} from './reads.ts';
+import {
+  newReferralRow,
+  opened,
+  patchColumns,
+  sealed,
+  toRecord,
+  type CandidateLink,
+  type ListFilter,
+  type NewReferral,
+  type ReferralPatch,
+  type ReferralRecord,
+  type ReferralSnapshot,
+  type ReferralWithParts,
+  type Row,
+} from './rows.ts';
+import { compareAndSetQuery, softDeleteQuery } from './writes.ts';
+import type { LinkAction } from '../../domain/referral-view.ts';
+
+export function createReferralStore(db: Executor, keys: DataKeys) {
+  const record = (row: Row | undefined) => row && keys.reading(db, (cipher) => toRecord(opened(row, cipher)));
+  return {
+    /** The referral if `institution` may see it; undefined otherwise (the caller answers 404). */
+    async findVisible(id: string, institution: InstitutionRef): Promise<ReferralRecord | undefined> {
+      const [row] = await readVisible(db, id, institution.idType, institution.id);
+      return record(row);
+    },
+
+    /** The referral if `institution` may see it; 404 referral_not_found otherwise. */
+    async getVisible(id: string, institution: InstitutionRef): Promise<ReferralRecord> {
+      const record = await this.findVisible(id, institution);
+      if (!record) throw new ReferralNotFoundError(id);
+      return record;
+    },
+
+    /** The referral without a tenancy check: for workers acting for the system, never for callers. */
+    async findForSystem(id: string): Promise<ReferralRecord | undefined> {
+      const [row] = await readForSystem(db, id);
+      return record(row);
+    },
+
+    /**
+     * `findVisible` with the referral's appointments, notes and timeline, read in the same statement
+     * (a full read needs them all).
+     */
+    async findVisibleWithParts(
+      id: string,
+      institution: InstitutionRef,
+    ): Promise<ReferralSnapshot | undefined> {
+      const [stored] = await readVisibleWithParts(db, id, institution.idType, institution.id);
+      return (
+        stored &&
+        keys.reading(db, (cipher) => {
+          const row = opened(stored, cipher);
+          return { record: toRecord(row), parts: toReferralParts(row, cipher), row };
+        })
+      );
+    },
+
+    /**
+     * `findVisibleWithParts` with its audit row and one-time links written in the same statement (see
+     * readVisibleAudited), so that they are stored before anything read is handed out, in one round
+     * trip. Returns the actions whose links were stored.
+     */
+    async readAudited(
+      id: string,
+      institution: InstitutionRef,
+      audit: AuditEvent,
+      links: readonly CandidateLink[],
+    ): Promise<(ReferralWithParts & { readonly linked: readonly LinkAction[] }) | undefined> {
+      const [row] = await readVisibleAudited(
+        db,
+        id,
+        institution.idType,
+        institution.id,
+        JSON.stringify(auditRow(audit)),
+        JSON.stringify(
+          links.map(({ token, asSender, asOther }) => ({
+            ...linkTokenRows([token])[0],
+            as_sender: asSender,
+            as_other: asOther,
+          })),
+        ),
+      );
+      return (
+        row &&
+        keys.reading(db, (cipher) => ({
+          record: toRecord(opened(row, cipher)),
+          parts: toReferralParts(row, cipher),
+          linked: row.minted as LinkAction[],
+        }))
+      );
+    },
+
+    /** `findForSystem` with the referral's parts, in one statement (the forwarder renders from them). */
+    async findForSystemWithParts(id: string): Promise<ReferralWithParts | undefined> {
+      const [row] = await readForSystemWithParts(db, id);
+      return (
+        row &&
+        keys.reading(db, (cipher) => ({
+          record: toRecord(opened(row, cipher)),
+          parts: toReferralParts(row, cipher),
+        }))
+      );
+    },
+
+    /** Who sent the referral (it never changes), deleted or not: one indexed row, two columns. */
+    async senderOf(id: string): Promise<InstitutionRef | undefined> {
+      const row = await db
+        .selectFrom('referrals')
+        .select(['sender_id_type', 'sender_id'])
+        .where('id', '=', id)
+        .executeTakeFirst();
+      return row && { idType: row.sender_id_type, id: row.sender_id };
+    },
+
+    /** Locks the referral's row for the rest of the transaction, then reads it (system work only). */
+    async lockForSystem(id: string): Promise<ReferralRecord | undefined> {
+      await db.selectFrom('referrals').select('id').where('id', '=', id).forUpdate().executeTakeFirst();
+      return this.findForSystem(id);
+    },
+
+    /** A page of an institution's referrals (list.ts), with its audit row when `audit` is given. */
+    list: (filter: ListFilter, audit?: AuditEvent) => listPage(db, keys, filter, audit),
+
+    async insert(referral: NewReferral): Promise<void> {
+      await db
+        .insertInto('referrals')
+        .values(newReferralRow(referral, await keys.cipher(db)))
+        .execute();
+    },
+
+    /**
+     * Applies `patch` and increments `version` only if the row is still at `expectedVersion`.
+     * Returns false when another transaction got there first; the caller decides again.
+     */
+    async compareAndSet(
+      id: string,
+      expectedVersion: number,
+      patch: ReferralPatch,
+      now: Date,
+    ): Promise<boolean> {
+      const columns = patchColumns(patch);
+      let current: Row | undefined;
+      if (SEALED_COLUMNS.referrals.columns.some((column) => column in columns)) {
+        // The patient data is sealed as one value: the rest of it comes from the row at that version.
+        const [stored] = await readForSystem(db, id);
+        if (stored === undefined || stored.version !== expectedVersion) return false;
+        current = await keys.reading(db, (cipher) => opened(stored, cipher));
+      }
+      const result = await compareAndSetQuery(
+        db,
+        id,
+        expectedVersion,
+        sealed(id, columns, await keys.cipher(db), current),
+        now,
+      ).executeTakeFirst();
+      return result.numUpdatedRows === 1n;
+    },
+
+    /** Soft-deletes: the row stays for the audit trail but is never visible again. */
+    async softDelete(id: string, expectedVersion: number, now: Date): Promise<boolean> {
+      const result = await softDeleteQuery(db, id, expectedVersion, now).executeTakeFirst();
+      return result.numUpdatedRows === 1n;
+    },
+  };
+}
+
+export type ReferralStore = ReturnType<typeof createReferralStore>;
