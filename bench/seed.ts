@@ -18,7 +18,7 @@ import type { AuditEventsTable, Database, ReferralsTable, TimelineEventsTable } 
 import { createApiKeyIn } from '../src/services/api-key.service.ts';
 import { loadCatalogIn, readCatalogFile } from '../src/services/catalog.service.ts';
 import { DEMO_CATALOG_FILE } from '../src/composition/demo-setup.ts';
-import { EMPTY_CONTENT, resolveContent, type ReferralFieldsInput } from '../src/services/referral-input.ts';
+import { EMPTY_CONTENT, resolveContent, type ReferralFieldsInput } from '../src/services/referrals/input.ts';
 import { newReferralRow } from '../src/db/referrals/rows.ts';
 import { sealColumns } from '../src/db/data-keys.repository.ts';
 import { benchCipher } from './data-keys.ts';
@@ -136,9 +136,11 @@ export async function seedDrafts(db: Kysely<Database>, batch: DraftBatch): Promi
     if (!sender) throw new Error(`${batch.party.institution.id} is not in the catalog`);
     const created = timeline.created(sender.name);
     // The offering and its provider resolve once; each row's own fields need no database.
-    const { content: resolved } = await resolveContent(trx, systemClock, {
-      offeringId: typicalReferralFields(offset).offeringId,
-    });
+    const { content: resolved } = await resolveContent(
+      systemClock,
+      { offeringId: typicalReferralFields(offset).offeringId },
+      (id) => catalogRepository(trx).findOffering(id),
+    );
     const ids: string[] = [];
     for (let start = 0; start < batch.count; start += ROWS_PER_STATEMENT) {
       const referrals: Insertable<ReferralsTable>[] = [];
@@ -152,7 +154,7 @@ export async function seedDrafts(db: Kysely<Database>, batch: DraftBatch): Promi
         const content = {
           ...EMPTY_CONTENT,
           ...resolved,
-          ...(await resolveContent(trx, systemClock, fields)).content,
+          ...(await resolveContent(systemClock, fields, () => Promise.resolve(undefined))).content,
         };
         ids.push(id);
         referrals.push(

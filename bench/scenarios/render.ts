@@ -4,7 +4,7 @@
 // gives a median and a tail as well as a rate.
 import { renderEhrForm } from '../../src/render/ehr-form.ts';
 import type { EhrFormSource } from '../../src/domain/referral-view.ts';
-import { MAX_APPOINTMENTS, MAX_NOTES } from '../../src/services/referral-commands.ts';
+import { MAX_APPOINTMENTS, MAX_NOTES } from '../../src/services/referrals/commands.ts';
 import { sampleEhrFormSource } from '../../test/support/fixtures/ehr-form-source.ts';
 import { renderBare } from '../baselines.ts';
 import { medianOfRounds, percentile, runInterleaved, type Measurement, type ResultRow } from '../stats.ts';

@@ -7,7 +7,7 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Store } from '../db/database.ts';
-import type { DataKeys } from '../db/data-keys.repository.ts';
+import type { Stores } from '../db/stores.ts';
 import type { Database } from '../db/schema.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { DisplayTime } from '../domain/display-time.ts';
@@ -24,11 +24,11 @@ import type { ScannerPing } from '../services/doctor-checks.ts';
 import type { EventFeed } from '../services/events.service.ts';
 import type { ReferralFhir } from '../services/fhir.service.ts';
 import type { EhrForwarding } from '../services/forwarding.service.ts';
-import type { LinkMinter } from '../services/links-minter.ts';
-import type { LinkRedemption } from '../services/links-redemption.service.ts';
-import type { LinkService } from '../services/links.service.ts';
-import type { ReferralCommands } from '../services/referral-commands.ts';
-import type { ReferralQueries } from '../services/referral-queries.ts';
+import type { LinkMinter } from '../services/links/minter.ts';
+import type { LinkRedemption } from '../services/links/redemption.service.ts';
+import type { LinkService } from '../services/links/links.service.ts';
+import type { ReferralCommands } from '../services/referrals/commands.ts';
+import type { ReferralQueries } from '../services/referrals/queries.ts';
 import type { WebhookSubscriptions } from '../services/webhooks.service.ts';
 import type { AdminAudit } from './admin/admin-audit.ts';
 import type { OpsAuth } from './admin/ops-auth.ts';
@@ -42,8 +42,8 @@ export interface ApiDeps {
   readonly logger: Logger;
   /** For the API's own records: idempotency, the audit of turned-away requests, readiness. */
   readonly db: Kysely<Database>;
-  /** The keys the API's own records of patient data (a keyed write's stored response) are sealed with. */
-  readonly dataKeys: DataKeys;
+  /** The API's own records: the keyed requests' stored responses, and the links a replay mints again. */
+  readonly stores: Pick<Stores, 'idempotency' | 'links'>;
   /** Which engine `db` runs on, for `/doctor`'s checks, and its connections in use, for readiness. */
   readonly store: Pick<Store, 'engine' | 'connections'>;
   readonly clock: Clock;

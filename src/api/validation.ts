@@ -7,7 +7,7 @@
 // several lines), no whitespace alone where something must be said. That the bytes are text at all
 // is checked before, as they are read (request-encoding.ts).
 import type { FastifySchemaCompiler } from 'fastify';
-import { createRequestSchemaCompiler } from '../services/referral-fields.ts';
+import { createRequestSchemaCompiler } from '../services/referrals/fields.ts';
 
 export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
   const body = createRequestSchemaCompiler(false);

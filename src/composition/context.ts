@@ -27,11 +27,11 @@ import { createAuditChain, type AuditChain } from '../services/audit-chain.servi
 import { TOKEN_PATH } from '../domain/client-credentials.ts';
 import { createCatalogService, type CatalogService } from '../services/catalog.service.ts';
 import { createHousekeeping, type Housekeeping } from '../services/housekeeping.service.ts';
-import { createLinkMinter, type LinkMinter } from '../services/links-minter.ts';
-import { createLinkService, type LinkService } from '../services/links.service.ts';
-import { createLinkRedemption, type LinkRedemption } from '../services/links-redemption.service.ts';
-import { createReferralCommands, type ReferralCommands } from '../services/referral-commands.ts';
-import { createReferralQueries, type ReferralQueries } from '../services/referral-queries.ts';
+import { createLinkMinter, type LinkMinter } from '../services/links/minter.ts';
+import { createLinkService, type LinkService } from '../services/links/links.service.ts';
+import { createLinkRedemption, type LinkRedemption } from '../services/links/redemption.service.ts';
+import { createReferralCommands, type ReferralCommands } from '../services/referrals/commands.ts';
+import { createReferralQueries, type ReferralQueries } from '../services/referrals/queries.ts';
 import { createEhrForwarding, type EhrForwarding } from '../services/forwarding.service.ts';
 import { createReminders, type Reminders } from '../services/reminders.service.ts';
 import { createEventFeed, type EventFeed } from '../services/events.service.ts';
@@ -264,7 +264,7 @@ export async function createContext(
   });
   const displayTime = displayTimeIn(config.displayTimeZone);
   const renderForm = (source: EhrFormSource) => renderEhrForm(source, displayTime);
-  const deps = { db, dataKeys, clock, links: linkMinter };
+  const deps = { stores, clock, links: linkMinter };
   let queues: QueueProducer | undefined;
   const queueProducer = () => (queues ??= createQueueProducer(config, logger));
   let installation: Promise<string> | undefined;
@@ -341,7 +341,7 @@ export async function createContext(
     referralFhir: createReferralFhir({ referralQueries, ehrForwarding, attachments, clock }),
     attachments,
     links: createLinkService(deps),
-    linkRedemption: createLinkRedemption({ db, clock }),
+    linkRedemption: createLinkRedemption({ stores, clock }),
     apiKeys: createApiKeyService({ db, clock }),
     auditChain: createAuditChain({
       db,

@@ -11,6 +11,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { FieldCipher } from '../domain/data-keys.ts';
 import { openColumns, sealColumns, type DataKeys } from './data-keys.repository.ts';
 import type { Executor } from './executor.ts';
+import type { NewLinkToken } from './links.repository.ts';
 
 export interface StoredResponse {
   readonly status: number;
@@ -40,6 +41,24 @@ export interface StoredKey {
   readonly response: StoredResponse;
   /** How long the write may wait for a lock another request holds (see writeReferralChange). */
   readonly waitMs: number;
+}
+
+/**
+ * A keyed write's key, as the HTTP layer hands it to the write: the store claims it, with the response
+ * it stores, in the write's own statement (db/referrals/change.ts).
+ */
+export interface IdempotentWrite {
+  /** The key's row, holding the response `result` becomes; `links` are the one-time links it hands out. */
+  storedKey(result: unknown, links: readonly NewLinkToken[]): StoredKey;
+  /** The statement that stored the key committed. */
+  committed(): void;
+  /**
+   * The error to answer with when the statement failed on the key (another request stored it first,
+   * or held it past the wait's bound); undefined for any other failure.
+   */
+  refusal(error: unknown): Error | undefined;
+  /** Throws the error that answers with another request's stored response, if one stored the key. */
+  replayIfTaken(): Promise<void>;
 }
 
 /** The stored body of `response` for `claim`, sealed. */
@@ -90,6 +109,14 @@ export const LOCK_NOT_AVAILABLE = '55P03';
 
 export function idempotencyRepository(db: Executor, keys: DataKeys) {
   return {
+    /**
+     * The keyed digest of a request's canonical text (an HMAC under the blind-index key), as a key's
+     * record keeps it: equal requests give equal digests, and the digest says nothing of the request.
+     */
+    async requestHash(text: string): Promise<string> {
+      return (await keys.cipher(db)).blindIndex('keyed-request', text);
+    },
+
     async find(apiKeyId: string, key: string): Promise<IdempotencyRecord | undefined> {
       const stored = await db
         .selectFrom('idempotency_keys')

@@ -13,7 +13,6 @@ import { attachmentRepository } from './attachments.repository.ts';
 import { auditChainRepository } from './audit-chain.repository.ts';
 import { auditRepository } from './audit.repository.ts';
 import { catalogRepository } from './catalog.repository.ts';
-import { changeLogRepository } from './referrals/change.ts';
 import { clientCredentialsRepository } from './client-credentials.repository.ts';
 import { dataKeyRepository, type DataKeys } from './data-keys.repository.ts';
 import { referralEventRepository } from './events.repository.ts';
@@ -26,7 +25,6 @@ import { idempotencyRepository } from './idempotency.repository.ts';
 import { installationSecretRepository } from './installation-secret.repository.ts';
 import { linkTokenRepository } from './links.repository.ts';
 import { outboxRepository } from './outbox.repository.ts';
-import { timelineRepository } from './referrals/parts.ts';
 import { createReferralStore } from './referrals/referrals.store.ts';
 import { reminderRepository } from './reminders.repository.ts';
 import type { Database } from './schema.ts';
@@ -36,15 +34,7 @@ import { webhookSubscriptionRepository } from './webhooks-subscription.repositor
 
 /** How each capability's store is made over an executor (the database, or a transaction). */
 const STORES = {
-  referrals: (db: Executor, keys: DataKeys) => {
-    const changeLog = changeLogRepository(db, keys);
-    return {
-      ...createReferralStore(db, keys),
-      /** Writes what a system action leaves behind (timeline, feed, outbox, audit) in the caller's transaction. */
-      recordChange: (change: Parameters<typeof changeLog.record>[0]) => changeLog.record(change),
-      timeline: timelineRepository(db),
-    };
-  },
+  referrals: (db: Executor, keys: DataKeys) => createReferralStore(db, keys),
   attachments: (db: Executor, keys: DataKeys) => attachmentRepository(db, keys),
   forwarding: (db: Executor, keys: DataKeys) => ({
     ledger: ehrSubmissionRepository(db),

@@ -37,8 +37,8 @@ import type { Database } from '../db/schema.ts';
 import { fileNameRefusal, inspectAttachment, type FileNameRefusal } from './attachments-inspection.ts';
 import type { PdfCheck } from './attachments-pdf.ts';
 import type { Caller } from './caller.ts';
-import { actorName, institutionName, personIn, statusInput } from './referral-commands.ts';
-import { createMutationRunner } from './referral-mutation.ts';
+import { actorName, institutionName, personIn, statusInput } from './referrals/commands.ts';
+import { createMutationRunner } from './referrals/mutation.ts';
 
 export interface AttachmentSettings {
   readonly maxBytes: number;
@@ -95,7 +95,11 @@ export function toAttachmentView(referral: ReferralRecord, a: AttachmentRecord):
 }
 
 export function createAttachments(deps: AttachmentsDeps) {
-  const mutate = createMutationRunner(deps);
+  const mutate = createMutationRunner({
+    referrals: createReferralStore(deps.db, deps.dataKeys),
+    clock: deps.clock,
+  });
+  const files = attachmentRepository(deps.db, deps.dataKeys);
 
   /** The referral if the caller may see it, with the read's audit row stored first. */
   async function readAudited(caller: Caller, referralId: string, action: string): Promise<ReferralRecord> {
@@ -153,12 +157,12 @@ export function createAttachments(deps: AttachmentsDeps) {
         referralId,
         'add-attachment',
         ifMatch,
-        async ({ db, record, party, now }) => {
+        async ({ record, party, now }) => {
           const decision = decide('add-attachment', party, statusInput(record));
           const mediaType = await mediaTypeOf();
           // Read with the referral's version: a file added since then changed the version, so this
           // change's compare-and-set fails and the count is read again.
-          const others = await attachmentRepository(db, deps.dataKeys).list(record.id);
+          const others = await files.list(record.id);
           if (others.length >= deps.settings.perReferral) {
             throw new LimitExceededError(
               `A referral can have at most ${deps.settings.perReferral} attachments.`,
@@ -190,7 +194,7 @@ export function createAttachments(deps: AttachmentsDeps) {
               ),
             ],
             children: {
-              writes: (write, cipher) => attachmentWrites.insert(write, cipher, attachment, upload.bytes),
+              changes: [{ kind: 'add-attachment', attachment, content: upload.bytes }],
               parts: (before) => before,
             },
           };
@@ -214,9 +218,9 @@ export function createAttachments(deps: AttachmentsDeps) {
         referralId,
         'remove-attachment',
         ifMatch,
-        async ({ db, record, party }) => {
+        async ({ record, party }) => {
           const decision = decide('remove-attachment', party, statusInput(record));
-          const attachment = await attachmentRepository(db, deps.dataKeys).find(record.id, attachmentId);
+          const attachment = await files.find(record.id, attachmentId);
           if (!attachment) throw new AttachmentNotFoundError(attachmentId);
           removed = toAttachmentView(record, attachment);
           return {
@@ -229,7 +233,7 @@ export function createAttachments(deps: AttachmentsDeps) {
               ),
             ],
             children: {
-              writes: (write) => [attachmentWrites.remove(write, record.id, attachmentId)],
+              changes: [{ kind: 'remove-attachment', attachmentId }],
               parts: (before) => before,
             },
           };

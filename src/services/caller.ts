@@ -2,7 +2,7 @@
 // person behind it. Every service function takes one, and every audit row is written from it.
 import type { InstitutionRef } from '../domain/access.ts';
 import type { Role } from '../domain/statuses.ts';
-import type { IdempotentWrite } from './keyed-write.ts';
+import type { IdempotentWrite } from '../db/idempotency.repository.ts';
 
 export interface Caller {
   readonly apiKeyId: string;

@@ -7,7 +7,7 @@ import type { Clock } from '../domain/clock.ts';
 import type { Attachments } from './attachments.service.ts';
 import type { Caller } from './caller.ts';
 import type { EhrForwarding } from './forwarding.service.ts';
-import type { ReferralQueries } from './referral-queries.ts';
+import type { ReferralQueries } from './referrals/queries.ts';
 import { referralBundleOf, type ReferralBundle } from '../render/fhir/referral-bundle.mapping.ts';
 
 /** The audit action of a FHIR read, beside `referral.read` and `referral.read-ehr-form`. */

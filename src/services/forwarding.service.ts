@@ -27,9 +27,7 @@ import {
 import { type ReferralRecord } from '../db/referrals/rows.ts';
 import { createReferralStore } from '../db/referrals/referrals.store.ts';
 import type { Database } from '../db/schema.ts';
-import { audit } from './referral-mutation.ts';
-import { changeLogRepository } from '../db/referrals/change.ts';
-import { ehrFormSourceFor } from './referral-queries.ts';
+import { ehrFormSourceFor } from './referrals/queries.ts';
 import type { Metrics } from '../observability/metrics.ts';
 
 export interface ForwardingDeps {
@@ -137,7 +135,7 @@ export function createEhrForwarding(deps: ForwardingDeps) {
     const requeued = await ehrSubmissionRepository(trx).requeueFailed(ids);
     const now = deps.clock.now();
     if (requeued.length > 0) {
-      await changeLogRepository(trx, deps.dataKeys).record({
+      await createReferralStore(trx, deps.dataKeys).recordChange({
         timeline: [],
         outbox: requeued.map((r) => ({
           topic: 'ehr-forward-again',
@@ -322,7 +320,7 @@ export function createEhrForwarding(deps: ForwardingDeps) {
         if (attempt === undefined || form === undefined) {
           throw new NotFoundError(`Referral ${referralId} has no EHR attempt ${attemptId} that sent a form.`);
         }
-        await audit(trx, caller, FORM_READ, [referralId], deps.clock.now());
+        await auditRepository(trx).record(auditEventOf(caller, FORM_READ, [referralId], deps.clock.now()));
         return {
           attemptId,
           messageId: form.messageId,
@@ -353,7 +351,8 @@ export function createEhrForwarding(deps: ForwardingDeps) {
             : await repo.findVisible(referralId, reader.institution);
         if (record === undefined) throw new ReferralNotFoundError(referralId);
         const now = deps.clock.now();
-        if (reader.role !== 'ops') await audit(trx, reader, LEDGER_READ, [referralId], now);
+        if (reader.role !== 'ops')
+          await auditRepository(trx).record(auditEventOf(reader, LEDGER_READ, [referralId], now));
         else {
           // An ops key reads for no institution, and no person is named with it.
           const actor = { ...reader, institution: null, requesterIdentifier: null };

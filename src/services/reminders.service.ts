@@ -18,9 +18,8 @@ import type { Executor } from '../db/executor.ts';
 import type { ReminderSchedule } from '../queue/producer.ts';
 import type { FireResult } from '../queue/registry.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import { timelineEventsOf } from './referral-mutation.ts';
+import { timelineEventsOf } from './referrals/mutation.ts';
 import { auditEventOf, systemActor } from '../db/audit.repository.ts';
-import { changeLogRepository } from '../db/referrals/change.ts';
 
 export interface ReminderPolicy {
   readonly afterSeconds: number;
@@ -95,7 +94,7 @@ export function createReminders(deps: ReminderDeps) {
         });
         if (!inserted) return { kind: 'already-sent', remaining: policy.max - p.sent };
         decide('reminder-sent', 'system', { status: record.status, offeringCancellable: true });
-        await changeLogRepository(trx, deps.dataKeys).record({
+        await createReferralStore(trx, deps.dataKeys).recordChange({
           // refhub sends the reminder: the provider's system took no part in it.
           timeline: timelineEventsOf(
             referralId,

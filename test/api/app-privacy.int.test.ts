@@ -5,7 +5,7 @@ import { openColumns } from '../../src/db/data-keys.repository.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { hashApiKey } from '../../src/services/api-key.service.ts';
-import { hashLinkToken } from '../../src/services/links-minter.ts';
+import { hashLinkToken } from '../../src/services/links/minter.ts';
 import { ENGINES } from '../support/engines.ts';
 import { CANARY, CANARY_MARKERS } from '../support/fixtures/patients.ts';
 import { REQUESTER } from '../support/referral-routes.ts';

@@ -15,7 +15,7 @@ import { createContext, type AppContext } from '../../src/composition/context.ts
 import { setUpDemo } from '../../src/composition/demo-setup.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
-import { createRequestSchemaCompiler } from '../../src/services/referral-fields.ts';
+import { createRequestSchemaCompiler } from '../../src/services/referrals/fields.ts';
 import { openTestStore } from '../support/engines.ts';
 import { resolved } from '../support/openapi-references.ts';
 import {

@@ -23,7 +23,7 @@ import {
   OFFERING_CATEGORIES,
   STATUSES,
 } from '../../src/domain/statuses.ts';
-import { ReferrerIdType, ResidentialStatus } from '../../src/services/referral-fields.ts';
+import { ReferrerIdType, ResidentialStatus } from '../../src/services/referrals/fields.ts';
 
 describe('labels', () => {
   it('has a word for every code the API takes', () => {

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { Type } from 'typebox';
 import { describe, expect, it } from 'vitest';
 import { INPUT_RULE_MESSAGES, MULTILINE, withInputRules } from '../../src/services/input-rules.ts';
-import { createRequestSchemaCompiler } from '../../src/services/referral-fields.ts';
+import { createRequestSchemaCompiler } from '../../src/services/referrals/fields.ts';
 
 const compile = createRequestSchemaCompiler(false);
 

@@ -3,7 +3,7 @@
 // key with a different body is 422.
 //
 // Exactly-once: a write claims its key and stores its response in the statement that makes its change
-// (services/keyed-write.ts), through the `IdempotentWrite` this plugin hands the service. A crash
+// (db/referrals/change.ts), through the `IdempotentWrite` this plugin hands the service. A crash
 // leaves the change with its response, or neither; no claim outlives its statement. A second request
 // with the same key waits on the claim (or on the referral's row) until the first statement ends, then
 // replays its response, or runs if the first rolled back; past a short bound it gets 409 with
@@ -17,25 +17,22 @@
 // A secret shown once (a webhook signing secret: the route names its field in `shownOnce`) is not
 // stored at all: a replay answers without it and with `secretShown: false`. It cannot be minted
 // again like a link, since the one in use is the one the first answer showed.
-import type { FieldCipher } from '../../domain/data-keys.ts';
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { IdempotencyKeyInUseError, IdempotencyKeyReusedError, ValidationError } from '../../errors.ts';
-import type { Executor } from '../../db/executor.ts';
 import { isUuid } from '../../domain/ids.ts';
 import {
-  idempotencyRepository,
   LOCK_NOT_AVAILABLE,
   UNIQUE_VIOLATION,
+  type IdempotentWrite,
   type KeyClaim,
   type StoredKey,
   type StoredResponse,
 } from '../../db/idempotency.repository.ts';
-import { linkTokenRepository, type NewLinkToken } from '../../db/links.repository.ts';
+import type { NewLinkToken } from '../../db/links.repository.ts';
 import type { ApiDeps } from '../api-deps.ts';
-import { actionOf, auditRequest } from '../request-audit.ts';
-import { hashLinkToken } from '../../services/links-minter.ts';
-import type { IdempotentWrite } from '../../services/keyed-write.ts';
+import { actionOf, auditRequest, type RequestAuditDeps } from '../request-audit.ts';
+import { hashLinkToken } from '../../services/links/minter.ts';
 import { responseHeadersOf } from '../http.ts';
 
 /** The Idempotency-Key of a request, and whether its write stored the response itself. */
@@ -141,11 +138,6 @@ function requestText(request: FastifyRequest): string {
   );
 }
 
-/** The request's keyed digest (an HMAC under the blind-index key), as the key's record keeps it. */
-function requestHash(request: FastifyRequest, cipher: FieldCipher): string {
-  return cipher.blindIndex('keyed-request', requestText(request));
-}
-
 /**
  * Whether a stored request hash is this request's. Records kept before the digest was keyed (a plain
  * SHA-256 in hex, for at most their 24 hours) are compared as they were made.
@@ -175,9 +167,10 @@ function isKeyTaken(error: unknown): boolean {
   return constraint === 'idempotency_keys_pkey' || String(message).includes('idempotency_keys_pkey');
 }
 
-export type IdempotencyDeps = Pick<ApiDeps, 'config' | 'db' | 'dataKeys' | 'clock' | 'linkMinter'>;
+export type IdempotencyDeps = Pick<ApiDeps, 'config' | 'stores' | 'clock' | 'linkMinter'> & RequestAuditDeps;
 
 export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps): void {
+  const { idempotency: keys, links } = deps.stores;
   const tokenUrl = new RegExp(
     `${deps.config.publicUrl.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/l/([A-Za-z0-9_-]{43})`,
     'g',
@@ -195,11 +188,11 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
   }
 
   /** What is stored of a response whose links were minted elsewhere: their rows are looked up. */
-  async function storedBodyOf(db: Executor, request: FastifyRequest, body: string): Promise<string> {
+  async function storedBodyOf(request: FastifyRequest, body: string): Promise<string> {
     const rowOf = new Map<string, string>();
     for (const [, token = ''] of body.matchAll(tokenUrl)) {
       const hash = hashLinkToken(token);
-      const row = await linkTokenRepository(db).findByHash(hash);
+      const row = await links.findByHash(hash);
       if (row) rowOf.set(hash, row.id);
     }
     return storable(request, body, rowOf);
@@ -208,9 +201,9 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
   async function withFreshLinks(body: string): Promise<string> {
     let out = body;
     for (const [text, id = ''] of body.matchAll(marker)) {
-      const row = await linkTokenRepository(deps.db).findById(id);
+      const row = await links.findById(id);
       if (!row) continue;
-      const link = await deps.linkMinter.mintOne(deps.db, { ...row }, row.action);
+      const link = await deps.linkMinter.mintOne(links, { ...row }, row.action);
       out = out.replace(text, link.url);
     }
     return out;
@@ -225,7 +218,7 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
 
   /** Answers a request whose key another request holds: its response, or 422 for another request. */
   async function answerFromRecord(request: FastifyRequest, reply: FastifyReply, claim: KeyClaim) {
-    const existing = await idempotencyRepository(deps.db, deps.dataKeys).find(claim.apiKeyId, claim.key);
+    const existing = await keys.find(claim.apiKeyId, claim.key);
     if (existing === undefined) throw new IdempotencyKeyInUseError();
     if (!sameRequest(existing.requestHash, request, claim)) throw new IdempotencyKeyReusedError();
     if (existing.response === null) throw new IdempotencyKeyInUseError();
@@ -265,7 +258,7 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
         return undefined;
       },
       async replayIfTaken() {
-        const taken = await idempotencyRepository(deps.db, deps.dataKeys).find(claim.apiKeyId, claim.key);
+        const taken = await keys.find(claim.apiKeyId, claim.key);
         if (taken !== undefined) {
           throw new IdempotencyKeyTaken();
         }
@@ -288,14 +281,13 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
     const claim: KeyClaim = {
       apiKeyId: request.apiKey.id,
       key,
-      requestHash: requestHash(request, await deps.dataKeys.cipher(deps.db)),
+      requestHash: await keys.requestHash(requestText(request)),
       now,
       expiresAt: new Date(now.getTime() + RETENTION_MS),
     };
-    const repo = idempotencyRepository(deps.db, deps.dataKeys);
-    const existing = await repo.find(claim.apiKeyId, key);
+    const existing = await keys.find(claim.apiKeyId, key);
     if (existing !== undefined && existing.expiresAt <= now) {
-      await repo.release(claim.apiKeyId, key, existing.createdAt);
+      await keys.release(claim.apiKeyId, key, existing.createdAt);
     } else if (existing !== undefined) {
       return answerFromRecord(request, reply, claim);
     }
@@ -311,10 +303,10 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
     }
     const code = reply.statusCode >= 400 ? problemCodeOf(payload) : undefined;
     if (code !== undefined && NOT_STORED.has(code)) return payload;
-    await idempotencyRepository(deps.db, deps.dataKeys).record(keyed.claimOf, {
+    await keys.record(keyed.claimOf, {
       status: reply.statusCode,
       headers: { 'content-type': String(reply.getHeader('content-type') ?? JSON_TYPE) },
-      body: await storedBodyOf(deps.db, request, payload),
+      body: await storedBodyOf(request, payload),
     });
     return payload;
   });

@@ -14,7 +14,7 @@ export {
   ReferrerIdType,
   ResidentialStatus,
   Uin,
-} from '../../services/referral-fields.ts';
+} from '../../services/referrals/fields.ts';
 /** Marks text of several lines, which alone may hold line breaks and tabs (services/input-rules.ts). */
 export { MULTILINE };
 

@@ -15,7 +15,7 @@ import {
 import { named, ref } from './named.ts';
 
 /** The referral content a sender sets, shared with the web form (see services/referral-fields.ts). */
-export { ReferralFields } from '../../services/referral-fields.ts';
+export { ReferralFields } from '../../services/referrals/fields.ts';
 
 /** A point in time in a response: ISO 8601 UTC with milliseconds (`2026-06-04T03:15:00.000Z`). */
 const At = (description?: string) =>

@@ -12,7 +12,7 @@ import type { ApiDeps } from '../api-deps.ts';
 import { sameInstitution } from '../../domain/access.ts';
 import type { ReferralView } from '../../domain/referral-view.ts';
 import { renderReferralCopyPage } from '../../render/pages/referral-copy.page.ts';
-import { ehrFormSourceOf } from '../../services/referral-queries.ts';
+import { ehrFormSourceOf } from '../../services/referrals/queries.ts';
 import type { InstitutionRef } from '../../domain/access.ts';
 import { fileItems, formAttachments } from './file-items.ts';
 import { tokenOf } from './form-input.ts';

@@ -30,7 +30,7 @@ import type { SummaryError } from '../../render/pages/form-controls.ts';
 import type { Choice } from '../../render/pages/referral-form-fields.ts';
 import { renderReferralFormPage, type Notice } from '../../render/pages/referral-form.page.ts';
 import { renderSubmittedPage } from '../../render/pages/submitted.page.ts';
-import { createReferralFieldsCheck } from '../../services/referral-fields.ts';
+import { createReferralFieldsCheck } from '../../services/referrals/fields.ts';
 import {
   blankEntries,
   changesFrom,

@@ -10,7 +10,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Clock } from '../../domain/clock.ts';
 import type { Caller } from '../../services/caller.ts';
 import { WEB_FORM_SYSTEM } from '../../domain/links.ts';
-import type { LinkGrant, LinkRedemption } from '../../services/links-redemption.service.ts';
+import type { LinkGrant, LinkRedemption } from '../../services/links/redemption.service.ts';
 import {
   SCOPE_OF,
   SESSION_TTL_SECONDS,

@@ -21,12 +21,22 @@ import type { FieldCipher } from '../../domain/data-keys.ts';
 import type { DataKeys } from '../data-keys.repository.ts';
 import { auditInsert, auditRow, type AuditEvent } from '../audit.repository.ts';
 import type { Executor } from '../executor.ts';
-import { keyClaimInsert, type StoredKey } from '../idempotency.repository.ts';
+import { attachmentWrites, type NumberedAttachment } from '../attachments.repository.ts';
+import { keyClaimInsert, type IdempotentWrite, type StoredKey } from '../idempotency.repository.ts';
 import { linkTokenRows, type NewLinkToken } from '../links.repository.ts';
 import { outboxRows, type NewOutboxMessage } from '../outbox.repository.ts';
 import { EVENT_COLUMNS } from '../events.repository.ts';
 import { providerSees } from '../provider-visibility.ts';
-import { timelineRows, type NewTimelineEvent } from './parts.ts';
+import {
+  childWrites,
+  timelineRows,
+  type AppointmentRecord,
+  type NewNote,
+  type NewOutcome,
+  type NewTimelineEvent,
+} from './parts.ts';
+import type { ReferralRecord } from './rows.ts';
+import { rowWrite, type RowChange } from './writes.ts';
 
 export interface ChangeRecord {
   readonly timeline: readonly NewTimelineEvent[];
@@ -216,29 +226,127 @@ export async function writeReferralChange(db: Executor, write: ReferralWrite): P
 }
 
 /**
- * Change records written by a statement of their own, in the caller's transaction; `keys` seal the
- * timeline's sentences.
+ * What a system action leaves behind (its timeline, with the feed, outbox and audit rows), written by
+ * a statement of its own in the caller's transaction, after the action's own statements.
  */
-export function changeLogRepository(db: Executor, keys: DataKeys) {
+export async function recordChange(db: Executor, keys: DataKeys, change: ChangeRecord): Promise<void> {
+  const timeline =
+    change.timeline.length === 0
+      ? []
+      : [
+          sql`timeline as (${db
+            .insertInto('timeline_events')
+            .values(timelineRows(change.timeline, await keys.cipher(db)))
+            .returning([...TIMELINE_RETURNING])})`,
+        ];
+  // The feed reads `referrals` as this transaction sees it: after the change, which an earlier
+  // statement wrote.
+  const leftBehind = changeLogCtes(db, {
+    feed: timeline.length === 0 ? undefined : { from: 'referrals', events: change.timeline },
+    outbox: change.outbox,
+    audit: change.audit,
+  });
+  await sql`with ${sql.join([...timeline, ...leftBehind])} select 1`.execute(db);
+}
+
+/** A change to one of the referral's other rows, written with its compare-and-set. */
+export type PartChange =
+  | { readonly kind: 'cancel-scheduled-appointments'; readonly now: Date }
+  | {
+      readonly kind: 'upsert-appointment';
+      readonly appointment: Omit<AppointmentRecord, 'updatedAt'>;
+      readonly now: Date;
+    }
+  | { readonly kind: 'add-outcome'; readonly outcome: NewOutcome }
+  | { readonly kind: 'acknowledge-outcome'; readonly byName: string | null; readonly now: Date }
+  | { readonly kind: 'add-note'; readonly note: NewNote }
+  | { readonly kind: 'add-attachment'; readonly attachment: NumberedAttachment; readonly content: Uint8Array }
+  | { readonly kind: 'remove-attachment'; readonly attachmentId: string };
+
+/** The statements of `part` of the referral `referralId`, sealed with `cipher`. */
+function partWrites(db: Executor, cipher: FieldCipher, referralId: string, part: PartChange): Compilable[] {
+  switch (part.kind) {
+    case 'cancel-scheduled-appointments':
+      return [childWrites.cancelScheduled(db, referralId, part.now)];
+    case 'upsert-appointment':
+      return [childWrites.upsertAppointment(db, cipher, referralId, part.appointment, part.now)];
+    case 'add-outcome':
+      return [childWrites.insertOutcome(db, cipher, part.outcome)];
+    case 'acknowledge-outcome':
+      return [childWrites.acknowledgeOutcome(db, referralId, part.byName, part.now)];
+    case 'add-note':
+      return [childWrites.insertNote(db, cipher, part.note)];
+    case 'add-attachment':
+      return attachmentWrites.insert(db, cipher, part.attachment, part.content);
+    case 'remove-attachment':
+      return [attachmentWrites.remove(db, referralId, part.attachmentId)];
+  }
+}
+
+/** A command's change of one referral, as the referral store writes it: one statement. */
+export interface ReferralChange extends ChangeRecord {
+  /** The referral's own row; undefined for a command that changes nothing (it stores its audit row, links and key). */
+  readonly referral?: RowChange;
+  readonly parts?: readonly PartChange[];
+}
+
+/** What a write answers, and what the answer hands out that the write's statement must store. */
+export interface Answer<T> {
+  readonly result: T;
+  /** The one-time links the answer hands out, stored by the statement. */
+  readonly links: readonly NewLinkToken[];
+  /** The audit row of what the answer hands out besides the referral, if anything (a link upsert's link). */
+  readonly audit?: AuditEvent;
+}
+
+/** A change not yet written: the referral as it will be, and the write that makes it so. */
+export interface PendingChange {
+  /** The referral after the change (as before it, for a delete); undefined when the row does not change. */
+  readonly after: ReferralRecord | undefined;
+  /**
+   * Writes the change with `answer`, in one statement, with the caller's key (`keyed`) and the answer
+   * stored under it, sealed. False, with nothing written, when the referral's compare-and-set lost to
+   * another write (then the caller reads and decides again). A keyed write is exactly-once: its key
+   * and stored response are rows of the same statement, so a crash leaves both or neither.
+   */
+  write<T>(answer: Answer<T>, keyed?: IdempotentWrite): Promise<boolean>;
+}
+
+/** `change` of the store `db`, to be written (see PendingChange). */
+export function pendingChange(db: Executor, keys: DataKeys, change: ReferralChange): PendingChange {
+  const row =
+    change.referral === undefined ? undefined : rowWrite(db, change.referral, REFERRAL_WRITE_RETURNING);
+  const referralId =
+    change.referral === undefined
+      ? undefined
+      : change.referral.kind === 'insert'
+        ? change.referral.referral.id
+        : change.referral.before.record.id;
   return {
-    async record(change: ChangeRecord): Promise<void> {
-      const timeline =
-        change.timeline.length === 0
-          ? []
-          : [
-              sql`timeline as (${db
-                .insertInto('timeline_events')
-                .values(timelineRows(change.timeline, await keys.cipher(db)))
-                .returning([...TIMELINE_RETURNING])})`,
-            ];
-      // The feed reads `referrals` as this transaction sees it: after the change, which an earlier
-      // statement wrote.
-      const leftBehind = changeLogCtes(db, {
-        feed: timeline.length === 0 ? undefined : { from: 'referrals', events: change.timeline },
-        outbox: change.outbox,
-        audit: change.audit,
-      });
-      await sql`with ${sql.join([...timeline, ...leftBehind])} select 1`.execute(db);
+    after: row?.after,
+    async write(answer, keyed) {
+      const cipher = await keys.cipher(db);
+      if (change.parts !== undefined && change.parts.length > 0 && referralId === undefined) {
+        throw new Error('a change of a referral’s parts needs the referral’s compare-and-set');
+      }
+      let won: boolean;
+      try {
+        won = await writeReferralChange(db, {
+          ...(row === undefined ? {} : { referral: (guard) => row.query(cipher, guard) }),
+          children: (change.parts ?? []).flatMap((part) => partWrites(db, cipher, referralId ?? '', part)),
+          timeline: change.timeline,
+          outbox: change.outbox,
+          audit: change.audit,
+          cipher,
+          links: answer.links,
+          ...(answer.audit === undefined ? {} : { alsoAudit: answer.audit }),
+          ...(keyed === undefined ? {} : { key: { stored: keyed.storedKey(answer.result, answer.links) } }),
+        });
+      } catch (error) {
+        throw keyed?.refusal(error) ?? error;
+      }
+      if (won) keyed?.committed();
+      return won;
     },
   };
 }

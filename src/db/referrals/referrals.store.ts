@@ -8,8 +8,9 @@ import { auditRow } from '../audit.repository.ts';
 import { SEALED_COLUMNS } from '../data-keys.repository.ts';
 import type { Executor } from '../executor.ts';
 import { linkTokenRows } from '../links.repository.ts';
+import { pendingChange, recordChange, type ChangeRecord, type ReferralChange } from './change.ts';
 import { listPage } from './list.ts';
-import { toReferralParts } from './parts.ts';
+import { timelineRepository, toReferralParts } from './parts.ts';
 import {
   readForSystem,
   readForSystemWithParts,
@@ -137,6 +138,22 @@ export function createReferralStore(db: Executor, keys: DataKeys) {
       await db.selectFrom('referrals').select('id').where('id', '=', id).forUpdate().executeTakeFirst();
       return this.findForSystem(id);
     },
+
+    /**
+     * A command's change of one referral, to be written in one statement (change.ts): the
+     * compare-and-set (or insert, or soft delete), its parts, timeline, feed, outbox and audit rows,
+     * and, with the answer, its links and the caller's key.
+     */
+    change: (change: ReferralChange) => pendingChange(db, keys, change),
+
+    /**
+     * Writes what a system action leaves behind (its timeline with the feed, outbox and audit rows) in
+     * the caller's transaction, after the action's own statements.
+     */
+    recordChange: (change: ChangeRecord) => recordChange(db, keys, change),
+
+    /** When the referral last entered a status (its timeline's event of that type), if it ever did. */
+    timeline: timelineRepository(db),
 
     /** A page of an institution's referrals (list.ts), with its audit row when `audit` is given. */
     list: (filter: ListFilter, audit?: AuditEvent) => listPage(db, keys, filter, audit),

@@ -1,7 +1,7 @@
 // The writes of a referral: the compare-and-set on `version` that every change makes, the soft
 // delete, and the new draft; each a statement of its own or a part of a change's one statement
 // (change.ts), returning what the change's other parts read.
-import { sql, type RawBuilder, type Selectable } from 'kysely';
+import { sql, type Compilable, type RawBuilder, type Selectable } from 'kysely';
 import type { FieldCipher } from '../../domain/data-keys.ts';
 import type { OfferingRecord } from '../catalog.repository.ts';
 import type { Executor } from '../executor.ts';
@@ -15,6 +15,7 @@ import {
   type NewDraftNames,
   type NewReferral,
   type ReferralPatch,
+  type ReferralRecord,
   type ReferralSnapshot,
   type Row,
 } from './rows.ts';
@@ -63,71 +64,77 @@ export function softDeleteQuery(
   return versionedUpdate(db, id, expectedVersion, { deleted_at: now }, now, guard);
 }
 
-/**
- * The writes of a change on a referral, each a statement for a common table expression of the change's
- * statement (db/change-log.repository.ts) that returns `returning`, with the record the referral is
- * after it. The record is made from the row the read saw by the same columns the statement sets, so it
- * is exactly what a read after the statement would return.
- */
-export const referralWrites = {
-  /** Inserts a new draft. */
-  insert(
-    db: Executor,
-    cipher: FieldCipher,
-    referral: NewReferral,
-    returning: readonly (keyof ReferralsTable)[],
-    names: NewDraftNames,
-  ) {
-    const row = plainReferralRow(referral);
-    return {
-      query: () =>
-        db
-          .insertInto('referrals')
-          .values(sealed(referral.id, row, cipher))
-          .returning(returning),
-      after: toRecord({ ...(row as Row), ...offeringColumns(names.offering), sender_name: names.sender }),
-    };
-  },
-
+/** What a change does to the referral's own row. */
+export type RowChange =
+  /** A new draft; `names` are what its record names besides its own columns. */
+  | { readonly kind: 'insert'; readonly referral: NewReferral; readonly names: NewDraftNames }
   /** The compare-and-set of `patch` on the referral `before` saw; `offering` is the one `patch` names. */
-  compareAndSet(
-    db: Executor,
-    cipher: FieldCipher,
-    before: ReferralSnapshot,
-    patch: ReferralPatch,
-    now: Date,
-    returning: readonly (keyof ReferralsTable)[],
-    offering?: OfferingRecord | null,
-  ) {
-    const row: Row = {
-      ...before.row,
-      ...patchColumns(patch),
-      ...(patch.offeringId === undefined ? {} : offeringColumns(offering ?? null)),
-      version: before.row.version + 1,
-      updated_at: now,
-    };
-    return {
-      query: (guard: RawBuilder<boolean>) =>
-        compareAndSetQuery(
-          db,
-          before.record.id,
-          before.record.version,
-          sealed(before.record.id, patchColumns(patch), cipher, before.row),
-          now,
-          guard,
-        ).returning(returning),
-      after: toRecord(row),
-    };
-  },
+  | {
+      readonly kind: 'update';
+      readonly before: ReferralSnapshot;
+      readonly patch: ReferralPatch;
+      readonly offering?: OfferingRecord | null;
+      readonly now: Date;
+    }
+  /** The soft delete of the referral `before` saw, if it is still at its version. */
+  | { readonly kind: 'delete'; readonly before: ReferralSnapshot; readonly now: Date };
 
-  /** Soft-deletes the referral `before` saw, if it is still at its version. */
-  softDelete(
-    db: Executor,
-    before: ReferralSnapshot,
-    now: Date,
-    returning: readonly (keyof ReferralsTable)[],
-  ) {
-    return (guard: RawBuilder<boolean>) =>
-      softDeleteQuery(db, before.record.id, before.record.version, now, guard).returning(returning);
-  },
-};
+/**
+ * The write of `change`, as a statement for a common table expression of the change's statement
+ * (change.ts) that returns `returning`, sealed with the cipher it is given, and the record the
+ * referral is after it. The record is made from the row the read saw by the same columns the statement
+ * sets, so it is exactly what a read after the statement would return.
+ */
+export function rowWrite(
+  db: Executor,
+  change: RowChange,
+  returning: readonly (keyof ReferralsTable)[],
+): {
+  readonly after: ReferralRecord;
+  readonly query: (cipher: FieldCipher, guard: RawBuilder<boolean>) => Compilable;
+} {
+  switch (change.kind) {
+    case 'insert': {
+      const { referral, names } = change;
+      const row = plainReferralRow(referral);
+      return {
+        after: toRecord({ ...(row as Row), ...offeringColumns(names.offering), sender_name: names.sender }),
+        query: (cipher) =>
+          db
+            .insertInto('referrals')
+            .values(sealed(referral.id, row, cipher))
+            .returning(returning),
+      };
+    }
+    case 'update': {
+      const { before, patch, offering, now } = change;
+      const row: Row = {
+        ...before.row,
+        ...patchColumns(patch),
+        ...(patch.offeringId === undefined ? {} : offeringColumns(offering ?? null)),
+        version: before.row.version + 1,
+        updated_at: now,
+      };
+      return {
+        after: toRecord(row),
+        query: (cipher, guard) =>
+          compareAndSetQuery(
+            db,
+            before.record.id,
+            before.record.version,
+            sealed(before.record.id, patchColumns(patch), cipher, before.row),
+            now,
+            guard,
+          ).returning(returning),
+      };
+    }
+    case 'delete': {
+      const { before, now } = change;
+      return {
+        after: before.record,
+        query: (_cipher, guard) =>
+          softDeleteQuery(db, before.record.id, before.record.version, now, guard).returning(returning),
+      };
+    }
+  }
+}

@@ -6,7 +6,7 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { openColumns } from '../../../src/db/data-keys.repository.ts';
 import { isSealed } from '../../../src/domain/data-keys.ts';
-import { hashLinkToken } from '../../../src/services/links-minter.ts';
+import { hashLinkToken } from '../../../src/services/links/minter.ts';
 import { ENGINES } from '../../support/engines.ts';
 import { PATIENT } from '../../support/fixtures/patients.ts';
 import { REQUESTER } from '../../support/referral-routes.ts';

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { STATUSES, type Status } from '../../../src/domain/statuses.ts';
-import { hashLinkToken } from '../../../src/services/links-minter.ts';
+import { hashLinkToken } from '../../../src/services/links/minter.ts';
 import { API_VERSION, expectApiHeaders, expectProblem } from '../../support/api-assertions.ts';
 import { ENGINES } from '../../support/engines.ts';
 import { CANARY, CANARY_MARKERS, PATIENT } from '../../support/fixtures/patients.ts';

@@ -9,7 +9,7 @@ import {
   type FormValues,
 } from '../../../src/api/web/form-input.ts';
 import { WebPageError } from '../../../src/api/web/web-pages.ts';
-import { createReferralFieldsCheck } from '../../../src/services/referral-fields.ts';
+import { createReferralFieldsCheck } from '../../../src/services/referrals/fields.ts';
 
 const STORED: FormValues = {
   patientName: 'Tan Ah Kow',

@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TSchema } from 'typebox';
 import { DEMO_CATALOG_FILE } from '../../../src/composition/demo-setup.ts';
 import { CatalogDocument, createCatalogService } from '../../../src/services/catalog.service.ts';
-import { createRequestSchemaCompiler } from '../../../src/services/referral-fields.ts';
+import { createRequestSchemaCompiler } from '../../../src/services/referrals/fields.ts';
 import { openTestStore } from '../../support/engines.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
 import { resolved } from '../../support/openapi-references.ts';

@@ -1,12 +1,11 @@
 // Turns the referral fields of a request (create, update, link prefill) into stored content, with the
 // checks a schema cannot make: the offering exists and is active, and the date of birth is a real
 // date that is not in the future. Errors name the request field, never its value.
-import { ValidationError, type FieldError } from '../errors.ts';
-import type { Clock } from '../domain/clock.ts';
-import type { ReferralContent } from '../db/referrals/rows.ts';
-import { catalogRepository, type OfferingRecord } from '../db/catalog.repository.ts';
-import type { Executor } from '../db/executor.ts';
-import { REFERRAL_FIELD_LABELS } from '../domain/labels.ts';
+import { ValidationError, type FieldError } from '../../errors.ts';
+import type { Clock } from '../../domain/clock.ts';
+import type { ReferralContent } from '../../db/referrals/rows.ts';
+import type { OfferingRecord } from '../../db/catalog.repository.ts';
+import { REFERRAL_FIELD_LABELS } from '../../domain/labels.ts';
 
 /** Request fields; undefined leaves a stored value alone, null clears it. */
 export interface ReferralFieldsInput {
@@ -89,12 +88,10 @@ export interface ResolvedContent {
 }
 
 export async function resolveContent(
-  db: Executor,
   clock: Clock,
   input: ReferralFieldsInput,
   /** Reads the offering the input names (a caller that read it already hands it over). */
-  findOffering: (id: string) => Promise<OfferingRecord | undefined> = (id) =>
-    catalogRepository(db).findOffering(id),
+  findOffering: (id: string) => Promise<OfferingRecord | undefined>,
 ): Promise<ResolvedContent> {
   const errors: FieldError[] = [];
   const content: Partial<Record<keyof ReferralContent, string | boolean | null>> = {};

@@ -5,10 +5,10 @@
 import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
 import formats from 'ajv-formats';
 import { Type, type TSchema } from 'typebox';
-import { COUNTRY_CODES } from '../domain/countries.ts';
-import type { FieldError } from '../errors.ts';
-import { addInputRules, EARLIEST_DATE, MULTILINE, withInputRules } from './input-rules.ts';
-import type { ReferralFieldsInput } from './referral-input.ts';
+import { COUNTRY_CODES } from '../../domain/countries.ts';
+import type { FieldError } from '../../errors.ts';
+import { addInputRules, EARLIEST_DATE, MULTILINE, withInputRules } from '../input-rules.ts';
+import type { ReferralFieldsInput } from './input.ts';
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 

@@ -1,62 +1,49 @@
 // Writes on referrals. Each command is a plan for the mutation runner: it asks the lifecycle table
 // whether the operation is allowed, and says what changes and which sentences go on the timeline.
-import type { DataKeys } from '../db/data-keys.repository.ts';
-import type { FieldCipher } from '../domain/data-keys.ts';
 import { v7 as uuidv7 } from 'uuid';
-import type { Kysely } from 'kysely';
-import { APPOINTMENT_WINDOW_YEARS, isWithinAppointmentWindow } from '../domain/appointment-window.ts';
-import type { Clock } from '../domain/clock.ts';
-import type { DisplayTime } from '../domain/display-time.ts';
-import { decide } from '../domain/lifecycle.ts';
-import type { OutcomeView } from '../domain/outcome.ts';
-import type { NoteView, ReferralSummaryView, ReferralView } from '../domain/referral-view.ts';
-import type { AppointmentStatus, Party } from '../domain/statuses.ts';
-import { missingForSubmit } from '../domain/submission.ts';
-import { timeline } from '../domain/timeline.ts';
+import { APPOINTMENT_WINDOW_YEARS, isWithinAppointmentWindow } from '../../domain/appointment-window.ts';
+import type { Clock } from '../../domain/clock.ts';
+import type { DisplayTime } from '../../domain/display-time.ts';
+import { decide } from '../../domain/lifecycle.ts';
+import type { OutcomeView } from '../../domain/outcome.ts';
+import type { NoteView, ReferralSummaryView, ReferralView } from '../../domain/referral-view.ts';
+import type { AppointmentStatus, Party } from '../../domain/statuses.ts';
+import { missingForSubmit } from '../../domain/submission.ts';
+import { timeline } from '../../domain/timeline.ts';
 import {
   ForbiddenRoleError,
   IncompleteReferralError,
   InvalidTransitionError,
   LimitExceededError,
   ValidationError,
-} from '../errors.ts';
-import type { InstitutionRef } from '../domain/access.ts';
-import { attachmentRepository } from '../db/attachments.repository.ts';
-import { catalogRepository } from '../db/catalog.repository.ts';
-import { auditEventOf } from '../db/audit.repository.ts';
-import { REFERRAL_WRITE_RETURNING, type ReferralWrite } from '../db/referrals/change.ts';
-import type { Executor } from '../db/executor.ts';
-import { childWrites, type AppointmentRecord } from '../db/referrals/parts.ts';
-import type { ReferralRecord, ReferralWithParts } from '../db/referrals/rows.ts';
-import { referralWrites } from '../db/referrals/writes.ts';
-import type { Database } from '../db/schema.ts';
-import type { Caller } from './caller.ts';
-import { runWrite } from './keyed-write.ts';
-import type { LinkMinter } from './links-minter.ts';
+} from '../../errors.ts';
+import type { InstitutionRef } from '../../domain/access.ts';
+import { auditEventOf } from '../../db/audit.repository.ts';
+import type { AppointmentRecord } from '../../db/referrals/parts.ts';
+import type { ReferralRecord, ReferralWithParts } from '../../db/referrals/rows.ts';
+import type { PendingChange } from '../../db/referrals/change.ts';
+import type { Stores } from '../../db/stores.ts';
+import type { Caller } from '../caller.ts';
+import type { LinkMinter } from '../links/minter.ts';
 import {
   createMutationRunner,
   timelineEventsOf,
   timelineViewsOf,
   type Change,
   type PlanContext,
-} from './referral-mutation.ts';
-import { referralAnswer } from './referral-queries.ts';
-import { toSummary } from './referral-presenter.ts';
-import {
-  EMPTY_CONTENT,
-  fieldsIn,
-  fieldWords,
-  resolveContent,
-  type ReferralFieldsInput,
-} from './referral-input.ts';
+} from './mutation.ts';
+import { referralAnswer } from './queries.ts';
+import { toSummary } from './presenter.ts';
+import { EMPTY_CONTENT, fieldsIn, fieldWords, resolveContent, type ReferralFieldsInput } from './input.ts';
 
 export const MAX_NOTES = 200;
 export const MAX_APPOINTMENTS = 50;
 
+/** The stores a command reads and writes: the referral, the catalog it names, its files. */
+export type CommandStores = Pick<Stores, 'referrals' | 'catalog' | 'attachments'>;
+
 export interface CommandDeps {
-  readonly db: Kysely<Database>;
-  /** The keys patient data is sealed and opened with. */
-  readonly dataKeys: DataKeys;
+  readonly stores: CommandStores;
   readonly clock: Clock;
   readonly links: LinkMinter;
   /** Writes the times in timeline sentences (an appointment's start) in the display zone. */
@@ -91,7 +78,7 @@ export function personIn(caller: Caller): string | null {
 }
 
 export function createReferralCommands(deps: CommandDeps) {
-  const mutate = createMutationRunner(deps);
+  const mutate = createMutationRunner({ referrals: deps.stores.referrals, clock: deps.clock });
   const fullView =
     (caller: Caller) =>
     ({ after }: Change) =>
@@ -128,10 +115,9 @@ export function createReferralCommands(deps: CommandDeps) {
     async create(caller: Caller, input: ReferralFieldsInput): Promise<ReferralView> {
       if (caller.role !== 'sender')
         throw new ForbiddenRoleError(`A ${caller.role} key may not create referrals.`);
-      const cipher = await deps.dataKeys.cipher(deps.db);
-      const draft = await newDraft(deps.db, cipher, deps.clock, caller, input, 'referral.create');
+      const draft = await newDraft(deps.stores, deps.clock, caller, input, 'referral.create');
       const answer = referralAnswer(deps.links, caller, draft.after);
-      await runWrite(deps.db, caller, draft.write, answer, cipher);
+      await draft.change.write(answer, caller.idempotency);
       return answer.result;
     },
 
@@ -141,7 +127,7 @@ export function createReferralCommands(deps: CommandDeps) {
         id,
         'update',
         ifMatch,
-        (ctx) => planUpdate(deps.clock, ctx, input, personIn(caller)),
+        (ctx) => planUpdate(deps.stores.catalog, deps.clock, ctx, input, personIn(caller)),
         fullView(caller),
       );
     },
@@ -217,7 +203,7 @@ export function createReferralCommands(deps: CommandDeps) {
               ),
             ],
             children: {
-              writes: (db: Executor) => [childWrites.cancelScheduled(db, record.id, now)],
+              changes: [{ kind: 'cancel-scheduled-appointments', now }],
               parts: (before) => ({
                 ...before,
                 appointments: before.appointments.map((a) =>
@@ -329,9 +315,7 @@ export function createReferralCommands(deps: CommandDeps) {
               ),
             ],
             children: {
-              writes: (db: Executor, cipher: FieldCipher) => [
-                childWrites.upsertAppointment(db, cipher, record.id, appointment, now),
-              ],
+              changes: [{ kind: 'upsert-appointment', appointment, now }],
               parts: (before) => ({
                 ...before,
                 appointments: inAppointmentOrder([
@@ -352,9 +336,9 @@ export function createReferralCommands(deps: CommandDeps) {
         id,
         'complete',
         ifMatch,
-        async ({ db, record, party, now }) => {
+        async ({ record, party, now }) => {
           const decision = decide('complete', party, statusInput(record));
-          const outcome = await checkedOutcome(db, deps.dataKeys, record.id, input);
+          const outcome = await checkedOutcome(deps.stores, record.id, input);
           const completedByName = input.completedByName?.trim() || personIn(caller);
           const view: OutcomeView = {
             code: outcome.code,
@@ -374,15 +358,18 @@ export function createReferralCommands(deps: CommandDeps) {
               ),
             ],
             children: {
-              writes: (db: Executor, cipher: FieldCipher) => [
-                childWrites.insertOutcome(db, cipher, {
-                  ...outcome,
-                  referralId: record.id,
-                  completedByName,
-                  requesterIdentifier: caller.requesterIdentifier,
-                  system: caller.system,
-                  completedAt: now,
-                }),
+              changes: [
+                {
+                  kind: 'add-outcome',
+                  outcome: {
+                    ...outcome,
+                    referralId: record.id,
+                    completedByName,
+                    requesterIdentifier: caller.requesterIdentifier,
+                    system: caller.system,
+                    completedAt: now,
+                  },
+                },
               ],
               parts: (before) => ({ ...before, outcome: view }),
             },
@@ -413,7 +400,7 @@ export function createReferralCommands(deps: CommandDeps) {
             decision,
             events: [timeline.outcomeAcknowledged(actorName(record, party, byName))],
             children: {
-              writes: (db: Executor) => [childWrites.acknowledgeOutcome(db, record.id, byName, now)],
+              changes: [{ kind: 'acknowledge-outcome', byName, now }],
               parts: (before) => ({
                 ...before,
                 outcome: { ...outcome, acknowledgedAt: now.toISOString(), acknowledgedByName: byName },
@@ -467,7 +454,7 @@ export function createReferralCommands(deps: CommandDeps) {
             decision,
             events: [timeline.noteAdded(actorName(record, party, input.authorName))],
             children: {
-              writes: (db: Executor, cipher: FieldCipher) => [childWrites.insertNote(db, cipher, note)],
+              changes: [{ kind: 'add-note', note }],
               parts: (before) => ({ ...before, notes: [...before.notes, view] }),
             },
           });
@@ -489,7 +476,6 @@ function inAppointmentOrder(appointments: AppointmentRecord[]): AppointmentRecor
   );
 }
 
-/** The name of a party of the referral: its sender, or the provider of its offering. */
 /** The name of the referral's party that `institution` is: the sender's, or the provider's. */
 export function institutionName(record: ReferralRecord, institution: InstitutionRef): string {
   const isSender = record.sender.idType === institution.idType && record.sender.id === institution.id;
@@ -497,46 +483,51 @@ export function institutionName(record: ReferralRecord, institution: Institution
 }
 
 /**
- * A new draft from `input`, with its `referral.created` event and audit row, as the write of one
- * statement, and the draft as a read after that statement returns it.
+ * A new draft from `input`, with its `referral.created` event and audit row, as a change to write in
+ * one statement, and the draft as a read after that statement returns it.
  */
 export async function newDraft(
-  db: Executor,
-  cipher: FieldCipher,
+  stores: Pick<Stores, 'referrals' | 'catalog'>,
   clock: Clock,
   caller: Caller,
   input: ReferralFieldsInput,
   auditAction: string,
-): Promise<{ write: Omit<ReferralWrite, 'links' | 'key' | 'cipher'>; after: ReferralWithParts }> {
+): Promise<{ change: PendingChange; after: ReferralWithParts }> {
   const now = clock.now();
   // The offering and the sender's name in one read.
-  const catalog = await catalogRepository(db).forNewDraft(input.offeringId, caller.institution);
-  const { content, offering = null } = await resolveContent(db, clock, input, () =>
+  const catalog = await stores.catalog.forNewDraft(input.offeringId, caller.institution);
+  const { content, offering = null } = await resolveContent(clock, input, () =>
     Promise.resolve(catalog.offering),
   );
   const id = uuidv7();
-  const inserted = referralWrites.insert(
-    db,
-    cipher,
-    { id, sender: caller.institution, senderSystem: caller.system, now, ...EMPTY_CONTENT, ...content },
-    REFERRAL_WRITE_RETURNING,
-    { sender: catalog.senderName ?? '', offering },
-  );
   const events = timelineEventsOf(
     id,
     caller.system,
     [timeline.created(catalog.senderName ?? 'The sender')],
     now,
   );
-  return {
-    write: {
-      referral: inserted.query,
-      timeline: events,
-      outbox: [],
-      audit: auditEventOf(caller, auditAction, [id], now),
+  const change = stores.referrals.change({
+    referral: {
+      kind: 'insert',
+      referral: {
+        id,
+        sender: caller.institution,
+        senderSystem: caller.system,
+        now,
+        ...EMPTY_CONTENT,
+        ...content,
+      },
+      names: { sender: catalog.senderName ?? '', offering },
     },
+    timeline: events,
+    outbox: [],
+    audit: auditEventOf(caller, auditAction, [id], now),
+  });
+  if (change.after === undefined) throw new Error('a new draft has no record');
+  return {
+    change,
     after: {
-      record: inserted.after,
+      record: change.after,
       parts: { appointments: [], notes: [], outcome: null, timelineEvents: timelineViewsOf(events) },
     },
   };
@@ -547,8 +538,8 @@ export async function newDraft(
  * offers now, the summary it requires, and files the provider itself added that the scanner did not
  * reject, each named once.
  */
-async function checkedOutcome(db: Executor, keys: DataKeys, referralId: string, input: OutcomeInput) {
-  const code = await catalogRepository(db).findOutcomeCode(input.outcomeCode);
+async function checkedOutcome(stores: CommandStores, referralId: string, input: OutcomeInput) {
+  const code = await stores.catalog.findOutcomeCode(input.outcomeCode);
   const problems: { path: string; message: string }[] = [];
   if (code === undefined || !code.active) {
     problems.push({
@@ -562,7 +553,7 @@ async function checkedOutcome(db: Executor, keys: DataKeys, referralId: string, 
   }
   const ids = input.attachmentIds ?? [];
   if (ids.length > 0) {
-    const files = new Map((await attachmentRepository(db, keys).list(referralId)).map((a) => [a.id, a]));
+    const files = new Map((await stores.attachments.list(referralId)).map((a) => [a.id, a]));
     ids.forEach((fileId, index) => {
       const file = files.get(fileId);
       const path = `body.attachmentIds.${index}`;
@@ -583,8 +574,9 @@ function statusInput(record: ReferralRecord) {
 }
 
 async function planUpdate(
+  catalog: Pick<Stores['catalog'], 'findOffering'>,
   clock: Clock,
-  { db, record, party }: PlanContext,
+  { record, party }: PlanContext,
   input: ReferralFieldsInput,
   person: string | null = null,
 ) {
@@ -602,7 +594,7 @@ async function planUpdate(
       'The offering can change only while the referral is a draft; return it to draft first.',
     );
   }
-  const { content, offering } = await resolveContent(db, clock, input);
+  const { content, offering } = await resolveContent(clock, input, (id) => catalog.findOffering(id));
   const fields = fieldsIn(input);
   return {
     decision,

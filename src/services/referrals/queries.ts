@@ -1,36 +1,34 @@
 // Reads: one referral in full, and the list of an institution's referrals. Each read is audited, and
 // a full read mints the one-time links the requester may use now; what a read writes is stored, in
 // one statement, before anything it read is handed out.
-import type { DataKeys } from '../db/data-keys.repository.ts';
-import { attachmentRepository } from '../db/attachments.repository.ts';
-import type { Kysely } from 'kysely';
-import { partiesOf } from '../domain/access.ts';
-import type { Clock } from '../domain/clock.ts';
-import { LINK_STATUSES, linkActionsFor } from '../domain/links.ts';
+import { partiesOf } from '../../domain/access.ts';
+import type { Clock } from '../../domain/clock.ts';
+import { LINK_STATUSES, linkActionsFor } from '../../domain/links.ts';
 import type {
   EhrFormSource,
   LinkAction,
   LinkView,
   ReferralSummaryView,
   ReferralView,
-} from '../domain/referral-view.ts';
-import type { CoreStatus } from '../domain/statuses.ts';
-import { toAppointmentView, type ReferralParts } from '../db/referrals/parts.ts';
-import { auditEventOf } from '../db/audit.repository.ts';
-import { ehrFormRepository } from '../db/forwarding-form.repository.ts';
-import type { NewLinkToken } from '../db/links.repository.ts';
-import { type ListSort, type ReferralRecord, type ReferralWithParts } from '../db/referrals/rows.ts';
-import { createReferralStore } from '../db/referrals/referrals.store.ts';
-import { ReferralNotFoundError } from '../errors.ts';
-import type { Database } from '../db/schema.ts';
-import type { Caller } from './caller.ts';
-import type { LinkMinter } from './links-minter.ts';
-import { toEhrForwarding, toStoredSummary, toSummary } from './referral-presenter.ts';
+} from '../../domain/referral-view.ts';
+import type { CoreStatus } from '../../domain/statuses.ts';
+import { toAppointmentView, type ReferralParts } from '../../db/referrals/parts.ts';
+import { auditEventOf } from '../../db/audit.repository.ts';
+import type { NewLinkToken } from '../../db/links.repository.ts';
+import { type ListSort, type ReferralRecord, type ReferralWithParts } from '../../db/referrals/rows.ts';
+import { ReferralNotFoundError } from '../../errors.ts';
+import type { Stores } from '../../db/stores.ts';
+import type { Caller } from '../caller.ts';
+import type { LinkMinter } from '../links/minter.ts';
+import { toEhrForwarding, toStoredSummary, toSummary } from './presenter.ts';
 
 export interface QueryDeps {
-  readonly db: Kysely<Database>;
-  /** The keys patient data is sealed and opened with. */
-  readonly dataKeys: DataKeys;
+  /** The referral, its files (a form shows them) and the forms sent to the EHR. */
+  readonly stores: {
+    readonly referrals: Pick<Stores['referrals'], 'readAudited' | 'list'>;
+    readonly attachments: Pick<Stores['attachments'], 'readable'>;
+    readonly forwarding: { readonly forms: Pick<Stores['forwarding']['forms'], 'ofVersion'> };
+  };
   readonly clock: Clock;
   readonly links: LinkMinter;
   readonly renderEhrForm: (source: EhrFormSource) => { html: string; formType: string };
@@ -160,7 +158,7 @@ export function createReferralQueries(deps: QueryDeps) {
       // caller may use depend on the status read, so every action's link is offered with the statuses
       // it applies in, and the statement stores those that apply. One round trip, no transaction.
       const offered = offeredLinks(deps.links, caller, referralId);
-      const found = await createReferralStore(deps.db, deps.dataKeys).readAudited(
+      const found = await deps.stores.referrals.readAudited(
         referralId,
         caller.institution,
         auditEventOf(
@@ -184,12 +182,12 @@ export function createReferralQueries(deps: QueryDeps) {
       const sent =
         found.record.ehr.state === 'not-sent'
           ? undefined
-          : await ehrFormRepository(deps.db, deps.dataKeys).ofVersion(view.id, view.version);
+          : await deps.stores.forwarding.forms.ofVersion(view.id, view.version);
       const form =
         sent ??
         deps.renderEhrForm({
           ...ehrFormSourceOf(view),
-          attachments: await attachmentRepository(deps.db, deps.dataKeys).readable(view.id),
+          attachments: await deps.stores.attachments.readable(view.id),
         });
       return { ...view, ehrForm: form.html, ehrFormType: form.formType };
     },
@@ -200,7 +198,7 @@ export function createReferralQueries(deps: QueryDeps) {
      * form rendered. As for `get`, the audit row is stored before anything read is handed out.
      */
     async getContent(caller: Caller, referralId: string, action: string): Promise<EhrFormSource> {
-      const found = await createReferralStore(deps.db, deps.dataKeys).readAudited(
+      const found = await deps.stores.referrals.readAudited(
         referralId,
         caller.institution,
         auditEventOf(caller, action, [referralId], deps.clock.now()),
@@ -217,7 +215,7 @@ export function createReferralQueries(deps: QueryDeps) {
     ): Promise<ReferralPage> {
       // As for a full read: the audit row is the list's only write, written by the statement that
       // reads the page, so it is stored before the page leaves, with no transaction of its own.
-      const page = await createReferralStore(deps.db, deps.dataKeys).list(
+      const page = await deps.stores.referrals.list(
         { institution: caller.institution, ...query },
         auditEventOf(caller, action, [], deps.clock.now()),
       );

@@ -1,7 +1,7 @@
 // Runs one operation on one referral: the tenancy check, If-Match, the role check, the lifecycle
-// decision, the compare-and-set on `version`, the referral's other rows, the timeline events, the
-// outbox rows, the audit row, the links the answer hands out and the keyed write's stored response.
-// Either all of them are written or none: after one read, they are one statement (keyed-write.ts).
+// decision and the change it plans; the referral store writes the change (its compare-and-set on
+// `version`, the referral's other rows, the timeline events, the outbox rows, the audit row, the links
+// the answer hands out and the keyed write's stored response) in one statement, all or nothing.
 //
 // Concurrency: the decision is made on the version read; the statement's UPDATE succeeds only if the
 // row is still at that version, and otherwise the whole statement rolls back and the operation is
@@ -11,47 +11,38 @@
 // changes.
 //
 // The answer is the referral the read saw with the change applied, by the same columns the statement
-// sets (db/referral.repository.ts `referralWrites`): it is what a read after the statement returns,
-// and it is stored with the key in the statement itself, so it never needs a second read.
-import type { DataKeys } from '../db/data-keys.repository.ts';
-import type { FieldCipher } from '../domain/data-keys.ts';
+// sets (the store's `change(…).after`): it is what a read after the statement returns, and it is
+// stored with the key in the statement itself, so it never needs a second read.
 import { v7 as uuidv7 } from 'uuid';
-import type { Compilable, Kysely, Transaction } from 'kysely';
-import { actingParty } from '../domain/access.ts';
-import type { Clock } from '../domain/clock.ts';
-import { outboxTopics, type Decision, type Operation } from '../domain/lifecycle.ts';
-import type { TimelineEventView } from '../domain/referral-view.ts';
-import type { Party } from '../domain/statuses.ts';
-import type { TimelineEntry } from '../domain/timeline.ts';
-import { ConcurrentModificationError, ReferralNotFoundError, VersionMismatchError } from '../errors.ts';
-import { auditEventOf, auditRepository } from '../db/audit.repository.ts';
-import { REFERRAL_WRITE_RETURNING } from '../db/referrals/change.ts';
-import type { OfferingRecord } from '../db/catalog.repository.ts';
-import type { Executor } from '../db/executor.ts';
-import type { NewOutboxMessage } from '../db/outbox.repository.ts';
-import type { NewTimelineEvent, ReferralParts } from '../db/referrals/parts.ts';
-import {
-  type ReferralPatch,
-  type ReferralRecord,
-  type ReferralSnapshot,
-  type ReferralWithParts,
-} from '../db/referrals/rows.ts';
-import { createReferralStore } from '../db/referrals/referrals.store.ts';
-import { referralWrites } from '../db/referrals/writes.ts';
-import type { Database } from '../db/schema.ts';
-import type { Caller } from './caller.ts';
-import { runWrite, type Answer } from './keyed-write.ts';
+import { actingParty } from '../../domain/access.ts';
+import type { Clock } from '../../domain/clock.ts';
+import { outboxTopics, type Decision, type Operation } from '../../domain/lifecycle.ts';
+import type { TimelineEventView } from '../../domain/referral-view.ts';
+import type { Party } from '../../domain/statuses.ts';
+import type { TimelineEntry } from '../../domain/timeline.ts';
+import { ConcurrentModificationError, ReferralNotFoundError, VersionMismatchError } from '../../errors.ts';
+import { auditEventOf } from '../../db/audit.repository.ts';
+import type { OfferingRecord } from '../../db/catalog.repository.ts';
+import type { NewOutboxMessage } from '../../db/outbox.repository.ts';
+import type { Answer, PartChange } from '../../db/referrals/change.ts';
+import type { NewTimelineEvent, ReferralParts } from '../../db/referrals/parts.ts';
+import type { ReferralStore } from '../../db/referrals/referrals.store.ts';
+import type {
+  ReferralPatch,
+  ReferralRecord,
+  ReferralSnapshot,
+  ReferralWithParts,
+} from '../../db/referrals/rows.ts';
+import type { Caller } from '../caller.ts';
 
 export interface MutationDeps {
-  readonly db: Kysely<Database>;
-  /** The keys patient data is sealed and opened with. */
-  readonly dataKeys: DataKeys;
+  readonly referrals: Pick<ReferralStore, 'findVisibleWithParts' | 'change'>;
   readonly clock: Clock;
 }
 
-/** Writes to the referral's other tables (appointments, notes), and the parts they leave. */
-export interface ChildWrites {
-  readonly writes: (db: Executor, cipher: FieldCipher) => Compilable[];
+/** Changes to the referral's other rows (appointments, notes, the outcome, files), and the parts they leave. */
+export interface ChildChanges {
+  readonly changes: readonly PartChange[];
   readonly parts: (before: ReferralParts) => ReferralParts;
 }
 
@@ -62,15 +53,13 @@ export interface Plan {
   /** The offering `patch` names, as the catalog has it (the answer shows it). */
   readonly offering?: OfferingRecord | null;
   readonly events: readonly TimelineEntry[];
-  /** Writes to other tables, made only with the compare-and-set. */
-  readonly children?: ChildWrites;
+  /** Changes to other rows, written only with the compare-and-set. */
+  readonly children?: ChildChanges;
   /** Nothing would change: skip the write and answer with the current state. */
   readonly unchanged?: boolean;
 }
 
 export interface PlanContext {
-  /** For what a plan must look up besides the referral (the catalog): not a transaction. */
-  readonly db: Executor;
   readonly record: ReferralRecord;
   readonly parts: ReferralParts;
   readonly party: Party;
@@ -83,18 +72,9 @@ export interface Change {
   readonly after: ReferralWithParts;
 }
 
-const MAX_ATTEMPTS = 5;
+export type { Answer };
 
-/** Audits a successful action in the current transaction. */
-export async function audit(
-  trx: Transaction<Database>,
-  caller: Caller,
-  action: string,
-  referralIds: readonly string[],
-  now: Date,
-): Promise<void> {
-  await auditRepository(trx).record(auditEventOf(caller, action, referralIds, now));
-}
+const MAX_ATTEMPTS = 5;
 
 /** Timeline rows for `events`, produced now by `system` (the caller's system or refhub). */
 export function timelineEventsOf(
@@ -132,10 +112,7 @@ export interface MutationOptions {
 
 export function createMutationRunner(deps: MutationDeps) {
   async function read(caller: Caller, referralId: string): Promise<ReferralSnapshot> {
-    const found = await createReferralStore(deps.db, deps.dataKeys).findVisibleWithParts(
-      referralId,
-      caller.institution,
-    );
+    const found = await deps.referrals.findVisibleWithParts(referralId, caller.institution);
     if (!found) throw new ReferralNotFoundError(referralId);
     return found;
   }
@@ -157,12 +134,11 @@ export function createMutationRunner(deps: MutationDeps) {
       }
       const party = actingParty(operation, caller.role, record, caller.institution);
       const now = deps.clock.now();
-      const cipher = await deps.dataKeys.cipher(deps.db);
-      const planned = await plan({ db: deps.db, record, parts: before.parts, party, now });
+      const planned = await plan({ record, parts: before.parts, party, now });
       const audit = auditEventOf(caller, options.auditAction ?? `referral.${operation}`, [record.id], now);
       if (planned.unchanged === true) {
         const answer = respond({ before, after: before });
-        await runWrite(deps.db, caller, { timeline: [], outbox: [], audit }, answer, cipher);
+        await deps.referrals.change({ timeline: [], outbox: [], audit }).write(answer, caller.idempotency);
         return answer.result;
       }
       const { decision } = planned;
@@ -176,46 +152,34 @@ export function createMutationRunner(deps: MutationDeps) {
         requestId: caller.requestId,
         at: now,
       }));
-      const changed =
-        decision.next === undefined
-          ? {
-              query: referralWrites.softDelete(deps.db, before, now, REFERRAL_WRITE_RETURNING),
-              after: before.record,
-            }
-          : referralWrites.compareAndSet(
-              deps.db,
-              cipher,
-              before,
-              {
-                ...planned.patch,
-                status: decision.next,
-                // The forward that is now due: the worker sends this version or a later one.
-                ...(topics.includes('ehr-forward') ? { ehrDue: version } : {}),
+      const change = deps.referrals.change({
+        referral:
+          decision.next === undefined
+            ? { kind: 'delete', before, now }
+            : {
+                kind: 'update',
+                before,
+                patch: {
+                  ...planned.patch,
+                  status: decision.next,
+                  // The forward that is now due: the worker sends this version or a later one.
+                  ...(topics.includes('ehr-forward') ? { ehrDue: version } : {}),
+                },
+                ...(planned.offering === undefined ? {} : { offering: planned.offering }),
+                now,
               },
-              now,
-              REFERRAL_WRITE_RETURNING,
-              planned.offering,
-            );
+        parts: planned.children?.changes ?? [],
+        timeline,
+        outbox,
+        audit,
+      });
       const parts = planned.children?.parts(before.parts) ?? before.parts;
       const after: ReferralWithParts = {
-        record: changed.after,
+        record: change.after ?? before.record,
         parts: { ...parts, timelineEvents: [...parts.timelineEvents, ...timelineViewsOf(timeline)] },
       };
       const answer = respond({ before, after });
-      const won = await runWrite(
-        deps.db,
-        caller,
-        {
-          referral: changed.query,
-          children: planned.children?.writes(deps.db, cipher) ?? [],
-          timeline,
-          outbox,
-          audit,
-        },
-        answer,
-        cipher,
-      );
-      if (won) return answer.result;
+      if (await change.write(answer, caller.idempotency)) return answer.result;
       // Another write changed the referral since it was read. If it was this request's own retry that
       // stored the key first, this one answers with its response.
       await caller.idempotency?.replayIfTaken();

@@ -13,18 +13,15 @@
 // reopens that session (`link.reopen`): the caller passes the links whose sessions the browser
 // proves it holds (signed cookies), and nothing new is granted. Anywhere else a used link opens
 // nothing.
-import type { Kysely } from 'kysely';
-import type { InstitutionRef } from '../domain/access.ts';
-import type { Clock } from '../domain/clock.ts';
-import { WEB_FORM_SYSTEM } from '../domain/links.ts';
-import type { LinkAction } from '../domain/referral-view.ts';
-import type { Role } from '../domain/statuses.ts';
-import { apiKeyRepository } from '../db/api-key.repository.ts';
-import { auditEventOf, auditRepository } from '../db/audit.repository.ts';
-import type { Executor } from '../db/executor.ts';
-import { linkTokenRepository, type LinkTokenRecord } from '../db/links.repository.ts';
-import type { Database } from '../db/schema.ts';
-import { hashLinkToken } from './links-minter.ts';
+import type { InstitutionRef } from '../../domain/access.ts';
+import type { Clock } from '../../domain/clock.ts';
+import { WEB_FORM_SYSTEM } from '../../domain/links.ts';
+import type { LinkAction } from '../../domain/referral-view.ts';
+import type { Role } from '../../domain/statuses.ts';
+import { auditEventOf } from '../../db/audit.repository.ts';
+import type { LinkTokenRecord } from '../../db/links.repository.ts';
+import type { CapabilityStores, Stores } from '../../db/stores.ts';
+import { hashLinkToken } from './minter.ts';
 
 export const LINK_REDEEM_ACTION = 'link.redeem';
 export const LINK_REOPEN_ACTION = 'link.reopen';
@@ -48,16 +45,17 @@ export type Redemption =
   /** Known, but opens nothing: opened before, past its expiry, or its key is no longer active. */
   | { readonly outcome: 'used' | 'expired' | 'key-inactive' };
 
+/** What opening a link reads and writes: the link, the key that minted it, the audit row. */
+type RedemptionStores = Pick<CapabilityStores, 'links' | 'apiKeys' | 'audit'>;
+
 /** The role of `apiKeyId` if it is active and may still act for `institution`; else undefined. */
 async function activeRole(
-  db: Executor,
+  apiKeys: Pick<Stores['apiKeys'], 'findActiveByIdOrPrefix'>,
   apiKeyId: string | null,
   institution: InstitutionRef,
 ): Promise<Exclude<Role, 'ops'> | undefined> {
   if (apiKeyId === null) return undefined;
-  const [key] = (await apiKeyRepository(db).findActiveByIdOrPrefix(apiKeyId)).filter(
-    (k) => k.id === apiKeyId,
-  );
+  const [key] = (await apiKeys.findActiveByIdOrPrefix(apiKeyId)).filter((k) => k.id === apiKeyId);
   if (key === undefined || key.role === 'ops') return undefined;
   const mayAct = key.institutions.some((i) => i.idType === institution.idType && i.id === institution.id);
   return mayAct ? key.role : undefined;
@@ -77,9 +75,12 @@ function grantOf(link: LinkTokenRecord, apiKeyId: string, role: Exclude<Role, 'o
   };
 }
 
-export function createLinkRedemption(deps: { readonly db: Kysely<Database>; readonly clock: Clock }) {
+export function createLinkRedemption(deps: {
+  readonly stores: Pick<Stores, 'transaction' | 'apiKeys'>;
+  readonly clock: Clock;
+}) {
   async function auditAttempt(
-    db: Executor,
+    tx: RedemptionStores,
     link: LinkTokenRecord,
     outcome: 'success' | 'denied',
     requestId: string,
@@ -94,7 +95,7 @@ export function createLinkRedemption(deps: { readonly db: Kysely<Database>; read
       institution: link.institution,
       requesterIdentifier: link.requesterIdentifier,
     };
-    await auditRepository(db).record(auditEventOf(actor, action, [link.referralId], now, outcome));
+    await tx.audit.record(auditEventOf(actor, action, [link.referralId], now, outcome));
   }
 
   return {
@@ -104,8 +105,8 @@ export function createLinkRedemption(deps: { readonly db: Kysely<Database>; read
      * reopens its session.
      */
     redeem(token: string, requestId: string, heldLinkIds: ReadonlySet<string> = NONE): Promise<Redemption> {
-      return deps.db.transaction().execute(async (trx): Promise<Redemption> => {
-        const tokens = linkTokenRepository(trx);
+      return deps.stores.transaction(async (tx): Promise<Redemption> => {
+        const tokens = tx.links;
         const link = await tokens.findByHash(hashLinkToken(token));
         if (link === undefined) return { outcome: 'unknown' };
         const now = deps.clock.now();
@@ -113,21 +114,21 @@ export function createLinkRedemption(deps: { readonly db: Kysely<Database>; read
           // Read again: a racing request may have consumed it after the first read.
           const current = (await tokens.findById(link.id)) ?? link;
           if (current.usedAt !== null && heldLinkIds.has(link.id)) {
-            const role = await activeRole(trx, link.apiKeyId, link.institution);
+            const role = await activeRole(tx.apiKeys, link.apiKeyId, link.institution);
             if (role !== undefined && link.apiKeyId !== null) {
-              await auditAttempt(trx, link, 'success', requestId, now, LINK_REOPEN_ACTION);
+              await auditAttempt(tx, link, 'success', requestId, now, LINK_REOPEN_ACTION);
               return { outcome: 'reopened', grant: grantOf(link, link.apiKeyId, role) };
             }
           }
-          await auditAttempt(trx, link, 'denied', requestId, now);
+          await auditAttempt(tx, link, 'denied', requestId, now);
           return { outcome: current.usedAt === null ? 'expired' : 'used' };
         }
-        const role = await activeRole(trx, link.apiKeyId, link.institution);
+        const role = await activeRole(tx.apiKeys, link.apiKeyId, link.institution);
         if (role === undefined || link.apiKeyId === null) {
-          await auditAttempt(trx, link, 'denied', requestId, now);
+          await auditAttempt(tx, link, 'denied', requestId, now);
           return { outcome: 'key-inactive' };
         }
-        await auditAttempt(trx, link, 'success', requestId, now);
+        await auditAttempt(tx, link, 'success', requestId, now);
         return { outcome: 'redeemed', grant: grantOf(link, link.apiKeyId, role) };
       });
     },
@@ -136,7 +137,8 @@ export function createLinkRedemption(deps: { readonly db: Kysely<Database>; read
      * The role a session may still act with: its key must be active and still hold the institution.
      * Checked on every request, so revoking a key ends the sessions its links opened.
      */
-    activeRole: (apiKeyId: string, institution: InstitutionRef) => activeRole(deps.db, apiKeyId, institution),
+    activeRole: (apiKeyId: string, institution: InstitutionRef) =>
+      activeRole(deps.stores.apiKeys, apiKeyId, institution),
   };
 }
 

@@ -3,12 +3,15 @@
 // and the requester, and expires after LINK_TTL_SECONDS.
 import { createHash, randomBytes } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
-import type { InstitutionRef } from '../domain/access.ts';
-import type { Clock } from '../domain/clock.ts';
-import { LINK_LABELS } from '../domain/links.ts';
-import type { LinkAction, LinkView } from '../domain/referral-view.ts';
-import type { Executor } from '../db/executor.ts';
-import { linkTokenRepository, type NewLinkToken } from '../db/links.repository.ts';
+import type { InstitutionRef } from '../../domain/access.ts';
+import type { Clock } from '../../domain/clock.ts';
+import { LINK_LABELS } from '../../domain/links.ts';
+import type { LinkAction, LinkView } from '../../domain/referral-view.ts';
+import type { NewLinkToken } from '../../db/links.repository.ts';
+import type { Stores } from '../../db/stores.ts';
+
+/** Where minted links are stored. */
+export type LinkRows = Pick<Stores['links'], 'insert'>;
 
 export interface LinkGrant {
   readonly referralId: string;
@@ -27,15 +30,15 @@ export function hashLinkToken(token: string): string {
 
 export function createLinkMinter(deps: { publicUrl: string; ttlSeconds: number; clock: Clock }) {
   return {
-    async mintOne(db: Executor, grant: LinkGrant, action: LinkAction): Promise<MintedLink> {
-      const [link] = await this.mint(db, grant, [action]);
+    async mintOne(rows: LinkRows, grant: LinkGrant, action: LinkAction): Promise<MintedLink> {
+      const [link] = await this.mint(rows, grant, [action]);
       if (!link) throw new Error('minting a link returned nothing');
       return link;
     },
 
-    async mint(db: Executor, grant: LinkGrant, actions: readonly LinkAction[]): Promise<MintedLink[]> {
+    async mint(store: LinkRows, grant: LinkGrant, actions: readonly LinkAction[]): Promise<MintedLink[]> {
       const { rows, links } = this.prepare(grant, actions);
-      await linkTokenRepository(db).insert(rows);
+      await store.insert(rows);
       return links;
     },
 

@@ -7,26 +7,22 @@
 // system knows of the clinician: it becomes the referrer's email (and ID, of type `email`), so the
 // letter is signed by someone and the provider knows whom to contact. The form shows it, to be
 // corrected there if the person referring is someone else.
-import type { DataKeys } from '../db/data-keys.repository.ts';
-import type { Kysely } from 'kysely';
-import type { Clock } from '../domain/clock.ts';
-import { upsertLinkAction } from '../domain/links.ts';
-import type { LinkAction, ReferrerView } from '../domain/referral-view.ts';
-import { ForbiddenRoleError, InvalidTransitionError } from '../errors.ts';
-import { auditEventOf } from '../db/audit.repository.ts';
-import type { Database } from '../db/schema.ts';
-import type { Caller } from './caller.ts';
-import type { LinkMinter } from './links-minter.ts';
-import { createReferralFieldsCheck } from './referral-fields.ts';
-import type { ReferralFieldsInput } from './referral-input.ts';
-import { runWrite } from './keyed-write.ts';
-import { createMutationRunner } from './referral-mutation.ts';
-import { newDraft, planUpdate } from './referral-commands.ts';
+import type { Clock } from '../../domain/clock.ts';
+import { upsertLinkAction } from '../../domain/links.ts';
+import type { LinkAction, ReferrerView } from '../../domain/referral-view.ts';
+import { ForbiddenRoleError, InvalidTransitionError } from '../../errors.ts';
+import { auditEventOf } from '../../db/audit.repository.ts';
+import type { Stores } from '../../db/stores.ts';
+import type { Caller } from '../caller.ts';
+import type { LinkMinter } from './minter.ts';
+import { createReferralFieldsCheck } from '../referrals/fields.ts';
+import type { ReferralFieldsInput } from '../referrals/input.ts';
+import { createMutationRunner } from '../referrals/mutation.ts';
+import { newDraft, planUpdate } from '../referrals/commands.ts';
 
 export interface LinkDeps {
-  readonly db: Kysely<Database>;
-  /** The keys patient data is sealed and opened with. */
-  readonly dataKeys: DataKeys;
+  /** The referral the link opens, and the catalog a prefill names. */
+  readonly stores: Pick<Stores, 'referrals' | 'catalog'>;
   readonly clock: Clock;
   readonly links: LinkMinter;
 }
@@ -46,7 +42,7 @@ function hasReferrer(stored: ReferrerView): boolean {
 }
 
 export function createLinkService(deps: LinkDeps) {
-  const mutate = createMutationRunner(deps);
+  const mutate = createMutationRunner({ referrals: deps.stores.referrals, clock: deps.clock });
   const checkFields = createReferralFieldsCheck();
 
   /**
@@ -104,10 +100,9 @@ export function createLinkService(deps: LinkDeps) {
 
       if (referralId === undefined) {
         const fields = withRequesterAsReferrer(prefill, caller.requesterIdentifier, null);
-        const cipher = await deps.dataKeys.cipher(deps.db);
-        const draft = await newDraft(deps.db, cipher, deps.clock, caller, fields, 'link.upsert');
+        const draft = await newDraft(deps.stores, deps.clock, caller, fields, 'link.upsert');
         const answer = answerWith(draft.after.record.id, 'edit');
-        await runWrite(deps.db, caller, draft.write, answer, cipher);
+        await draft.change.write(answer, caller.idempotency);
         return answer.result;
       }
 
@@ -118,6 +113,7 @@ export function createLinkService(deps: LinkDeps) {
         ifMatch,
         (ctx) =>
           planUpdate(
+            deps.stores.catalog,
             deps.clock,
             ctx,
             withRequesterAsReferrer(prefill, caller.requesterIdentifier, ctx.record.referrer),

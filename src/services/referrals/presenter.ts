@@ -1,18 +1,18 @@
 // Turns stored records into the shapes of contract §6. The stored summary is the same for every
 // caller; the summary a caller gets adds the actions its side may take (allowedActions and
 // blockedActions), which read only columns every read of a referral already has.
-import { callerActions, type ReferralActions } from '../domain/actions.ts';
-import { isOnSide } from '../domain/access.ts';
-import { isCancellable, SENDER_ACTION_WORDS, senderActionReason } from '../domain/lifecycle.ts';
+import { callerActions, type ReferralActions } from '../../domain/actions.ts';
+import { isOnSide } from '../../domain/access.ts';
+import { isCancellable, SENDER_ACTION_WORDS, senderActionReason } from '../../domain/lifecycle.ts';
 import type {
   EhrForwardingView,
   OfferingView,
   ReferralSummaryView,
   StoredSummaryView,
-} from '../domain/referral-view.ts';
-import { CORE_STATUS_OF } from '../domain/statuses.ts';
-import type { ReferralRecord } from '../db/referrals/rows.ts';
-import type { Caller } from './caller.ts';
+} from '../../domain/referral-view.ts';
+import { CORE_STATUS_OF } from '../../domain/statuses.ts';
+import type { ReferralRecord } from '../../db/referrals/rows.ts';
+import type { Caller } from '../caller.ts';
 
 /** The actions of `caller` on the referral as `record` holds it. */
 function actionsOf(record: ReferralRecord, caller: Pick<Caller, 'role' | 'institution'>): ReferralActions {
