@@ -9,7 +9,15 @@ import {
   type AttachmentType,
 } from './domain/attachments.ts';
 import { DEFAULT_DISPLAY_TIME_ZONE, isDisplayTimeZone } from './domain/display-time.ts';
-import { parseKeyEncryptionKeys, type LocalKeyEncryptionKey } from './domain/data-keys.ts';
+import { parseKeyEncryptionKeys, type LocalKeyEncryptionKey } from './domain/key-ring.ts';
+import {
+  parseAuditPublicKeys,
+  parseAuditSigningKey,
+  type AuditPublicKey,
+  type AuditSigningKey,
+} from './domain/audit-keys.ts';
+
+export type { AuditPublicKey, AuditSigningKey };
 
 export interface Config {
   readonly env: 'production' | 'development' | 'test';
@@ -263,78 +271,27 @@ function oneOf<T extends string>(env: Env, name: string, values: readonly T[], f
   return raw as T;
 }
 
-/** A secret given in the environment; never echoed in the error, which only names the rule. */
-/** A private Ed25519 key as a JWK (RFC 8037). */
-export interface AuditSigningKey {
-  readonly kty: 'OKP';
-  readonly crv: 'Ed25519';
-  readonly x: string;
-  readonly d: string;
-  readonly kid: string;
-}
-
 function auditSigningKey(env: Env): AuditSigningKey | undefined {
   const raw = read(env, 'AUDIT_SIGNING_KEY');
   if (raw === undefined) return undefined;
-  let jwk: Record<string, unknown>;
   try {
-    jwk = JSON.parse(raw) as Record<string, unknown>;
-  } catch {
-    throw new ConfigError('AUDIT_SIGNING_KEY', 'must be a JWK, as JSON');
+    return parseAuditSigningKey(raw);
+  } catch (error) {
+    throw new ConfigError('AUDIT_SIGNING_KEY', (error as Error).message);
   }
-  const text = (name: string) => (typeof jwk[name] === 'string' && jwk[name] !== '' ? jwk[name] : undefined);
-  const [x, d, kid] = [text('x'), text('d'), text('kid')];
-  if (jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519' || x === undefined || d === undefined || kid === undefined)
-    throw new ConfigError(
-      'AUDIT_SIGNING_KEY',
-      'must be a private Ed25519 JWK (kty OKP, crv Ed25519) with x, d and a kid',
-    );
-  return { kty: 'OKP', crv: 'Ed25519', x, d, kid };
-}
-
-/** A public Ed25519 key as a JWK (RFC 8037), with its `kid`. */
-export interface AuditPublicKey {
-  readonly kty: 'OKP';
-  readonly crv: 'Ed25519';
-  readonly x: string;
-  readonly kid: string;
 }
 
 function auditPublicKeys(env: Env, signingKey: AuditSigningKey | undefined): AuditPublicKey[] | undefined {
   const raw = read(env, 'AUDIT_PUBLIC_KEYS');
   if (raw === undefined) return undefined;
-  const refuse = (why: string) => new ConfigError('AUDIT_PUBLIC_KEYS', why);
-  let value: unknown;
   try {
-    value = JSON.parse(raw) as unknown;
-  } catch {
-    throw refuse('must be a JWK or a JWKS ({"keys": [...]}), as JSON');
+    return parseAuditPublicKeys(raw, signingKey);
+  } catch (error) {
+    throw new ConfigError('AUDIT_PUBLIC_KEYS', (error as Error).message);
   }
-  const isObject = (v: unknown): v is Record<string, unknown> =>
-    typeof v === 'object' && v !== null && !Array.isArray(v);
-  const entries: unknown[] = isObject(value) && Array.isArray(value.keys) ? value.keys : [value];
-  const keys: AuditPublicKey[] = [];
-  for (const entry of entries) {
-    if (isObject(entry) && 'd' in entry)
-      throw refuse('must hold public keys only: a private key (with d) never leaves AUDIT_SIGNING_KEY');
-    const x = isObject(entry) && typeof entry.x === 'string' && entry.x !== '' ? entry.x : undefined;
-    const kid = isObject(entry) && typeof entry.kid === 'string' && entry.kid !== '' ? entry.kid : undefined;
-    if (
-      !isObject(entry) ||
-      entry.kty !== 'OKP' ||
-      entry.crv !== 'Ed25519' ||
-      x === undefined ||
-      kid === undefined
-    )
-      throw refuse('must hold public Ed25519 JWKs (kty OKP, crv Ed25519), each with x and a kid');
-    if (keys.some((k) => k.kid === kid)) throw refuse(`holds two keys with the kid "${kid}"`);
-    if (signingKey !== undefined && signingKey.kid === kid && signingKey.x !== x)
-      throw refuse(`holds a key with the kid "${kid}" of AUDIT_SIGNING_KEY, but not its public half`);
-    keys.push({ kty: 'OKP', crv: 'Ed25519', x, kid });
-  }
-  return keys;
 }
 
+/** A secret given in the environment; never echoed in the error, which only names the rule. */
 function keyEncryptionKeys(env: Env, name: string): LocalKeyEncryptionKey[] | undefined {
   const raw = read(env, name);
   if (raw === undefined) return undefined;

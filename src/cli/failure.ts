@@ -3,7 +3,7 @@
 // prints it in full.
 import { InvalidArgumentError } from 'commander';
 import { ConfigError } from '../config.ts';
-import { KeyRingError } from '../domain/data-keys.ts';
+import { KeyRingError } from '../domain/key-ring.ts';
 import { DataDirLockedError } from '../db/data-dir-lock.ts';
 import { MigrationFailedError, SchemaBehindError, StoreUnavailableError } from '../db/store-failure.ts';
 import { AppError } from '../errors.ts';

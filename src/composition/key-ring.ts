@@ -1,4 +1,4 @@
-// The key ring that wraps the data keys (domain/data-keys.ts): DATA_KEYS, or the key file
+// The key ring that wraps the data keys (domain/key-ring.ts): DATA_KEYS, or the key file
 // DATA_KEYS_FILE names. Outside production, with neither set, refhub keeps a key file of its own in
 // DATA_DIR, made on first start, so that a development installation seals patient data as production
 // does; production refuses to start without a key ring (config.ts).
@@ -12,7 +12,7 @@ import {
   newSecretKey,
   parseKeyFile,
   type KeyEncryptionKeys,
-} from '../domain/data-keys.ts';
+} from '../domain/key-ring.ts';
 
 /** The key file a development installation makes for itself. */
 export function developmentKeyFile(config: Pick<Config, 'dataDir'>): string {
