@@ -45,7 +45,7 @@ import { createMetrics, type Metrics } from '../observability/metrics.ts';
 import { QUEUE_NAMES } from '../queue/registry.ts';
 import { outboxRepository } from '../db/outbox.repository.ts';
 import { webhookSubscriptionRepository } from '../db/webhooks-subscription.repository.ts';
-import { ehrCircuitRepository } from '../db/forwarding-circuit.repository.ts';
+import { ehrCircuitRepository } from '../db/forwarding/circuit.ts';
 import { installationSecretRepository } from '../db/installation-secret.repository.ts';
 import { createReferralFhir, type ReferralFhir } from '../services/fhir.service.ts';
 import { createAttachments, type Attachments } from '../services/attachments.service.ts';
@@ -299,7 +299,7 @@ export async function createContext(
     })),
   });
   const referralQueries = createReferralQueries({ ...deps, renderEhrForm: renderForm });
-  const ehrForwarding = createEhrForwarding({ db, dataKeys, clock, metrics });
+  const ehrForwarding = createEhrForwarding({ stores, clock, metrics });
   const attachments = createAttachments({
     db,
     dataKeys,

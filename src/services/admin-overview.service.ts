@@ -4,13 +4,13 @@
 // within seconds instead of hanging it.
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
-import { ehrSubmissionRepository, type FailedForward } from '../db/forwarding-ledger.repository.ts';
+import { ehrSubmissionRepository, type FailedForward } from '../db/forwarding/ledger.ts';
 import { outboxRepository } from '../db/outbox.repository.ts';
 import {
   webhookSubscriptionRepository,
   type WebhookSubscription,
 } from '../db/webhooks-subscription.repository.ts';
-import { ehrCircuitRepository, type CircuitRow } from '../db/forwarding-circuit.repository.ts';
+import { ehrCircuitRepository, type CircuitRow } from '../db/forwarding/circuit.ts';
 import type { Database } from '../db/schema.ts';
 import type { QueueProducer } from '../queue/producer.ts';
 import type { QueueCounts } from '../render/pages/admin-overview.page.ts';

@@ -17,7 +17,7 @@ import type {
 import type { CoreStatus } from '../domain/statuses.ts';
 import { toAppointmentView, type ReferralParts } from '../db/referrals/parts.ts';
 import { auditEventOf } from '../db/audit.repository.ts';
-import { ehrFormRepository } from '../db/forwarding-form.repository.ts';
+import { ehrFormRepository } from '../db/forwarding/forms.ts';
 import type { NewLinkToken } from '../db/links.repository.ts';
 import { type ListSort, type ReferralRecord, type ReferralWithParts } from '../db/referrals/rows.ts';
 import { createReferralStore } from '../db/referrals/referrals.store.ts';
