@@ -365,8 +365,7 @@ export async function createContext(
     }),
     ehrForwarding,
     reminders: createReminders({
-      db,
-      dataKeys,
+      stores,
       clock,
       metrics,
       policy: {
