@@ -31,6 +31,7 @@ import { createLinkMinter, type LinkMinter } from '../services/links-minter.ts';
 import { createLinkService, type LinkService } from '../services/links.service.ts';
 import { createLinkRedemption, type LinkRedemption } from '../services/links-redemption.service.ts';
 import { createReferralCommands, type ReferralCommands } from '../services/referral-commands.ts';
+import { createMutationRunner } from '../services/referral-mutation.ts';
 import { createReferralQueries, type ReferralQueries } from '../services/referral-queries.ts';
 import { createEhrForwarding, type EhrForwarding } from '../services/forwarding.service.ts';
 import { createReminders, type Reminders } from '../services/reminders.service.ts';
@@ -48,8 +49,8 @@ import { webhookSubscriptionRepository } from '../db/webhooks-subscription.repos
 import { ehrCircuitRepository } from '../db/forwarding/circuit.ts';
 import { installationSecretRepository } from '../db/installation-secret.repository.ts';
 import { createReferralFhir, type ReferralFhir } from '../services/fhir.service.ts';
-import { createAttachments, type Attachments } from '../services/attachments.service.ts';
-import { createPdfChecker } from '../services/attachments-pdf.ts';
+import { createAttachments, type Attachments } from '../services/attachments/attachments.service.ts';
+import { createPdfChecker } from '../services/attachments/pdf.ts';
 import type { ScannerPing } from '../services/doctor-checks.ts';
 import { createClamdClient } from '../workers/attachments/clamd-client.ts';
 import { openDataKeys, type DataKeys, type DataKeysOptions } from '../db/data-keys.repository.ts';
@@ -301,8 +302,8 @@ export async function createContext(
   const referralQueries = createReferralQueries({ ...deps, renderEhrForm: renderForm });
   const ehrForwarding = createEhrForwarding({ stores, clock, metrics });
   const attachments = createAttachments({
-    db,
-    dataKeys,
+    stores,
+    mutate: createMutationRunner({ db, dataKeys, clock }),
     clock,
     settings: {
       maxBytes: config.attachmentMaxBytes,

@@ -108,6 +108,17 @@ export const attachmentWrites = {
   remove(db: Executor, referralId: string, id: string): Compilable {
     return db.deleteFrom('attachments').where('referral_id', '=', referralId).where('id', '=', id);
   },
+
+  /** The rows `insert` writes, for a change's statement on `db`, the name and bytes sealed with its cipher. */
+  adding(attachment: NumberedAttachment, content: Uint8Array) {
+    return (db: Executor, cipher: FieldCipher): Compilable[] =>
+      attachmentWrites.insert(db, cipher, attachment, content);
+  },
+
+  /** The row `remove` deletes, for a change's statement on `db`. */
+  removing(referralId: string, id: string) {
+    return (db: Executor): Compilable[] => [attachmentWrites.remove(db, referralId, id)];
+  },
 };
 
 export type ScanResult =
