@@ -67,14 +67,14 @@ export const STAGE_RULES: readonly StageRule[] = [
   // the form and recording the attempt are the record.
   { stage: 'job', url: /\/src\/services\/forwarding\.service\.ts$/, fn: /^(plan|withdraw)$/ },
   { stage: 'record', url: /\/src\/services\/forwarding\.service\.ts$/ },
-  { stage: 'record', url: /\/src\/db\/forwarding-(ledger|form)\.repository\.ts$/ },
+  { stage: 'record', url: /\/src\/db\/forwarding\/(ledger|forms)\.ts$/ },
   { stage: 'check', url: /\/src\/render\/self-contained\.ts$/ },
   { stage: 'render', url: /\/src\/render\// },
   { stage: 'send', url: /\/src\/(workers\/forwarding\/ehr-client|domain\/forwarding\/content-digest)\.ts$/ },
   // Building the request body (JSON of the form) is sending's preparation.
   { stage: 'send', url: /\/src\/workers\/forwarding\/forward-referral\.ts$/, fn: /^forwardRequest$/ },
   { stage: 'job', url: /\/src\/workers\/forwarding\/(forward-referral|forward-policy|ehr-circuit)\.ts$/ },
-  { stage: 'job', url: /\/src\/db\/forwarding-circuit\.repository\.ts$/ },
+  { stage: 'job', url: /\/src\/db\/forwarding\/circuit\.ts$/ },
   { stage: 'job', url: /\/src\/workers\// },
   { stage: 'relay', url: /\/src\/queue\/(outbox-relay|producer)\.ts$/ },
   { stage: 'relay', url: /\/src\/db\/outbox\.repository\.ts$/ },

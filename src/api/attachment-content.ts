@@ -5,7 +5,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import type { AttachmentView } from '../domain/attachments.ts';
-import { contentDisposition } from '../services/attachments-inspection.ts';
+import { contentDisposition } from '../services/attachments/inspection.ts';
 
 /** `Content-Digest` (RFC 9530) of a SHA-256 given in hex. */
 function contentDigest(sha256Hex: string): string {

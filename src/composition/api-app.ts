@@ -40,7 +40,7 @@ export async function createApiParts(ctx: AppContext): Promise<ApiParts> {
     web: { gate, linkFailures: failureLimiter(), uploads },
     admin: {
       board,
-      overview: createOpsOverview({ db: ctx.db, clock: ctx.clock, producer }),
+      overview: createOpsOverview({ stores: ctx.stores, clock: ctx.clock, producer }),
       audit,
       auth: createOpsAuth({
         authenticate: (presented) => ctx.apiKeys.authenticate(presented),

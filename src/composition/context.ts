@@ -45,11 +45,11 @@ import { createMetrics, type Metrics } from '../observability/metrics.ts';
 import { QUEUE_NAMES } from '../queue/registry.ts';
 import { outboxRepository } from '../db/outbox.repository.ts';
 import { webhookSubscriptionRepository } from '../db/webhooks-subscription.repository.ts';
-import { ehrCircuitRepository } from '../db/forwarding-circuit.repository.ts';
+import { ehrCircuitRepository } from '../db/forwarding/circuit.ts';
 import { installationSecretRepository } from '../db/installation-secret.repository.ts';
 import { createReferralFhir, type ReferralFhir } from '../services/fhir.service.ts';
-import { createAttachments, type Attachments } from '../services/attachments.service.ts';
-import { createPdfChecker } from '../services/attachments-pdf.ts';
+import { createAttachments, type Attachments } from '../services/attachments/attachments.service.ts';
+import { createPdfChecker } from '../services/attachments/pdf.ts';
 import type { ScannerPing } from '../services/doctor-checks.ts';
 import { createClamdClient } from '../workers/attachments/clamd-client.ts';
 import { openDataKeys, type DataKeys, type DataKeysOptions } from '../db/data-keys.repository.ts';
@@ -299,10 +299,9 @@ export async function createContext(
     })),
   });
   const referralQueries = createReferralQueries({ ...deps, renderEhrForm: renderForm });
-  const ehrForwarding = createEhrForwarding({ db, dataKeys, clock, metrics });
+  const ehrForwarding = createEhrForwarding({ stores, clock, metrics });
   const attachments = createAttachments({
-    db,
-    dataKeys,
+    stores,
     clock,
     settings: {
       maxBytes: config.attachmentMaxBytes,
@@ -365,8 +364,7 @@ export async function createContext(
     }),
     ehrForwarding,
     reminders: createReminders({
-      db,
-      dataKeys,
+      stores,
       clock,
       metrics,
       policy: {

@@ -9,7 +9,7 @@ import { fail } from '../cli/failure.ts';
 import { VERSION } from '../cli/version.ts';
 import { setUpDemo } from './demo-setup.ts';
 import { checkEhrAddress } from '../services/outbound-address.ts';
-import { requirePdfChecker } from '../services/attachments-pdf-probe.ts';
+import { requirePdfChecker } from '../services/attachments/pdf-probe.ts';
 import { QUEUE_UNAVAILABLE } from '../queue/connections.ts';
 import { errorCode } from '../queue/poll-loop.ts';
 import { createContext, type AppContext } from './context.ts';

@@ -17,9 +17,7 @@ import { clientCredentialsRepository } from './client-credentials.repository.ts'
 import { dataKeyRepository, type DataKeys } from './data-keys.repository.ts';
 import { referralEventRepository } from './events.repository.ts';
 import type { Executor } from './executor.ts';
-import { ehrCircuitRepository } from './forwarding-circuit.repository.ts';
-import { ehrFormRepository } from './forwarding-form.repository.ts';
-import { ehrSubmissionRepository } from './forwarding-ledger.repository.ts';
+import { createForwardingStore } from './forwarding/forwarding.store.ts';
 import { housekeepingRepository } from './housekeeping.repository.ts';
 import { idempotencyRepository } from './idempotency.repository.ts';
 import { installationSecretRepository } from './installation-secret.repository.ts';
@@ -36,11 +34,7 @@ import { webhookSubscriptionRepository } from './webhooks-subscription.repositor
 const STORES = {
   referrals: (db: Executor, keys: DataKeys) => createReferralStore(db, keys),
   attachments: (db: Executor, keys: DataKeys) => attachmentRepository(db, keys),
-  forwarding: (db: Executor, keys: DataKeys) => ({
-    ledger: ehrSubmissionRepository(db),
-    forms: ehrFormRepository(db, keys),
-    circuit: ehrCircuitRepository(db),
-  }),
+  forwarding: (db: Executor, keys: DataKeys) => createForwardingStore(db, keys),
   reminders: (db: Executor) => reminderRepository(db),
   outbox: (db: Executor) => outboxRepository(db),
   events: (db: Executor) => referralEventRepository(db),

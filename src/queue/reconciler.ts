@@ -23,7 +23,7 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { messageIdOf } from '../domain/ids.ts';
 import { attachmentRepository } from '../db/attachments.repository.ts';
-import { ehrSubmissionRepository, type DueForward } from '../db/forwarding-ledger.repository.ts';
+import { ehrSubmissionRepository, type DueForward } from '../db/forwarding/ledger.ts';
 import { reminderRepository } from '../db/reminders.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Logger } from '../logger.ts';

@@ -2,16 +2,11 @@
 // counts of each queue, the EHR's circuit, the referrals whose forward failed for good and the
 // webhook subscriptions refhub disabled. The database is the truth and is read as usual; Redis is asked under a time limit, so an outage makes the page say "unreachable"
 // within seconds instead of hanging it.
-import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
-import { ehrSubmissionRepository, type FailedForward } from '../db/forwarding-ledger.repository.ts';
-import { outboxRepository } from '../db/outbox.repository.ts';
-import {
-  webhookSubscriptionRepository,
-  type WebhookSubscription,
-} from '../db/webhooks-subscription.repository.ts';
-import { ehrCircuitRepository, type CircuitRow } from '../db/forwarding-circuit.repository.ts';
-import type { Database } from '../db/schema.ts';
+import type { FailedForward } from '../db/forwarding/ledger.ts';
+import type { WebhookSubscription } from '../db/webhooks-subscription.repository.ts';
+import type { CircuitRow } from '../db/forwarding/circuit.ts';
+import type { Stores } from '../db/stores.ts';
 import type { QueueProducer } from '../queue/producer.ts';
 import type { QueueCounts } from '../render/pages/admin-overview.page.ts';
 import { QUEUE_NAMES, type QueueName } from '../queue/registry.ts';
@@ -41,7 +36,7 @@ export interface OpsOverview {
 }
 
 export interface OpsOverviewDeps {
-  readonly db: Kysely<Database>;
+  readonly stores: Pick<Stores, 'outbox' | 'forwarding' | 'webhooks'>;
   readonly clock: Clock;
   /** The producer, asked for only when the page is loaded. */
   readonly producer: () => QueueProducer;
@@ -102,10 +97,10 @@ export function createOpsOverview(deps: OpsOverviewDeps) {
         }),
       );
       const [outbox, failed, ehrCircuit, disabledWebhooks, redis] = await Promise.all([
-        outboxRepository(deps.db).backlogWithEvents(at),
-        ehrSubmissionRepository(deps.db).failedForwards(limit),
-        ehrCircuitRepository(deps.db).read(),
-        webhookSubscriptionRepository(deps.db).disabledByRefhub(),
+        deps.stores.outbox.backlogWithEvents(at),
+        deps.stores.forwarding.ledger.failedForwards(limit),
+        deps.stores.forwarding.circuit.read(),
+        deps.stores.webhooks.subscriptions.disabledByRefhub(),
         redisPart,
       ]);
       return { at, outbox, ...redis, failedForwards: { ...failed, limit }, ehrCircuit, disabledWebhooks };

@@ -7,7 +7,7 @@ import { ConfigError, type Config, type SettingView } from '../config.ts';
 import { isMigrated, ping, type Engine } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import { clamdAddressText, parseClamdAddress, type ClamdAddress } from '../domain/attachments.ts';
-import { probePdfChecker } from './attachments-pdf-probe.ts';
+import { probePdfChecker } from './attachments/pdf-probe.ts';
 import { checkEhrAddress } from './outbound-address.ts';
 
 export const CHECK_STATUSES = ['passed', 'failed', 'not-checked'] as const;

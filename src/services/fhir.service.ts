@@ -4,7 +4,7 @@
 // read as it always does), and maps them. A caller that cannot see the referral gets 404
 // referral_not_found, as for every other read, and nothing after the view's own audit row is read.
 import type { Clock } from '../domain/clock.ts';
-import type { Attachments } from './attachments.service.ts';
+import type { Attachments } from './attachments/attachments.service.ts';
 import type { Caller } from './caller.ts';
 import type { EhrForwarding } from './forwarding.service.ts';
 import type { ReferralQueries } from './referrals/queries.ts';

@@ -3,37 +3,26 @@
 // then hands the outcome to `recordAttempt`, which writes the ledger row, the referral's forwarding
 // state, the timeline event and the audit row in one transaction, under a lock on the referral row
 // (so a submit or cancel that lands meanwhile is never overwritten).
-import type { DataKeys } from '../db/data-keys.repository.ts';
 import { v7 as uuidv7 } from 'uuid';
-import type { Kysely, Transaction } from 'kysely';
 import { SCAN_RECHECK_MS, SCAN_WAIT_BEFORE_FORWARD_MS, type FormAttachment } from '../domain/attachments.ts';
 import type { Clock } from '../domain/clock.ts';
 import { attachmentMessageIdOf } from '../domain/ids.ts';
-import { attachmentRepository } from '../db/attachments.repository.ts';
 import { LIFECYCLE, REFHUB_SYSTEM } from '../domain/lifecycle.ts';
 import type { EhrFormSource } from '../domain/referral-view.ts';
 import type { Caller } from './caller.ts';
 import { timeline, type TimelineEntry } from '../domain/timeline.ts';
 import { NotFoundError, ReferralNotFoundError } from '../errors.ts';
-import { ehrFormRepository } from '../db/forwarding-form.repository.ts';
 import type { RenderedEhrForm } from '../render/ehr-form.ts';
 import { sha256Hex } from '../domain/forwarding/content-digest.ts';
-import { auditEventOf, auditRepository, systemActor } from '../db/audit.repository.ts';
-import {
-  ehrSubmissionRepository,
-  type EhrSubmission,
-  type SubmissionOutcome,
-} from '../db/forwarding-ledger.repository.ts';
+import { auditEventOf, systemActor } from '../db/audit.repository.ts';
+import type { EhrSubmission, SubmissionOutcome } from '../db/forwarding/ledger.ts';
 import { type ReferralRecord } from '../db/referrals/rows.ts';
-import { createReferralStore } from '../db/referrals/referrals.store.ts';
-import type { Database } from '../db/schema.ts';
+import type { CapabilityStores, Stores } from '../db/stores.ts';
 import { ehrFormSourceFor } from './referrals/queries.ts';
 import type { Metrics } from '../observability/metrics.ts';
 
 export interface ForwardingDeps {
-  readonly db: Kysely<Database>;
-  /** The keys patient data is sealed and opened with. */
-  readonly dataKeys: DataKeys;
+  readonly stores: Pick<Stores, 'referrals' | 'attachments' | 'forwarding' | 'audit' | 'transaction'>;
   readonly clock: Clock;
   readonly metrics: Pick<Metrics, 'observeEhrAttempt'>;
 }
@@ -131,11 +120,15 @@ const RETRY_BATCH = 500;
 
 export function createEhrForwarding(deps: ForwardingDeps) {
   /** Queues the failed forwards among `ids` again, with their outbox rows and one audit row. */
-  async function requeue(trx: Transaction<Database>, ids: readonly string[], requestId: string) {
-    const requeued = await ehrSubmissionRepository(trx).requeueFailed(ids);
+  async function requeue(
+    tx: Pick<CapabilityStores, 'forwarding' | 'referrals'>,
+    ids: readonly string[],
+    requestId: string,
+  ) {
+    const requeued = await tx.forwarding.ledger.requeueFailed(ids);
     const now = deps.clock.now();
     if (requeued.length > 0) {
-      await createReferralStore(trx, deps.dataKeys).recordChange({
+      await tx.referrals.recordChange({
         timeline: [],
         outbox: requeued.map((r) => ({
           topic: 'ehr-forward-again',
@@ -159,7 +152,7 @@ export function createEhrForwarding(deps: ForwardingDeps) {
     /** What to do for a forward job, read fresh (the job may be late, repeated or coalesced). */
     async plan(referralId: string): Promise<ForwardPlan> {
       // The parts come in the same statement: most referrals a job reads are due to be sent.
-      const referrals = createReferralStore(deps.db, deps.dataKeys);
+      const { referrals } = deps.stores;
       const found = await referrals.findForSystemWithParts(referralId);
       // Deleted (only a draft can be) or never known: nothing goes to the EHR. A referral is never
       // removed, so one without a sender was never in this database.
@@ -174,7 +167,7 @@ export function createEhrForwarding(deps: ForwardingDeps) {
       }
       if (record.status === 'draft') return { kind: 'withdrawn' };
       // A file waiting for its scan goes with the form once it is clean, if that is soon enough.
-      const attachments = attachmentRepository(deps.db, deps.dataKeys);
+      const { attachments } = deps.stores;
       const now = deps.clock.now();
       if (
         now.getTime() < record.updatedAt.getTime() + SCAN_WAIT_BEFORE_FORWARD_MS &&
@@ -202,11 +195,11 @@ export function createEhrForwarding(deps: ForwardingDeps) {
       requestId: string,
       onProgress?: (done: number, total: number) => void,
     ): Promise<string[]> {
-      const ids = referralIds ?? (await ehrSubmissionRepository(deps.db).failedIds());
+      const ids = referralIds ?? (await deps.stores.forwarding.ledger.failedIds());
       const requeuedIds: string[] = [];
       for (let start = 0; start < ids.length; start += RETRY_BATCH) {
         const batch = ids.slice(start, start + RETRY_BATCH);
-        requeuedIds.push(...(await deps.db.transaction().execute((trx) => requeue(trx, batch, requestId))));
+        requeuedIds.push(...(await deps.stores.transaction((tx) => requeue(tx, batch, requestId))));
         onProgress?.(start + batch.length, ids.length);
       }
       return requeuedIds;
@@ -215,7 +208,7 @@ export function createEhrForwarding(deps: ForwardingDeps) {
     /** A file's bytes, read for sending with its form. */
     async attachmentContent(file: FormAttachment): Promise<Buffer> {
       // Opened a chunk at a time: the EHR gets the plaintext, whose digest the form lists.
-      const content = attachmentRepository(deps.db, deps.dataKeys).content(file.id, file.sizeBytes);
+      const content = deps.stores.attachments.content(file.id, file.sizeBytes);
       const pieces: Buffer[] = [];
       for await (const piece of content) {
         pieces.push(piece);
@@ -224,14 +217,14 @@ export function createEhrForwarding(deps: ForwardingDeps) {
     },
 
     async withdraw(referralId: string): Promise<void> {
-      await ehrSubmissionRepository(deps.db).withdrawForward(referralId);
+      await deps.stores.forwarding.ledger.withdrawForward(referralId);
     },
 
     async recordAttempt(a: AttemptOutcome): Promise<void> {
       const now = deps.clock.now();
       const event = eventOf(a);
       const operation = a.outcome === 'delivered' ? 'ehr-forwarded' : 'ehr-forward-failed';
-      const found = await ehrSubmissionRepository(deps.db).recordAttempt({
+      const found = await deps.stores.forwarding.ledger.recordAttempt({
         submission: {
           id: uuidv7(),
           referralId: a.referralId,
@@ -264,7 +257,6 @@ export function createEhrForwarding(deps: ForwardingDeps) {
           fromStatuses: LIFECYCLE[operation].from.system,
         },
         audit: auditEventOf(systemActor(a.requestId), `ehr.forward.${a.outcome}`, [a.referralId], now),
-        cipher: await deps.dataKeys.cipher(deps.db),
       });
       if (!found) throw new ReferralNotFoundError(a.referralId);
       deps.metrics.observeEhrAttempt(a.outcome, a.httpStatus, a.durationMs / 1000);
@@ -289,7 +281,7 @@ export function createEhrForwarding(deps: ForwardingDeps) {
         attachments,
         sha256: sha256Hex(rendered.html),
       };
-      const kept = await ehrFormRepository(deps.db, deps.dataKeys).keep(fresh, deps.clock.now());
+      const kept = await deps.stores.forwarding.forms.keep(fresh, deps.clock.now());
       return {
         form: {
           html: kept.html,
@@ -306,21 +298,16 @@ export function createEhrForwarding(deps: ForwardingDeps) {
      * (the form is patient data: ops keys do not read it). Audited as a read of the form.
      */
     async formOfAttempt(caller: Caller, referralId: string, attemptId: string): Promise<SentFormView> {
-      return deps.db.transaction().execute(async (trx) => {
-        const record = await createReferralStore(trx, deps.dataKeys).findVisible(
-          referralId,
-          caller.institution,
-        );
+      return deps.stores.transaction(async (tx) => {
+        const record = await tx.referrals.findVisible(referralId, caller.institution);
         if (record === undefined) throw new ReferralNotFoundError(referralId);
-        const attempt = (await ehrSubmissionRepository(trx).list(referralId)).find((s) => s.id === attemptId);
+        const attempt = (await tx.forwarding.ledger.list(referralId)).find((s) => s.id === attemptId);
         const form =
-          attempt === undefined
-            ? undefined
-            : await ehrFormRepository(trx, deps.dataKeys).byMessageId(attempt.messageId);
+          attempt === undefined ? undefined : await tx.forwarding.forms.byMessageId(attempt.messageId);
         if (attempt === undefined || form === undefined) {
           throw new NotFoundError(`Referral ${referralId} has no EHR attempt ${attemptId} that sent a form.`);
         }
-        await auditRepository(trx).record(auditEventOf(caller, FORM_READ, [referralId], deps.clock.now()));
+        await tx.audit.record(auditEventOf(caller, FORM_READ, [referralId], deps.clock.now()));
         return {
           attemptId,
           messageId: form.messageId,
@@ -343,22 +330,21 @@ export function createEhrForwarding(deps: ForwardingDeps) {
 
     /** The ledger of a referral, oldest attempt first; 404 for an institution that cannot see it. */
     async submissions(reader: LedgerReader, referralId: string): Promise<SubmissionView[]> {
-      return deps.db.transaction().execute(async (trx) => {
-        const repo = createReferralStore(trx, deps.dataKeys);
+      return deps.stores.transaction(async (tx) => {
         const record =
           reader.role === 'ops'
-            ? await repo.findForSystem(referralId)
-            : await repo.findVisible(referralId, reader.institution);
+            ? await tx.referrals.findForSystem(referralId)
+            : await tx.referrals.findVisible(referralId, reader.institution);
         if (record === undefined) throw new ReferralNotFoundError(referralId);
         const now = deps.clock.now();
         if (reader.role !== 'ops')
-          await auditRepository(trx).record(auditEventOf(reader, LEDGER_READ, [referralId], now));
+          await tx.audit.record(auditEventOf(reader, LEDGER_READ, [referralId], now));
         else {
           // An ops key reads for no institution, and no person is named with it.
           const actor = { ...reader, institution: null, requesterIdentifier: null };
-          await auditRepository(trx).record(auditEventOf(actor, LEDGER_READ, [referralId], now));
+          await tx.audit.record(auditEventOf(actor, LEDGER_READ, [referralId], now));
         }
-        return (await ehrSubmissionRepository(trx).list(referralId)).map(toSubmissionView);
+        return (await tx.forwarding.ledger.list(referralId)).map(toSubmissionView);
       });
     },
   };

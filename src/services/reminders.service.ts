@@ -4,17 +4,11 @@
 // derives the schedule from the referral's timeline and the reminders already sent, so a schedule lost
 // with Redis is rebuilt the same; `fire` re-reads the referral under a lock and sends only while the
 // referral still waits and reminders remain.
-import type { DataKeys } from '../db/data-keys.repository.ts';
 import { v7 as uuidv7 } from 'uuid';
-import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { decide, REFHUB_SYSTEM } from '../domain/lifecycle.ts';
 import { timeline } from '../domain/timeline.ts';
-import { timelineRepository } from '../db/referrals/parts.ts';
-import { createReferralStore } from '../db/referrals/referrals.store.ts';
-import { reminderRepository } from '../db/reminders.repository.ts';
-import type { Database } from '../db/schema.ts';
-import type { Executor } from '../db/executor.ts';
+import type { CapabilityStores, Stores } from '../db/stores.ts';
 import type { ReminderSchedule } from '../queue/producer.ts';
 import type { FireResult } from '../queue/registry.ts';
 import type { Metrics } from '../observability/metrics.ts';
@@ -28,9 +22,7 @@ export interface ReminderPolicy {
 }
 
 export interface ReminderDeps {
-  readonly db: Kysely<Database>;
-  /** The keys patient data is sealed and opened with. */
-  readonly dataKeys: DataKeys;
+  readonly stores: Pick<Stores, 'referrals' | 'reminders' | 'transaction'>;
   readonly clock: Clock;
   readonly policy: ReminderPolicy;
   readonly metrics: Pick<Metrics, 'reminderSent'>;
@@ -45,18 +37,18 @@ export function createReminders(deps: ReminderDeps) {
   const { policy } = deps;
 
   /** When the current wait began and how many reminders it has had. */
-  async function progress(db: Executor, referralId: string) {
-    const since = await timelineRepository(db).latestOf(referralId, PENDING_EVENT);
+  async function progress(stores: Pick<CapabilityStores, 'referrals' | 'reminders'>, referralId: string) {
+    const since = await stores.referrals.timeline.latestOf(referralId, PENDING_EVENT);
     if (since === undefined) return undefined;
-    return { since, sent: await reminderRepository(db).countSince(referralId, since) };
+    return { since, sent: await stores.reminders.countSince(referralId, since) };
   }
 
   return {
     /** The schedule the referral should have now, or null when it should have none. */
     async scheduleFor(referralId: string): Promise<ReminderSchedule | null> {
-      const record = await createReferralStore(deps.db, deps.dataKeys).findForSystem(referralId);
+      const record = await deps.stores.referrals.findForSystem(referralId);
       if (record?.status !== 'pending-acceptance' || policy.max === 0) return null;
-      const p = await progress(deps.db, referralId);
+      const p = await progress(deps.stores, referralId);
       if (p === undefined || p.sent >= policy.max) return null;
       const everyMs = policy.intervalSeconds * 1000;
       return {
@@ -68,21 +60,18 @@ export function createReminders(deps: ReminderDeps) {
 
     /** One firing; `firingKey` identifies it (the queue job), so running it twice sends once. */
     async fire(referralId: string, firingKey: string, requestId: string): Promise<FireResult> {
-      const result = await deps.db.transaction().execute(async (trx): Promise<FireResult> => {
-        const record = await createReferralStore(trx, deps.dataKeys).lockForSystem(referralId);
+      const result = await deps.stores.transaction(async (tx): Promise<FireResult> => {
+        const record = await tx.referrals.lockForSystem(referralId);
         // A deleted referral keeps its row (and its sender); one with none is not in this database.
-        if (
-          record === undefined &&
-          (await createReferralStore(trx, deps.dataKeys).senderOf(referralId)) === undefined
-        ) {
+        if (record === undefined && (await tx.referrals.senderOf(referralId)) === undefined) {
           return { kind: 'unknown-referral' };
         }
         if (record?.status !== 'pending-acceptance' || record.offering === null) return { kind: 'done' };
-        const p = await progress(trx, referralId);
+        const p = await progress(tx, referralId);
         if (p === undefined || p.sent >= policy.max) return { kind: 'done' };
         const now = deps.clock.now();
         const sequence = p.sent + 1;
-        const inserted = await reminderRepository(trx).insert({
+        const inserted = await tx.reminders.insert({
           id: uuidv7(),
           referralId,
           kind: KIND,
@@ -94,7 +83,7 @@ export function createReminders(deps: ReminderDeps) {
         });
         if (!inserted) return { kind: 'already-sent', remaining: policy.max - p.sent };
         decide('reminder-sent', 'system', { status: record.status, offeringCancellable: true });
-        await createReferralStore(trx, deps.dataKeys).recordChange({
+        await tx.referrals.recordChange({
           // refhub sends the reminder: the provider's system took no part in it.
           timeline: timelineEventsOf(
             referralId,

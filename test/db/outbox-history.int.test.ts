@@ -11,7 +11,7 @@
 import { sql, type Transaction } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { outboxRepository, type NewOutboxMessage } from '../../src/db/outbox.repository.ts';
-import { ehrSubmissionRepository } from '../../src/db/forwarding-ledger.repository.ts';
+import { ehrSubmissionRepository } from '../../src/db/forwarding/ledger.ts';
 import { reminderRepository } from '../../src/db/reminders.repository.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { systemClock } from '../../src/domain/clock.ts';

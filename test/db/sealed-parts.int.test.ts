@@ -11,7 +11,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentRepository, type NewAttachment } from '../../src/db/attachments.repository.ts';
 import { dataKeyRepository, SEALED_COLUMNS, type DataKeys } from '../../src/db/data-keys.repository.ts';
-import { ehrFormRepository } from '../../src/db/forwarding-form.repository.ts';
+import { ehrFormRepository } from '../../src/db/forwarding/forms.ts';
 import { createReferralStore } from '../../src/db/referrals/referrals.store.ts';
 import { idempotencyRepository } from '../../src/db/idempotency.repository.ts';
 import type { FormAttachment } from '../../src/domain/attachments.ts';

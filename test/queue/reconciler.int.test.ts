@@ -12,7 +12,7 @@ import { UnrecoverableError } from 'bullmq';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentRepository, type AttachmentRecord } from '../../src/db/attachments.repository.ts';
 import type { OutboxMessage } from '../../src/db/outbox.repository.ts';
-import { ehrSubmissionRepository } from '../../src/db/forwarding-ledger.repository.ts';
+import { ehrSubmissionRepository } from '../../src/db/forwarding/ledger.ts';
 import { systemClock } from '../../src/domain/clock.ts';
 import type { Logger } from '../../src/logger.ts';
 import { createOutboxRelay } from '../../src/queue/outbox-relay.ts';

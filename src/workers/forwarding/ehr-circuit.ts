@@ -5,7 +5,7 @@
 // the EHR, at growing intervals (from `probeBaseMs`, doubling, at most `probeMaxMs`); the first answer
 // that shows the EHR is there again closes the circuit, and the waiting forwards go on at once.
 //
-// The state is one database row shared by every worker (db/forwarding-circuit.repository.ts). A worker reads
+// The state is one database row shared by every worker (db/forwarding/circuit.ts). A worker reads
 // it at most once a second while it is closed, and writes it only when something changes (a failure,
 // a transition, the first answer after failures), so a healthy EHR costs no write. Every transition
 // is logged, counted, shown on /admin and audited.
@@ -13,7 +13,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../domain/clock.ts';
 import { auditEventOf, auditRepository, systemActor } from '../../db/audit.repository.ts';
-import { ehrCircuitRepository, type CircuitRow } from '../../db/forwarding-circuit.repository.ts';
+import { ehrCircuitRepository, type CircuitRow } from '../../db/forwarding/circuit.ts';
 import type { Database } from '../../db/schema.ts';
 import type { Logger } from '../../logger.ts';
 import type { Metrics } from '../../observability/metrics.ts';

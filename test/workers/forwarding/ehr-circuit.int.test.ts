@@ -6,7 +6,7 @@
 // audited.
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ehrCircuitRepository } from '../../../src/db/forwarding-circuit.repository.ts';
+import { ehrCircuitRepository } from '../../../src/db/forwarding/circuit.ts';
 import type { Store } from '../../../src/db/database.ts';
 import type { EhrAnswer } from '../../../src/workers/forwarding/ehr-client.ts';
 import { createEhrCircuit, type CircuitSettings } from '../../../src/workers/forwarding/ehr-circuit.ts';

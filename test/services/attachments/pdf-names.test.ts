@@ -3,7 +3,7 @@
 // begins like one is not one; a long string is read without being kept; and JSON that is cut short
 // or broken is told apart from JSON read whole.
 import { describe, expect, it } from 'vitest';
-import { ACTIVE_NAMES, nameScanner } from '../../src/services/attachments-pdf-names.ts';
+import { ACTIVE_NAMES, nameScanner } from '../../../src/services/attachments/pdf-names.ts';
 
 /** Feeds `json` in pieces of `size` bytes; the first name found, and whether the JSON was whole. */
 function read(json: string, size = 1 << 16): { found: string | undefined; whole: boolean } {

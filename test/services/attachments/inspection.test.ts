@@ -1,17 +1,17 @@
 // Attachments are judged by their bytes: each accepted type detected from real content, a type the
 // client claims that the bytes contradict, content refhub does not accept, and PDFs that would act
-// rather than show, however they keep it (qpdf reads them: attachments-pdf.test.ts has the rules), or
+// rather than show, however they keep it (qpdf reads them: pdf.test.ts has the rules), or
 // cannot be read whole, each refusal in words that name nothing of the file. File names and their
 // download header.
 import { describe, expect, it } from 'vitest';
-import { ATTACHMENT_TYPE_NAMES, type AttachmentType } from '../../src/domain/attachments.ts';
+import { ATTACHMENT_TYPE_NAMES, type AttachmentType } from '../../../src/domain/attachments.ts';
 import {
   contentDisposition,
   fileNameRefusal,
   inspectAttachment,
   isPlainText,
-} from '../../src/services/attachments-inspection.ts';
-import { createPdfChecker, type PdfCheck } from '../../src/services/attachments-pdf.ts';
+} from '../../../src/services/attachments/inspection.ts';
+import { createPdfChecker, type PdfCheck } from '../../../src/services/attachments/pdf.ts';
 import {
   CATALOG,
   DOCX,
@@ -22,8 +22,8 @@ import {
   TEXT,
   TIFF,
   pdf,
-} from '../support/fixtures/attachment-files.ts';
-import { HIDDEN_ACTIVE_CONTENT, objectStreamBomb } from '../support/fixtures/pdf-files.ts';
+} from '../../support/fixtures/attachment-files.ts';
+import { HIDDEN_ACTIVE_CONTENT, objectStreamBomb } from '../../support/fixtures/pdf-files.ts';
 
 const ALL = new Set<AttachmentType>(ATTACHMENT_TYPE_NAMES);
 /** qpdf as the machine has it (docs/operations.md: it is installed where PDFs are accepted). */

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPdfChecker, type PdfCheckerSettings } from '../../src/services/attachments-pdf.ts';
+import { createPdfChecker, type PdfCheckerSettings } from '../../../src/services/attachments/pdf.ts';
 import {
   CATALOG,
   CATALOG_OPENING_3,
@@ -24,7 +24,7 @@ import {
   pdfDocument,
   pdfWithObjectStream,
   streamObject,
-} from '../support/fixtures/pdf-files.ts';
+} from '../../support/fixtures/pdf-files.ts';
 
 const qpdf = createPdfChecker({ qpdfPath: 'qpdf' });
 

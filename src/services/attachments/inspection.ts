@@ -3,12 +3,12 @@
 // characters), among the accepted types; the same type as its name's extension and any declared
 // media type say; not empty; and, for a PDF, nothing that makes it act rather than show (JavaScript,
 // an embedded file, a launch action, an XFA form, rich media, form submission or data import), found
-// by qpdf in every object of the file (attachments-pdf.ts), and every object readable.
+// by qpdf in every object of the file (pdf.ts), and every object readable.
 // A file name is kept only without a path or control characters. docs/attachments.md says why each.
 import { fileTypeFromBuffer } from 'file-type';
-import { ATTACHMENT_TYPES, type AttachmentType } from '../domain/attachments.ts';
-import { UnavailableError } from '../errors.ts';
-import { PDF_CHECK_LIMITS, type PdfCheck, type PdfVerdict } from './attachments-pdf.ts';
+import { ATTACHMENT_TYPES, type AttachmentType } from '../../domain/attachments.ts';
+import { UnavailableError } from '../../errors.ts';
+import { PDF_CHECK_LIMITS, type PdfCheck, type PdfVerdict } from './pdf.ts';
 
 export type AttachmentRefusalReason =
   | 'empty-file'
@@ -70,7 +70,7 @@ export function isPlainText(bytes: Uint8Array): boolean {
 }
 
 /**
- * Judges an upload's bytes; `checkPdf` judges a PDF's content (attachments-pdf.ts). Throws
+ * Judges an upload's bytes; `checkPdf` judges a PDF's content (pdf.ts). Throws
  * UnavailableError (503) when a PDF cannot be checked now for a reason that is not the file's.
  */
 export async function inspectAttachment(

@@ -2,9 +2,9 @@
 // message sends, that a Get of the version returns, and that prove the ledger's hashes afterwards.
 // The form is the patient's data, and so is the name of each file it lists: both are sealed (the
 // ledger's hash stays that of the bytes sent, which are the form opened).
-import type { FormAttachment } from '../domain/attachments.ts';
-import { openColumns, sealColumns, type DataKeys } from './data-keys.repository.ts';
-import type { Executor } from './executor.ts';
+import type { FormAttachment } from '../../domain/attachments.ts';
+import { openColumns, sealColumns, type DataKeys } from '../data-keys.repository.ts';
+import type { Executor } from '../executor.ts';
 
 export interface StoredForm {
   readonly messageId: string;

@@ -2,7 +2,7 @@
 // only reads and changes the row). Every change is a single conditional UPDATE, so two workers that
 // race to open, probe or close it cannot both win.
 import { sql } from 'kysely';
-import type { Executor } from './executor.ts';
+import type { Executor } from '../executor.ts';
 
 const NAME = 'ehr';
 

@@ -20,7 +20,7 @@ import { randomUUID } from 'node:crypto';
 import { open, rm, type FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { nameScanner, type PdfActiveContent } from './attachments-pdf-names.ts';
+import { nameScanner, type PdfActiveContent } from './pdf-names.ts';
 
 /** Why a PDF cannot be checked: qpdf could not read it whole, or reading it passed a bound. */
 export type PdfUnreadable = 'damaged' | 'limits';

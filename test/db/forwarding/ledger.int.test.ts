@@ -3,10 +3,10 @@
 // latest attempt, capped, with the full count beside.
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ehrSubmissionRepository } from '../../src/db/forwarding-ledger.repository.ts';
-import { ENGINES } from '../support/engines.ts';
-import { createDraft } from '../support/scenarios.ts';
-import { createTestApp, type TestApp } from '../support/test-app.ts';
+import { ehrSubmissionRepository } from '../../../src/db/forwarding/ledger.ts';
+import { ENGINES } from '../../support/engines.ts';
+import { createDraft } from '../../support/scenarios.ts';
+import { createTestApp, type TestApp } from '../../support/test-app.ts';
 
 const at = (minute: number) => new Date(Date.UTC(2026, 5, 4, 3, minute));
 

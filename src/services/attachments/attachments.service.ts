@@ -3,9 +3,7 @@
 // on the version, the timeline, the outbox (which queues the scan) and the audit row, with the file's
 // rows, in one statement. The file is judged by its bytes before it is stored, and its content is
 // handed out only once the scanner found it clean. Every read is audited before anything leaves.
-import type { DataKeys } from '../db/data-keys.repository.ts';
 import { createHash } from 'node:crypto';
-import type { Kysely } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
 import {
   isReadable,
@@ -13,10 +11,10 @@ import {
   sizeWords,
   type AttachmentType,
   type AttachmentView,
-} from '../domain/attachments.ts';
-import type { Clock } from '../domain/clock.ts';
-import { decide } from '../domain/lifecycle.ts';
-import { timeline } from '../domain/timeline.ts';
+} from '../../domain/attachments.ts';
+import type { Clock } from '../../domain/clock.ts';
+import { decide } from '../../domain/lifecycle.ts';
+import { timeline } from '../../domain/timeline.ts';
 import {
   AttachmentNotFoundError,
   AttachmentPendingScanError,
@@ -24,21 +22,16 @@ import {
   AttachmentRejectedError,
   LimitExceededError,
   ReferralNotFoundError,
-} from '../errors.ts';
-import {
-  attachmentRepository,
-  attachmentWrites,
-  type AttachmentRecord,
-} from '../db/attachments.repository.ts';
-import { auditEventOf, auditRepository } from '../db/audit.repository.ts';
-import { type ReferralRecord } from '../db/referrals/rows.ts';
-import { createReferralStore } from '../db/referrals/referrals.store.ts';
-import type { Database } from '../db/schema.ts';
-import { fileNameRefusal, inspectAttachment, type FileNameRefusal } from './attachments-inspection.ts';
-import type { PdfCheck } from './attachments-pdf.ts';
-import type { Caller } from './caller.ts';
-import { actorName, institutionName, personIn, statusInput } from './referrals/commands.ts';
-import { createMutationRunner } from './referrals/mutation.ts';
+} from '../../errors.ts';
+import type { AttachmentRecord } from '../../db/attachments.repository.ts';
+import { auditEventOf } from '../../db/audit.repository.ts';
+import { type ReferralRecord } from '../../db/referrals/rows.ts';
+import type { Stores } from '../../db/stores.ts';
+import { fileNameRefusal, inspectAttachment, type FileNameRefusal } from './inspection.ts';
+import type { PdfCheck } from './pdf.ts';
+import type { Caller } from '../caller.ts';
+import { actorName, institutionName, personIn, statusInput } from '../referrals/commands.ts';
+import { createMutationRunner } from '../referrals/mutation.ts';
 
 export interface AttachmentSettings {
   readonly maxBytes: number;
@@ -49,12 +42,10 @@ export interface AttachmentSettings {
 }
 
 export interface AttachmentsDeps {
-  readonly db: Kysely<Database>;
-  /** The keys patient data is sealed and opened with. */
-  readonly dataKeys: DataKeys;
+  readonly stores: Pick<Stores, 'referrals' | 'attachments' | 'audit'>;
   readonly clock: Clock;
   readonly settings: AttachmentSettings;
-  /** Judges a PDF's content with qpdf (attachments-pdf.ts), a few at a time. */
+  /** Judges a PDF's content with qpdf (pdf.ts), a few at a time. */
   readonly checkPdf: PdfCheck;
 }
 
@@ -95,25 +86,18 @@ export function toAttachmentView(referral: ReferralRecord, a: AttachmentRecord):
 }
 
 export function createAttachments(deps: AttachmentsDeps) {
-  const mutate = createMutationRunner({
-    referrals: createReferralStore(deps.db, deps.dataKeys),
-    clock: deps.clock,
-  });
-  const files = attachmentRepository(deps.db, deps.dataKeys);
+  const mutate = createMutationRunner({ referrals: deps.stores.referrals, clock: deps.clock });
 
   /** The referral if the caller may see it, with the read's audit row stored first. */
   async function readAudited(caller: Caller, referralId: string, action: string): Promise<ReferralRecord> {
-    const record = await createReferralStore(deps.db, deps.dataKeys).findVisible(
-      referralId,
-      caller.institution,
-    );
+    const record = await deps.stores.referrals.findVisible(referralId, caller.institution);
     if (!record) throw new ReferralNotFoundError(referralId);
-    await auditRepository(deps.db).record(auditEventOf(caller, action, [referralId], deps.clock.now()));
+    await deps.stores.audit.record(auditEventOf(caller, action, [referralId], deps.clock.now()));
     return record;
   }
 
   async function found(referralId: string, attachmentId: string): Promise<AttachmentRecord> {
-    const attachment = await attachmentRepository(deps.db, deps.dataKeys).find(referralId, attachmentId);
+    const attachment = await deps.stores.attachments.find(referralId, attachmentId);
     if (!attachment) throw new AttachmentNotFoundError(attachmentId);
     return attachment;
   }
@@ -162,7 +146,7 @@ export function createAttachments(deps: AttachmentsDeps) {
           const mediaType = await mediaTypeOf();
           // Read with the referral's version: a file added since then changed the version, so this
           // change's compare-and-set fails and the count is read again.
-          const others = await files.list(record.id);
+          const others = await deps.stores.attachments.list(record.id);
           if (others.length >= deps.settings.perReferral) {
             throw new LimitExceededError(
               `A referral can have at most ${deps.settings.perReferral} attachments.`,
@@ -220,7 +204,7 @@ export function createAttachments(deps: AttachmentsDeps) {
         ifMatch,
         async ({ record, party }) => {
           const decision = decide('remove-attachment', party, statusInput(record));
-          const attachment = await files.find(record.id, attachmentId);
+          const attachment = await deps.stores.attachments.find(record.id, attachmentId);
           if (!attachment) throw new AttachmentNotFoundError(attachmentId);
           removed = toAttachmentView(record, attachment);
           return {
@@ -247,7 +231,7 @@ export function createAttachments(deps: AttachmentsDeps) {
 
     async list(caller: Caller, referralId: string): Promise<AttachmentView[]> {
       const record = await readAudited(caller, referralId, 'referral.read-attachments');
-      const attachments = await attachmentRepository(deps.db, deps.dataKeys).list(referralId);
+      const attachments = await deps.stores.attachments.list(referralId);
       return attachments.map((a) => toAttachmentView(record, a));
     },
 
@@ -265,20 +249,17 @@ export function createAttachments(deps: AttachmentsDeps) {
       referralId: string,
       attachmentId: string,
     ): Promise<{ view: AttachmentView; content: AsyncIterable<Buffer> }> {
-      const record = await createReferralStore(deps.db, deps.dataKeys).findVisible(
-        referralId,
-        caller.institution,
-      );
+      const record = await deps.stores.referrals.findVisible(referralId, caller.institution);
       if (!record) throw new ReferralNotFoundError(referralId);
       const attachment = await found(referralId, attachmentId);
       if (attachment.scanState === 'pending-scan') throw new AttachmentPendingScanError();
       if (attachment.scanState === 'rejected') throw new AttachmentRejectedError();
-      await auditRepository(deps.db).record(
+      await deps.stores.audit.record(
         auditEventOf(caller, 'referral.read-attachment-content', [referralId], deps.clock.now()),
       );
       return {
         view: toAttachmentView(record, attachment),
-        content: attachmentRepository(deps.db, deps.dataKeys).content(attachment.id, attachment.sizeBytes),
+        content: deps.stores.attachments.content(attachment.id, attachment.sizeBytes),
       };
     },
   };

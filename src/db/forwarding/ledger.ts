@@ -1,13 +1,13 @@
 // The EHR forwarding ledger (one row per attempt) and the forwarding state kept on each referral.
 // Rows hold IDs, hashes and outcomes only: never the form, never patient data.
 import { sql } from 'kysely';
-import type { InstitutionRef } from '../domain/access.ts';
-import type { FieldCipher } from '../domain/data-keys.ts';
-import type { AuditEvent } from './audit.repository.ts';
-import { changeLogCtes, TIMELINE_RETURNING } from './referrals/change.ts';
-import type { Executor } from './executor.ts';
-import { sealedDescription, type NewTimelineEvent } from './referrals/parts.ts';
-import type { EhrSubmissionsTable } from './schema.ts';
+import type { InstitutionRef } from '../../domain/access.ts';
+import type { AuditEvent } from '../audit.repository.ts';
+import type { DataKeys } from '../data-keys.repository.ts';
+import { changeLogCtes, TIMELINE_RETURNING } from '../referrals/change.ts';
+import type { Executor } from '../executor.ts';
+import { sealedDescription, type NewTimelineEvent } from '../referrals/parts.ts';
+import type { EhrSubmissionsTable } from '../schema.ts';
 
 export type SubmissionOutcome = EhrSubmissionsTable['outcome'];
 
@@ -70,8 +70,6 @@ export interface AttemptRecord {
    */
   readonly event: (NewTimelineEvent & { readonly fromStatuses: readonly string[] }) | undefined;
   readonly audit: AuditEvent;
-  /** Seals the event's sentence. */
-  readonly cipher: FieldCipher;
 }
 
 /**
@@ -102,67 +100,69 @@ function dueWithoutProgressQuery(db: Executor, quietSince: Date) {
     );
 }
 
+/**
+ * Records an attempt in one statement, under the referral's row lock: the ledger row, the
+ * referral's forwarding columns, the timeline event (its sentence sealed), and what the change log
+ * adds to it (the event's row in the feed and the audit row, change-log.repository.ts). One round
+ * trip and one commit per attempt, with no transaction held open in between. The referral's
+ * version and updated_at stay: an attempt is the bridge's bookkeeping, not a change to the
+ * referral. Returns false, having written nothing, when the referral does not exist.
+ */
+export async function recordAttempt(db: Executor, keys: DataKeys, r: AttemptRecord): Promise<boolean> {
+  const s = r.submission;
+  const e = r.event;
+  const cipher = await keys.cipher(db);
+  const description = e === undefined ? null : sealedDescription(e, cipher);
+  // The feed reads the locked row: an attempt changes neither the version nor the parties. The
+  // audit row too is written only when the referral was found.
+  const leftBehind = changeLogCtes(db, {
+    feed: { from: 'ref', events: e === undefined ? [] : [e] },
+    outbox: [],
+    audit: r.audit,
+    auditOnlyWith: 'ref',
+  });
+  const { rows } = await sql<{ found: number }>`
+    with ref as (
+      select id, version, status, deleted_at, ehr_due_version,
+        sender_id_type, sender_id, provider_id_type, provider_id
+      from referrals where id = ${s.referralId}::uuid for update
+    ), ledger as (
+      insert into ehr_submissions (id, referral_id, message_id, version, attempt, attempted_at, outcome,
+        http_status, error_code, sha256, ehr_reference, duration_ms, request_id)
+      select ${s.id}::uuid, ref.id, ${s.messageId}, ${s.version}::int, ${s.attempt}::int,
+        ${s.attemptedAt}::timestamptz, ${s.outcome}, ${s.httpStatus}::int, ${s.errorCode}::text,
+        ${s.sha256}::text, ${s.ehrReference}::text, ${s.durationMs}::int, ${s.requestId}
+      from ref
+    ), forwarding as (
+      update referrals as r set
+        ehr_attempts = r.ehr_attempts + 1,
+        ehr_last_attempt_at = ${s.attemptedAt}::timestamptz,
+        ehr_sha256 = coalesce(${s.sha256}::text, r.ehr_sha256),
+        ehr_state = case
+          when ${r.settlesAs ?? null}::text is not null and ref.ehr_due_version is not null
+            and ${s.version}::int >= ref.ehr_due_version then ${r.settlesAs ?? null}::text
+          else r.ehr_state end,
+        ehr_forwarded_version = case
+          when ${r.delivered}::boolean then greatest(coalesce(r.ehr_forwarded_version, 0), ${s.version}::int)
+          else r.ehr_forwarded_version end
+      from ref where r.id = ref.id
+    ), timeline as (
+      insert into timeline_events (id, referral_id, type, system, description, produced_at)
+      select ${e?.id ?? null}::uuid, ref.id, ${e?.type ?? null}::text, ${e?.system ?? null}::text,
+        ${description}::text, ${e?.producedAt ?? null}::timestamptz
+      from ref
+      where ${e !== undefined}::boolean and ref.deleted_at is null
+        and ref.status = any(${[...(e?.fromStatuses ?? [])]}::text[])
+      returning ${sql.join(TIMELINE_RETURNING.map((column) => sql.ref(column)))}
+    ), ${sql.join(leftBehind)}
+    select 1 as found from ref
+  `.execute(db);
+  return rows.length > 0;
+}
+
+/** The ledger's reads and its bookkeeping on the referrals (an attempt is recorded by `recordAttempt`). */
 export function ehrSubmissionRepository(db: Executor) {
   return {
-    /**
-     * Records an attempt in one statement, under the referral's row lock: the ledger row, the
-     * referral's forwarding columns, the timeline event (its sentence sealed), and what the change log
-     * adds to it (the event's row in the feed and the audit row, change-log.repository.ts). One round
-     * trip and one commit per attempt, with no transaction held open in between. The referral's
-     * version and updated_at stay: an attempt is the bridge's bookkeeping, not a change to the
-     * referral. Returns false, having written nothing, when the referral does not exist.
-     */
-    async recordAttempt(r: AttemptRecord): Promise<boolean> {
-      const s = r.submission;
-      const e = r.event;
-      const description = e === undefined ? null : sealedDescription(e, r.cipher);
-      // The feed reads the locked row: an attempt changes neither the version nor the parties. The
-      // audit row too is written only when the referral was found.
-      const leftBehind = changeLogCtes(db, {
-        feed: { from: 'ref', events: e === undefined ? [] : [e] },
-        outbox: [],
-        audit: r.audit,
-        auditOnlyWith: 'ref',
-      });
-      const { rows } = await sql<{ found: number }>`
-        with ref as (
-          select id, version, status, deleted_at, ehr_due_version,
-            sender_id_type, sender_id, provider_id_type, provider_id
-          from referrals where id = ${s.referralId}::uuid for update
-        ), ledger as (
-          insert into ehr_submissions (id, referral_id, message_id, version, attempt, attempted_at, outcome,
-            http_status, error_code, sha256, ehr_reference, duration_ms, request_id)
-          select ${s.id}::uuid, ref.id, ${s.messageId}, ${s.version}::int, ${s.attempt}::int,
-            ${s.attemptedAt}::timestamptz, ${s.outcome}, ${s.httpStatus}::int, ${s.errorCode}::text,
-            ${s.sha256}::text, ${s.ehrReference}::text, ${s.durationMs}::int, ${s.requestId}
-          from ref
-        ), forwarding as (
-          update referrals as r set
-            ehr_attempts = r.ehr_attempts + 1,
-            ehr_last_attempt_at = ${s.attemptedAt}::timestamptz,
-            ehr_sha256 = coalesce(${s.sha256}::text, r.ehr_sha256),
-            ehr_state = case
-              when ${r.settlesAs ?? null}::text is not null and ref.ehr_due_version is not null
-                and ${s.version}::int >= ref.ehr_due_version then ${r.settlesAs ?? null}::text
-              else r.ehr_state end,
-            ehr_forwarded_version = case
-              when ${r.delivered}::boolean then greatest(coalesce(r.ehr_forwarded_version, 0), ${s.version}::int)
-              else r.ehr_forwarded_version end
-          from ref where r.id = ref.id
-        ), timeline as (
-          insert into timeline_events (id, referral_id, type, system, description, produced_at)
-          select ${e?.id ?? null}::uuid, ref.id, ${e?.type ?? null}::text, ${e?.system ?? null}::text,
-            ${description}::text, ${e?.producedAt ?? null}::timestamptz
-          from ref
-          where ${e !== undefined}::boolean and ref.deleted_at is null
-            and ref.status = any(${[...(e?.fromStatuses ?? [])]}::text[])
-          returning ${sql.join(TIMELINE_RETURNING.map((column) => sql.ref(column)))}
-        ), ${sql.join(leftBehind)}
-        select 1 as found from ref
-      `.execute(db);
-      return rows.length > 0;
-    },
-
     async insert(s: EhrSubmission): Promise<void> {
       await db
         .insertInto('ehr_submissions')

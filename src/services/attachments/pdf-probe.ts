@@ -4,8 +4,8 @@
 // write JSON version 2 is found before the first upload, not at it.
 import { spawn } from 'node:child_process';
 import os from 'node:os';
-import { ConfigError, type Config } from '../config.ts';
-import { PDF_CHECK_LIMITS, runQpdf } from './attachments-pdf.ts';
+import { ConfigError, type Config } from '../../config.ts';
+import { PDF_CHECK_LIMITS, runQpdf } from './pdf.ts';
 
 /** The smallest whole PDF: a catalog and no pages, with its cross-reference table. */
 const TEST_DOCUMENT = Buffer.from(

@@ -6,9 +6,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/config.ts';
-import { ATTACHMENT_TYPE_NAMES, type AttachmentType } from '../../src/domain/attachments.ts';
-import { probePdfChecker, requirePdfChecker } from '../../src/services/attachments-pdf-probe.ts';
+import { ConfigError } from '../../../src/config.ts';
+import { ATTACHMENT_TYPE_NAMES, type AttachmentType } from '../../../src/domain/attachments.ts';
+import { probePdfChecker, requirePdfChecker } from '../../../src/services/attachments/pdf-probe.ts';
 
 let work: string;
 beforeAll(() => {
