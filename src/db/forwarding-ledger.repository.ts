@@ -2,6 +2,7 @@
 // Rows hold IDs, hashes and outcomes only: never the form, never patient data.
 import { sql } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
+import { OUTBOX_TOPICS } from '../domain/lifecycle.ts';
 import type { FieldCipher } from '../domain/data-keys.ts';
 import type { AuditEvent } from './audit.repository.ts';
 import { changeLogCtes, TIMELINE_RETURNING } from './referrals/change.ts';
@@ -76,7 +77,7 @@ export interface AttemptRecord {
 
 /**
  * Queued referrals with a due version, untouched since `quietSince` (neither changed nor attempted),
- * and with no `ehr-forward` or `ehr-forward-again` outbox row left to dispatch.
+ * and with no outbox row of a forward topic (a forward, or a forward again) left to dispatch.
  */
 function dueWithoutProgressQuery(db: Executor, quietSince: Date) {
   return db
@@ -95,7 +96,7 @@ function dueWithoutProgressQuery(db: Executor, quietSince: Date) {
             .selectFrom('outbox as o')
             .select('o.id')
             .whereRef('o.referral_id', '=', 'r.id')
-            .where('o.topic', 'in', ['ehr-forward', 'ehr-forward-again'])
+            .where('o.topic', 'in', [OUTBOX_TOPICS.forward, OUTBOX_TOPICS.forwardAgain])
             .where('o.processed_at', 'is', null),
         ),
       ),
