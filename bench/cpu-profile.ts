@@ -55,14 +55,18 @@ export interface StageRule {
  * ones (a function of a file) before the broad ones (the file).
  */
 export const STAGE_RULES: readonly StageRule[] = [
-  // Shared by the submit and the forward: the timeline and audit writers, the form's source, the
-  // referral's repository.
+  // Shared by the submit and the forward: the timeline rows, the audit row, the form's source.
   {
     stage: null,
-    url: /\/src\/services\/referral-mutation\.ts$/,
-    fn: /^(appendTimeline|audit|auditBySystem|auditEventOf)$/,
+    url: /\/src\/services\/referrals\/mutation\.ts$/,
+    fn: /^(timelineEventsOf|timelineViewsOf)$/,
   },
-  { stage: null, url: /\/src\/services\/referral-queries\.ts$/, fn: /^(ehrFormSourceFor|ehrFormSourceOf)$/ },
+  { stage: null, url: /\/src\/db\/audit(\/|\.repository\.ts$)/ },
+  {
+    stage: null,
+    url: /\/src\/services\/referrals\/queries\.ts$/,
+    fn: /^(ehrFormSourceFor|ehrFormSourceOf)$/,
+  },
   // The forward's ledger service: its plan (the job's re-read of the referral) is the job's; keeping
   // the form and recording the attempt are the record.
   { stage: 'job', url: /\/src\/services\/forwarding\.service\.ts$/, fn: /^(plan|withdraw)$/ },
@@ -83,9 +87,9 @@ export const STAGE_RULES: readonly StageRule[] = [
   { stage: 'submit request', url: /\/src\/api\// },
   {
     stage: 'submit request',
-    url: /\/src\/services\/(referral-commands|referral-mutation|write-transaction|referral-queries|referral-presenter|links-minter|caller|input-rules|referral-fields|referral-input|api-key\.service)\.ts$/,
+    url: /\/src\/services\/(referrals\/|links\/|caller\.ts$|input-rules\.ts$|api-key\.service\.ts$)/,
   },
-  { stage: 'submit request', url: /\/src\/db\/(idempotency|api-key)\.repository\.ts$/ },
+  { stage: 'submit request', url: /\/src\/db\/(idempotency|api-key|links)\.repository\.ts$/ },
 ];
 
 /**

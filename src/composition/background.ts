@@ -11,6 +11,7 @@ import { closeRedis, connectRedis } from '../queue/connections.ts';
 import { createOutboxRelay, type OutboxRelay } from '../queue/outbox-relay.ts';
 import { outboxBatchHandlers, outboxHandlers } from '../queue/outbox-topics.ts';
 import { createReconciler, type Reconciler } from '../queue/reconciler.ts';
+import { ATTACHMENT_SCAN_QUEUE, FORWARD_QUEUE, REMINDERS_QUEUE, WEBHOOKS_QUEUE } from '../queue/registry.ts';
 import { createWebhookRelay, type WebhookRelay } from '../queue/webhooks-relay.ts';
 import { startEhrForwardWorker } from '../workers/forwarding/forwarding.worker.ts';
 import { startReminderWorker } from '../workers/reminders.worker.ts';
@@ -38,7 +39,7 @@ export interface Background {
 
 export function createReconcilerFor(ctx: AppContext): Reconciler {
   return createReconciler({
-    db: ctx.db,
+    stores: ctx.stores,
     clock: ctx.clock,
     logger: ctx.logger,
     producer: ctx.queues,
@@ -70,14 +71,14 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
     attemptTimeoutMs: config.ehrAttemptTimeoutSeconds * 1000,
   });
   const circuit = createEhrCircuit({
-    db: ctx.db,
+    stores: ctx.stores,
     clock: ctx.clock,
     logger: logger.child({ component: 'ehr-circuit' }),
     metrics: ctx.metrics,
     settings: circuitSettings(config),
     // The forwards that waited for the circuit go at once, rather than at their next probe time.
     onClosed: async () => {
-      await ctx.queues.queues['ehr-forward'].promoteJobs();
+      await ctx.queues.queues[FORWARD_QUEUE].promoteJobs();
     },
   });
   const workers: Worker[] = [
@@ -88,7 +89,7 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
         circuit,
         renderEhrForm: ctx.renderEhrForm,
         clock: ctx.clock,
-        logger: logger.child({ worker: 'ehr-forward' }),
+        logger: logger.child({ worker: FORWARD_QUEUE }),
         metrics: ctx.metrics,
         maxAttempts: config.ehrMaxAttempts,
       },
@@ -103,13 +104,13 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
       {
         reminders: ctx.reminders,
         removeSchedule: (id) => ctx.queues.removeReminders(id),
-        logger: logger.child({ worker: 'reminders' }),
+        logger: logger.child({ worker: REMINDERS_QUEUE }),
         metrics: ctx.metrics,
       },
       { connection, queuePrefix: config.queuePrefix },
     ),
     startWebhookWorker(
-      { ...ctx.webhookDelivery(), logger: logger.child({ worker: 'webhooks' }) },
+      { ...ctx.webhookDelivery(), logger: logger.child({ worker: WEBHOOKS_QUEUE }) },
       { connection, queuePrefix: config.queuePrefix, retryScheduleMs: config.webhookRetryScheduleMs },
     ),
   ];
@@ -120,11 +121,10 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
     workers.push(
       startAttachmentScanWorker(
         {
-          db: ctx.db,
-          dataKeys: ctx.dataKeys,
+          stores: ctx.stores,
           clock: ctx.clock,
           scanner: createClamdClient({ ...scanner, timeoutMs: config.attachmentScanTimeoutSeconds * 1000 }),
-          logger: logger.child({ worker: 'attachment-scan' }),
+          logger: logger.child({ worker: ATTACHMENT_SCAN_QUEUE }),
         },
         { connection, queuePrefix: config.queuePrefix },
       ),
@@ -136,14 +136,14 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
     });
   }
   const relay = createOutboxRelay({
-    db: ctx.db,
+    stores: ctx.stores,
     clock: ctx.clock,
     logger: logger.child({ component: 'outbox-relay' }),
     handlers: outboxHandlers(ctx),
     batchHandlers: outboxBatchHandlers(ctx),
   });
   const webhookRelay = createWebhookRelay({
-    db: ctx.db,
+    stores: ctx.stores,
     clock: ctx.clock,
     logger: logger.child({ component: 'webhook-relay' }),
     enqueue: (jobs) => ctx.queues.enqueueWebhooks(jobs),

@@ -288,7 +288,7 @@ export async function createContext(
   let webhookClient: WebhookClient | undefined;
   const production = config.env === 'production';
   const webhookDelivery = (): DeliveryDeps => ({
-    db,
+    stores,
     clock,
     metrics,
     disableAfterMs: config.webhookDisableAfterSeconds * 1000,

@@ -8,6 +8,7 @@
 // and are read as they are, until the sweep seals them (`resealContent`).
 import { sql, type Compilable, type Selectable } from 'kysely';
 import type { FormAttachment } from '../domain/attachments.ts';
+import { OUTBOX_TOPICS } from '../domain/lifecycle.ts';
 import {
   FieldTamperedError,
   sealedBytesHeader,
@@ -134,7 +135,7 @@ function toRecord(row: Selectable<AttachmentsTable>): AttachmentRecord {
 }
 
 /**
- * Attachments waiting for a scan since before `before`, with no `attachment-scan` outbox row of their
+ * Attachments waiting for a scan since before `before`, with no scan outbox row of their
  * referral left to dispatch: the relay queues the scans of such a referral's files itself.
  */
 function awaitingScanQuery(db: Executor, before: Date) {
@@ -150,7 +151,7 @@ function awaitingScanQuery(db: Executor, before: Date) {
             .selectFrom('outbox as o')
             .select('o.id')
             .whereRef('o.referral_id', '=', 'a.referral_id')
-            .where('o.topic', '=', 'attachment-scan')
+            .where('o.topic', '=', OUTBOX_TOPICS.attachmentScan)
             .where('o.processed_at', 'is', null),
         ),
       ),
@@ -191,7 +192,7 @@ function scanQueue(db: Executor) {
 
     /**
      * Attachments waiting for a scan since before `before`, oldest first (for the reconciler); those
-     * of a referral with an `attachment-scan` outbox row still to dispatch are the relay's, and left out.
+     * of a referral with a scan outbox row still to dispatch are the relay's, and left out.
      */
     async pendingScan(before: Date, limit: number): Promise<{ id: string; referralId: string }[]> {
       const rows = await awaitingScanQuery(db, before).orderBy('a.created_at').limit(limit).execute();

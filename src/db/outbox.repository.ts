@@ -26,7 +26,7 @@ export interface OutboxMessage {
   readonly version: number;
   readonly requestId: string;
   readonly createdAt: Date;
-  /** The referral's sending institution, whose backlog a forward joins (queue/forward-order.ts). */
+  /** The referral's sending institution, whose backlog a forward joins (queue/forward.queue.ts). */
   readonly sender: InstitutionRef;
 }
 

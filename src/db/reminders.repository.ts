@@ -2,6 +2,7 @@
 // a firing that runs twice notifies once.
 import { sql } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
+import { OUTBOX_TOPICS } from '../domain/lifecycle.ts';
 import type { Executor } from './executor.ts';
 
 export interface NewReminderNotification {
@@ -15,7 +16,7 @@ export interface NewReminderNotification {
   readonly sentAt: Date;
 }
 
-/** Pending-acceptance referrals with no `reminders` outbox row left to dispatch. */
+/** Pending-acceptance referrals with no outbox row of the reminders' topic left to dispatch. */
 function awaitingScheduleQuery(db: Executor) {
   return db
     .selectFrom('referrals as r')
@@ -29,7 +30,7 @@ function awaitingScheduleQuery(db: Executor) {
             .selectFrom('outbox as o')
             .select('o.id')
             .whereRef('o.referral_id', '=', 'r.id')
-            .where('o.topic', '=', 'reminders')
+            .where('o.topic', '=', OUTBOX_TOPICS.reminders)
             .where('o.processed_at', 'is', null),
         ),
       ),
@@ -72,7 +73,7 @@ export function reminderRepository(db: Executor) {
 
     /**
      * Pending-acceptance referrals that should have their reminder schedule in Redis by now, for the
-     * reconciler to check, a page at a time by ID: those with a `reminders` outbox row still to
+     * reconciler to check, a page at a time by ID: those with a reminders' outbox row still to
      * dispatch are left out, since the relay sets (or is setting) their schedule.
      */
     async pendingAcceptance(afterId: string | null, limit: number): Promise<string[]> {

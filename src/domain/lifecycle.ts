@@ -13,12 +13,21 @@ export type Actor = 'sender' | 'provider' | 'system';
 export const REFHUB_SYSTEM = 'refhub';
 
 /**
- * Background work a change records in the outbox: a forward that is now due (`ehr-forward`), an
- * operator's retry of a forward that failed for good (`ehr-forward-again`: the same version again,
- * so what is left of its failed job is cleared first), the provider reminders' schedule, and the
- * malware scans of the referral's files that wait for one (`attachment-scan`).
+ * Background work a change records in the outbox, each topic spelled here and nowhere else: a forward
+ * that is now due (`forward`), an operator's retry of a forward that failed for good (`forwardAgain`:
+ * the same version again, so what is left of its failed job is cleared first), the provider
+ * reminders' schedule (`reminders`), and the malware scans of the referral's files that wait for one
+ * (`attachmentScan`). The words are stored in outbox rows, so they never change; the forward, reminder
+ * and scan queues take their names from them (queue/*.queue.ts).
  */
-export type OutboxTopic = 'ehr-forward' | 'ehr-forward-again' | 'reminders' | 'attachment-scan';
+export const OUTBOX_TOPICS = {
+  forward: 'ehr-forward',
+  forwardAgain: 'ehr-forward-again',
+  reminders: 'reminders',
+  attachmentScan: 'attachment-scan',
+} as const;
+
+export type OutboxTopic = (typeof OUTBOX_TOPICS)[keyof typeof OUTBOX_TOPICS];
 
 export type Target =
   | { readonly kind: 'status'; readonly status: Status }
@@ -69,7 +78,7 @@ export const LIFECYCLE = {
     from: { sender: EDITABLE },
     to: { kind: 'status', status: 'pending-acceptance' },
     event: 'referral.pending-acceptance',
-    outbox: ['ehr-forward'],
+    outbox: [OUTBOX_TOPICS.forward],
   },
   delete: {
     from: { sender: ['draft'] },
@@ -84,7 +93,7 @@ export const LIFECYCLE = {
     },
     to: { kind: 'status', status: 'cancelled' },
     event: 'referral.cancelled',
-    outbox: ['ehr-forward'],
+    outbox: [OUTBOX_TOPICS.forward],
     senderNeedsCancellableOffering: true,
   },
   'back-to-draft': {
@@ -124,7 +133,7 @@ export const LIFECYCLE = {
     from: { provider: ['accepted', 'scheduled'] },
     to: { kind: 'status', status: 'completed' },
     event: 'referral.completed',
-    outbox: ['ehr-forward'],
+    outbox: [OUTBOX_TOPICS.forward],
   },
   'acknowledge-outcome': {
     from: { sender: ['completed'] },
@@ -145,7 +154,7 @@ export const LIFECYCLE = {
     from: { sender: EDITABLE, provider: ['accepted', 'scheduled'] },
     to: { kind: 'same' },
     event: 'referral.attachment-added',
-    outbox: ['attachment-scan'],
+    outbox: [OUTBOX_TOPICS.attachmentScan],
   },
   'remove-attachment': {
     from: { sender: ['draft'] },
@@ -277,12 +286,13 @@ function nextStatus(target: Target, input: DecisionInput): Status | undefined {
 }
 
 /**
- * The outbox topics a decided operation writes: the rule's own, plus `reminders` whenever the status
+ * The outbox topics a decided operation writes: the rule's own, plus the reminders' whenever the status
  * enters or leaves pending-acceptance, so that the provider's reminder schedule follows the status.
  */
 export function outboxTopics(decision: Decision, from: Status): OutboxTopic[] {
   const topics = [...decision.rule.outbox];
-  if ((from === 'pending-acceptance') !== (decision.next === 'pending-acceptance')) topics.push('reminders');
+  if ((from === 'pending-acceptance') !== (decision.next === 'pending-acceptance'))
+    topics.push(OUTBOX_TOPICS.reminders);
   return topics;
 }
 

@@ -4,6 +4,7 @@
 // elsewhere (queue depths in Redis, the outbox backlog in the database) are read when Prometheus
 // scrapes, through `sources`, so they are never stale.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { OUTBOX_TOPICS } from '../domain/lifecycle.ts';
 
 /** `2xx`, `4xx`, … for a status code; `error` when there was no answer. */
 export function statusClass(status: number | null): string {
@@ -280,7 +281,10 @@ export function createMetrics() {
     reminderSent(): void {
       remindersSent.inc();
     },
-    reconcilerRepaired(kind: 'forward' | 'attachment-scan' | 'reminder-schedule', count: number): void {
+    reconcilerRepaired(
+      kind: 'forward' | typeof OUTBOX_TOPICS.attachmentScan | 'reminder-schedule',
+      count: number,
+    ): void {
       if (count > 0) reconcilerRepairs.inc({ kind }, count);
     },
   };

@@ -4,11 +4,10 @@
 // (deterministic job IDs, deduplication, schedulers upserted by ID), so a row dispatched twice after
 // a crash does no harm. While Redis is down, dispatch fails fast, the rows wait with a growing delay,
 // and API writes go on succeeding.
-import type { Kysely } from 'kysely';
+import type { OutboxMessage } from '../db/outbox.repository.ts';
+import type { Stores } from '../db/stores.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { OutboxTopic } from '../domain/lifecycle.ts';
-import { outboxRepository, type OutboxMessage } from '../db/outbox.repository.ts';
-import type { Database } from '../db/schema.ts';
 import type { Logger } from '../logger.ts';
 import { QUEUE_UNAVAILABLE } from './connections.ts';
 import { createPollLoop, errorCode } from './poll-loop.ts';
@@ -25,7 +24,7 @@ export type OutboxBatchHandlers = Readonly<
 >;
 
 export interface RelayDeps {
-  readonly db: Kysely<Database>;
+  readonly stores: Pick<Stores, 'outbox'>;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly handlers: OutboxHandlers;
@@ -76,7 +75,7 @@ export function createOutboxRelay(deps: RelayDeps): OutboxRelay {
 
   async function drainOnce() {
     const now = deps.clock.now();
-    const outbox = outboxRepository(deps.db);
+    const outbox = deps.stores.outbox;
     const claimed = await outbox.claim(batchSize, now, new Date(now.getTime() + leaseMs));
     const done: string[] = [];
     let failed = 0;

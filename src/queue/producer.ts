@@ -1,26 +1,29 @@
 // The producer side of the queues: the only code that adds jobs and job schedulers. It is used by the
 // outbox relay and the reconciler, never by a request (requests write outbox rows instead). Its Redis
 // connection fails fast, so a Redis outage surfaces as an error the relay can retry later.
-import { Queue, type JobsOptions } from 'bullmq';
+import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createOutageLog, type Logger } from '../logger.ts';
 import { checkRedis, closeRedis, connectRedis, connected, settled, type RedisHealth } from './connections.ts';
-import { forgetForwards, forwardPriority, rankForwards, type QueuedForward } from './forward-order.ts';
-import { claimQueuePrefix, releaseQueuePrefix } from './prefix-claim.ts';
 import {
-  attachmentScanJobId,
-  QUEUE_NAMES,
-  SCAN_ATTEMPTS,
-  RETENTION,
-  forwardJobId,
-  forwardJobOptions,
-  reminderSchedulerId,
-  WEBHOOK_BACKOFF,
-  webhookJobId,
-  webhookMaxAttempts,
-  type QueueName,
-  type QueuePayloads,
-} from './registry.ts';
+  ATTACHMENT_SCAN_QUEUE,
+  enqueueScans,
+  ensureScan,
+  type ScanPayload,
+} from './attachment-scan.queue.ts';
+import { enqueueForwards, ensureForward, FORWARD_QUEUE, type QueuedForward } from './forward.queue.ts';
+import { claimQueuePrefix, releaseQueuePrefix } from './prefix-claim.ts';
+import { QUEUE_NAMES, type QueueName, type QueuePayloads } from './registry.ts';
+import {
+  hasReminderSchedule,
+  REMINDERS_QUEUE,
+  removeReminders,
+  scheduleReminders,
+  type ReminderSchedule,
+} from './reminders.queue.ts';
+import { enqueueWebhooks, WEBHOOKS_QUEUE, type WebhookPayload } from './webhooks.queue.ts';
+
+export type { ReminderSchedule } from './reminders.queue.ts';
 
 export interface QueueSettings {
   readonly redisUrl: string;
@@ -30,19 +33,9 @@ export interface QueueSettings {
   readonly webhookRetryScheduleMs: readonly number[];
 }
 
-export interface ReminderSchedule {
-  /** The first firing. */
-  readonly startAt: Date;
-  readonly everyMs: number;
-  /** How many firings are left. */
-  readonly limit: number;
-}
-
 /** The states `jobCounts` reports. */
 export const JOB_STATES = ['waiting', 'active', 'delayed', 'failed', 'completed'] as const;
 export type JobState = (typeof JOB_STATES)[number];
-
-const LIVE = new Set<string>(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
 
 export type Queues = { readonly [N in QueueName]: Queue<QueuePayloads[N]> };
 
@@ -50,7 +43,7 @@ export interface QueueProducer {
   readonly queues: Queues;
   readonly redis: Redis;
   /**
-   * Adds the forward job for `forward.version`, ranked in its institution's backlog (forward-order.ts).
+   * Adds the forward job for `forward.version`, ranked in its institution's backlog (forward.queue.ts).
    * Jobs for one referral coalesce (deduplication keyed by the referral): while one waits, a new
    * trigger adds nothing, because the waiting job sends the latest state when it runs; while one
    * runs, one more is kept to run after it.
@@ -66,7 +59,7 @@ export interface QueueProducer {
   ensureForward(forward: QueuedForward): Promise<boolean>;
   /**
    * The queue's jobs by state. `waiting` counts every job waiting for a worker, in whichever of
-   * BullMQ's lists it waits: forwards wait in the ordered one (`prioritized`, forward-order.ts).
+   * BullMQ's lists it waits: forwards wait in the ordered one (`prioritized`, forward.queue.ts).
    */
   jobCounts(name: QueueName): Promise<Record<JobState, number>>;
   hasReminderSchedule(referralId: string): Promise<boolean>;
@@ -77,18 +70,18 @@ export interface QueueProducer {
    * Adds one delivery job per (event, subscription), in one round trip. `replay` names an operator's
    * replay: the jobs are added again even when the first ones still exist.
    */
-  enqueueWebhooks(payloads: readonly QueuePayloads['webhooks'][], replay?: string): Promise<void>;
+  enqueueWebhooks(payloads: readonly WebhookPayload[], replay?: string): Promise<void>;
   /**
    * Adds a scan job per attachment, in one round trip; an attachment whose scan job is still in the
    * queue (waiting, running, finished or failed) is not added again.
    */
-  enqueueScans(payloads: readonly QueuePayloads['attachment-scan'][]): Promise<void>;
+  enqueueScans(payloads: readonly ScanPayload[]): Promise<void>;
   /**
    * Makes sure a scan job is live for the attachment: does nothing when one is waiting, delayed or
    * running; otherwise removes what is left of an earlier one (a job that failed for good, or
    * finished) and adds it under the same ID. Returns whether it added one.
    */
-  ensureScan(payload: QueuePayloads['attachment-scan']): Promise<boolean>;
+  ensureScan(payload: ScanPayload): Promise<boolean>;
   health(): Promise<RedisHealth>;
   /**
    * Claims the queue prefix for the installation (prefix-claim.ts); throws QueuePrefixTakenError when
@@ -119,49 +112,7 @@ export function createQueueProducer(settings: QueueSettings, logger: Logger): Qu
     });
     return queue;
   };
-  const queues: Queues = {
-    'ehr-forward': make('ehr-forward'),
-    reminders: make('reminders'),
-    webhooks: make('webhooks'),
-    'attachment-scan': make('attachment-scan'),
-  };
-
-  const forwardOptions = (payload: QueuePayloads['ehr-forward'], rank: number): JobsOptions => ({
-    jobId: forwardJobId(payload.referralId, payload.version),
-    deduplication: { id: payload.referralId, keepLastIfActive: true },
-    priority: forwardPriority(rank),
-    ...forwardJobOptions({ maxAttempts: settings.ehrMaxAttempts }),
-    removeOnComplete: RETENTION.completed,
-    removeOnFail: RETENTION.failed,
-  });
-
-  /** A scan job's options: one job per attachment, under its deterministic ID. */
-  const scanOptions = (payload: QueuePayloads['attachment-scan']): JobsOptions => ({
-    jobId: attachmentScanJobId(payload.attachmentId),
-    ...SCAN_ATTEMPTS,
-    removeOnComplete: RETENTION.completed,
-    removeOnFail: RETENTION.failed,
-  });
-
-  /**
-   * Ranks the forwards in their institutions' backlogs and adds their jobs. A job the queue coalesced
-   * into the referral's live one (its ID comes back as the live job's) leaves the backlog again.
-   */
-  async function addForwards(forwards: readonly QueuedForward[]): Promise<void> {
-    const ranks = await rankForwards(redis, settings.queuePrefix, forwards, Date.now());
-    const jobs = await queues['ehr-forward'].addBulk(
-      forwards.map((forward, i) => ({
-        name: 'forward',
-        data: forward,
-        opts: forwardOptions(forward, ranks[i] ?? 1),
-      })),
-    );
-    const coalesced = forwards.flatMap((forward, i) => {
-      const jobId = forwardJobId(forward.referralId, forward.version);
-      return jobs[i]?.id === jobId ? [] : [{ institution: forward.institution, jobId }];
-    });
-    await forgetForwards(redis, settings.queuePrefix, coalesced);
-  }
+  const queues = Object.fromEntries(QUEUE_NAMES.map((name) => [name, make(name)])) as unknown as Queues;
 
   return {
     queues,
@@ -169,30 +120,18 @@ export function createQueueProducer(settings: QueueSettings, logger: Logger): Qu
 
     async enqueueForward(forward) {
       await connected(redis);
-      await addForwards([forward]);
+      await enqueueForwards(queues[FORWARD_QUEUE], redis, settings, [forward]);
     },
 
     async enqueueForwards(forwards) {
       if (forwards.length === 0) return;
       await connected(redis);
-      await addForwards(forwards);
+      await enqueueForwards(queues[FORWARD_QUEUE], redis, settings, forwards);
     },
 
     async ensureForward(forward) {
       await connected(redis);
-      const queue = queues['ehr-forward'];
-      const current = await queue.getDeduplicationJobId(forward.referralId);
-      if (current !== null) {
-        if (LIVE.has(await queue.getJobState(current))) return false;
-        await queue.removeDeduplicationKey(forward.referralId);
-      }
-      const leftover = await queue.getJob(forwardJobId(forward.referralId, forward.version));
-      if (leftover !== undefined) {
-        if (LIVE.has(await leftover.getState())) return false;
-        await leftover.remove();
-      }
-      await addForwards([forward]);
-      return true;
+      return ensureForward(queues[FORWARD_QUEUE], redis, settings, forward);
     },
 
     async jobCounts(name) {
@@ -203,68 +142,34 @@ export function createQueueProducer(settings: QueueSettings, logger: Logger): Qu
 
     async hasReminderSchedule(referralId) {
       await connected(redis);
-      return (await queues.reminders.getJobScheduler(reminderSchedulerId(referralId))) !== undefined;
+      return hasReminderSchedule(queues[REMINDERS_QUEUE], referralId);
     },
 
     async scheduleReminders(referralId, schedule) {
       await connected(redis);
-      await queues.reminders.upsertJobScheduler(
-        reminderSchedulerId(referralId),
-        { every: schedule.everyMs, startDate: schedule.startAt, limit: schedule.limit },
-        {
-          name: 'reminder',
-          data: { referralId },
-          opts: {
-            attempts: 5,
-            backoff: { type: 'exponential', delay: 5_000 },
-            removeOnComplete: RETENTION.completed,
-            removeOnFail: RETENTION.failed,
-          },
-        },
-      );
+      await scheduleReminders(queues[REMINDERS_QUEUE], referralId, schedule);
     },
 
     async removeReminders(referralId) {
       await connected(redis);
-      await queues.reminders.removeJobScheduler(reminderSchedulerId(referralId));
+      await removeReminders(queues[REMINDERS_QUEUE], referralId);
     },
 
     async enqueueWebhooks(payloads, replay) {
       if (payloads.length === 0) return;
       await connected(redis);
-      await queues.webhooks.addBulk(
-        payloads.map((payload) => ({
-          name: 'deliver',
-          data: payload,
-          opts: {
-            jobId: webhookJobId(payload, replay),
-            attempts: webhookMaxAttempts(settings.webhookRetryScheduleMs),
-            backoff: { type: WEBHOOK_BACKOFF },
-            removeOnComplete: RETENTION.completed,
-            removeOnFail: RETENTION.failed,
-          },
-        })),
-      );
+      await enqueueWebhooks(queues[WEBHOOKS_QUEUE], settings, payloads, replay);
     },
 
     async enqueueScans(payloads) {
       if (payloads.length === 0) return;
       await connected(redis);
-      await queues['attachment-scan'].addBulk(
-        payloads.map((payload) => ({ name: 'scan', data: payload, opts: scanOptions(payload) })),
-      );
+      await enqueueScans(queues[ATTACHMENT_SCAN_QUEUE], payloads);
     },
 
     async ensureScan(payload) {
       await connected(redis);
-      const queue = queues['attachment-scan'];
-      const leftover = await queue.getJob(attachmentScanJobId(payload.attachmentId));
-      if (leftover !== undefined) {
-        if (LIVE.has(await leftover.getState())) return false;
-        await leftover.remove();
-      }
-      await queue.add('scan', payload, scanOptions(payload));
-      return true;
+      return ensureScan(queues[ATTACHMENT_SCAN_QUEUE], payload);
     },
 
     health: () => checkRedis(redis, `${settings.queuePrefix}:readiness-probe`),

@@ -14,29 +14,28 @@
 //
 // A scan job lost with Redis's data, or never added (a crash between storing the upload and queueing
 // its scan), leaves an attachment waiting for a scan no job will make. The same rules hold: an
-// attachment added within the quiet period, or whose referral has an `attachment-scan` outbox row
-// still to dispatch, is left to whatever is queueing its scan; and one with no live job is read again
+// attachment added within the quiet period, or whose referral has a scan outbox row still to
+// dispatch, is left to whatever is queueing its scan; and one with no live job is read again
 // before its scan is enqueued, since a worker records the scan before its job finishes. A scan job
 // that failed for good (the scanner unreachable through every attempt) is not live either, as a
 // forward's is not: the attachment still waits, so its scan is enqueued again.
-import type { Kysely } from 'kysely';
+import type { DueForward } from '../db/forwarding/ledger.ts';
+import type { Stores } from '../db/stores.ts';
 import type { Clock } from '../domain/clock.ts';
 import { messageIdOf } from '../domain/ids.ts';
-import { attachmentRepository } from '../db/attachments.repository.ts';
-import { ehrSubmissionRepository, type DueForward } from '../db/forwarding/ledger.ts';
-import { reminderRepository } from '../db/reminders.repository.ts';
-import type { Database } from '../db/schema.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import type { QueueProducer, ReminderSchedule } from './producer.ts';
+import { ATTACHMENT_SCAN_QUEUE, scanIsLive } from './attachment-scan.queue.ts';
+import { FORWARD_QUEUE, forwardIsLive } from './forward.queue.ts';
+import { institutionKey } from './job-settings.ts';
+import { createPeriodicLoop, type PollLoop } from './poll-loop.ts';
+import type { QueueProducer } from './producer.ts';
 import { QueuePrefixTakenError } from './prefix-claim.ts';
-import { attachmentScanJobId, forwardJobId, institutionKey } from './registry.ts';
-
-/** The job states in which a job is still to run or running (as `ensureForward` and `ensureScan` see them). */
-const LIVE = new Set<string>(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
+import type { ReminderSchedule } from './reminders.queue.ts';
 
 export interface ReconcilerDeps {
-  readonly db: Kysely<Database>;
+  /** The truth it repairs Redis from: the due forwards, the files waiting for a scan, the pending referrals. */
+  readonly stores: Pick<Stores, 'forwarding' | 'attachments' | 'reminders'>;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly producer: QueueProducer;
@@ -76,15 +75,6 @@ export function createReconciler(deps: ReconcilerDeps) {
   const quietMs = deps.quietMs ?? 5_000;
   const PAGE = deps.pageSize ?? 500;
 
-  /** Whether a job for the referral's forward waits, is delayed or runs; it only reads. */
-  async function forwardIsLive(referralId: string, version: number): Promise<boolean> {
-    const queue = deps.producer.queues['ehr-forward'];
-    const current = await queue.getDeduplicationJobId(referralId);
-    if (current !== null && LIVE.has(await queue.getJobState(current))) return true;
-    const job = await queue.getJob(forwardJobId(referralId, version));
-    return job !== undefined && LIVE.has(await job.getState());
-  }
-
   /**
    * Every due forward without a live job, oldest first, a page at a time: one run puts back all that
    * Redis lost, and the referrals whose jobs are still queued never hide the ones after them.
@@ -92,12 +82,12 @@ export function createReconciler(deps: ReconcilerDeps) {
   async function requeueForwards(): Promise<number> {
     let requeued = 0;
     const since = new Date(deps.clock.now().getTime() - quietMs);
-    const ledger = ehrSubmissionRepository(deps.db);
+    const ledger = deps.stores.forwarding.ledger;
     let after: DueForward | undefined;
     for (;;) {
       const due = await ledger.dueWithoutProgress(since, PAGE, after);
       for (const { id, dueVersion, sender } of due) {
-        if (await forwardIsLive(id, dueVersion)) continue;
+        if (await forwardIsLive(deps.producer.queues[FORWARD_QUEUE], id, dueVersion)) continue;
         // Read again: a worker that finished the job since the page was read has recorded it by now.
         if (!(await ledger.isDueWithoutProgress(id, dueVersion, since))) continue;
         const added = await deps.producer.ensureForward({
@@ -113,12 +103,6 @@ export function createReconciler(deps: ReconcilerDeps) {
     }
   }
 
-  /** Whether the attachment's scan job waits, is delayed or runs; it only reads. */
-  async function scanIsLive(attachmentId: string): Promise<boolean> {
-    const job = await deps.producer.queues['attachment-scan'].getJob(attachmentScanJobId(attachmentId));
-    return job !== undefined && LIVE.has(await job.getState());
-  }
-
   /**
    * The oldest attachments waiting for a scan since before the quiet period, at most a page of them
    * per run, each enqueued again under its own job ID when no live job scans it. Those whose jobs are
@@ -130,9 +114,9 @@ export function createReconciler(deps: ReconcilerDeps) {
     if (deps.scansAttachments !== true) return 0;
     let requeued = 0;
     const since = new Date(deps.clock.now().getTime() - quietMs);
-    const attachments = attachmentRepository(deps.db);
+    const attachments = deps.stores.attachments;
     for (const { id, referralId } of await attachments.pendingScan(since, PAGE)) {
-      if (await scanIsLive(id)) continue;
+      if (await scanIsLive(deps.producer.queues[ATTACHMENT_SCAN_QUEUE], id)) continue;
       // Read again: a worker that finished the scan since the page was read has recorded it by now,
       // and a relay queueing it has not yet marked its outbox row.
       if (!(await attachments.awaitsScan(id, since))) continue;
@@ -145,7 +129,7 @@ export function createReconciler(deps: ReconcilerDeps) {
   async function rebuildSchedulers(): Promise<number> {
     let rebuilt = 0;
     let after: string | null = null;
-    const reminders = reminderRepository(deps.db);
+    const reminders = deps.stores.reminders;
     for (;;) {
       const ids = await reminders.pendingAcceptance(after, PAGE);
       for (const id of ids) {
@@ -163,9 +147,7 @@ export function createReconciler(deps: ReconcilerDeps) {
     }
   }
 
-  let timer: NodeJS.Timeout | undefined;
-  let inFlight: Promise<unknown> | undefined;
-
+  let loop: PollLoop | undefined;
   const reconciler = {
     async reconcileOnce(): Promise<Repairs> {
       await deps.claim?.();
@@ -175,7 +157,7 @@ export function createReconciler(deps: ReconcilerDeps) {
         schedulersRebuilt: await rebuildSchedulers(),
       };
       deps.metrics.reconcilerRepaired('forward', repairs.forwardsRequeued);
-      deps.metrics.reconcilerRepaired('attachment-scan', repairs.scansRequeued);
+      deps.metrics.reconcilerRepaired(ATTACHMENT_SCAN_QUEUE, repairs.scansRequeued);
       deps.metrics.reconcilerRepaired('reminder-schedule', repairs.schedulersRebuilt);
       if (repairs.forwardsRequeued + repairs.scansRequeued + repairs.schedulersRebuilt > 0) {
         deps.logger.warn(repairs, 'reconciler repaired queue state from the database');
@@ -183,34 +165,30 @@ export function createReconciler(deps: ReconcilerDeps) {
       return repairs;
     },
 
+    /** Runs `reconcileOnce` every `intervalMs` (poll-loop.ts) until stopped. */
     start(intervalMs: number): void {
-      if (timer !== undefined) return;
-      timer = setInterval(() => {
-        if (inFlight !== undefined) return;
-        inFlight = reconciler
-          .reconcileOnce()
-          .catch((error: unknown) => {
-            if (error instanceof QueuePrefixTakenError) {
-              // Its message names the prefix and the two installations, nothing else.
-              deps.logger.error({ err: { name: error.name, code: error.code } }, error.message);
-              return;
-            }
-            deps.logger.warn(
-              { err: { name: (error as Error).name } },
-              'reconciler run failed; it will run again',
-            );
-          })
-          .finally(() => {
-            inFlight = undefined;
-          });
-      }, intervalMs);
-      timer.unref();
+      loop ??= createPeriodicLoop(
+        () => reconciler.reconcileOnce(),
+        intervalMs,
+        (error) => {
+          if (error instanceof QueuePrefixTakenError) {
+            // Its message names the prefix and the two installations, nothing else.
+            deps.logger.error({ err: { name: error.name, code: error.code } }, error.message);
+            return;
+          }
+          deps.logger.warn(
+            { err: { name: (error as Error).name } },
+            'reconciler run failed; it will run again',
+          );
+        },
+      );
+      loop.start();
     },
 
+    /** Resolves when the run in progress has finished. */
     async stop(): Promise<void> {
-      clearInterval(timer);
-      timer = undefined;
-      await inFlight;
+      await loop?.stop();
+      loop = undefined;
     },
   };
   return reconciler;

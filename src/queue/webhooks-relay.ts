@@ -4,25 +4,22 @@
 // referral left draft) and want its type, adds one job per (event, subscription) carrying the two IDs,
 // and then moves its place forward. A crash between the two leaves the place where it was, so the
 // batch is enqueued again under the same job IDs: deliveries are at least once, never skipped.
-import type { Kysely } from 'kysely';
+import type { ReferralEvent } from '../db/events.repository.ts';
+import type { Stores } from '../db/stores.ts';
+import type { WebhookSubscription } from '../db/webhooks-subscription.repository.ts';
 import type { InstitutionRef } from '../domain/access.ts';
 import type { Clock } from '../domain/clock.ts';
-import { referralEventRepository, type ReferralEvent } from '../db/events.repository.ts';
-import { webhookRelayRepository } from '../db/webhooks-relay.repository.ts';
-import {
-  webhookSubscriptionRepository,
-  type WebhookSubscription,
-} from '../db/webhooks-subscription.repository.ts';
-import type { Database } from '../db/schema.ts';
 import type { Logger } from '../logger.ts';
+import { institutionKey } from './job-settings.ts';
 import { createPollLoop, errorCode } from './poll-loop.ts';
-import { institutionKey, type QueuePayloads } from './registry.ts';
+import type { WebhookPayload } from './webhooks.queue.ts';
 
 export interface WebhookRelayDeps {
-  readonly db: Kysely<Database>;
+  /** The event feed, the relay's place in it, and the subscriptions. */
+  readonly stores: Pick<Stores, 'events' | 'webhooks'>;
   readonly clock: Clock;
   readonly logger: Logger;
-  readonly enqueue: (jobs: readonly QueuePayloads['webhooks'][]) => Promise<void>;
+  readonly enqueue: (jobs: readonly WebhookPayload[]) => Promise<void>;
   readonly batchSize?: number;
   readonly idleMs?: number;
 }
@@ -63,13 +60,13 @@ export function createWebhookRelay(deps: WebhookRelayDeps): WebhookRelay {
   const idleMs = deps.idleMs ?? 200;
 
   async function drainOnce() {
-    const place = webhookRelayRepository(deps.db);
+    const place = deps.stores.webhooks.relay;
     const from = await place.read();
-    const events = await referralEventRepository(deps.db).pageAll(from, batchSize);
+    const events = await deps.stores.events.pageAll(from, batchSize);
     const last = events.at(-1);
     if (last === undefined) return { events: 0, jobs: 0 };
     const institutions = new Map(events.flatMap(audienceOf).map((i) => [key(i), i]));
-    const subscriptions = await webhookSubscriptionRepository(deps.db).enabledFor([...institutions.values()]);
+    const subscriptions = await deps.stores.webhooks.subscriptions.enabledFor([...institutions.values()]);
     const jobs = events.flatMap((event) =>
       subscribersOf(event, subscriptions).map((s) => ({
         eventId: event.id,

@@ -30,6 +30,7 @@ import {
   type SealingHead,
 } from '../db/audit-chain.repository.ts';
 import type { Database } from '../db/schema.ts';
+import { createPeriodicLoop } from '../queue/poll-loop.ts';
 import {
   CHECKPOINT_FORM,
   checkChain,
@@ -205,19 +206,10 @@ export function createAuditChain(deps: AuditChainDeps) {
      * to `onError` and the next one tries again (the rows wait, unsealed, meanwhile).
      */
     start(intervalMs: number, onError: (error: unknown) => void): () => void {
-      let running = false;
-      const timer = setInterval(() => {
-        if (running) return;
-        running = true;
-        this.seal()
-          .catch(onError)
-          .finally(() => {
-            running = false;
-          });
-      }, intervalMs);
-      timer.unref();
+      const loop = createPeriodicLoop(() => this.seal(), intervalMs, onError);
+      loop.start();
       return () => {
-        clearInterval(timer);
+        void loop.stop();
       };
     },
 

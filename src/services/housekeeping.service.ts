@@ -6,6 +6,7 @@ import { housekeepingRepository } from '../db/housekeeping.repository.ts';
 import { referralEventRepository } from '../db/events.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Logger } from '../logger.ts';
+import { createPeriodicLoop } from '../queue/poll-loop.ts';
 
 const BATCH = 1000;
 const MAX_BATCHES_PER_RUN = 50;
@@ -57,26 +58,21 @@ export function createHousekeeping(deps: {
       };
     },
 
-    /** Runs purgeExpired every `intervalMs` until the returned function is called. */
+    /** Runs purgeExpired every `intervalMs` (queue/poll-loop.ts) until the returned function is called. */
     start(intervalMs: number): () => void {
-      let running = false;
-      const timer = setInterval(() => {
-        if (running) return;
-        running = true;
-        this.purgeExpired()
-          .then((purged) => {
-            if (Object.values(purged).some((n) => n > 0)) deps.logger.info(purged, 'expired rows purged');
-          })
-          .catch((error: unknown) => {
-            deps.logger.warn({ err: { type: (error as Error).name } }, 'housekeeping failed; it will retry');
-          })
-          .finally(() => {
-            running = false;
-          });
-      }, intervalMs);
-      timer.unref();
+      const loop = createPeriodicLoop(
+        async () => {
+          const purged = await this.purgeExpired();
+          if (Object.values(purged).some((n) => n > 0)) deps.logger.info(purged, 'expired rows purged');
+        },
+        intervalMs,
+        (error: unknown) => {
+          deps.logger.warn({ err: { type: (error as Error).name } }, 'housekeeping failed; it will retry');
+        },
+      );
+      loop.start();
       return () => {
-        clearInterval(timer);
+        void loop.stop();
       };
     },
   };

@@ -6,11 +6,15 @@ import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { logWorkerErrors } from './worker-errors.ts';
 import { foreignJob, type ForeignJobDeps } from './foreign-job.ts';
-import { WORKER_DEFAULTS, type QueuePayloads } from '../queue/registry.ts';
-import type { FireResult } from '../queue/registry.ts';
+import {
+  REMINDERS_QUEUE,
+  REMINDERS_WORKER_DEFAULTS,
+  type FireResult,
+  type ReminderPayload,
+} from '../queue/reminders.queue.ts';
 import type { Reminders } from '../services/reminders.service.ts';
 
-export type ReminderPayload = QueuePayloads['reminders'];
+export type { ReminderPayload } from '../queue/reminders.queue.ts';
 
 export interface ReminderWorkerDeps extends ForeignJobDeps {
   readonly reminders: Reminders;
@@ -28,7 +32,7 @@ export async function fireReminder(
   firingKey: string,
 ): Promise<FireResult> {
   const result = await deps.reminders.fire(payload.referralId, firingKey, `reminder.${firingKey}`);
-  if (result.kind === 'unknown-referral') throw foreignJob(deps, 'reminders');
+  if (result.kind === 'unknown-referral') throw foreignJob(deps, REMINDERS_QUEUE);
   if (result.kind === 'done' || result.remaining === 0) await deps.removeSchedule(payload.referralId);
   if (result.kind === 'sent') {
     deps.logger.info(
@@ -44,12 +48,12 @@ export function startReminderWorker(
   settings: { readonly connection: Redis; readonly queuePrefix: string },
 ): Worker<ReminderPayload> {
   const worker = new Worker<ReminderPayload, FireResult>(
-    'reminders',
+    REMINDERS_QUEUE,
     (job: Job<ReminderPayload>) => {
       const firingKey = job.id ?? `${job.name}.${job.timestamp}`;
       return fireReminder({ ...deps, logger: deps.logger.child({ jobId: firingKey }) }, job.data, firingKey);
     },
-    { connection: settings.connection, prefix: settings.queuePrefix, ...WORKER_DEFAULTS.reminders },
+    { connection: settings.connection, prefix: settings.queuePrefix, ...REMINDERS_WORKER_DEFAULTS },
   );
   logWorkerErrors(worker, settings.connection, deps.logger);
   return worker;

@@ -113,7 +113,7 @@ describe('change notifications on PostgreSQL', () => {
   it('wakes an outbox relay, which finds a committed row long before its next poll', async () => {
     const dispatched: string[] = [];
     const relay = createOutboxRelay({
-      db: t.ctx.db,
+      stores: t.ctx.stores,
       clock: systemClock,
       logger: t.ctx.logger,
       idleMs: 3_600_000,

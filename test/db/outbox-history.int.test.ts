@@ -45,7 +45,7 @@ describe.each(ENGINES)('the outbox on %s, as its history grows', (engine) => {
     }
     const dispatched = () => Promise.resolve();
     relay = createOutboxRelay({
-      db: t.ctx.db,
+      stores: t.ctx.stores,
       clock: systemClock,
       logger: t.ctx.logger,
       handlers: {

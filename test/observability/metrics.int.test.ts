@@ -67,7 +67,7 @@ describe('metrics', () => {
       .where('referral_id', '=', lost.id)
       .execute();
     await createReconciler({
-      db: t.ctx.db,
+      stores: t.ctx.stores,
       clock: systemClock,
       logger: t.ctx.logger,
       producer: t.ctx.queues,

@@ -1,4 +1,4 @@
-// The forward queue's order (queue/forward-order.ts): each forward is ranked in its institution's
+// The forward queue's order (queue/forward.queue.ts): each forward is ranked in its institution's
 // backlog, a started or coalesced one leaves it, old entries stop counting, and the producer adds
 // each job with its rank as its priority, counted as waiting.
 import { randomUUID } from 'node:crypto';
@@ -10,7 +10,7 @@ import {
   ORDER_HORIZON_MS,
   rankForwards,
   type QueuedForward,
-} from '../../src/queue/forward-order.ts';
+} from '../../src/queue/forward.queue.ts';
 import { createQueueProducer, type QueueProducer } from '../../src/queue/producer.ts';
 import { forwardJobId, QUEUE_NAMES } from '../../src/queue/registry.ts';
 import { testRedisUrl } from '../support/bridge.ts';

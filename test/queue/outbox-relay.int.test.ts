@@ -37,7 +37,13 @@ describe.each(ENGINES)('the outbox relay on %s', (engine) => {
   });
 
   const relayWith = (handlers: OutboxHandlers, options: Partial<RelayDeps> = {}) =>
-    createOutboxRelay({ db: t.ctx.db, clock: systemClock, logger: t.ctx.logger, handlers, ...options });
+    createOutboxRelay({
+      stores: t.ctx.stores,
+      clock: systemClock,
+      logger: t.ctx.logger,
+      handlers,
+      ...options,
+    });
   /** Handlers that note each dispatch, or do what `act` says for a row. */
   const recording = (act: (m: OutboxMessage) => Promise<void> = () => Promise.resolve()) => {
     const seen: string[] = [];
@@ -304,7 +310,7 @@ describe.each(ENGINES)('the outbox relay on %s', (engine) => {
         expect(await t.ctx.queues.jobCounts('ehr-forward')).toMatchObject({ waiting: 0, active: 1 });
 
         await running.moveToCompleted('delivered', token, false);
-        // Waiting in the forward queue's order (queue/forward-order.ts).
+        // Waiting in the forward queue's order (queue/forward.queue.ts).
         const next = await forwards.getJobs(['prioritized']);
         expect(next.map((j) => j.id)).toEqual([forwardJobId(draft.id, submitted.version + 1)]);
       } finally {

@@ -1,7 +1,7 @@
 // The relays' loop: at once again after a full batch, a pause after an empty or failed pass, and a
 // stop that waits for the pass in progress.
 import { describe, expect, it } from 'vitest';
-import { createPollLoop, errorCode } from '../../src/queue/poll-loop.ts';
+import { createPeriodicLoop, createPollLoop, errorCode } from '../../src/queue/poll-loop.ts';
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -96,5 +96,76 @@ describe('the poll loop', () => {
     expect(errorCode(Object.assign(new Error('x'), { code: 'has space' }))).toBe('Error');
     expect(errorCode(new TypeError('patient Jane'))).toBe('TypeError');
     expect(errorCode('patient Jane')).toBe('Error');
+  });
+});
+
+describe('the periodic loop (the reconciler, housekeeping, the audit sealer)', () => {
+  it('first runs after one interval, then once per interval, never two runs at once', async () => {
+    let runs = 0;
+    let running = 0;
+    let overlapped = false;
+    const loop = createPeriodicLoop(
+      async () => {
+        runs++;
+        running++;
+        if (running > 1) overlapped = true;
+        await pause(30);
+        running--;
+      },
+      100,
+      () => undefined,
+    );
+    loop.start();
+    await pause(50);
+    // Nothing yet: a job on a timer begins with its interval.
+    expect(runs).toBe(0);
+    await expect.poll(() => runs, { timeout: 2_000 }).toBeGreaterThanOrEqual(2);
+    await loop.stop();
+    expect(overlapped).toBe(false);
+  });
+
+  it('reports a failed run and runs again at the next interval', async () => {
+    const errors: unknown[] = [];
+    let runs = 0;
+    const loop = createPeriodicLoop(
+      () => {
+        runs++;
+        return Promise.reject(new Error('down'));
+      },
+      50,
+      (error) => errors.push(error),
+    );
+    loop.start();
+    await expect.poll(() => runs, { timeout: 2_000 }).toBeGreaterThanOrEqual(2);
+    await loop.stop();
+    expect(errors.length).toBe(runs);
+  });
+
+  it('stops at once when it waits, and waits for the run in progress', async () => {
+    let finished = false;
+    let started = false;
+    const loop = createPeriodicLoop(
+      async () => {
+        started = true;
+        await pause(100);
+        finished = true;
+      },
+      20,
+      () => undefined,
+    );
+    loop.start();
+    await expect.poll(() => started).toBe(true);
+    await loop.stop();
+    expect(finished).toBe(true);
+
+    const idle = createPeriodicLoop(
+      () => Promise.resolve(),
+      3_600_000,
+      () => undefined,
+    );
+    idle.start();
+    const before = performance.now();
+    await idle.stop();
+    expect(performance.now() - before).toBeLessThan(1_000);
   });
 });

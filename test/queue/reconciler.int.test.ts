@@ -65,7 +65,7 @@ describe.each(ENGINES)('the reconciler on %s', (engine) => {
   const forwards = () => t.ctx.queues.queues['ehr-forward'];
   const relay = () =>
     createOutboxRelay({
-      db: t.ctx.db,
+      stores: t.ctx.stores,
       clock: systemClock,
       logger: t.ctx.logger,
       handlers: outboxHandlers(t.ctx),
@@ -81,7 +81,7 @@ describe.each(ENGINES)('the reconciler on %s', (engine) => {
     scansAttachments = false,
   ) =>
     createReconciler({
-      db: t.ctx.db,
+      stores: t.ctx.stores,
       clock: systemClock,
       logger: watchedLogger,
       producer,
@@ -171,7 +171,7 @@ describe.each(ENGINES)('the reconciler on %s', (engine) => {
       );
       expect(await forwards().getJobState(jobId)).toBe('failed');
       expect(await t.ctx.queues.ensureForward(payload)).toBe(true);
-      // Waiting in the forward queue's order (queue/forward-order.ts).
+      // Waiting in the forward queue's order (queue/forward.queue.ts).
       expect(await forwards().getJobState(jobId)).toBe('prioritized');
       expect(await forwards().getDeduplicationJobId(r.id)).toBe(jobId);
     } finally {
@@ -463,7 +463,7 @@ describe.each(ENGINES)('the reconciler on %s', (engine) => {
       const released = new Promise<void>((resolve) => (release = resolve));
       const handlers = outboxHandlers(t.ctx);
       const heldRelay = createOutboxRelay({
-        db: t.ctx.db,
+        stores: t.ctx.stores,
         clock: systemClock,
         logger: t.ctx.logger,
         handlers: {

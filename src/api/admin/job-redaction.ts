@@ -6,7 +6,7 @@
 // Anything else is replaced by a visible marker, so an unexpected field shows up as a question for
 // the developers instead of as data.
 import { containsUuid, isUuid } from '../../domain/ids.ts';
-import type { QueueResults } from '../../queue/registry.ts';
+import type { FireResult, SettledForward, SettledScan, SettledWebhook } from '../../queue/registry.ts';
 
 /** What replaces a value that is not known to be safe. */
 export const NOT_SHOWN = '[not shown]';
@@ -31,13 +31,7 @@ const RESULT_WORDS: ReadonlySet<string> = new Set(
     rejected: true,
     'already-scanned': true,
     gone: true,
-  } satisfies Record<
-    | QueueResults['ehr-forward']
-    | QueueResults['reminders']['kind']
-    | QueueResults['webhooks']
-    | QueueResults['attachment-scan'],
-    true
-  >),
+  } satisfies Record<SettledForward | FireResult['kind'] | SettledWebhook | SettledScan, true>),
 );
 
 // Error codes as the workers throw them: `HTTP_503`, `UND_ERR_SOCKET`, `ECONNRESET`, `not_self_contained`.

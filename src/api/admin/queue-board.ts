@@ -11,7 +11,14 @@ import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyPluginCallback } from 'fastify';
 import { BROWSER_TIME_LOCALE, browserDateTimeFormat } from '../../domain/display-time.ts';
 import type { QueueProducer } from '../../queue/producer.ts';
-import { QUEUE_NAMES, type QueueName } from '../../queue/registry.ts';
+import {
+  ATTACHMENT_SCAN_QUEUE,
+  FORWARD_QUEUE,
+  QUEUE_NAMES,
+  REMINDERS_QUEUE,
+  WEBHOOKS_QUEUE,
+  type QueueName,
+} from '../../queue/registry.ts';
 import { ADMIN_PATH, BOARD_PATH } from '../../render/pages/admin-overview.page.ts';
 import { redactBoardBody } from './job-redaction.ts';
 
@@ -45,21 +52,21 @@ export interface QueueBoard {
 }
 
 const DESCRIPTIONS: Readonly<Record<QueueName, { displayName: string; description: string }>> = {
-  'ehr-forward': {
+  [FORWARD_QUEUE]: {
     displayName: 'EHR forwarding',
     description:
       'Sends submitted and cancelled referrals to the national EHR. Job: referral ID, version, request ID.',
   },
-  reminders: {
+  [REMINDERS_QUEUE]: {
     displayName: 'Provider reminders',
     description: 'Reminds providers of referrals waiting for acceptance. Job: referral ID.',
   },
-  webhooks: {
+  [WEBHOOKS_QUEUE]: {
     displayName: 'Webhook deliveries',
     description:
       'Delivers referral events to institutions’ webhook subscriptions. Job: event ID, subscription ID.',
   },
-  'attachment-scan': {
+  [ATTACHMENT_SCAN_QUEUE]: {
     displayName: 'Attachment scans',
     description:
       'Scans each attachment for malware before anyone may read it. Job: attachment ID, referral ID.',

@@ -8,6 +8,7 @@ import { changeLogCtes, TIMELINE_RETURNING } from '../referrals/change.ts';
 import type { Executor } from '../executor.ts';
 import { sealedDescription, type NewTimelineEvent } from '../referrals/parts.ts';
 import type { EhrSubmissionsTable } from '../schema.ts';
+import { OUTBOX_TOPICS } from '../../domain/lifecycle.ts';
 
 export type SubmissionOutcome = EhrSubmissionsTable['outcome'];
 
@@ -74,7 +75,7 @@ export interface AttemptRecord {
 
 /**
  * Queued referrals with a due version, untouched since `quietSince` (neither changed nor attempted),
- * and with no `ehr-forward` or `ehr-forward-again` outbox row left to dispatch.
+ * and with no outbox row of a forward topic (a forward, or a forward again) left to dispatch.
  */
 function dueWithoutProgressQuery(db: Executor, quietSince: Date) {
   return db
@@ -93,7 +94,7 @@ function dueWithoutProgressQuery(db: Executor, quietSince: Date) {
             .selectFrom('outbox as o')
             .select('o.id')
             .whereRef('o.referral_id', '=', 'r.id')
-            .where('o.topic', 'in', ['ehr-forward', 'ehr-forward-again'])
+            .where('o.topic', 'in', [OUTBOX_TOPICS.forward, OUTBOX_TOPICS.forwardAgain])
             .where('o.processed_at', 'is', null),
         ),
       ),

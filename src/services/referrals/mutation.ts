@@ -16,7 +16,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import { actingParty } from '../../domain/access.ts';
 import type { Clock } from '../../domain/clock.ts';
-import { outboxTopics, type Decision, type Operation } from '../../domain/lifecycle.ts';
+import { OUTBOX_TOPICS, outboxTopics, type Decision, type Operation } from '../../domain/lifecycle.ts';
 import type { TimelineEventView } from '../../domain/referral-view.ts';
 import type { Party } from '../../domain/statuses.ts';
 import type { TimelineEntry } from '../../domain/timeline.ts';
@@ -163,7 +163,7 @@ export function createMutationRunner(deps: MutationDeps) {
                   ...planned.patch,
                   status: decision.next,
                   // The forward that is now due: the worker sends this version or a later one.
-                  ...(topics.includes('ehr-forward') ? { ehrDue: version } : {}),
+                  ...(topics.includes(OUTBOX_TOPICS.forward) ? { ehrDue: version } : {}),
                 },
                 ...(planned.offering === undefined ? {} : { offering: planned.offering }),
                 now,

@@ -6,29 +6,30 @@
 // attachment waiting meanwhile; a job run again after a crash finds the scan recorded and does nothing.
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { Kysely } from 'kysely';
+import type { Stores } from '../../db/stores.ts';
 import type { Clock } from '../../domain/clock.ts';
-import { attachmentRepository } from '../../db/attachments.repository.ts';
-import type { DataKeys } from '../../db/data-keys.repository.ts';
-import type { Database } from '../../db/schema.ts';
 import type { Logger } from '../../logger.ts';
-import { WORKER_DEFAULTS, type QueuePayloads, type SettledScan } from '../../queue/registry.ts';
+import {
+  ATTACHMENT_SCAN_QUEUE,
+  SCAN_WORKER_DEFAULTS,
+  type ScanPayload,
+  type SettledScan,
+} from '../../queue/attachment-scan.queue.ts';
 import { logWorkerErrors } from '../worker-errors.ts';
 import type { ClamdClient } from './clamd-client.ts';
 
-export type ScanPayload = QueuePayloads['attachment-scan'];
+export type { ScanPayload } from '../../queue/attachment-scan.queue.ts';
 
 export interface ScanDeps {
-  readonly db: Kysely<Database>;
-  /** The keys the attachment's bytes are sealed with: the scanner gets them opened. */
-  readonly dataKeys: DataKeys;
+  /** The attachments: their store opens the sealed bytes, and the scanner gets them opened. */
+  readonly stores: Pick<Stores, 'attachments'>;
   readonly clock: Clock;
   readonly scanner: Pick<ClamdClient, 'scan'>;
   readonly logger: Logger;
 }
 
 export async function scanAttachment(deps: ScanDeps, payload: ScanPayload): Promise<SettledScan> {
-  const attachments = attachmentRepository(deps.db, deps.dataKeys);
+  const attachments = deps.stores.attachments;
   const attachment = await attachments.find(payload.referralId, payload.attachmentId);
   // Removed since it was queued (a draft's attachment), or not this installation's.
   if (attachment === undefined) return 'gone';
@@ -51,14 +52,14 @@ export function startAttachmentScanWorker(
   settings: { readonly connection: Redis; readonly queuePrefix: string; readonly concurrency?: number },
 ): Worker<ScanPayload, SettledScan> {
   const worker = new Worker<ScanPayload, SettledScan>(
-    'attachment-scan',
+    ATTACHMENT_SCAN_QUEUE,
     (job: Job<ScanPayload>) =>
       scanAttachment({ ...deps, logger: deps.logger.child({ jobId: job.id }) }, job.data),
     {
       connection: settings.connection,
       prefix: settings.queuePrefix,
-      ...WORKER_DEFAULTS['attachment-scan'],
-      concurrency: settings.concurrency ?? WORKER_DEFAULTS['attachment-scan'].concurrency,
+      ...SCAN_WORKER_DEFAULTS,
+      concurrency: settings.concurrency ?? SCAN_WORKER_DEFAULTS.concurrency,
     },
   );
   logWorkerErrors(worker, settings.connection, deps.logger);

@@ -10,11 +10,10 @@
 // a transition, the first answer after failures), so a healthy EHR costs no write. Every transition
 // is logged, counted, shown on /admin and audited.
 import { v7 as uuidv7 } from 'uuid';
-import type { Kysely } from 'kysely';
 import type { Clock } from '../../domain/clock.ts';
-import { auditEventOf, auditRepository, systemActor } from '../../db/audit.repository.ts';
-import { ehrCircuitRepository, type CircuitRow } from '../../db/forwarding/circuit.ts';
-import type { Database } from '../../db/schema.ts';
+import { auditEventOf, systemActor } from '../../db/audit.repository.ts';
+import type { CircuitRow } from '../../db/forwarding/circuit.ts';
+import type { CapabilityStores, Stores } from '../../db/stores.ts';
 import type { Logger } from '../../logger.ts';
 import type { Metrics } from '../../observability/metrics.ts';
 import type { EhrAnswer } from './ehr-client.ts';
@@ -46,7 +45,8 @@ export interface EhrCircuit {
 }
 
 export interface CircuitDeps {
-  readonly db: Kysely<Database>;
+  /** The circuit's row, and the audit trail its transitions are written to in the same transaction. */
+  readonly stores: Pick<Stores, 'forwarding' | 'transaction'>;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly metrics: Pick<Metrics, 'ehrCircuitChanged'>;
@@ -65,7 +65,7 @@ export function createEhrCircuit(deps: CircuitDeps): EhrCircuit {
   let cached: { readonly row: CircuitRow; readonly at: number } | undefined;
 
   const now = () => deps.clock.now();
-  const repo = () => ehrCircuitRepository(deps.db);
+  const repo = () => deps.stores.forwarding.circuit;
 
   async function current(): Promise<CircuitRow> {
     const at = now().getTime();
@@ -76,13 +76,16 @@ export function createEhrCircuit(deps: CircuitDeps): EhrCircuit {
   }
 
   /** Runs a transition with its audit row; logs and counts it when this worker made it. */
-  async function transition(to: 'open' | 'closed', change: (trx: Kysely<Database>) => Promise<boolean>) {
+  async function transition(
+    to: 'open' | 'closed',
+    change: (tx: Pick<CapabilityStores, 'forwarding'>) => Promise<boolean>,
+  ) {
     const at = now();
-    const made = await deps.db.transaction().execute(async (trx) => {
-      if (!(await change(trx))) return false;
+    const made = await deps.stores.transaction(async (tx) => {
+      if (!(await change(tx))) return false;
       // No request caused it: the change is its own, under a request ID made for it.
       const actor = systemActor(`ehr-circuit.${uuidv7()}`);
-      await auditRepository(trx).record(auditEventOf(actor, AUDIT_ACTIONS[to], [], at));
+      await tx.audit.record(auditEventOf(actor, AUDIT_ACTIONS[to], [], at));
       return true;
     });
     cached = undefined;
@@ -123,7 +126,7 @@ export function createEhrCircuit(deps: CircuitDeps): EhrCircuit {
       if (ehrAnswered(answer)) {
         const row = await current();
         if (row.state === 'open' || probe) {
-          await transition('closed', (trx) => ehrCircuitRepository(trx).close(at));
+          await transition('closed', (tx) => tx.forwarding.circuit.close(at));
         } else if (row.failures > 0) {
           await repo().resetFailures(at);
           cached = undefined;
@@ -144,7 +147,7 @@ export function createEhrCircuit(deps: CircuitDeps): EhrCircuit {
       const failures = await repo().countFailure(at, new Date(at.getTime() - settings.windowMs));
       cached = undefined;
       if (failures !== undefined && failures >= settings.failures) {
-        await transition('open', (trx) => ehrCircuitRepository(trx).open(at, settings.probeBaseMs));
+        await transition('open', (tx) => tx.forwarding.circuit.open(at, settings.probeBaseMs));
       }
     },
 

@@ -14,7 +14,7 @@ import { UnrecoverableError } from 'bullmq';
 import type { Clock } from '../../domain/clock.ts';
 import type { EhrFormSource } from '../../domain/referral-view.ts';
 import type { Logger } from '../../logger.ts';
-import type { QueuePayloads, SettledForward } from '../../queue/registry.ts';
+import type { ForwardPayload, SettledForward } from '../../queue/forward.queue.ts';
 import type { RenderedEhrForm } from '../../render/ehr-form.ts';
 import { assertSelfContained, NotSelfContainedError } from '../../render/self-contained.ts';
 import type { EhrCircuit } from './ehr-circuit.ts';
@@ -27,7 +27,7 @@ import { attachmentMessageIdOf, messageIdOf } from '../../domain/ids.ts';
 import { judge, RetryableForwardError } from './forward-policy.ts';
 import type { AttemptOutcome, EhrForwarding, KeptForm } from '../../services/forwarding.service.ts';
 
-export type EhrForwardPayload = QueuePayloads['ehr-forward'];
+export type EhrForwardPayload = ForwardPayload;
 
 /** A file's copies a forward holds at once: its bytes, their base64, and the request body. */
 const ATTACHMENT_COPIES_IN_FLIGHT = 4;

@@ -1,16 +1,20 @@
 // The BullMQ shell of the EHR forward: it runs `forwardReferral` (forward-referral.ts) for each job,
 // with the forward policy's backoff, and puts a job the EHR's open circuit deferred back on the queue
 // without counting an attempt. The queue hands out forwards round-robin by clinic (queue/
-// forward-order.ts); a job leaves its clinic's backlog when it starts here, named by the institution
-// the job carries. Everything the forward
-// decides lives beside it in this folder.
+// forward.queue.ts); a job leaves its clinic's backlog when it starts here, named by the institution
+// the job carries. Everything the forward decides lives beside it in this folder.
 import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { forwardReferral, type EhrForwardDeps, type EhrForwardPayload } from './forward-referral.ts';
 import { forwardBackoff, RetryableForwardError } from './forward-policy.ts';
 import { createFormBudget, FORMS_IN_FLIGHT_BYTES } from './form-budget.ts';
-import { forgetForwards } from '../../queue/forward-order.ts';
-import { FORWARD_BACKOFF, WORKER_DEFAULTS, type SettledForward } from '../../queue/registry.ts';
+import {
+  FORWARD_BACKOFF,
+  FORWARD_QUEUE,
+  FORWARD_WORKER_DEFAULTS,
+  forgetForwards,
+  type SettledForward,
+} from '../../queue/forward.queue.ts';
 import { logWorkerErrors } from '../worker-errors.ts';
 import { foreignJob, UNKNOWN_REFERRAL, type ForeignJobDeps } from '../foreign-job.ts';
 
@@ -30,7 +34,7 @@ export function startEhrForwardWorker(
 ): Worker<EhrForwardPayload, SettledForward> {
   const formBudget = createFormBudget(settings.formBytes ?? FORMS_IN_FLIGHT_BYTES);
   const worker = new Worker<EhrForwardPayload, SettledForward>(
-    'ehr-forward',
+    FORWARD_QUEUE,
     async (job: Job<EhrForwardPayload>, token?: string) => {
       // Started: no longer waiting in its clinic's backlog (jobs queued before the order carry no
       // institution and are in none).
@@ -42,7 +46,7 @@ export function startEhrForwardWorker(
       // Every line the job logs carries its job ID.
       const logger = deps.logger.child({ jobId: job.id });
       const result = await forwardReferral({ ...deps, formBudget, logger }, job.data, job.attemptsMade + 1);
-      if (result === 'unknown-referral') throw foreignJob({ ...deps, logger }, 'ehr-forward');
+      if (result === 'unknown-referral') throw foreignJob({ ...deps, logger }, FORWARD_QUEUE);
       if (typeof result === 'string') return result;
       // Back to the queue until the circuit's next probe; a deferral is not an attempt.
       await job.moveToDelayed(result.deferredUntil.getTime(), token);
@@ -51,9 +55,9 @@ export function startEhrForwardWorker(
     {
       connection: settings.connection,
       prefix: settings.queuePrefix,
-      // Concurrency, locks and the stalled check that gives a dead worker's jobs back: the registry's.
-      ...WORKER_DEFAULTS['ehr-forward'],
-      concurrency: settings.concurrency ?? WORKER_DEFAULTS['ehr-forward'].concurrency,
+      // Concurrency, locks and the stalled check that gives a dead worker's jobs back: the queue's.
+      ...FORWARD_WORKER_DEFAULTS,
+      concurrency: settings.concurrency ?? FORWARD_WORKER_DEFAULTS.concurrency,
       settings: {
         backoffStrategy: (attemptsMade, type, error) =>
           type === FORWARD_BACKOFF

@@ -3,10 +3,8 @@
 // type no longer wanted ends the job without an attempt. Otherwise it delivers (delivery.ts) and says
 // what the queue should do: nothing more, retry, or stop for good (410 Gone).
 import type { Logger } from '../../logger.ts';
-import { referralEventRepository } from '../../db/events.repository.ts';
-import { webhookSubscriptionRepository } from '../../db/webhooks-subscription.repository.ts';
 import { audienceOf } from '../../queue/webhooks-relay.ts';
-import type { QueuePayloads, SettledWebhook } from '../../queue/registry.ts';
+import type { SettledWebhook, WebhookPayload } from '../../queue/webhooks.queue.ts';
 import { toEventView } from '../../domain/events.ts';
 import { deliverOnce, failureCode, type DeliveryDeps } from './delivery.ts';
 
@@ -25,14 +23,14 @@ export interface DeliverEventDeps extends DeliveryDeps {
 
 export async function deliverEvent(
   deps: DeliverEventDeps,
-  payload: QueuePayloads['webhooks'],
+  payload: WebhookPayload,
   attempt: number,
   maxAttempts: number,
 ): Promise<WebhookJobResult> {
   const settled = (result: SettledWebhook) => ({ kind: 'settled', result }) as const;
   const [subscription, event] = await Promise.all([
-    webhookSubscriptionRepository(deps.db).forSigning(payload.subscriptionId, deps.clock.now()),
-    referralEventRepository(deps.db).byId(payload.eventId),
+    deps.stores.webhooks.subscriptions.forSigning(payload.subscriptionId, deps.clock.now()),
+    deps.stores.events.byId(payload.eventId),
   ]);
   if (subscription === undefined) return settled('subscription-deleted');
   if (subscription.disabledAt !== null) return settled('subscription-disabled');

@@ -3,21 +3,18 @@
 // streak; 410 Gone disables it; failing for WEBHOOK_DISABLE_AFTER_SECONDS disables it). The webhook
 // worker and a subscription's test event both deliver through here.
 import { v7 as uuidv7 } from 'uuid';
-import type { Kysely } from 'kysely';
 import type { Clock } from '../../domain/clock.ts';
+import type { Stores } from '../../db/stores.ts';
 import type { AttemptOutcome, WebhookAttempt } from '../../db/webhooks-attempt.repository.ts';
-import {
-  webhookSubscriptionRepository,
-  type SigningSubscription,
-} from '../../db/webhooks-subscription.repository.ts';
-import type { Database } from '../../db/schema.ts';
+import type { SigningSubscription } from '../../db/webhooks-subscription.repository.ts';
 import type { Metrics } from '../../observability/metrics.ts';
 import type { EventView } from '../../domain/events.ts';
 import { signedHeaders } from '../../domain/webhooks-signature.ts';
 import type { WebhookAnswer, WebhookClient } from './webhooks-client.ts';
 
 export interface DeliveryDeps {
-  readonly db: Kysely<Database>;
+  /** The subscriptions (read for signing, and where each attempt is recorded) and the event feed. */
+  readonly stores: Pick<Stores, 'webhooks' | 'events'>;
   readonly clock: Clock;
   readonly client: WebhookClient;
   /** `jobSetAside` is the worker's (webhooks.worker.ts), which runs each delivery with these. */
@@ -76,7 +73,7 @@ export async function deliverOnce(deps: DeliveryDeps, input: DeliveryInput): Pro
     durationMs,
     errorCode: answer.kind === 'network-error' ? answer.code : null,
   };
-  const disabledForFailing = await webhookSubscriptionRepository(deps.db).recordAttempt(
+  const disabledForFailing = await deps.stores.webhooks.subscriptions.recordAttempt(
     { ...record, subscriptionId: subscription.id },
     delivered ? 'delivered' : gone ? 'gone' : 'failed',
     deps.clock.now(),

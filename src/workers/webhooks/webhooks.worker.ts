@@ -5,13 +5,14 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
-  FAIR_SHARE,
   WEBHOOK_BACKOFF,
-  WORKER_DEFAULTS,
   webhookMaxAttempts,
-  type QueuePayloads,
+  WEBHOOKS_FAIR_SHARE,
+  WEBHOOKS_QUEUE,
+  WEBHOOKS_WORKER_DEFAULTS,
   type SettledWebhook,
-} from '../../queue/registry.ts';
+  type WebhookPayload,
+} from '../../queue/webhooks.queue.ts';
 import { deliverEvent, type DeliverEventDeps } from './deliver-event.ts';
 import { logWorkerErrors } from '../worker-errors.ts';
 import { createFairShare, fairShareDelayMs, setAside } from '../fair-share.ts';
@@ -21,7 +22,7 @@ export interface WebhookWorkerSettings {
   readonly queuePrefix: string;
   readonly retryScheduleMs: readonly number[];
   readonly concurrency?: number;
-  /** Jobs of one institution this process runs at once (FAIR_SHARE.webhooks by default). */
+  /** Jobs of one institution this process runs at once (WEBHOOKS_FAIR_SHARE by default). */
   readonly perInstitution?: number;
 }
 
@@ -43,16 +44,16 @@ export function webhookBackoff(
 export function startWebhookWorker(
   deps: DeliverEventDeps,
   settings: WebhookWorkerSettings,
-): Worker<QueuePayloads['webhooks'], SettledWebhook> {
+): Worker<WebhookPayload, SettledWebhook> {
   const maxAttempts = webhookMaxAttempts(settings.retryScheduleMs);
-  const share = createFairShare(settings.perInstitution ?? FAIR_SHARE.webhooks.perInstitution);
-  const worker = new Worker<QueuePayloads['webhooks'], SettledWebhook>(
-    'webhooks',
-    async (job: Job<QueuePayloads['webhooks']>, token?: string) => {
+  const share = createFairShare(settings.perInstitution ?? WEBHOOKS_FAIR_SHARE.perInstitution);
+  const worker = new Worker<WebhookPayload, SettledWebhook>(
+    WEBHOOKS_QUEUE,
+    async (job: Job<WebhookPayload>, token?: string) => {
       // Counted before anything is read: a job set aside costs one Redis call, not a delivery.
       const giveBack = share.take(job.data.institution ?? `subscription:${job.data.subscriptionId}`);
       if (giveBack === undefined) {
-        deps.metrics.jobSetAside('webhooks');
+        deps.metrics.jobSetAside(WEBHOOKS_QUEUE);
         return setAside(job, token, fairShareDelayMs(job));
       }
       let result;
@@ -79,8 +80,8 @@ export function startWebhookWorker(
       connection: settings.connection,
       prefix: settings.queuePrefix,
       // Concurrency, locks and the stalled check that gives a dead worker's jobs back: the registry's.
-      ...WORKER_DEFAULTS.webhooks,
-      concurrency: settings.concurrency ?? WORKER_DEFAULTS.webhooks.concurrency,
+      ...WEBHOOKS_WORKER_DEFAULTS,
+      concurrency: settings.concurrency ?? WEBHOOKS_WORKER_DEFAULTS.concurrency,
       settings: {
         backoffStrategy: (attemptsMade, type) =>
           type === WEBHOOK_BACKOFF ? webhookBackoff(settings.retryScheduleMs, attemptsMade) : 1_000,

@@ -62,18 +62,18 @@ describe('CPU profile attribution', () => {
         ],
         micros: 50,
       },
-      // The audit writer is shared: under the record it is the record's; under a route, the submit's.
+      // The timeline writer is shared: under the record it is the record’s; under a route, the submit’s.
       {
         stack: [
           ['recordAttempt', `${SRC}/services/forwarding.service.ts`],
-          ['auditBySystem', `${SRC}/services/referral-mutation.ts`],
+          ['timelineEventsOf', `${SRC}/services/referrals/mutation.ts`],
         ],
         micros: 20,
       },
       {
         stack: [
           ['handler', `${SRC}/api/routes/referrals.routes.ts`],
-          ['audit', `${SRC}/services/referral-mutation.ts`],
+          ['timelineEventsOf', `${SRC}/services/referrals/mutation.ts`],
         ],
         micros: 40,
       },

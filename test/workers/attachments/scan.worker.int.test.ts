@@ -41,8 +41,7 @@ describe.each(ENGINES)('scanning an attachment on %s', (engine) => {
     await t.close();
   });
   const deps = () => ({
-    db: t.ctx.db,
-    dataKeys: t.ctx.dataKeys,
+    stores: t.ctx.stores,
     clock: t.ctx.clock,
     logger: t.ctx.logger,
     scanner: createClamdClient({ host: clamd.host, port: clamd.port, timeoutMs: 10_000 }),
@@ -118,8 +117,7 @@ describe('the attachment scan queue', () => {
     connection = new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
     worker = startAttachmentScanWorker(
       {
-        db: t.ctx.db,
-        dataKeys: t.ctx.dataKeys,
+        stores: t.ctx.stores,
         clock: t.ctx.clock,
         logger: t.ctx.logger,
         scanner: createClamdClient({ host: clamd.host, port: clamd.port, timeoutMs: 10_000 }),

@@ -8,11 +8,13 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ehrCircuitRepository } from '../../../src/db/forwarding/circuit.ts';
 import type { Store } from '../../../src/db/database.ts';
+import { createStores } from '../../../src/db/stores.ts';
 import type { EhrAnswer } from '../../../src/workers/forwarding/ehr-client.ts';
 import { createEhrCircuit, type CircuitSettings } from '../../../src/workers/forwarding/ehr-circuit.ts';
 import { createLogger } from '../../../src/logger.ts';
 import { createMetrics } from '../../../src/observability/metrics.ts';
 import { createBridgeApp, eventually, startEhr, type BridgeApp } from '../../support/bridge.ts';
+import { testDataKeys } from '../../support/data-keys.ts';
 import { ENGINES, openTestStore } from '../../support/engines.ts';
 import type { SandboxEhrProcess } from '../../support/sandbox-ehr-process.ts';
 import { call, createDraft } from '../../support/scenarios.ts';
@@ -57,7 +59,7 @@ describe.each(ENGINES)("the EHR circuit's decisions on %s", (engine) => {
 
   const circuit = (onClosed?: () => Promise<void>) =>
     createEhrCircuit({
-      db: store.db,
+      stores: createStores(store.db, testDataKeys()),
       clock,
       logger,
       metrics: createMetrics(),

@@ -85,7 +85,7 @@ describe('fair forwarding across institutions', () => {
         forwarding: t.ctx.ehrForwarding,
         ehr: client,
         circuit: createEhrCircuit({
-          db: t.ctx.db,
+          stores: t.ctx.stores,
           clock: t.ctx.clock,
           logger: t.ctx.logger,
           metrics: t.ctx.metrics,

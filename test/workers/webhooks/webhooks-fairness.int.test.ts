@@ -60,7 +60,7 @@ describe('fair webhook delivery across institutions', () => {
     await subscribe(t.sender, `${answering.url}/a`);
 
     const relay = createWebhookRelay({
-      db: t.ctx.db,
+      stores: t.ctx.stores,
       clock: t.ctx.clock,
       logger: t.ctx.logger,
       enqueue: (jobs) => t.ctx.queues.enqueueWebhooks(jobs),
