@@ -9,6 +9,7 @@ import type { Config } from '../config.ts';
 import type { Store } from '../db/database.ts';
 import type { DataKeys } from '../db/data-keys.repository.ts';
 import type { Database } from '../db/schema.ts';
+import type { Stores } from '../db/stores.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { DisplayTime } from '../domain/display-time.ts';
 import type { Logger } from '../logger.ts';
@@ -29,7 +30,7 @@ import type { LinkRedemption } from '../services/links-redemption.service.ts';
 import type { LinkService } from '../services/links.service.ts';
 import type { ReferralCommands } from '../services/referral-commands.ts';
 import type { ReferralQueries } from '../services/referral-queries.ts';
-import type { WebhookSubscriptions } from '../services/webhooks.service.ts';
+import type { WebhookSubscriptions } from '../services/webhooks/webhooks.service.ts';
 import type { AdminAudit } from './admin/admin-audit.ts';
 import type { OpsAuth } from './admin/ops-auth.ts';
 import type { QueueBoard } from './admin/queue-board.ts';
@@ -44,8 +45,13 @@ export interface ApiDeps {
   readonly db: Kysely<Database>;
   /** The keys the API's own records of patient data (a keyed write's stored response) are sealed with. */
   readonly dataKeys: DataKeys;
-  /** Which engine `db` runs on, for `/doctor`'s checks, and its connections in use, for readiness. */
-  readonly store: Pick<Store, 'engine' | 'connections'>;
+  /** The capability-named stores: what the routes and plugins read and write through. */
+  readonly stores: Stores;
+  /**
+   * Which engine the database runs on and how to ask it, for `/doctor`'s checks, and its connections
+   * in use, for readiness.
+   */
+  readonly store: Pick<Store, 'engine' | 'connections' | 'probe'>;
   readonly clock: Clock;
   /** Times people read on the web pages, in DISPLAY_TIME_ZONE. */
   readonly displayTime: DisplayTime;

@@ -6,7 +6,7 @@ import { dataKeysStatus, rotateDataKeys } from '../cli/data-keys.command.ts';
 import { InvalidArgumentError } from 'commander';
 import { loadConfig, opsKeyFromEnv, type Config } from '../config.ts';
 import { configuredStoreTarget, MIGRATION_NAMES, openStore } from '../db/database.ts';
-import { webhookSubscriptionRepository } from '../db/webhooks-subscription.repository.ts';
+import { webhookSubscriptionRepository } from '../db/webhooks/subscriptions.repository.ts';
 import { createLogger } from '../logger.ts';
 import { connectRedis } from '../queue/connections.ts';
 import { createSandboxEhr } from '../sandbox-ehr/sandbox-ehr.ts';

@@ -37,16 +37,17 @@ import { createReminders, type Reminders } from '../services/reminders.service.t
 import { createEventFeed, type EventFeed } from '../services/events.service.ts';
 import { createWebhookClient, type WebhookClient } from '../workers/webhooks/webhooks-client.ts';
 import { deliverOnce, type DeliveryDeps } from '../workers/webhooks/delivery.ts';
-import { createWebhookReplay, type WebhookReplay } from '../services/webhooks-replay.service.ts';
-import { createWebhookSubscriptions, type WebhookSubscriptions } from '../services/webhooks.service.ts';
+import { createWebhookReplay, type WebhookReplay } from '../services/webhooks/replay.service.ts';
+import {
+  createWebhookSubscriptions,
+  type WebhookSubscriptions,
+} from '../services/webhooks/webhooks.service.ts';
 import { createQueueProducer, type QueueProducer } from '../queue/producer.ts';
 import { claimLeaseMs } from '../queue/prefix-claim.ts';
 import { createMetrics, type Metrics } from '../observability/metrics.ts';
 import { QUEUE_NAMES } from '../queue/registry.ts';
 import { outboxRepository } from '../db/outbox.repository.ts';
-import { webhookSubscriptionRepository } from '../db/webhooks-subscription.repository.ts';
 import { ehrCircuitRepository } from '../db/forwarding-circuit.repository.ts';
-import { installationSecretRepository } from '../db/installation-secret.repository.ts';
 import { createReferralFhir, type ReferralFhir } from '../services/fhir.service.ts';
 import { createAttachments, type Attachments } from '../services/attachments.service.ts';
 import { createPdfChecker } from '../services/attachments-pdf.ts';
@@ -268,7 +269,7 @@ export async function createContext(
   let queues: QueueProducer | undefined;
   const queueProducer = () => (queues ??= createQueueProducer(config, logger));
   let installation: Promise<string> | undefined;
-  const installationId = () => (installation ??= installationSecretRepository(db).installationId());
+  const installationId = () => (installation ??= stores.installation.installationId());
   // Renewed by each reconciler pass, so it outlives the gaps between them.
   const claimLease = claimLeaseMs(config.reconcileIntervalSeconds * 1000);
   const claimQueues = async () => queueProducer().claim(await installationId(), claimLease);
@@ -282,7 +283,7 @@ export async function createContext(
         ),
       ),
     outboxBacklog: () => outboxRepository(db).backlogWithEvents(clock.now()),
-    disabledWebhookSubscriptions: () => webhookSubscriptionRepository(db).disabledCounts(),
+    disabledWebhookSubscriptions: () => stores.webhooks.subscriptions.disabledCounts(),
     ehrCircuitOpen: async () => (await ehrCircuitRepository(db).read()).state === 'open',
   });
   let webhookClient: WebhookClient | undefined;
@@ -358,7 +359,7 @@ export async function createContext(
     }),
     catalog: createCatalogService({ db }),
     housekeeping: createHousekeeping({
-      db,
+      stores,
       clock,
       logger,
       eventRetentionDays: config.eventRetentionDays,
@@ -375,9 +376,9 @@ export async function createContext(
         max: config.reminderMax,
       },
     }),
-    eventFeed: createEventFeed({ db, clock }),
+    eventFeed: createEventFeed({ stores, clock }),
     webhookSubscriptions: createWebhookSubscriptions({
-      db,
+      stores,
       clock,
       endpoints: { production, allowed: config.webhookAllowedAddresses },
       deliver: (input) => deliverOnce(webhookDelivery(), input),
@@ -385,7 +386,7 @@ export async function createContext(
     accessReport: createAccessReport({ db, dataKeys, clock }),
     webhookDelivery,
     webhookReplay: createWebhookReplay({
-      db,
+      stores,
       queues: {
         enqueueWebhooks: async (jobs, replay) => {
           // A replay runs outside the serving processes (`refhub webhooks replay`): it claims first.

@@ -30,9 +30,9 @@ import { timelineRepository } from './referrals/parts.ts';
 import { createReferralStore } from './referrals/referrals.store.ts';
 import { reminderRepository } from './reminders.repository.ts';
 import type { Database } from './schema.ts';
-import { webhookAttemptRepository } from './webhooks-attempt.repository.ts';
-import { webhookRelayRepository } from './webhooks-relay.repository.ts';
-import { webhookSubscriptionRepository } from './webhooks-subscription.repository.ts';
+import { webhookAttemptRepository } from './webhooks/attempts.repository.ts';
+import { webhookRelayRepository } from './webhooks/relay.repository.ts';
+import { webhookSubscriptionRepository } from './webhooks/subscriptions.repository.ts';
 
 /** How each capability's store is made over an executor (the database, or a transaction). */
 const STORES = {

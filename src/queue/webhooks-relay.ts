@@ -8,11 +8,11 @@ import type { Kysely } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
 import type { Clock } from '../domain/clock.ts';
 import { referralEventRepository, type ReferralEvent } from '../db/events.repository.ts';
-import { webhookRelayRepository } from '../db/webhooks-relay.repository.ts';
+import { webhookRelayRepository } from '../db/webhooks/relay.repository.ts';
 import {
   webhookSubscriptionRepository,
   type WebhookSubscription,
-} from '../db/webhooks-subscription.repository.ts';
+} from '../db/webhooks/subscriptions.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Logger } from '../logger.ts';
 import { createPollLoop, errorCode } from './poll-loop.ts';

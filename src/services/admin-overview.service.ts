@@ -9,7 +9,7 @@ import { outboxRepository } from '../db/outbox.repository.ts';
 import {
   webhookSubscriptionRepository,
   type WebhookSubscription,
-} from '../db/webhooks-subscription.repository.ts';
+} from '../db/webhooks/subscriptions.repository.ts';
 import { ehrCircuitRepository, type CircuitRow } from '../db/forwarding-circuit.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { QueueProducer } from '../queue/producer.ts';

@@ -47,7 +47,7 @@ import {
 } from '../db/client-credentials.repository.ts';
 import type { Database } from '../db/schema.ts';
 import { unknownToCatalog } from './catalog-names.ts';
-import { checkEndpointUrl, type EndpointPolicy } from './webhooks-endpoint-policy.ts';
+import { checkEndpointUrl, type EndpointPolicy } from './webhooks/endpoint-policy.ts';
 
 /** Fetches a client's JWKS from its URL: the same outbound rules as webhooks (composition's). */
 export type JwksFetcher = (url: string) => Promise<unknown>;

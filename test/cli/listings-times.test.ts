@@ -8,7 +8,7 @@ import { listKeys } from '../../src/cli/api-key.command.ts';
 import { listWebhooks } from '../../src/cli/webhooks.command.ts';
 import { DEMO_CATALOG_FILE } from '../../src/composition/demo-setup.ts';
 import type { Store } from '../../src/db/database.ts';
-import { webhookSubscriptionRepository } from '../../src/db/webhooks-subscription.repository.ts';
+import { webhookSubscriptionRepository } from '../../src/db/webhooks/subscriptions.repository.ts';
 import { displayTimeIn } from '../../src/domain/display-time.ts';
 import { createApiKeyService } from '../../src/services/api-key.service.ts';
 import { createCatalogService } from '../../src/services/catalog.service.ts';

@@ -4,7 +4,7 @@
 // what the queue should do: nothing more, retry, or stop for good (410 Gone).
 import type { Logger } from '../../logger.ts';
 import { referralEventRepository } from '../../db/events.repository.ts';
-import { webhookSubscriptionRepository } from '../../db/webhooks-subscription.repository.ts';
+import { webhookSubscriptionRepository } from '../../db/webhooks/subscriptions.repository.ts';
 import { audienceOf } from '../../queue/webhooks-relay.ts';
 import type { QueuePayloads, SettledWebhook } from '../../queue/registry.ts';
 import { toEventView } from '../../domain/events.ts';

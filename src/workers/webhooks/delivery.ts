@@ -5,11 +5,11 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../domain/clock.ts';
-import type { AttemptOutcome, WebhookAttempt } from '../../db/webhooks-attempt.repository.ts';
+import type { AttemptOutcome, WebhookAttempt } from '../../db/webhooks/attempts.repository.ts';
 import {
   webhookSubscriptionRepository,
   type SigningSubscription,
-} from '../../db/webhooks-subscription.repository.ts';
+} from '../../db/webhooks/subscriptions.repository.ts';
 import type { Database } from '../../db/schema.ts';
 import type { Metrics } from '../../observability/metrics.ts';
 import type { EventView } from '../../domain/events.ts';
