@@ -19,7 +19,7 @@ import type { AccessReport } from '../services/access-report.service.ts';
 import type { OpsOverviewService } from '../services/admin-overview.service.ts';
 import type { ApiKeyService } from '../services/api-key.service.ts';
 import type { Attachments } from '../services/attachments.service.ts';
-import type { CatalogService } from '../services/catalog.service.ts';
+import type { CatalogService } from '../services/catalog/catalog.service.ts';
 import type { ClientCredentials } from '../services/client-credentials.service.ts';
 import type { ScannerPing } from '../services/doctor-checks.ts';
 import type { EventFeed } from '../services/events.service.ts';

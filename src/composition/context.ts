@@ -25,7 +25,7 @@ import { createClientCredentials, type ClientCredentials } from '../services/cli
 import { createJwksFetcher } from '../services/client-jwks-fetch.ts';
 import { createAuditChain, type AuditChain } from '../services/audit-chain.service.ts';
 import { TOKEN_PATH } from '../domain/client-credentials.ts';
-import { createCatalogService, type CatalogService } from '../services/catalog.service.ts';
+import { createCatalogService, type CatalogService } from '../services/catalog/catalog.service.ts';
 import { createHousekeeping, type Housekeeping } from '../services/housekeeping.service.ts';
 import { createLinkMinter, type LinkMinter } from '../services/links-minter.ts';
 import { createLinkService, type LinkService } from '../services/links.service.ts';
@@ -357,7 +357,7 @@ export async function createContext(
       fetchJwks: createJwksFetcher({ production, allowed: config.webhookAllowedAddresses }),
       endpoints: { production, allowed: config.webhookAllowedAddresses },
     }),
-    catalog: createCatalogService({ db }),
+    catalog: createCatalogService({ stores }),
     housekeeping: createHousekeeping({
       stores,
       clock,
