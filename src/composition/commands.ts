@@ -48,6 +48,7 @@ import {
   type AppContext,
 } from './context.ts';
 import { openDataKeys } from '../db/data-keys.repository.ts';
+import { createStores } from '../db/stores.ts';
 import { createDataKeyRotation } from '../services/data-keys.service.ts';
 import { systemClock } from '../domain/clock.ts';
 import { keyRingOf } from './key-ring.ts';
@@ -128,7 +129,10 @@ export function migrateCommand(): Promise<void> {
         const dataKeys = openDataKeys(keyRingOf(config), {
           refreshMs: config.dataKeyRefreshSeconds * 1000,
         });
-        const rotation = createDataKeyRotation({ db: store.db, dataKeys, clock: systemClock });
+        const rotation = createDataKeyRotation({
+          stores: createStores(store.db, dataKeys),
+          clock: systemClock,
+        });
         const sealed = await sealExistingData(rotation, createLogger({ ...config, logLevel: 'warn' }));
         if (sealed > 0) progress.sealed(sealed);
       } finally {

@@ -256,7 +256,7 @@ export async function createContext(
     ...overrides.dataKeys,
   });
   const stores = createStores(db, dataKeys);
-  const dataKeyRotation = createDataKeyRotation({ db, dataKeys, clock });
+  const dataKeyRotation = createDataKeyRotation({ stores, clock });
   if (schema === 'migrate') await sealExistingData(dataKeyRotation, logger);
   const linkMinter = createLinkMinter({
     publicUrl: config.publicUrl,

@@ -15,7 +15,8 @@ import { auditRepository } from './audit.repository.ts';
 import { catalogRepository } from './catalog.repository.ts';
 import { changeLogRepository } from './referrals/change.ts';
 import { clientCredentialsRepository } from './client-credentials.repository.ts';
-import { dataKeyRepository, type DataKeys } from './data-keys.repository.ts';
+import type { DataKeys } from './data-keys.repository.ts';
+import { dataKeyStore } from './data-keys.store.ts';
 import { referralEventRepository } from './events.repository.ts';
 import type { Executor } from './executor.ts';
 import { ehrCircuitRepository } from './forwarding-circuit.repository.ts';
@@ -68,7 +69,7 @@ const STORES = {
   catalog: (db: Executor) => catalogRepository(db),
   apiKeys: (db: Executor) => apiKeyRepository(db),
   clientCredentials: (db: Executor) => clientCredentialsRepository(db),
-  dataKeys: (db: Executor) => dataKeyRepository(db),
+  dataKeys: (db: Executor, keys: DataKeys) => dataKeyStore(db, keys),
   idempotency: (db: Executor, keys: DataKeys) => idempotencyRepository(db, keys),
   installation: (db: Executor) => installationSecretRepository(db),
   housekeeping: (db: Executor) => housekeepingRepository(db),
