@@ -16,7 +16,7 @@ import { timeline } from '../src/domain/timeline.ts';
 import { catalogRepository } from '../src/db/catalog.repository.ts';
 import type { AuditEventsTable, Database, ReferralsTable, TimelineEventsTable } from '../src/db/schema.ts';
 import { createApiKeyIn } from '../src/services/api-key.service.ts';
-import { loadCatalogIn, readCatalogFile } from '../src/services/catalog.service.ts';
+import { loadCatalogIn, readCatalogFile } from '../src/services/catalog/catalog.service.ts';
 import { DEMO_CATALOG_FILE } from '../src/composition/demo-setup.ts';
 import { EMPTY_CONTENT, resolveContent, type ReferralFieldsInput } from '../src/services/referrals/input.ts';
 import { newReferralRow } from '../src/db/referrals/rows.ts';
@@ -60,7 +60,7 @@ async function partyIn(trx: Transaction<Database>, system: string, id: string): 
 export async function seedCatalogAndKeys(db: Kysely<Database>): Promise<BenchParties> {
   const document = await readCatalogFile(DEMO_CATALOG_FILE);
   return db.transaction().execute(async (trx) => {
-    await loadCatalogIn(trx, document);
+    await loadCatalogIn(catalogRepository(trx), document);
     return { reader: await partyIn(trx, 'HAS', 'S1234A'), writer: await partyIn(trx, 'Epic', 'S2345B') };
   });
 }
@@ -79,7 +79,10 @@ export async function seedSenders(db: Kysely<Database>, count: number): Promise<
     name: `Benchmark Family Clinic ${i + 1}`,
   }));
   return db.transaction().execute(async (trx) => {
-    await loadCatalogIn(trx, { ...document, institutions: [...document.institutions, ...extra] });
+    await loadCatalogIn(catalogRepository(trx), {
+      ...document,
+      institutions: [...document.institutions, ...extra],
+    });
     const parties = [await partyIn(trx, 'HAS', 'S1234A'), await partyIn(trx, 'Epic', 'S2345B')];
     for (const institution of extra) parties.push(await partyIn(trx, 'HAS', institution.id));
     return parties.slice(0, count);

@@ -18,7 +18,7 @@ import type { AccessReport } from '../services/access-report.service.ts';
 import type { OpsOverviewService } from '../services/admin-overview.service.ts';
 import type { ApiKeyService } from '../services/api-key.service.ts';
 import type { Attachments } from '../services/attachments/attachments.service.ts';
-import type { CatalogService } from '../services/catalog.service.ts';
+import type { CatalogService } from '../services/catalog/catalog.service.ts';
 import type { ClientCredentials } from '../services/client-credentials.service.ts';
 import type { ScannerPing } from '../services/doctor-checks.ts';
 import type { EventFeed } from '../services/events.service.ts';
@@ -29,7 +29,7 @@ import type { LinkRedemption } from '../services/links/redemption.service.ts';
 import type { LinkService } from '../services/links/links.service.ts';
 import type { ReferralCommands } from '../services/referrals/commands.ts';
 import type { ReferralQueries } from '../services/referrals/queries.ts';
-import type { WebhookSubscriptions } from '../services/webhooks.service.ts';
+import type { WebhookSubscriptions } from '../services/webhooks/webhooks.service.ts';
 import type { AdminAudit } from './admin/admin-audit.ts';
 import type { OpsAuth } from './admin/ops-auth.ts';
 import type { QueueBoard } from './admin/queue-board.ts';
@@ -42,10 +42,13 @@ export interface ApiDeps {
   readonly logger: Logger;
   /** For the API's own records: idempotency, the audit of turned-away requests, readiness. */
   readonly db: Kysely<Database>;
-  /** The API's own records: the keyed requests' stored responses, and the links a replay mints again. */
-  readonly stores: Pick<Stores, 'idempotency' | 'links'>;
-  /** Which engine `db` runs on, for `/doctor`'s checks, and its connections in use, for readiness. */
-  readonly store: Pick<Store, 'engine' | 'connections'>;
+  /** The capability-named stores: what the routes and plugins read and write through. */
+  readonly stores: Stores;
+  /**
+   * Which engine the database runs on and how to ask it, for `/doctor`'s checks, and its connections
+   * in use, for readiness.
+   */
+  readonly store: Pick<Store, 'engine' | 'connections' | 'probe'>;
   readonly clock: Clock;
   /** Times people read on the web pages, in DISPLAY_TIME_ZONE. */
   readonly displayTime: DisplayTime;

@@ -4,13 +4,12 @@
 // one is read from the database at most every few seconds per process, not per request.
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from './api-deps.ts';
-import { webhookSubscriptionRepository } from '../db/webhooks-subscription.repository.ts';
 import { isApiRoute } from './http.ts';
 
 export const WEBHOOK_WARNING_HEADER = 'Webhook-Subscriptions-Disabled';
 const REFRESH_MS = 5_000;
 
-export type WebhookWarningDeps = Pick<ApiDeps, 'db'>;
+export type WebhookWarningDeps = { readonly stores: Pick<ApiDeps['stores'], 'webhooks'> };
 
 export function registerWebhookWarning(app: FastifyInstance, deps: WebhookWarningDeps): void {
   let known: { at: number; byInstitution: ReadonlyMap<string, readonly string[]> } | undefined;
@@ -18,7 +17,7 @@ export function registerWebhookWarning(app: FastifyInstance, deps: WebhookWarnin
 
   const load = async () => {
     const byInstitution = new Map<string, string[]>();
-    for (const s of await webhookSubscriptionRepository(deps.db).disabledByRefhub()) {
+    for (const s of await deps.stores.webhooks.subscriptions.disabledByRefhub()) {
       const key = `${s.institution.idType}:${s.institution.id}`;
       byInstitution.set(key, [...(byInstitution.get(key) ?? []), s.id]);
     }

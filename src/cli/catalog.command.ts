@@ -1,6 +1,6 @@
 // `refhub catalog load FILE`: loads the catalog of systems, institutions, offerings and outcome codes,
 // an upsert by ID, and says how much it loaded.
-import type { CatalogService } from '../services/catalog.service.ts';
+import type { CatalogService } from '../services/catalog/catalog.service.ts';
 import { plural } from './plural.ts';
 
 export interface LoadCatalogDeps {

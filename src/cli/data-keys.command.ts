@@ -8,12 +8,12 @@ import type { DisplayTime } from '../domain/display-time.ts';
 import { plural } from './plural.ts';
 import { startProgress, type Progress } from './progress.ts';
 
-export interface DataKeysCommandDeps {
+export interface DataKeyCommandDeps {
   readonly dataKeyRotation: Pick<DataKeyRotation, 'status' | 'rotate'>;
   readonly displayTime: DisplayTime;
 }
 
-export async function dataKeysStatus(deps: DataKeysCommandDeps): Promise<void> {
+export async function dataKeysStatus(deps: DataKeyCommandDeps): Promise<void> {
   const status = await deps.dataKeyRotation.status();
   const lines = [
     `Active data key: ${status.activeKeyId}${status.swept ? '' : ' (a rotation to it is unfinished: run `refhub data-keys rotate`)'}`,
@@ -30,7 +30,7 @@ export async function dataKeysStatus(deps: DataKeysCommandDeps): Promise<void> {
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
-export async function rotateDataKeys(deps: DataKeysCommandDeps): Promise<void> {
+export async function rotateDataKeys(deps: DataKeyCommandDeps): Promise<void> {
   let progress: Progress | undefined;
   let table: string | undefined;
   const report = (p: SweepProgress) => {

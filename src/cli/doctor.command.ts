@@ -83,7 +83,7 @@ async function localStoreChecks({ config, openStore }: DoctorDeps): Promise<Doct
       store.engine === 'pglite'
         ? [passed('pglite lock', `DATA_DIR ${config.dataDir} is free; no refhub holds it`)]
         : [];
-    return { holder: undefined, checks: [...lock, ...(await storeChecks(store.db, store.engine))] };
+    return { holder: undefined, checks: [...lock, ...(await storeChecks(store.probe, store.engine))] };
   } finally {
     await store.close();
   }

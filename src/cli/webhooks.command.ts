@@ -2,9 +2,9 @@
 // (IDs, state and the receiver's host, never a secret or a full URL), and a replay of deliveries
 // after a receiver's outage. A replay since a time shows how far it is on a terminal.
 import { InvalidArgumentError } from 'commander';
-import type { WebhookSubscription } from '../db/webhooks-subscription.repository.ts';
+import type { WebhookSubscription } from '../db/webhooks/subscriptions.repository.ts';
 import type { DisplayTime } from '../domain/display-time.ts';
-import type { WebhookReplay } from '../services/webhooks-replay.service.ts';
+import type { WebhookReplay } from '../services/webhooks/replay.service.ts';
 import { plural } from './plural.ts';
 import { withProgress } from './progress.ts';
 

@@ -22,7 +22,7 @@ export async function createApiParts(ctx: AppContext): Promise<ApiParts> {
   const failureLimiter = () => createFailureLimiter({ clock: ctx.clock, ...FAILED_AUTHENTICATION });
   const publicUrl = new URL(ctx.config.publicUrl);
   const gate = createSessionGate({
-    codec: createSessionCodec(await resolveSessionSecret(ctx.config, ctx.db)),
+    codec: createSessionCodec(await resolveSessionSecret(ctx.config, ctx.stores.installation)),
     redemption: ctx.linkRedemption,
     clock: ctx.clock,
     secure: publicUrl.protocol === 'https:',

@@ -6,7 +6,7 @@ import { dataKeysStatus, rotateDataKeys } from '../cli/data-keys.command.ts';
 import { InvalidArgumentError } from 'commander';
 import { loadConfig, opsKeyFromEnv, type Config } from '../config.ts';
 import { configuredStoreTarget, MIGRATION_NAMES, openStore } from '../db/database.ts';
-import { webhookSubscriptionRepository } from '../db/webhooks-subscription.repository.ts';
+import { webhookSubscriptionRepository } from '../db/webhooks/subscriptions.repository.ts';
 import { createLogger } from '../logger.ts';
 import { connectRedis } from '../queue/connections.ts';
 import { createSandboxEhr } from '../sandbox-ehr/sandbox-ehr.ts';
@@ -48,6 +48,7 @@ import {
   type AppContext,
 } from './context.ts';
 import { openDataKeys } from '../db/data-keys.repository.ts';
+import { createStores } from '../db/stores.ts';
 import { createDataKeyRotation } from '../services/data-keys.service.ts';
 import { systemClock } from '../domain/clock.ts';
 import { keyRingOf } from './key-ring.ts';
@@ -128,7 +129,10 @@ export function migrateCommand(): Promise<void> {
         const dataKeys = openDataKeys(keyRingOf(config), {
           refreshMs: config.dataKeyRefreshSeconds * 1000,
         });
-        const rotation = createDataKeyRotation({ db: store.db, dataKeys, clock: systemClock });
+        const rotation = createDataKeyRotation({
+          stores: createStores(store.db, dataKeys),
+          clock: systemClock,
+        });
         const sealed = await sealExistingData(rotation, createLogger({ ...config, logLevel: 'warn' }));
         if (sealed > 0) progress.sealed(sealed);
       } finally {

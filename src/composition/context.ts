@@ -25,7 +25,7 @@ import { createClientCredentials, type ClientCredentials } from '../services/cli
 import { createJwksFetcher } from '../services/client-jwks-fetch.ts';
 import { createAuditChain, type AuditChain } from '../services/audit-chain.service.ts';
 import { TOKEN_PATH } from '../domain/client-credentials.ts';
-import { createCatalogService, type CatalogService } from '../services/catalog.service.ts';
+import { createCatalogService, type CatalogService } from '../services/catalog/catalog.service.ts';
 import { createHousekeeping, type Housekeeping } from '../services/housekeeping.service.ts';
 import { createLinkMinter, type LinkMinter } from '../services/links/minter.ts';
 import { createLinkService, type LinkService } from '../services/links/links.service.ts';
@@ -37,16 +37,15 @@ import { createReminders, type Reminders } from '../services/reminders.service.t
 import { createEventFeed, type EventFeed } from '../services/events.service.ts';
 import { createWebhookClient, type WebhookClient } from '../workers/webhooks/webhooks-client.ts';
 import { deliverOnce, type DeliveryDeps } from '../workers/webhooks/delivery.ts';
-import { createWebhookReplay, type WebhookReplay } from '../services/webhooks-replay.service.ts';
-import { createWebhookSubscriptions, type WebhookSubscriptions } from '../services/webhooks.service.ts';
+import { createWebhookReplay, type WebhookReplay } from '../services/webhooks/replay.service.ts';
+import {
+  createWebhookSubscriptions,
+  type WebhookSubscriptions,
+} from '../services/webhooks/webhooks.service.ts';
 import { createQueueProducer, type QueueProducer } from '../queue/producer.ts';
 import { claimLeaseMs } from '../queue/prefix-claim.ts';
 import { createMetrics, type Metrics } from '../observability/metrics.ts';
 import { QUEUE_NAMES } from '../queue/registry.ts';
-import { outboxRepository } from '../db/outbox.repository.ts';
-import { webhookSubscriptionRepository } from '../db/webhooks-subscription.repository.ts';
-import { ehrCircuitRepository } from '../db/forwarding/circuit.ts';
-import { installationSecretRepository } from '../db/installation-secret.repository.ts';
 import { createReferralFhir, type ReferralFhir } from '../services/fhir.service.ts';
 import { createAttachments, type Attachments } from '../services/attachments/attachments.service.ts';
 import { createPdfChecker } from '../services/attachments/pdf.ts';
@@ -255,7 +254,7 @@ export async function createContext(
     ...overrides.dataKeys,
   });
   const stores = createStores(db, dataKeys);
-  const dataKeyRotation = createDataKeyRotation({ db, dataKeys, clock });
+  const dataKeyRotation = createDataKeyRotation({ stores, clock });
   if (schema === 'migrate') await sealExistingData(dataKeyRotation, logger);
   const linkMinter = createLinkMinter({
     publicUrl: config.publicUrl,
@@ -268,7 +267,7 @@ export async function createContext(
   let queues: QueueProducer | undefined;
   const queueProducer = () => (queues ??= createQueueProducer(config, logger));
   let installation: Promise<string> | undefined;
-  const installationId = () => (installation ??= installationSecretRepository(db).installationId());
+  const installationId = () => (installation ??= stores.installation.installationId());
   // Renewed by each reconciler pass, so it outlives the gaps between them.
   const claimLease = claimLeaseMs(config.reconcileIntervalSeconds * 1000);
   const claimQueues = async () => queueProducer().claim(await installationId(), claimLease);
@@ -281,9 +280,9 @@ export async function createContext(
           QUEUE_NAMES.map(async (name) => [name, await queueProducer().jobCounts(name)] as const),
         ),
       ),
-    outboxBacklog: () => outboxRepository(db).backlogWithEvents(clock.now()),
-    disabledWebhookSubscriptions: () => webhookSubscriptionRepository(db).disabledCounts(),
-    ehrCircuitOpen: async () => (await ehrCircuitRepository(db).read()).state === 'open',
+    outboxBacklog: () => stores.outbox.backlogWithEvents(clock.now()),
+    disabledWebhookSubscriptions: () => stores.webhooks.subscriptions.disabledCounts(),
+    ehrCircuitOpen: async () => (await stores.forwarding.circuit.read()).state === 'open',
   });
   let webhookClient: WebhookClient | undefined;
   const production = config.env === 'production';
@@ -355,9 +354,9 @@ export async function createContext(
       fetchJwks: createJwksFetcher({ production, allowed: config.webhookAllowedAddresses }),
       endpoints: { production, allowed: config.webhookAllowedAddresses },
     }),
-    catalog: createCatalogService({ db }),
+    catalog: createCatalogService({ stores }),
     housekeeping: createHousekeeping({
-      db,
+      stores,
       clock,
       logger,
       eventRetentionDays: config.eventRetentionDays,
@@ -373,9 +372,9 @@ export async function createContext(
         max: config.reminderMax,
       },
     }),
-    eventFeed: createEventFeed({ db, clock }),
+    eventFeed: createEventFeed({ stores, clock }),
     webhookSubscriptions: createWebhookSubscriptions({
-      db,
+      stores,
       clock,
       endpoints: { production, allowed: config.webhookAllowedAddresses },
       deliver: (input) => deliverOnce(webhookDelivery(), input),
@@ -383,7 +382,7 @@ export async function createContext(
     accessReport: createAccessReport({ db, dataKeys, clock }),
     webhookDelivery,
     webhookReplay: createWebhookReplay({
-      db,
+      stores,
       queues: {
         enqueueWebhooks: async (jobs, replay) => {
           // A replay runs outside the serving processes (`refhub webhooks replay`): it claims first.

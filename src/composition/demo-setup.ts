@@ -16,7 +16,7 @@ import type { Kysely } from 'kysely';
 import { catalogRepository } from '../db/catalog.repository.ts';
 import type { Database } from '../db/schema.ts';
 import { createApiKeyIn } from '../services/api-key.service.ts';
-import { loadCatalogIn, readCatalogFile } from '../services/catalog.service.ts';
+import { loadCatalogIn, readCatalogFile } from '../services/catalog/catalog.service.ts';
 
 export const DEMO_CATALOG_FILE = fileURLToPath(new URL('../../catalog/demo.json', import.meta.url));
 
@@ -94,7 +94,7 @@ export async function setUpDemo(
   const document = await readCatalogFile(DEMO_CATALOG_FILE);
   return db.transaction().execute(async (trx) => {
     if (!(await catalogRepository(trx).isEmpty())) return undefined;
-    await loadCatalogIn(trx, document);
+    await loadCatalogIn(catalogRepository(trx), document);
     const keys: DemoKey[] = [];
     for (const demo of DEMO_KEYS) {
       const { key } = await createApiKeyIn(trx, {

@@ -26,6 +26,8 @@ export interface Store {
   readonly engine: Engine;
   /** The pool's connections: how many are held (checked out) now, and how many it may open. */
   connections(): { readonly held: number; readonly max: number };
+  /** Asks the database about itself: for readiness and the doctor, which hold no database handle. */
+  readonly probe: DatabaseProbe;
   close(): Promise<void>;
 }
 
@@ -290,7 +292,7 @@ export async function openStore(target: StoreTarget): Promise<Store> {
       client.on('error', () => undefined);
     });
     const { db, connections } = storeOver(target.preparedStatements === false ? pool : preparing(pool), max);
-    return { db, engine: 'postgres', connections, close: () => db.destroy() };
+    return { db, engine: 'postgres', connections, probe: databaseProbe(db), close: () => db.destroy() };
   }
   // No dataDir means an in-memory database (tests).
   const release =
@@ -324,6 +326,7 @@ export async function openStore(target: StoreTarget): Promise<Store> {
       db,
       engine: 'pglite',
       connections,
+      probe: databaseProbe(db),
       close: async () => {
         try {
           await db.destroy();
@@ -446,4 +449,37 @@ export function isDatabaseOutage(error: unknown): boolean {
 
 export async function ping(db: Kysely<Database>): Promise<void> {
   await sql`select 1`.execute(db);
+}
+
+// How readiness and the doctor ask the database about itself: does it answer, is every migration
+// applied, what is a server setting. Readiness asks on a connection of its own, so that it can tell a
+// database whose every connection is in use from one that does not answer.
+export interface DatabaseProbe {
+  /** Resolves when the database answers a statement. */
+  ping(): Promise<void>;
+  /** Whether every migration is applied. */
+  isMigrated(): Promise<boolean>;
+  /** A server setting's current value (PostgreSQL's `current_setting`). */
+  setting(name: string): Promise<string | undefined>;
+  /** Runs `work` on a connection of its own, checked out of the pool for it. */
+  onConnection<T>(work: (probe: Omit<DatabaseProbe, 'onConnection'>) => Promise<T>): Promise<T>;
+}
+
+function probeOver(db: Kysely<Database>): Omit<DatabaseProbe, 'onConnection'> {
+  return {
+    ping: () => ping(db),
+    isMigrated: () => isMigrated(db),
+    async setting(name) {
+      const { rows } = await sql<{ value: string }>`select current_setting(${name}) as value`.execute(db);
+      return rows[0]?.value;
+    },
+  };
+}
+
+/** The probe of the database `db`. */
+export function databaseProbe(db: Kysely<Database>): DatabaseProbe {
+  return {
+    ...probeOver(db),
+    onConnection: (work) => db.connection().execute((connection) => work(probeOver(connection))),
+  };
 }

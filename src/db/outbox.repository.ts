@@ -9,7 +9,7 @@ import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Executor } from './executor.ts';
 import { referralEventRepository } from './events.repository.ts';
 import type { OutboxTable } from './schema.ts';
-import { webhookRelayRepository } from './webhooks-relay.repository.ts';
+import { webhookRelayRepository } from './webhooks/relay.repository.ts';
 
 export interface NewOutboxMessage {
   readonly topic: OutboxTopic;

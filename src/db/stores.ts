@@ -14,7 +14,8 @@ import { auditChainRepository } from './audit-chain.repository.ts';
 import { auditRepository } from './audit.repository.ts';
 import { catalogRepository } from './catalog.repository.ts';
 import { clientCredentialsRepository } from './client-credentials.repository.ts';
-import { dataKeyRepository, type DataKeys } from './data-keys.repository.ts';
+import type { DataKeys } from './data-keys.repository.ts';
+import { dataKeyStore } from './data-keys.store.ts';
 import { referralEventRepository } from './events.repository.ts';
 import type { Executor } from './executor.ts';
 import { createForwardingStore } from './forwarding/forwarding.store.ts';
@@ -26,9 +27,9 @@ import { outboxRepository } from './outbox.repository.ts';
 import { createReferralStore } from './referrals/referrals.store.ts';
 import { reminderRepository } from './reminders.repository.ts';
 import type { Database } from './schema.ts';
-import { webhookAttemptRepository } from './webhooks-attempt.repository.ts';
-import { webhookRelayRepository } from './webhooks-relay.repository.ts';
-import { webhookSubscriptionRepository } from './webhooks-subscription.repository.ts';
+import { webhookAttemptRepository } from './webhooks/attempts.repository.ts';
+import { webhookRelayRepository } from './webhooks/relay.repository.ts';
+import { webhookSubscriptionRepository } from './webhooks/subscriptions.repository.ts';
 
 /** How each capability's store is made over an executor (the database, or a transaction). */
 const STORES = {
@@ -52,7 +53,7 @@ const STORES = {
   catalog: (db: Executor) => catalogRepository(db),
   apiKeys: (db: Executor) => apiKeyRepository(db),
   clientCredentials: (db: Executor) => clientCredentialsRepository(db),
-  dataKeys: (db: Executor) => dataKeyRepository(db),
+  dataKeys: (db: Executor, keys: DataKeys) => dataKeyStore(db, keys),
   idempotency: (db: Executor, keys: DataKeys) => idempotencyRepository(db, keys),
   installation: (db: Executor) => installationSecretRepository(db),
   housekeeping: (db: Executor) => housekeepingRepository(db),

@@ -6,7 +6,7 @@
 // batch is enqueued again under the same job IDs: deliveries are at least once, never skipped.
 import type { ReferralEvent } from '../db/events.repository.ts';
 import type { Stores } from '../db/stores.ts';
-import type { WebhookSubscription } from '../db/webhooks-subscription.repository.ts';
+import type { WebhookSubscription } from '../db/webhooks/subscriptions.repository.ts';
 import type { InstitutionRef } from '../domain/access.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { Logger } from '../logger.ts';

@@ -4,7 +4,7 @@
 // within seconds instead of hanging it.
 import type { Clock } from '../domain/clock.ts';
 import type { FailedForward } from '../db/forwarding/ledger.ts';
-import type { WebhookSubscription } from '../db/webhooks-subscription.repository.ts';
+import type { WebhookSubscription } from '../db/webhooks/subscriptions.repository.ts';
 import type { CircuitRow } from '../db/forwarding/circuit.ts';
 import type { Stores } from '../db/stores.ts';
 import type { QueueProducer } from '../queue/producer.ts';

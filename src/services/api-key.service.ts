@@ -9,7 +9,8 @@ import type { Role } from '../domain/statuses.ts';
 import { ValidationError, NotFoundError } from '../errors.ts';
 import { apiKeyRepository, type ApiKeyRecord } from '../db/api-key.repository.ts';
 import type { Database } from '../db/schema.ts';
-import { unknownToCatalog } from './catalog-names.ts';
+import { catalogRepository } from '../db/catalog.repository.ts';
+import { unknownToCatalog } from './catalog/names.ts';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const KEY_PATTERN = /^rfh_(live|test)_[0-9A-Za-z]{43}$/;
@@ -49,7 +50,11 @@ export async function createApiKeyIn(
   trx: Transaction<Database>,
   request: NewKeyRequest,
 ): Promise<CreatedKey> {
-  const errors = await unknownToCatalog(trx, request.system, request.institutions);
+  const errors = await unknownToCatalog(
+    { catalog: catalogRepository(trx) },
+    request.system,
+    request.institutions,
+  );
   if (request.role !== 'ops' && request.institutions.length === 0) {
     errors.push({
       path: 'institution',

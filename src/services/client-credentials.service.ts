@@ -46,8 +46,9 @@ import {
   type TokenRecord,
 } from '../db/client-credentials.repository.ts';
 import type { Database } from '../db/schema.ts';
-import { unknownToCatalog } from './catalog-names.ts';
-import { checkEndpointUrl, type EndpointPolicy } from './webhooks-endpoint-policy.ts';
+import { catalogRepository } from '../db/catalog.repository.ts';
+import { unknownToCatalog } from './catalog/names.ts';
+import { checkEndpointUrl, type EndpointPolicy } from './webhooks/endpoint-policy.ts';
 
 /** Fetches a client's JWKS from its URL: the same outbound rules as webhooks (composition's). */
 export type JwksFetcher = (url: string) => Promise<unknown>;
@@ -280,7 +281,9 @@ export function createClientCredentials(deps: ClientCredentialsDeps) {
   return {
     /** Registers a client for one institution of the catalog, in a role; its keys are checked now. */
     async register(request: NewClientRequest): Promise<ClientRecord> {
-      const problems = await unknownToCatalog(deps.db, request.system, [request.institution]);
+      const problems = await unknownToCatalog({ catalog: catalogRepository(deps.db) }, request.system, [
+        request.institution,
+      ]);
       if (problems.length > 0) throw new ValidationError(problems);
       const keys = await checkedKeys(request.keys);
       const id = uuidv7();

@@ -5,21 +5,12 @@
 // request's write in between is never undone; a row it loses to a write is looked at again on the
 // next pass. It can stop at any point and start again: what it has done is in the values themselves.
 // Attachments' bytes (attachment_contents) are swept last, a file at a time: read a piece at a time,
-// sealed again chunk by chunk, and written back only if the stored bytes are still those read.
-import type { Kysely } from 'kysely';
+// sealed again chunk by chunk, and written back only if the stored bytes are still those read. This
+// file walks; the reading, sealing and writing back happen in the data keys' store (db/data-keys.store.ts).
 import type { Clock } from '../domain/clock.ts';
-import type { FieldCipher } from '../domain/data-keys.ts';
-import { attachmentRepository } from '../db/attachments.repository.ts';
-import {
-  dataKeyRepository,
-  openColumns,
-  sealColumns,
-  sealedColumnNames,
-  SEALED_COLUMNS,
-  type DataKeys,
-  type SealedTable,
-} from '../db/data-keys.repository.ts';
-import type { Database } from '../db/schema.ts';
+import { SEALED_COLUMNS, type SealedTable } from '../db/data-keys.repository.ts';
+import type { SweepPass } from '../db/data-keys.store.ts';
+import type { Stores } from '../db/stores.ts';
 
 /** Rows a sweep reads, seals again and writes back at a time. */
 export const SWEEP_BATCH = 200;
@@ -45,8 +36,7 @@ export interface DataKeyStatus {
 }
 
 export interface DataKeyDeps {
-  readonly db: Kysely<Database>;
-  readonly dataKeys: DataKeys;
+  readonly stores: Pick<Stores, 'dataKeys'>;
   readonly clock: Clock;
   /** Rows sealed again per batch (SWEEP_BATCH unless said). */
   readonly batchSize?: number;
@@ -58,30 +48,25 @@ export type OnSweepProgress = (progress: SweepProgress) => void | Promise<void>;
 const TABLES = Object.keys(SEALED_COLUMNS) as SealedTable[];
 
 export function createDataKeyRotation(deps: DataKeyDeps) {
-  const repo = dataKeyRepository(deps.db);
+  const keys = deps.stores.dataKeys;
   const batchSize = deps.batchSize ?? SWEEP_BATCH;
   const sleepUntil = (at: Date) =>
     new Promise<void>((resolve) =>
       setTimeout(resolve, Math.max(0, at.getTime() - deps.clock.now().getTime())),
     );
 
-  const contents = attachmentRepository(deps.db, deps.dataKeys);
-
   /** One pass over the attachments' bytes; returns how many files it sealed again. */
-  async function contentPass(cipher: FieldCipher, onProgress: OnSweepProgress): Promise<number> {
-    const keyId = cipher.activeKeyId;
-    const total = await contents.staleContentCount(keyId);
+  async function contentPass(sweep: SweepPass, onProgress: OnSweepProgress): Promise<number> {
+    const { keyId } = sweep;
+    const total = await sweep.staleContentCount();
     if (total === 0) return 0;
     let done = 0;
     let after: string | undefined;
     for (;;) {
-      const files = await contents.staleContents(keyId, after, batchSize);
-      if (files.length === 0) break;
-      // One file at a time: the sweep holds one file's sealed bytes at once, never a batch of them.
-      for (const file of files) {
-        if (await contents.resealContent(file.id, file.sizeBytes, cipher)) done += 1;
-      }
-      after = files[files.length - 1]?.id;
+      const batch = await sweep.resealContents(after, batchSize);
+      if (batch.found === 0) break;
+      done += batch.resealed;
+      after = batch.last;
       await onProgress({ keyId, table: 'attachment_contents', done: Math.min(done, total), total });
     }
     return done;
@@ -89,55 +74,48 @@ export function createDataKeyRotation(deps: DataKeyDeps) {
 
   /** One pass over every table; returns how many rows it sealed again. */
   async function pass(onProgress: OnSweepProgress): Promise<number> {
-    const cipher = await deps.dataKeys.reload(deps.db);
-    const keyId = cipher.activeKeyId;
+    const sweep = await keys.sweepPass();
+    const { keyId } = sweep;
     let sealed = 0;
     for (const table of TABLES) {
-      const total = await repo.staleCount(table, keyId);
+      const total = await sweep.staleCount(table);
       if (total === 0) continue;
-      const { key } = SEALED_COLUMNS[table];
       let done = 0;
-      let after: unknown[] | undefined;
+      let after: readonly unknown[] | undefined;
       for (;;) {
-        const rows = await repo.staleRows(table, keyId, after, batchSize);
-        if (rows.length === 0) break;
-        for (const stored of rows) {
-          const opened = await deps.dataKeys.reading(deps.db, (c) => openColumns(table, stored, c));
-          const resealed = sealColumns(table, stored, onlySealed(table, opened), cipher);
-          if (await repo.reseal(table, stored, resealed)) done += 1;
-        }
-        after = key.map((column) => rows[rows.length - 1]?.[column]);
+        const batch = await sweep.resealBatch(table, after, batchSize);
+        if (batch.found === 0) break;
+        done += batch.resealed;
+        after = batch.last;
         await onProgress({ keyId, table, done: Math.min(done, total), total });
       }
       sealed += done;
     }
-    return sealed + (await contentPass(cipher, onProgress));
+    return sealed + (await contentPass(sweep, onProgress));
   }
 
   return {
     async status(): Promise<DataKeyStatus> {
-      const cipher = await deps.dataKeys.reload(deps.db);
-      const keys = await repo.all();
-      const active = keys.find((k) => k.id === cipher.activeKeyId);
+      const sweep = await keys.sweepPass();
+      const all = await keys.all();
+      const active = all.find((k) => k.id === sweep.keyId);
       const stale = Object.fromEntries([
-        ...(await Promise.all(
-          TABLES.map(async (t) => [t, await repo.staleCount(t, cipher.activeKeyId)] as const),
-        )),
-        ['attachment_contents', await contents.staleContentCount(cipher.activeKeyId)] as const,
+        ...(await Promise.all(TABLES.map(async (t) => [t, await sweep.staleCount(t)] as const))),
+        ['attachment_contents', await sweep.staleContentCount()] as const,
       ]) as Record<SweptTable, number>;
       return {
-        activeKeyId: cipher.activeKeyId,
+        activeKeyId: sweep.keyId,
         swept: active?.swept_at !== null && active?.swept_at !== undefined,
-        keys: keys.map((k) => ({ id: k.id, purpose: k.purpose, kekId: k.kek_id, createdAt: k.created_at })),
+        keys: all.map((k) => ({ id: k.id, purpose: k.purpose, kekId: k.kek_id, createdAt: k.created_at })),
         stale,
       };
     },
 
     /** Whether the active key was never swept to: a rotation left unfinished, or a fresh migration. */
     async pending(): Promise<{ readonly keyId: string; readonly first: boolean } | undefined> {
-      const cipher = await deps.dataKeys.reload(deps.db);
-      const fields = (await repo.all()).filter((k) => k.purpose === 'fields');
-      const active = fields.find((k) => k.id === cipher.activeKeyId);
+      const activeKeyId = await keys.activeKeyId();
+      const fields = (await keys.all()).filter((k) => k.purpose === 'fields');
+      const active = fields.find((k) => k.id === activeKeyId);
       if (active === undefined || active.swept_at !== null) return undefined;
       return { keyId: active.id, first: fields.length === 1 };
     },
@@ -149,19 +127,18 @@ export function createDataKeyRotation(deps: DataKeyDeps) {
      * under an older key by a process that had not yet seen the new one is left behind.
      */
     async sweep(onProgress: OnSweepProgress = () => undefined): Promise<{ keyId: string; sealed: number }> {
-      const keyId = (await deps.dataKeys.reload(deps.db)).activeKeyId;
-      const fields = (await repo.all()).filter((k) => k.purpose === 'fields');
+      const keyId = await keys.activeKeyId();
+      const fields = (await keys.all()).filter((k) => k.purpose === 'fields');
       const active = fields.find((k) => k.id === keyId);
       const older = fields.length > 1;
       let sealed = await pass(onProgress);
       if (older && active !== undefined) {
         // One refresh interval for every process to see the key, one more for the requests they had
         // begun with the older one to finish; then passes until one finds nothing left.
-        await sleepUntil(new Date(active.created_at.getTime() + 2 * deps.dataKeys.refreshMs));
+        await sleepUntil(new Date(active.created_at.getTime() + 2 * keys.refreshMs));
         for (let more = await pass(onProgress); more > 0; more = await pass(onProgress)) sealed += more;
       }
-      if ((await deps.dataKeys.reload(deps.db)).activeKeyId === keyId)
-        await repo.markSwept(keyId, deps.clock.now());
+      if ((await keys.activeKeyId()) === keyId) await keys.markSwept(keyId, deps.clock.now());
       return { keyId, sealed };
     },
 
@@ -173,18 +150,13 @@ export function createDataKeyRotation(deps: DataKeyDeps) {
     async rotate(
       onProgress: OnSweepProgress = () => undefined,
     ): Promise<{ keyId: string; sealed: number; rewrapped: number; resumed: boolean }> {
-      const rewrapped = await repo.rewrap(deps.dataKeys.ring);
+      const rewrapped = await keys.rewrap();
       const resumed = (await this.pending()) !== undefined;
-      if (!resumed) await repo.makeFieldsKey(deps.dataKeys.ring);
+      if (!resumed) await keys.makeFieldsKey();
       const result = await this.sweep(onProgress);
       return { ...result, rewrapped, resumed };
     },
   };
-}
-
-/** The sealed columns of an opened row: a sweep writes only those back (with the blind index). */
-function onlySealed(table: SealedTable, opened: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(sealedColumnNames(table).map((c) => [c, opened[c]]));
 }
 
 export type DataKeyRotation = ReturnType<typeof createDataKeyRotation>;

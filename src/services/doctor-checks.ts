@@ -2,10 +2,8 @@
 // the shell it runs in) and by `GET /doctor` (which runs them inside a serving process, with the
 // configuration that process started with). Each check says whether it passed, failed or was not
 // checked, and why: a check that could not run is never reported as passed.
-import { sql, type Kysely } from 'kysely';
 import { ConfigError, type Config, type SettingView } from '../config.ts';
-import { isMigrated, ping, type Engine } from '../db/database.ts';
-import type { Database } from '../db/schema.ts';
+import type { DatabaseProbe, Engine } from '../db/database.ts';
 import { clamdAddressText, parseClamdAddress, type ClamdAddress } from '../domain/attachments.ts';
 import { probePdfChecker } from './attachments/pdf-probe.ts';
 import { checkEhrAddress } from './outbound-address.ts';
@@ -53,13 +51,13 @@ export function storeCheckNames(engine: Engine): string[] {
   ];
 }
 
-async function durabilityChecks(db: Kysely<Database>): Promise<DoctorCheck[]> {
+/** What the store checks ask the database. */
+export type StoreProbe = Pick<DatabaseProbe, 'ping' | 'isMigrated' | 'setting'>;
+
+async function durabilityChecks(database: StoreProbe): Promise<DoctorCheck[]> {
   const checks: DoctorCheck[] = [];
   for (const setting of DURABILITY) {
-    const { rows } = await sql<{ value: string }>`select current_setting(${setting.name}) as value`.execute(
-      db,
-    );
-    const value = rows[0]?.value ?? 'unknown';
+    const value = (await database.setting(setting.name)) ?? 'unknown';
     const name = `postgres ${setting.name}`;
     checks.push(
       (setting.safe as readonly string[]).includes(value)
@@ -71,9 +69,9 @@ async function durabilityChecks(db: Kysely<Database>): Promise<DoctorCheck[]> {
 }
 
 /** The database answers, every migration is applied, and on PostgreSQL the durability settings are on. */
-export async function storeChecks(db: Kysely<Database>, engine: Engine): Promise<DoctorCheck[]> {
+export async function storeChecks(probe: StoreProbe, engine: Engine): Promise<DoctorCheck[]> {
   try {
-    await ping(db);
+    await probe.ping();
   } catch (error) {
     return [
       failed('database', `no answer: ${(error as Error).message}`),
@@ -83,10 +81,10 @@ export async function storeChecks(db: Kysely<Database>, engine: Engine): Promise
     ];
   }
   const database = passed('database', engine === 'pglite' ? 'embedded PGlite answers' : 'PostgreSQL answers');
-  const migration = (await isMigrated(db))
+  const migration = (await probe.isMigrated())
     ? passed('migrations', 'every migration is applied')
     : failed('migrations', 'migrations are pending: run `refhub migrate`');
-  return [database, migration, ...(engine === 'postgres' ? await durabilityChecks(db) : [])];
+  return [database, migration, ...(engine === 'postgres' ? await durabilityChecks(probe) : [])];
 }
 
 /** Redis answers, never evicts keys and takes writes (`problem` from queue/connections.ts). */

@@ -2,13 +2,12 @@
 // a time after an opaque cursor (see db/events.repository.ts for why nothing is skipped under
 // concurrent writes). A system that missed webhook deliveries, or never subscribed, reads exactly what
 // it missed. With `wait`, an empty page is held open until an event arrives or the wait ends.
-import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { toEventView, type EventView } from '../domain/events.ts';
 import { ForbiddenRoleError, ValidationError } from '../errors.ts';
-import { auditEventOf, auditRepository } from '../db/audit.repository.ts';
-import { FEED_START, referralEventRepository, type FeedPosition } from '../db/events.repository.ts';
-import type { Database } from '../db/schema.ts';
+import { auditEventOf } from '../db/audit.repository.ts';
+import { FEED_START, type FeedPosition } from '../db/events.repository.ts';
+import type { Stores } from '../db/stores.ts';
 import type { Caller } from './caller.ts';
 
 export interface FeedPage {
@@ -77,12 +76,15 @@ const sleep = (ms: number, signal: AbortSignal | undefined) =>
     signal?.addEventListener('abort', done, { once: true });
   });
 
-export function createEventFeed(deps: { readonly db: Kysely<Database>; readonly clock: Clock }) {
+export function createEventFeed(deps: {
+  readonly stores: Pick<Stores, 'events' | 'audit'>;
+  readonly clock: Clock;
+}) {
   return {
     async read(caller: Caller, request: FeedRequest): Promise<FeedPage> {
       if (caller.role === 'ops') throw new ForbiddenRoleError('An ops key may not read an event feed.');
       const from = request.after === undefined ? FEED_START : decodeCursor(request.after);
-      const events = referralEventRepository(deps.db);
+      const events = deps.stores.events;
       const deadline = Date.now() + request.waitSeconds * 1000;
       let page = await events.pageFor(caller.institution, from, request.limit + 1);
       while (page.length === 0 && Date.now() < deadline && request.signal?.aborted !== true) {
@@ -92,9 +94,7 @@ export function createEventFeed(deps: { readonly db: Kysely<Database>; readonly 
       const shown = page.slice(0, request.limit);
       const last = shown.at(-1);
       const referralIds = [...new Set(shown.map((e) => e.referralId))];
-      await auditRepository(deps.db).record(
-        auditEventOf(caller, 'events.read', referralIds, deps.clock.now()),
-      );
+      await deps.stores.audit.record(auditEventOf(caller, 'events.read', referralIds, deps.clock.now()));
       // An empty page hands back the last real position at or before the cursor sent: the cursor
       // itself when the feed handed it out, never one made up past the end, whose holder would
       // otherwise keep it and skip what is written after the real end.

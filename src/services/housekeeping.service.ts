@@ -1,10 +1,7 @@
 // Periodic clean-up of expired rows and retired secrets, run by every API process. Deletes go in small batches so that
 // a large backlog never holds long locks; several processes running it at once only share the work.
-import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
-import { housekeepingRepository } from '../db/housekeeping.repository.ts';
-import { referralEventRepository } from '../db/events.repository.ts';
-import type { Database } from '../db/schema.ts';
+import type { Stores } from '../db/stores.ts';
 import type { Logger } from '../logger.ts';
 import { createPeriodicLoop } from '../queue/poll-loop.ts';
 
@@ -26,13 +23,13 @@ export interface PurgeResult {
 const DAY_MS = 86_400_000;
 
 export function createHousekeeping(deps: {
-  db: Kysely<Database>;
+  stores: Pick<Stores, 'housekeeping' | 'events'>;
   clock: Clock;
   logger: Logger;
   /** How long events and webhook attempts are kept (EVENT_RETENTION_DAYS); 30 days by default. */
   eventRetentionDays?: number;
 }) {
-  const repo = housekeepingRepository(deps.db);
+  const repo = deps.stores.housekeeping;
   const eventRetentionMs = (deps.eventRetentionDays ?? 30) * DAY_MS;
   const cutoff = (now: Date) => new Date(now.getTime() - eventRetentionMs);
 
@@ -51,7 +48,7 @@ export function createHousekeeping(deps: {
       return {
         idempotencyKeys: await drain((now, limit) => repo.purgeIdempotencyKeys(now, limit)),
         linkTokens: await drain((now, limit) => repo.purgeLinkTokens(now, limit)),
-        events: await drain((now, limit) => referralEventRepository(deps.db).purgeBefore(cutoff(now), limit)),
+        events: await drain((now, limit) => deps.stores.events.purgeBefore(cutoff(now), limit)),
         webhookAttempts: await drain((now, limit) => repo.purgeWebhookAttempts(cutoff(now), limit)),
         webhookSecrets: await repo.forgetRetiredWebhookSecrets(deps.clock.now()),
         clientCredentials: await drain((now, limit) => repo.purgeClientCredentials(now, limit)),

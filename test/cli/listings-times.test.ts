@@ -8,10 +8,12 @@ import { listKeys } from '../../src/cli/api-key.command.ts';
 import { listWebhooks } from '../../src/cli/webhooks.command.ts';
 import { DEMO_CATALOG_FILE } from '../../src/composition/demo-setup.ts';
 import type { Store } from '../../src/db/database.ts';
-import { webhookSubscriptionRepository } from '../../src/db/webhooks-subscription.repository.ts';
+import { webhookSubscriptionRepository } from '../../src/db/webhooks/subscriptions.repository.ts';
 import { displayTimeIn } from '../../src/domain/display-time.ts';
 import { createApiKeyService } from '../../src/services/api-key.service.ts';
-import { createCatalogService } from '../../src/services/catalog.service.ts';
+import { createCatalogService } from '../../src/services/catalog/catalog.service.ts';
+import { createStores } from '../../src/db/stores.ts';
+import { testDataKeys } from '../support/data-keys.ts';
 import { openTestStore } from '../support/engines.ts';
 
 const NOW = new Date('2026-06-04T03:15:07.000Z');
@@ -38,7 +40,9 @@ describe('times in the command line’s listings', () => {
   const clock = { now: () => NOW };
   beforeAll(async () => {
     store = await openTestStore('pglite');
-    await createCatalogService({ db: store.db }).loadFile(DEMO_CATALOG_FILE);
+    await createCatalogService({ stores: createStores(store.db, testDataKeys()) }).loadFile(
+      DEMO_CATALOG_FILE,
+    );
   });
   afterAll(async () => {
     await store.close();

@@ -7,7 +7,9 @@ import type { Store } from '../../src/db/database.ts';
 import type { Clock } from '../../src/domain/clock.ts';
 import { AppError, NotFoundError, ValidationError } from '../../src/errors.ts';
 import { createApiKeyService, hashApiKey, type ApiKeyService } from '../../src/services/api-key.service.ts';
-import { createCatalogService } from '../../src/services/catalog.service.ts';
+import { createCatalogService } from '../../src/services/catalog/catalog.service.ts';
+import { createStores } from '../../src/db/stores.ts';
+import { testDataKeys } from '../support/data-keys.ts';
 import { DEMO_CATALOG_FILE } from '../../src/composition/demo-setup.ts';
 import { ENGINES, openTestStore } from '../support/engines.ts';
 
@@ -32,7 +34,9 @@ describe.each(ENGINES)('API keys on %s', (engine) => {
 
   beforeAll(async () => {
     store = await openTestStore(engine);
-    await createCatalogService({ db: store.db }).loadFile(DEMO_CATALOG_FILE);
+    await createCatalogService({ stores: createStores(store.db, testDataKeys()) }).loadFile(
+      DEMO_CATALOG_FILE,
+    );
     keys = createApiKeyService({ db: store.db, clock });
   });
   afterAll(async () => {

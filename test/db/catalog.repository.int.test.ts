@@ -5,7 +5,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { catalogRepository } from '../../src/db/catalog.repository.ts';
 import type { Store } from '../../src/db/database.ts';
 import { ValidationError, type AppError } from '../../src/errors.ts';
-import { createCatalogService, type CatalogService } from '../../src/services/catalog.service.ts';
+import { createCatalogService, type CatalogService } from '../../src/services/catalog/catalog.service.ts';
+import { createStores } from '../../src/db/stores.ts';
+import { testDataKeys } from '../support/data-keys.ts';
 import { DEMO_CATALOG_FILE } from '../../src/composition/demo-setup.ts';
 import { ENGINES, openTestStore } from '../support/engines.ts';
 
@@ -102,7 +104,7 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
   let catalog: CatalogService;
   beforeAll(async () => {
     store = await openTestStore(engine);
-    catalog = createCatalogService({ db: store.db });
+    catalog = createCatalogService({ stores: createStores(store.db, testDataKeys()) });
   });
   afterAll(async () => {
     await store.close();

@@ -14,7 +14,8 @@ import type { ReferralStore } from '../../src/db/referrals/referrals.store.ts';
 import type { InstitutionRef } from '../../src/domain/access.ts';
 import { CORE_STATUS_OF, CORE_STATUSES, type CoreStatus, type Status } from '../../src/domain/statuses.ts';
 import { ReferralNotFoundError } from '../../src/errors.ts';
-import { createCatalogService } from '../../src/services/catalog.service.ts';
+import { createCatalogService } from '../../src/services/catalog/catalog.service.ts';
+import { createStores } from '../../src/db/stores.ts';
 import { DEMO_CATALOG_FILE } from '../../src/composition/demo-setup.ts';
 import { ENGINES, openTestStore } from '../support/engines.ts';
 import { testDataKeys } from '../support/data-keys.ts';
@@ -300,7 +301,9 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
 
   beforeAll(async () => {
     store = await openTestStore(engine);
-    await createCatalogService({ db: store.db }).loadFile(DEMO_CATALOG_FILE);
+    await createCatalogService({ stores: createStores(store.db, testDataKeys()) }).loadFile(
+      DEMO_CATALOG_FILE,
+    );
     keys = testDataKeys();
     repo = createReferralStore(store.db, keys);
     for (const f of FIXTURES) {

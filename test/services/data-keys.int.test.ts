@@ -11,6 +11,7 @@ import { up as migration0019 } from '../../src/db/migrations/0019-events-without
 import { systemClock } from '../../src/domain/clock.ts';
 import { localKeyRing, sealedUnderPattern } from '../../src/domain/data-keys.ts';
 import type { Logger } from '../../src/logger.ts';
+import { createStores } from '../../src/db/stores.ts';
 import { createDataKeyRotation, type SweepProgress } from '../../src/services/data-keys.service.ts';
 import { ENGINES } from '../support/engines.ts';
 import { CANARY, CANARY_MARKERS } from '../support/fixtures/patients.ts';
@@ -339,8 +340,7 @@ describe.each(ENGINES)('patient data sealed field by field on %s', (engine) => {
     };
     // The rotation runs as `refhub data-keys rotate` does, in a process of its own: keys of its own.
     const rotation = createDataKeyRotation({
-      db: t.ctx.db,
-      dataKeys: openDataKeys(localKeyRing([kek]), { refreshMs: REFRESH_MS }),
+      stores: createStores(t.ctx.db, openDataKeys(localKeyRing([kek]), { refreshMs: REFRESH_MS })),
       clock: systemClock,
       batchSize: 4,
     });

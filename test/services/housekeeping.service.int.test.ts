@@ -41,7 +41,7 @@ describe.each(ENGINES)('housekeeping on %s', (engine) => {
     expect(await repo.count('idempotency_keys')).toBe(2);
 
     const housekeeping = createHousekeeping({
-      db: t.ctx.db,
+      stores: t.ctx.stores,
       clock: t.ctx.clock,
       logger: t.ctx.logger,
       eventRetentionDays: 10,
@@ -101,7 +101,11 @@ describe.each(ENGINES)('housekeeping on %s', (engine) => {
           .executeTakeFirstOrThrow();
       const overlapEnds = (await previous()).previous_secret_expires_at;
       expect(overlapEnds).not.toBeNull();
-      const housekeeping = createHousekeeping({ db: t.ctx.db, clock: t.ctx.clock, logger: t.ctx.logger });
+      const housekeeping = createHousekeeping({
+        stores: t.ctx.stores,
+        clock: t.ctx.clock,
+        logger: t.ctx.logger,
+      });
 
       // During the overlap both secrets sign, and the old one is kept.
       now = new Date(overlapEnds!.getTime() - 1000);
@@ -145,7 +149,11 @@ describe.each(ENGINES)('housekeeping on %s', (engine) => {
       .insertInto('client_assertions')
       .values({ api_key_id: client.id, jti: 'jti-1', expires_at: expiresAt })
       .execute();
-    const housekeeping = createHousekeeping({ db: t.ctx.db, clock: t.ctx.clock, logger: t.ctx.logger });
+    const housekeeping = createHousekeeping({
+      stores: t.ctx.stores,
+      clock: t.ctx.clock,
+      logger: t.ctx.logger,
+    });
     expect((await housekeeping.purgeExpired()).clientCredentials).toBe(0);
     now = new Date(expiresAt.getTime() + 1);
     expect((await housekeeping.purgeExpired()).clientCredentials).toBe(2);

@@ -29,10 +29,7 @@ import { CHECK_TIMEOUT_MS, within } from './health.routes.ts';
 
 export const DOCTOR_PATH = '/doctor';
 
-export type DoctorRoutesDeps = Pick<
-  ApiDeps,
-  'config' | 'db' | 'store' | 'queues' | 'apiKeys' | 'pingScanner'
->;
+export type DoctorRoutesDeps = Pick<ApiDeps, 'config' | 'store' | 'queues' | 'apiKeys' | 'pingScanner'>;
 
 export function doctorRoutes(deps: DoctorRoutesDeps) {
   const { engine } = deps.store;
@@ -54,7 +51,7 @@ export function doctorRoutes(deps: DoctorRoutesDeps) {
   }
 
   async function checks(): Promise<DoctorCheck[]> {
-    const store = within(storeChecks(deps.db, engine), CHECK_TIMEOUT_MS).catch(() => [
+    const store = within(storeChecks(deps.store.probe, engine), CHECK_TIMEOUT_MS).catch(() => [
       failed('database', 'the database did not answer in time'),
       ...storeCheckNames(engine)
         .slice(1)

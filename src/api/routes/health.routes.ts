@@ -5,9 +5,7 @@
 // whose every connection is in use is `busy`, not failing: it answers, and the probe waits its turn
 // like any request (on embedded PGlite, whose one connection a transaction holds while it runs).
 import type { FastifyInstance } from 'fastify';
-import type { Kysely } from 'kysely';
-import { isMigrated, ping } from '../../db/database.ts';
-import type { Database } from '../../db/schema.ts';
+import type { DatabaseProbe } from '../../db/database.ts';
 import type { ApiDeps } from '../api-deps.ts';
 
 type Check = { readonly state: 'ok' } | { readonly state: 'busy' | 'failing'; readonly problem: string };
@@ -29,8 +27,8 @@ export function within<T>(work: Promise<T>, ms: number): Promise<T> {
   });
 }
 
-export type HealthDeps = Pick<ApiDeps, 'db' | 'queues' | 'logger' | 'lifecycle'> & {
-  readonly store: Pick<ApiDeps['store'], 'connections'>;
+export type HealthDeps = Pick<ApiDeps, 'queues' | 'logger' | 'lifecycle'> & {
+  readonly store: Pick<ApiDeps['store'], 'connections' | 'probe'>;
 };
 
 /**
@@ -40,13 +38,13 @@ export type HealthDeps = Pick<ApiDeps, 'db' | 'queues' | 'logger' | 'lifecycle'>
  */
 async function onStore(
   deps: HealthDeps,
-  check: (db: Kysely<Database>) => Promise<Check>,
+  check: (probe: Omit<DatabaseProbe, 'onConnection'>) => Promise<Check>,
   unreachable: string,
 ): Promise<Check> {
   const probe = { connected: false };
   try {
     return await within(
-      deps.db.connection().execute((connection) => {
+      deps.store.probe.onConnection((connection) => {
         probe.connected = true;
         return check(connection);
       }),
@@ -70,8 +68,8 @@ const CHECKS = {
   database: (deps: HealthDeps) =>
     onStore(
       deps,
-      async (db) => {
-        await ping(db);
+      async (database) => {
+        await database.ping();
         return OK;
       },
       'the database cannot be reached',
@@ -79,8 +77,8 @@ const CHECKS = {
   migrations: (deps: HealthDeps) =>
     onStore(
       deps,
-      async (db) =>
-        (await isMigrated(db)) ? OK : failing('database migrations are pending: run `refhub migrate`'),
+      async (database) =>
+        (await database.isMigrated()) ? OK : failing('database migrations are pending: run `refhub migrate`'),
       'the migrations could not be read',
     ),
   // Redis must be reachable, must never evict keys and must take writes, or queued work could vanish.

@@ -2,16 +2,14 @@
 // without it). Elsewhere, when it is unset, the installation generates one on first start and keeps it
 // in its database, so `npm start` needs no setup and every process on that database agrees.
 import { randomBytes } from 'node:crypto';
-import type { Kysely } from 'kysely';
 import type { Config } from '../../config.ts';
-import { installationSecretRepository } from '../../db/installation-secret.repository.ts';
-import type { Database } from '../../db/schema.ts';
+import type { Stores } from '../../db/stores.ts';
 
 export async function resolveSessionSecret(
   config: Pick<Config, 'env' | 'sessionSecret'>,
-  db: Kysely<Database>,
+  installation: Pick<Stores['installation'], 'getOrCreate'>,
 ): Promise<string> {
   if (config.sessionSecret !== undefined) return config.sessionSecret;
   if (config.env === 'production') throw new Error('SESSION_SECRET is required when NODE_ENV=production');
-  return installationSecretRepository(db).getOrCreate('web-session', randomBytes(32).toString('base64url'));
+  return installation.getOrCreate('web-session', randomBytes(32).toString('base64url'));
 }

@@ -5,8 +5,8 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Clock } from '../../domain/clock.ts';
 import type { Stores } from '../../db/stores.ts';
-import type { AttemptOutcome, WebhookAttempt } from '../../db/webhooks-attempt.repository.ts';
-import type { SigningSubscription } from '../../db/webhooks-subscription.repository.ts';
+import type { AttemptOutcome, WebhookAttempt } from '../../db/webhooks/attempts.repository.ts';
+import type { SigningSubscription } from '../../db/webhooks/subscriptions.repository.ts';
 import type { Metrics } from '../../observability/metrics.ts';
 import type { EventView } from '../../domain/events.ts';
 import { signedHeaders } from '../../domain/webhooks-signature.ts';

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../src/config.ts';
 import type { Store } from '../../../src/db/database.ts';
 import { resolveSessionSecret } from '../../../src/api/web/session-secret.ts';
+import { installationSecretRepository } from '../../../src/db/installation-secret.repository.ts';
 import { auditSigningKeySetting, testAuditSigningKey } from '../../support/audit-signing-key.ts';
 import { ENGINES, openTestStore } from '../../support/engines.ts';
 
@@ -34,6 +35,7 @@ describe('SESSION_SECRET', () => {
 
 describe.each(ENGINES)('the session secret on %s', (engine) => {
   let store: Store;
+  const secretsOf = () => installationSecretRepository(store.db);
   beforeAll(async () => {
     store = await openTestStore(engine);
   });
@@ -43,19 +45,21 @@ describe.each(ENGINES)('the session secret on %s', (engine) => {
 
   it('is SESSION_SECRET when given, and then nothing is stored', async () => {
     const given = 'g'.repeat(40);
-    expect(await resolveSessionSecret({ env: 'production', sessionSecret: given }, store.db)).toBe(given);
+    expect(await resolveSessionSecret({ env: 'production', sessionSecret: given }, secretsOf())).toBe(given);
     expect(await store.db.selectFrom('installation_secrets').selectAll().execute()).toEqual([]);
   });
 
   it('is generated once per installation, and every process that starts at once gets the same', async () => {
     const secrets = await Promise.all(
       Array.from({ length: 6 }, () =>
-        resolveSessionSecret({ env: 'development', sessionSecret: undefined }, store.db),
+        resolveSessionSecret({ env: 'development', sessionSecret: undefined }, secretsOf()),
       ),
     );
     expect(new Set(secrets).size).toBe(1);
     expect(secrets[0]!.length).toBeGreaterThanOrEqual(43);
-    expect(await resolveSessionSecret({ env: 'test', sessionSecret: undefined }, store.db)).toBe(secrets[0]);
+    expect(await resolveSessionSecret({ env: 'test', sessionSecret: undefined }, secretsOf())).toBe(
+      secrets[0],
+    );
     expect(await store.db.selectFrom('installation_secrets').select('name').execute()).toEqual([
       { name: 'web-session' },
     ]);
@@ -63,7 +67,7 @@ describe.each(ENGINES)('the session secret on %s', (engine) => {
 
   it('is never generated in production', async () => {
     await expect(
-      resolveSessionSecret({ env: 'production', sessionSecret: undefined }, store.db),
+      resolveSessionSecret({ env: 'production', sessionSecret: undefined }, secretsOf()),
     ).rejects.toThrow(/SESSION_SECRET is required/);
   });
 });

@@ -12,7 +12,9 @@ import { describeRun, runRefhub, type CliResult } from '../../support/refhub-cli
 import { call, createDraft } from '../../support/scenarios.ts';
 import { createTestApp } from '../../support/test-app.ts';
 import { openTestStore } from '../../support/engines.ts';
-import { createCatalogService } from '../../../src/services/catalog.service.ts';
+import { createCatalogService } from '../../../src/services/catalog/catalog.service.ts';
+import { createStores } from '../../../src/db/stores.ts';
+import { testDataKeys } from '../../support/data-keys.ts';
 import { DEMO_CATALOG_FILE } from '../../../src/composition/demo-setup.ts';
 
 const QUEUE_PREFIX = `cli-output-${randomUUID()}`;
@@ -58,7 +60,9 @@ describe('refhub command output', { timeout: 600_000 }, () => {
         expect(webhooks.stdout).toBe('No webhook subscriptions.\n');
         expect(retry.stdout).toBe('No failed forwards: nothing was queued again.\n');
 
-        await createCatalogService({ db: store.db }).loadFile(DEMO_CATALOG_FILE);
+        await createCatalogService({ stores: createStores(store.db, testDataKeys()) }).loadFile(
+          DEMO_CATALOG_FILE,
+        );
         const [ops] = await Promise.all([
           cli(['keys', 'create', '--system', 'HAS', '--role', 'ops', '--label', 'night shift']),
           cli(['keys', 'create', '--system', 'HAS', '--role', 'sender', '--institution', 'hci:S1234A']),

@@ -14,7 +14,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { CLIENTS_HEADER } from '../../../src/cli/clients.command.ts';
 import { DEMO_CATALOG_FILE } from '../../../src/composition/demo-setup.ts';
 import { systemClock } from '../../../src/domain/clock.ts';
-import { createCatalogService } from '../../../src/services/catalog.service.ts';
+import { createCatalogService } from '../../../src/services/catalog/catalog.service.ts';
+import { createStores } from '../../../src/db/stores.ts';
+import { testDataKeys } from '../../support/data-keys.ts';
 import { OAuthError } from '../../../src/errors.ts';
 import { createClientCredentials } from '../../../src/services/client-credentials.service.ts';
 import { testRedisUrl } from '../../support/bridge.ts';
@@ -97,7 +99,9 @@ describe('refhub clients', { timeout: 600_000 }, () => {
       };
 
       expect((await cli(['clients', 'list'])).stdout).toBe('No clients.\n');
-      await createCatalogService({ db: store.db }).loadFile(DEMO_CATALOG_FILE);
+      await createCatalogService({ stores: createStores(store.db, testDataKeys()) }).loadFile(
+        DEMO_CATALOG_FILE,
+      );
 
       const [k1, k2, k3] = await Promise.all([keyPair('clinic-1'), keyPair('clinic-2'), keyPair('clinic-3')]);
       const oneJwk = file('clinic-1.jwk.json', k1.publicJwk);

@@ -10,7 +10,8 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dataKeyRepository, openColumns } from '../../../src/db/data-keys.repository.ts';
 import { DEMO_CATALOG_FILE } from '../../../src/composition/demo-setup.ts';
-import { createCatalogService } from '../../../src/services/catalog.service.ts';
+import { createCatalogService } from '../../../src/services/catalog/catalog.service.ts';
+import { createStores } from '../../../src/db/stores.ts';
 import { testRedisUrl } from '../../support/bridge.ts';
 import { dataKeysSetting, testDataKeys, testKeyEncryptionKey } from '../../support/data-keys.ts';
 import { openPostgresStoreWithUrl } from '../../support/engines.ts';
@@ -47,7 +48,9 @@ describe('refhub data-keys', { timeout: 600_000 }, () => {
       };
 
       // A referral as a refhub before field encryption wrote it: its patient data in the clear.
-      await createCatalogService({ db: store.db }).loadFile(DEMO_CATALOG_FILE);
+      await createCatalogService({ stores: createStores(store.db, testDataKeys()) }).loadFile(
+        DEMO_CATALOG_FILE,
+      );
       const id = randomUUID();
       const at = new Date();
       await store.db

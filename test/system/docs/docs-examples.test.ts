@@ -18,7 +18,9 @@ import { parse as parseShell } from 'shell-quote';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TSchema } from 'typebox';
 import { DEMO_CATALOG_FILE } from '../../../src/composition/demo-setup.ts';
-import { CatalogDocument, createCatalogService } from '../../../src/services/catalog.service.ts';
+import { CatalogDocument, createCatalogService } from '../../../src/services/catalog/catalog.service.ts';
+import { createStores } from '../../../src/db/stores.ts';
+import { testDataKeys } from '../../support/data-keys.ts';
 import { createRequestSchemaCompiler } from '../../../src/services/referrals/fields.ts';
 import { openTestStore } from '../../support/engines.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
@@ -229,7 +231,9 @@ describe('the examples in docs/', () => {
     for (const block of jsonBlocks().filter((b) => b.info === 'json catalog')) {
       const store = await openTestStore('pglite');
       try {
-        const summary = await createCatalogService({ db: store.db }).load(JSON.parse(block.text));
+        const summary = await createCatalogService({ stores: createStores(store.db, testDataKeys()) }).load(
+          JSON.parse(block.text),
+        );
         expect(summary.offerings, where(block)).toBeGreaterThan(0);
       } catch (error) {
         throw new Error(

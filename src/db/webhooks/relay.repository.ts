@@ -2,8 +2,8 @@
 // order. It moves forward by compare-and-set, so relays in several processes never move it back; two
 // that read the same batch both enqueue it, under the same job IDs.
 import { sql } from 'kysely';
-import type { Executor } from './executor.ts';
-import type { FeedPosition } from './events.repository.ts';
+import type { Executor } from '../executor.ts';
+import type { FeedPosition } from '../events.repository.ts';
 
 const NAME = 'events';
 

@@ -3,10 +3,10 @@
 // subscription (tenancy in the data layer). Secrets leave this module only for signing, and for the
 // one answer that creates or rotates them.
 import { sql, type Selectable } from 'kysely';
-import type { InstitutionRef } from '../domain/access.ts';
-import type { Executor } from './executor.ts';
-import { attemptRow, type WebhookAttempt } from './webhooks-attempt.repository.ts';
-import type { WebhookSubscriptionsTable } from './schema.ts';
+import type { InstitutionRef } from '../../domain/access.ts';
+import type { Executor } from '../executor.ts';
+import { attemptRow, type WebhookAttempt } from './attempts.repository.ts';
+import type { WebhookSubscriptionsTable } from '../schema.ts';
 
 export type DisabledReason = 'by-institution' | 'gone' | 'failing';
 

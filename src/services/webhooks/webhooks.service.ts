@@ -4,22 +4,20 @@
 // creates or rotates it; after a rotation the previous secret keeps signing for ROTATION_OVERLAP_MS.
 // Every change is audited.
 import { v7 as uuidv7 } from 'uuid';
-import type { Kysely } from 'kysely';
-import type { Clock } from '../domain/clock.ts';
-import { EVENT_TYPES, TEST_EVENT_TYPE, type EventView } from '../domain/events.ts';
-import { LimitExceededError, NotFoundError, ValidationError } from '../errors.ts';
-import { auditEventOf, auditRepository } from '../db/audit.repository.ts';
-import { webhookAttemptRepository, type WebhookAttempt } from '../db/webhooks-attempt.repository.ts';
-import {
-  webhookSubscriptionRepository,
-  type SigningSubscription,
-  type SubscriptionPatch,
-  type WebhookSubscription,
-} from '../db/webhooks-subscription.repository.ts';
-import type { Database } from '../db/schema.ts';
-import type { Caller } from './caller.ts';
-import { checkEndpointUrl, type EndpointPolicy } from './webhooks-endpoint-policy.ts';
-import { newSigningSecret } from '../domain/webhooks-signature.ts';
+import type { Clock } from '../../domain/clock.ts';
+import { EVENT_TYPES, TEST_EVENT_TYPE, type EventView } from '../../domain/events.ts';
+import { LimitExceededError, NotFoundError, ValidationError } from '../../errors.ts';
+import { auditEventOf } from '../../db/audit.repository.ts';
+import type { WebhookAttempt } from '../../db/webhooks/attempts.repository.ts';
+import type {
+  SigningSubscription,
+  SubscriptionPatch,
+  WebhookSubscription,
+} from '../../db/webhooks/subscriptions.repository.ts';
+import type { Stores } from '../../db/stores.ts';
+import type { Caller } from '../caller.ts';
+import { checkEndpointUrl, type EndpointPolicy } from './endpoint-policy.ts';
+import { newSigningSecret } from '../../domain/webhooks-signature.ts';
 
 /** How long the previous secret keeps signing after a rotation. */
 export const ROTATION_OVERLAP_MS = 24 * 3_600_000;
@@ -116,7 +114,7 @@ function eventTypesOf(types: readonly string[] | undefined): readonly string[] |
 }
 
 export interface SubscriptionDeps {
-  readonly db: Kysely<Database>;
+  readonly stores: Pick<Stores, 'webhooks' | 'audit'>;
   readonly clock: Clock;
   readonly endpoints: EndpointPolicy;
   /**
@@ -133,11 +131,11 @@ export interface SubscriptionDeps {
 }
 
 export function createWebhookSubscriptions(deps: SubscriptionDeps) {
-  const repo = webhookSubscriptionRepository(deps.db);
+  const repo = deps.stores.webhooks.subscriptions;
   const notFound = (id: string) => new NotFoundError(`No webhook subscription ${id} for this institution.`);
 
   async function audited(caller: Caller, action: string): Promise<void> {
-    await auditRepository(deps.db).record(auditEventOf(caller, action, [], deps.clock.now()));
+    await deps.stores.audit.record(auditEventOf(caller, action, [], deps.clock.now()));
   }
 
   async function found(caller: Caller, id: string): Promise<WebhookSubscription> {
@@ -250,7 +248,7 @@ export function createWebhookSubscriptions(deps: SubscriptionDeps) {
     /** The subscription's latest attempts, newest first (of one event when `eventId` is given). */
     async attempts(caller: Caller, id: string, limit: number, eventId?: string): Promise<AttemptView[]> {
       await found(caller, id);
-      return (await webhookAttemptRepository(deps.db).latest(id, limit, eventId)).map(toAttemptView);
+      return (await deps.stores.webhooks.attempts.latest(id, limit, eventId)).map(toAttemptView);
     },
   };
 }

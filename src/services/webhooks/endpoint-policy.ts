@@ -5,8 +5,8 @@
 // does a host that does not resolve yet; private, link-local, metadata and every other non-public
 // address need the allowance in every mode, or any key could aim the test event into refhub's network.
 // The delivery client checks the addresses again when it connects (DNS may change).
-import { nonPublicAddressReason, type HostLookup } from './outbound-address.ts';
-import { ValidationError } from '../errors.ts';
+import { nonPublicAddressReason, type HostLookup } from '../outbound-address.ts';
+import { ValidationError } from '../../errors.ts';
 
 export interface EndpointPolicy {
   readonly production: boolean;

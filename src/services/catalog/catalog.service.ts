@@ -3,15 +3,14 @@
 // document is checked whole before anything is written, and loading is one transaction and an
 // upsert by ID, so loading the same file twice changes nothing and a bad file changes nothing.
 import fs from 'node:fs/promises';
-import type { Kysely, Transaction } from 'kysely';
 import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
-import { REFHUB_SYSTEM } from '../domain/lifecycle.ts';
-import { OUTCOME_CODE_PATTERN } from '../domain/outcome.ts';
-import { INSTITUTION_ID_TYPES, OFFERING_CATEGORIES } from '../domain/statuses.ts';
-import { ValidationError } from '../errors.ts';
-import { catalogRepository, type CatalogRepository } from '../db/catalog.repository.ts';
-import type { Database } from '../db/schema.ts';
+import { REFHUB_SYSTEM } from '../../domain/lifecycle.ts';
+import { OUTCOME_CODE_PATTERN } from '../../domain/outcome.ts';
+import { INSTITUTION_ID_TYPES, OFFERING_CATEGORIES } from '../../domain/statuses.ts';
+import { ValidationError } from '../../errors.ts';
+import type { CatalogRepository } from '../../db/catalog.repository.ts';
+import type { Stores } from '../../db/stores.ts';
 
 const Text = (maxLength: number) => Type.String({ minLength: 1, maxLength });
 const Id = Type.String({ pattern: '^[A-Za-z0-9._-]{1,64}$' });
@@ -158,9 +157,8 @@ async function knownInstitutions(repo: CatalogRepository, document: unknown): Pr
   return known;
 }
 
-/** Loads a catalog document inside the caller's transaction. */
-export async function loadCatalogIn(trx: Transaction<Database>, document: unknown): Promise<CatalogSummary> {
-  const repo = catalogRepository(trx);
+/** Loads a catalog document through `repo`, the catalog store of the caller's transaction. */
+export async function loadCatalogIn(repo: CatalogRepository, document: unknown): Promise<CatalogSummary> {
   const catalog = parseCatalog(document, {
     systems: await repo.listSystems(),
     institutions: await knownInstitutions(repo, document),
@@ -196,23 +194,23 @@ export async function readCatalogFile(file: string): Promise<unknown> {
   }
 }
 
-export function createCatalogService(deps: { db: Kysely<Database> }) {
+export function createCatalogService(deps: { stores: Pick<Stores, 'catalog' | 'transaction'> }) {
   return {
     load(document: unknown): Promise<CatalogSummary> {
-      return deps.db.transaction().execute((trx) => loadCatalogIn(trx, document));
+      return deps.stores.transaction((tx) => loadCatalogIn(tx.catalog, document));
     },
 
     async loadFile(file: string): Promise<CatalogSummary> {
       return this.load(await readCatalogFile(file));
     },
 
-    isEmpty: () => catalogRepository(deps.db).isEmpty(),
+    isEmpty: () => deps.stores.catalog.isEmpty(),
 
     /** Every offering, active or not, with its provider: what the web form lets a sender choose from. */
-    listOfferings: () => catalogRepository(deps.db).listOfferings(),
+    listOfferings: () => deps.stores.catalog.listOfferings(),
 
     /** Every outcome code, in use or withdrawn, in the catalog file's order. */
-    listOutcomeCodes: () => catalogRepository(deps.db).listOutcomeCodes(),
+    listOutcomeCodes: () => deps.stores.catalog.listOutcomeCodes(),
   };
 }
 

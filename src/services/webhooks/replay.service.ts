@@ -2,20 +2,16 @@
 // subscriptions that may see it (or to one named subscription). Replayed deliveries are new jobs with
 // the event's own `webhook-id`, so a receiver that already has the event recognises the duplicate.
 import { v7 as uuidv7 } from 'uuid';
-import type { Kysely } from 'kysely';
-import { NotFoundError } from '../errors.ts';
-import { FEED_START, referralEventRepository, type ReferralEvent } from '../db/events.repository.ts';
-import {
-  webhookSubscriptionRepository,
-  type WebhookSubscription,
-} from '../db/webhooks-subscription.repository.ts';
-import type { Database } from '../db/schema.ts';
-import type { QueueProducer } from '../queue/producer.ts';
-import { audienceOf, subscribersOf } from '../queue/webhooks-relay.ts';
-import { institutionKey } from '../queue/registry.ts';
+import { NotFoundError } from '../../errors.ts';
+import { FEED_START, type ReferralEvent } from '../../db/events.repository.ts';
+import type { WebhookSubscription } from '../../db/webhooks/subscriptions.repository.ts';
+import type { Stores } from '../../db/stores.ts';
+import type { QueueProducer } from '../../queue/producer.ts';
+import { audienceOf, subscribersOf } from '../../queue/webhooks-relay.ts';
+import { institutionKey } from '../../queue/registry.ts';
 
 export interface ReplayDeps {
-  readonly db: Kysely<Database>;
+  readonly stores: Pick<Stores, 'webhooks' | 'events'>;
   readonly queues: Pick<QueueProducer, 'enqueueWebhooks'>;
 }
 
@@ -27,8 +23,8 @@ export interface ReplayResult {
 const BATCH = 500;
 
 export function createWebhookReplay(deps: ReplayDeps) {
-  const subscriptions = webhookSubscriptionRepository(deps.db);
-  const events = referralEventRepository(deps.db);
+  const subscriptions = deps.stores.webhooks.subscriptions;
+  const events = deps.stores.events;
 
   async function targets(batch: readonly ReferralEvent[], only: WebhookSubscription | undefined) {
     const candidates =

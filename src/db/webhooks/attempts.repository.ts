@@ -1,8 +1,8 @@
 // The log of webhook delivery attempts: when, the receiver's status, how long, and an error code when
 // no answer came. The subscription's institution reads it; it holds IDs and codes only.
 import type { Insertable } from 'kysely';
-import type { Executor } from './executor.ts';
-import type { WebhookAttemptsTable } from './schema.ts';
+import type { Executor } from '../executor.ts';
+import type { WebhookAttemptsTable } from '../schema.ts';
 
 export type AttemptOutcome = 'delivered' | 'retrying' | 'failed';
 
