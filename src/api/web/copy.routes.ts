@@ -14,7 +14,7 @@ import type { ReferralView } from '../../domain/referral-view.ts';
 import { renderReferralCopyPage } from '../../render/pages/referral-copy.page.ts';
 import { ehrFormSourceOf } from '../../services/referrals/queries.ts';
 import type { InstitutionRef } from '../../domain/access.ts';
-import { fileItems, formAttachments } from './file-items.ts';
+import { fileItems, formAttachments } from './attachments-items.ts';
 import { tokenOf } from './form-input.ts';
 import { acknowledgedNotice, acknowledgePath, acknowledgeRefusal, outcomeCardOf } from './outcome-card.ts';
 import { referralIdOf } from './referral-pages.ts';

@@ -10,7 +10,7 @@ import type { SummaryError } from '../../render/pages/form-controls.ts';
 import type { Choice } from '../../render/pages/referral-form-fields.ts';
 import type { OfferingChoice } from '../../render/pages/offering-choice.ts';
 import type { Notice, ReferralFormModel } from '../../render/pages/referral-form.page.ts';
-import { fileItems, fileUpload, type FileRules } from './file-items.ts';
+import { fileItems, fileUpload, type FileRules } from './attachments-items.ts';
 import type { FormValues } from './form-input.ts';
 import type { WebSession } from './session.ts';
 

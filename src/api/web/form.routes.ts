@@ -51,7 +51,7 @@ import {
   tooLargeWords,
   tooManyWords,
   uploadLimits,
-} from './file-upload.ts';
+} from './attachments-upload.ts';
 import { filesRemovable, formPageModel, modeFor, type FormMode } from './form-page.ts';
 import { attachmentIdOf, referralIdOf, notEditable } from './referral-pages.ts';
 import type { OpenSession, SessionGate } from './session-gate.ts';

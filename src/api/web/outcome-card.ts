@@ -8,7 +8,7 @@ import { ForbiddenRoleError, InvalidTransitionError } from '../../errors.ts';
 import type { Notice } from '../../render/pages/form-controls.ts';
 import type { OutcomeCard } from '../../render/pages/referral-copy.page.ts';
 import { STATUS_TEXT } from '../../render/pages/referral-form-fields.ts';
-import { fileItems, type FileLinks } from './file-items.ts';
+import { fileItems, type FileLinks } from './attachments-items.ts';
 import { WebPageError } from './web-pages.ts';
 
 /** Where the view page's "Acknowledge outcome" posts: a path with the referral ID only. */

@@ -9,7 +9,7 @@ import type { WebParts } from '../api-deps.ts';
 import { COUNTRY_CODES, countryName } from '../../domain/countries.ts';
 import type { Choice } from '../../render/pages/referral-form-fields.ts';
 import { copyRoutes, type CopyRoutesDeps } from './copy.routes.ts';
-import { filesRoutes, type FilesRoutesDeps } from './files.routes.ts';
+import { attachmentsRoutes, type AttachmentsRoutesDeps } from './attachments.routes.ts';
 import { formRoutes, type FormRoutesDeps } from './form.routes.ts';
 import { linkRoutes, type LinkRedemptionRoutesDeps } from './links-redemption.routes.ts';
 import { handleWebError } from './web-errors.ts';
@@ -24,7 +24,7 @@ function countryChoices(): Choice[] {
   );
 }
 
-export type WebDeps = LinkRedemptionRoutesDeps & FormRoutesDeps & CopyRoutesDeps & FilesRoutesDeps;
+export type WebDeps = LinkRedemptionRoutesDeps & FormRoutesDeps & CopyRoutesDeps & AttachmentsRoutesDeps;
 
 /** `parts` (the session gate, the failure count of link tokens) come from the composition root. */
 export function webPlugin(deps: WebDeps, parts: WebParts) {
@@ -48,6 +48,6 @@ export function webPlugin(deps: WebDeps, parts: WebParts) {
     await app.register(linkRoutes(deps, gate, parts.linkFailures));
     await app.register(formRoutes(deps, gate, parts.uploads, countryChoices()));
     await app.register(copyRoutes(deps, gate));
-    await app.register(filesRoutes(deps, gate));
+    await app.register(attachmentsRoutes(deps, gate));
   };
 }

@@ -6,12 +6,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../api-deps.ts';
 import { sendAttachmentContent } from '../attachment-content.ts';
-import type { DownloadScope } from './file-items.ts';
+import type { DownloadScope } from './attachments-items.ts';
 import { attachmentIdOf, referralIdOf } from './referral-pages.ts';
 import type { SessionGate } from './session-gate.ts';
 import { WebPageError } from './web-pages.ts';
 
-export type FilesRoutesDeps = Pick<ApiDeps, 'attachments'>;
+export type AttachmentsRoutesDeps = Pick<ApiDeps, 'attachments'>;
 
 const SCOPES: readonly DownloadScope[] = ['form', 'view'];
 
@@ -21,7 +21,7 @@ const NOT_FROM_THIS_PAGE = (): WebPageError =>
     'Open the referral from your clinic system, then choose the file there.',
   ]);
 
-export function filesRoutes(deps: FilesRoutesDeps, gate: SessionGate) {
+export function attachmentsRoutes(deps: AttachmentsRoutesDeps, gate: SessionGate) {
   return (app: FastifyInstance) => {
     for (const scope of SCOPES) {
       app.get(

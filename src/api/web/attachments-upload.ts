@@ -14,7 +14,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Multipart } from '@fastify/multipart';
 import { UploadsBusyError, type AttachmentRefusedError } from '../../errors.ts';
 import type { UploadBody } from '../upload-budget.ts';
-import { acceptedTypesWords, limitWords, type FileRules } from './file-items.ts';
+import { acceptedTypesWords, limitWords, type FileRules } from './attachments-items.ts';
 import { WebPageError } from './web-pages.ts';
 
 export interface PostedFile {

@@ -3,8 +3,8 @@
 // cannot be read whole cannot be checked, and, where this installation cannot check PDFs at all,
 // which other types it takes.
 import { describe, expect, it } from 'vitest';
-import { refusalWords } from '../../../src/api/web/file-upload.ts';
-import type { FileRules } from '../../../src/api/web/file-items.ts';
+import { refusalWords } from '../../../src/api/web/attachments-upload.ts';
+import type { FileRules } from '../../../src/api/web/attachments-items.ts';
 import { ATTACHMENT_TYPE_NAMES, type AttachmentType } from '../../../src/domain/attachments.ts';
 import { AttachmentRefusedError } from '../../../src/errors.ts';
 
