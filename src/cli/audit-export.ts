@@ -5,9 +5,14 @@
 // first forms, so it still verifies.
 import { InvalidArgumentError } from 'commander';
 import type { JWK } from 'jose';
-import type { AuditChainRow, Checkpoint } from '../db/audit-chain.repository.ts';
+import type { AuditChainRow, Checkpoint } from '../db/audit/audit-chain.repository.ts';
 import { dayOfChain, isHashForm } from '../domain/audit-chain.ts';
-import { checkChain, checkCheckpoints, type Break, type ChainRow } from '../services/audit-chain-check.ts';
+import {
+  checkChain,
+  checkCheckpoints,
+  type Break,
+  type ChainRow,
+} from '../services/audit/audit-chain-check.ts';
 
 /** The line of an export for a row: its content, then what the sealer set. */
 export function rowLine(row: AuditChainRow): string {

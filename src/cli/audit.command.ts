@@ -11,9 +11,9 @@
 import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError } from 'commander';
 import type { JWK } from 'jose';
-import type { Checkpoint } from '../db/audit-chain.repository.ts';
-import { publicJwkOf, type Break } from '../services/audit-chain-check.ts';
-import type { AuditChain, ExportItem } from '../services/audit-chain.service.ts';
+import type { Checkpoint } from '../db/audit/audit-chain.repository.ts';
+import { publicJwkOf, type Break } from '../services/audit/audit-chain-check.ts';
+import type { AuditChain, ExportItem } from '../services/audit/audit-chain.service.ts';
 import { checkExport, checkpointLine, isObject, parseExport, rowLine } from './audit-export.ts';
 import { plural } from './plural.ts';
 

@@ -23,7 +23,7 @@ import { renderEhrForm, type RenderedEhrForm } from '../render/ehr-form.ts';
 import { createApiKeyService, type ApiKeyService } from '../services/api-key.service.ts';
 import { createClientCredentials, type ClientCredentials } from '../services/client-credentials.service.ts';
 import { createJwksFetcher } from '../services/client-jwks-fetch.ts';
-import { createAuditChain, type AuditChain } from '../services/audit-chain.service.ts';
+import { createAuditChain, type AuditChain } from '../services/audit/audit-chain.service.ts';
 import { TOKEN_PATH } from '../domain/client-credentials.ts';
 import { createCatalogService, type CatalogService } from '../services/catalog.service.ts';
 import { createHousekeeping, type Housekeeping } from '../services/housekeeping.service.ts';
@@ -55,7 +55,7 @@ import { createClamdClient } from '../workers/attachments/clamd-client.ts';
 import { openDataKeys, type DataKeys, type DataKeysOptions } from '../db/data-keys.repository.ts';
 import { keyRingOf } from './key-ring.ts';
 import { createDataKeyRotation, type DataKeyRotation } from '../services/data-keys.service.ts';
-import { createAccessReport, type AccessReport } from '../services/access-report.service.ts';
+import { createAccessReport, type AccessReport } from '../services/audit/access-report.service.ts';
 import { createStores, type Stores } from '../db/stores.ts';
 
 export interface AppContext {

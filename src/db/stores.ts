@@ -7,11 +7,11 @@
 // A store is made on first use, for each database handle or transaction, so that a transaction that
 // touches two stores builds two, not all of them.
 import type { Kysely } from 'kysely';
-import { accessReportRepository } from './access-report.repository.ts';
+import { accessReportRepository } from './audit/access-report.repository.ts';
 import { apiKeyRepository } from './api-key.repository.ts';
 import { attachmentRepository } from './attachments.repository.ts';
-import { auditChainRepository } from './audit-chain.repository.ts';
-import { auditRepository } from './audit.repository.ts';
+import { auditChainRepository } from './audit/audit-chain.repository.ts';
+import { auditRepository } from './audit/audit.repository.ts';
 import { catalogRepository } from './catalog.repository.ts';
 import { changeLogRepository } from './referrals/change.ts';
 import { clientCredentialsRepository } from './client-credentials.repository.ts';

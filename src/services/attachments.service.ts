@@ -30,7 +30,7 @@ import {
   attachmentWrites,
   type AttachmentRecord,
 } from '../db/attachments.repository.ts';
-import { auditEventOf, auditRepository } from '../db/audit.repository.ts';
+import { auditEventOf, auditRepository } from '../db/audit/audit.repository.ts';
 import { type ReferralRecord } from '../db/referrals/rows.ts';
 import { createReferralStore } from '../db/referrals/referrals.store.ts';
 import type { Database } from '../db/schema.ts';

@@ -6,7 +6,7 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { toEventView, type EventView } from '../domain/events.ts';
 import { ForbiddenRoleError, ValidationError } from '../errors.ts';
-import { auditEventOf, auditRepository } from '../db/audit.repository.ts';
+import { auditEventOf, auditRepository } from '../db/audit/audit.repository.ts';
 import { FEED_START, referralEventRepository, type FeedPosition } from '../db/events.repository.ts';
 import type { Database } from '../db/schema.ts';
 import type { Caller } from './caller.ts';

@@ -18,7 +18,7 @@ import { NotFoundError, ReferralNotFoundError } from '../errors.ts';
 import { ehrFormRepository } from '../db/forwarding-form.repository.ts';
 import type { RenderedEhrForm } from '../render/ehr-form.ts';
 import { sha256Hex } from '../domain/forwarding/content-digest.ts';
-import { auditEventOf, auditRepository, systemActor } from '../db/audit.repository.ts';
+import { auditEventOf, auditRepository, systemActor } from '../db/audit/audit.repository.ts';
 import {
   ehrSubmissionRepository,
   type EhrSubmission,

@@ -7,7 +7,7 @@
 // The record itself belongs to the API (it holds an HTTP response); services see only this port.
 import type { Kysely } from 'kysely';
 import type { FieldCipher } from '../domain/data-keys.ts';
-import type { AuditEvent } from '../db/audit.repository.ts';
+import type { AuditEvent } from '../db/audit/audit.repository.ts';
 import { writeReferralChange, type ReferralWrite } from '../db/referrals/change.ts';
 import type { StoredKey } from '../db/idempotency.repository.ts';
 import type { NewLinkToken } from '../db/links.repository.ts';

@@ -20,7 +20,7 @@ import { WEB_FORM_SYSTEM } from '../domain/links.ts';
 import type { LinkAction } from '../domain/referral-view.ts';
 import type { Role } from '../domain/statuses.ts';
 import { apiKeyRepository } from '../db/api-key.repository.ts';
-import { auditEventOf, auditRepository } from '../db/audit.repository.ts';
+import { auditEventOf, auditRepository } from '../db/audit/audit.repository.ts';
 import type { Executor } from '../db/executor.ts';
 import { linkTokenRepository, type LinkTokenRecord } from '../db/links.repository.ts';
 import type { Database } from '../db/schema.ts';

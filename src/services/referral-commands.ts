@@ -23,7 +23,7 @@ import {
 import type { InstitutionRef } from '../domain/access.ts';
 import { attachmentRepository } from '../db/attachments.repository.ts';
 import { catalogRepository } from '../db/catalog.repository.ts';
-import { auditEventOf } from '../db/audit.repository.ts';
+import { auditEventOf } from '../db/audit/audit.repository.ts';
 import { REFERRAL_WRITE_RETURNING, type ReferralWrite } from '../db/referrals/change.ts';
 import type { Executor } from '../db/executor.ts';
 import { childWrites, type AppointmentRecord } from '../db/referrals/parts.ts';

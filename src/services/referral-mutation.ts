@@ -24,7 +24,7 @@ import type { TimelineEventView } from '../domain/referral-view.ts';
 import type { Party } from '../domain/statuses.ts';
 import type { TimelineEntry } from '../domain/timeline.ts';
 import { ConcurrentModificationError, ReferralNotFoundError, VersionMismatchError } from '../errors.ts';
-import { auditEventOf, auditRepository } from '../db/audit.repository.ts';
+import { auditEventOf, auditRepository } from '../db/audit/audit.repository.ts';
 import { REFERRAL_WRITE_RETURNING } from '../db/referrals/change.ts';
 import type { OfferingRecord } from '../db/catalog.repository.ts';
 import type { Executor } from '../db/executor.ts';

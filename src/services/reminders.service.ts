@@ -19,7 +19,7 @@ import type { ReminderSchedule } from '../queue/producer.ts';
 import type { FireResult } from '../queue/registry.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { timelineEventsOf } from './referral-mutation.ts';
-import { auditEventOf, systemActor } from '../db/audit.repository.ts';
+import { auditEventOf, systemActor } from '../db/audit/audit.repository.ts';
 import { changeLogRepository } from '../db/referrals/change.ts';
 
 export interface ReminderPolicy {

@@ -8,7 +8,7 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { EVENT_TYPES, TEST_EVENT_TYPE, type EventView } from '../domain/events.ts';
 import { LimitExceededError, NotFoundError, ValidationError } from '../errors.ts';
-import { auditEventOf, auditRepository } from '../db/audit.repository.ts';
+import { auditEventOf, auditRepository } from '../db/audit/audit.repository.ts';
 import { webhookAttemptRepository, type WebhookAttempt } from '../db/webhooks-attempt.repository.ts';
 import {
   webhookSubscriptionRepository,

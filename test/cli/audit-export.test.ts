@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { checkExport, parseExport } from '../../src/cli/audit-export.ts';
 import { mergeKeys } from '../../src/cli/audit.command.ts';
 import { chainOf, GENESIS_HASH, rowHashOf } from '../../src/domain/audit-chain.ts';
-import { checkpointBytes } from '../../src/services/audit-chain-check.ts';
+import { checkpointBytes } from '../../src/services/audit/audit-chain-check.ts';
 
 const INSTITUTION = { idType: 'hci', id: 'S1234A' };
 const OCCURRED = new Date('2026-11-26T02:15:09.412Z');

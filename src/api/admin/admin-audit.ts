@@ -4,7 +4,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { ApiKeyRecord } from '../../db/api-key.repository.ts';
-import { auditEventOf, auditRepository, type AuditOutcome } from '../../db/audit.repository.ts';
+import { auditEventOf, auditRepository, type AuditOutcome } from '../../db/audit/audit.repository.ts';
 import type { Database } from '../../db/schema.ts';
 import type { Clock } from '../../domain/clock.ts';
 import type { AdminAction } from './admin-access.ts';

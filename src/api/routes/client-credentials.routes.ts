@@ -8,7 +8,7 @@
 // flood the audit trail.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiDeps } from '../api-deps.ts';
-import { auditEventOf, auditRepository, type AuditActor } from '../../db/audit.repository.ts';
+import { auditEventOf, auditRepository, type AuditActor } from '../../db/audit/audit.repository.ts';
 import { TOKEN_PATH } from '../../domain/client-credentials.ts';
 import { OAuthError, ValidationError, type RefusedClient } from '../../errors.ts';
 import { sizeLimitWords } from '../http.ts';

@@ -19,7 +19,7 @@
 import { sql, type Compilable, type RawBuilder } from 'kysely';
 import type { FieldCipher } from '../../domain/data-keys.ts';
 import type { DataKeys } from '../data-keys.repository.ts';
-import { auditInsert, auditRow, type AuditEvent } from '../audit.repository.ts';
+import { auditInsert, auditRow, type AuditEvent } from '../audit/audit.repository.ts';
 import type { Executor } from '../executor.ts';
 import { keyClaimInsert, type StoredKey } from '../idempotency.repository.ts';
 import { linkTokenRows, type NewLinkToken } from '../links.repository.ts';

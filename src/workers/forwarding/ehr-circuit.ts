@@ -12,7 +12,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../domain/clock.ts';
-import { auditEventOf, auditRepository, systemActor } from '../../db/audit.repository.ts';
+import { auditEventOf, auditRepository, systemActor } from '../../db/audit/audit.repository.ts';
 import { ehrCircuitRepository, type CircuitRow } from '../../db/forwarding-circuit.repository.ts';
 import type { Database } from '../../db/schema.ts';
 import type { Logger } from '../../logger.ts';

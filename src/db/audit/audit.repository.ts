@@ -11,10 +11,10 @@
 // names the same columns, from `AUDIT_COLUMN_TYPES`.
 import { sql, type Insertable, type RawBuilder } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
-import type { InstitutionRef } from '../domain/access.ts';
-import { REFHUB_SYSTEM } from '../domain/lifecycle.ts';
-import type { Executor } from './executor.ts';
-import type { AuditEventsTable } from './schema.ts';
+import type { InstitutionRef } from '../../domain/access.ts';
+import { REFHUB_SYSTEM } from '../../domain/lifecycle.ts';
+import type { Executor } from '../executor.ts';
+import type { AuditEventsTable } from '../schema.ts';
 
 export interface AuditEvent {
   readonly id: string;

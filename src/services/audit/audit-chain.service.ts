@@ -19,8 +19,8 @@
 // it, and the rows the sealer should have sealed by now.
 import type { Kysely } from 'kysely';
 import { CompactSign, importJWK, type JWK } from 'jose';
-import { chainOf, dayOfChain, GENESIS_HASH, HASH_FORM, rowHashOf } from '../domain/audit-chain.ts';
-import type { Clock } from '../domain/clock.ts';
+import { chainOf, dayOfChain, GENESIS_HASH, HASH_FORM, rowHashOf } from '../../domain/audit-chain.ts';
+import type { Clock } from '../../domain/clock.ts';
 import {
   auditChainRepository,
   type ChainHead,
@@ -28,8 +28,8 @@ import {
   type Checkpoint,
   type SealedRow,
   type SealingHead,
-} from '../db/audit-chain.repository.ts';
-import type { Database } from '../db/schema.ts';
+} from '../../db/audit/audit-chain.repository.ts';
+import type { Database } from '../../db/schema.ts';
 import {
   CHECKPOINT_FORM,
   checkChain,

@@ -9,15 +9,15 @@
 // logs never hold it. The report's own request is audited (`patient.access-report`) in the statement
 // that reads it, naming every referral it covered.
 import type { Kysely } from 'kysely';
-import type { AuditOutcome } from '../db/audit.repository.ts';
-import { auditEventOf } from '../db/audit.repository.ts';
-import { accessReportRepository, type AccessRecord } from '../db/access-report.repository.ts';
-import type { DataKeys } from '../db/data-keys.repository.ts';
-import type { Database } from '../db/schema.ts';
-import type { Clock } from '../domain/clock.ts';
-import { REFHUB_SYSTEM } from '../domain/lifecycle.ts';
-import { WEB_FORM_SYSTEM } from '../domain/links.ts';
-import type { Caller } from './caller.ts';
+import type { AuditOutcome } from '../../db/audit/audit.repository.ts';
+import { auditEventOf } from '../../db/audit/audit.repository.ts';
+import { accessReportRepository, type AccessRecord } from '../../db/audit/access-report.repository.ts';
+import type { DataKeys } from '../../db/data-keys.repository.ts';
+import type { Database } from '../../db/schema.ts';
+import type { Clock } from '../../domain/clock.ts';
+import { REFHUB_SYSTEM } from '../../domain/lifecycle.ts';
+import { WEB_FORM_SYSTEM } from '../../domain/links.ts';
+import type { Caller } from '../caller.ts';
 
 export const ACCESS_REPORT_ACTION = 'patient.access-report';
 

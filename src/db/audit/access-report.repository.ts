@@ -18,10 +18,10 @@
 // (its `seq`), and a page asked for with it leaves out every row written after. A row written before it
 // but committed later can still appear, in its place: a walk then sees an entry again, never misses one.
 import { sql } from 'kysely';
-import type { InstitutionRef } from '../domain/access.ts';
+import type { InstitutionRef } from '../../domain/access.ts';
 import { auditInsertFromJson, auditRow, type AuditEvent, type AuditOutcome } from './audit.repository.ts';
-import type { Executor } from './executor.ts';
-import { visibleTo } from './referrals/reads.ts';
+import type { Executor } from '../executor.ts';
+import { visibleTo } from '../referrals/reads.ts';
 
 /** The credential an audit row names: an API key, or a client of signed credentials. */
 export interface AccessCredential {

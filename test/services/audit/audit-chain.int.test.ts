@@ -5,7 +5,7 @@
 import { exportJWK, generateKeyPair } from 'jose';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { AuditSigningKey } from '../../src/config.ts';
+import type { AuditSigningKey } from '../../../src/config.ts';
 import {
   chainOf,
   GENESIS_HASH,
@@ -13,18 +13,22 @@ import {
   rowHashOf,
   type AuditContent,
   type HashForm,
-} from '../../src/domain/audit-chain.ts';
+} from '../../../src/domain/audit-chain.ts';
 import {
   auditChainRepository,
   type AuditChainRow,
   type Checkpoint,
-} from '../../src/db/audit-chain.repository.ts';
-import { auditEventOf, auditRepository } from '../../src/db/audit.repository.ts';
-import { CHECKPOINT_FORM, checkpointHashOf } from '../../src/services/audit-chain-check.ts';
-import { createAuditChain, SEAL_AFTER_MS, type AuditChain } from '../../src/services/audit-chain.service.ts';
-import { ENGINES } from '../support/engines.ts';
-import { referralIn } from '../support/scenarios.ts';
-import { createTestApp, type TestApp } from '../support/test-app.ts';
+} from '../../../src/db/audit/audit-chain.repository.ts';
+import { auditEventOf, auditRepository } from '../../../src/db/audit/audit.repository.ts';
+import { CHECKPOINT_FORM, checkpointHashOf } from '../../../src/services/audit/audit-chain-check.ts';
+import {
+  createAuditChain,
+  SEAL_AFTER_MS,
+  type AuditChain,
+} from '../../../src/services/audit/audit-chain.service.ts';
+import { ENGINES } from '../../support/engines.ts';
+import { referralIn } from '../../support/scenarios.ts';
+import { createTestApp, type TestApp } from '../../support/test-app.ts';
 
 async function signingKey(kid: string): Promise<AuditSigningKey> {
   const { privateKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });

@@ -1,8 +1,8 @@
 // The audit trail's chains (migrations 0016 and 0020): the rows the sealer has yet to chain, the head of
 // each chain, the sealed rows of a chain in order, and the signed checkpoints.
 import { sql } from 'kysely';
-import type { AuditContent } from '../domain/audit-chain.ts';
-import type { Executor } from './executor.ts';
+import type { AuditContent } from '../../domain/audit-chain.ts';
+import type { Executor } from '../executor.ts';
 
 export interface AuditChainRow extends AuditContent {
   readonly seq: string;
@@ -40,7 +40,7 @@ export interface Checkpoint {
   readonly heads: Readonly<Record<string, ChainHead>>;
   readonly signature: string | null;
   readonly keyId: string | null;
-  /** What the signature covers (services/audit-chain-check.ts): 1, or 2 with `prevHash`. */
+  /** What the signature covers (services/audit/audit-chain-check.ts): 1, or 2 with `prevHash`. */
   readonly form: number;
   /** Form 2: the hash of the checkpoint before it; null in form 1. */
   readonly prevHash: string | null;
