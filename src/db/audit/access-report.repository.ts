@@ -17,10 +17,11 @@
 // a walk by offset would never reach the end: a page answers with `asOf`, the newest audit row it saw
 // (its `seq`), and a page asked for with it leaves out every row written after. A row written before it
 // but committed later can still appear, in its place: a walk then sees an entry again, never misses one.
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { InstitutionRef } from '../../domain/access.ts';
 import { auditInsertFromJson, auditRow, type AuditEvent, type AuditOutcome } from './audit.repository.ts';
 import type { Executor } from '../executor.ts';
+import type { AuditEventsTable } from '../schema.ts';
 import { visibleTo } from '../referrals/reads.ts';
 
 /** The credential an audit row names: an API key, or a client of signed credentials. */
@@ -59,24 +60,26 @@ export interface AccessReportFilter {
 }
 
 /** A row of the page: an audit row's columns, with its credential's and its institution's. */
-interface EntryColumns {
-  id: string;
-  occurred_at: Date;
-  request_id: string;
-  action: string;
-  outcome: AuditOutcome;
+type EntryColumns = Pick<
+  Selectable<AuditEventsTable>,
+  | 'id'
+  | 'occurred_at'
+  | 'request_id'
+  | 'action'
+  | 'outcome'
+  | 'system'
+  | 'institution_id_type'
+  | 'institution_id'
+  | 'requester_identifier'
+  | 'api_key_id'
+> & {
   referral_id: string;
-  system: string | null;
-  institution_id_type: string | null;
-  institution_id: string | null;
   institution_name: string | null;
-  requester_identifier: string | null;
-  api_key_id: string | null;
   key_kind: 'api-key' | 'client' | null;
   key_prefix: string | null;
   key_label: string | null;
   key_role: string | null;
-}
+};
 
 /** What the statement returns: the total with each entry, or alone (entry columns null) on an empty page. */
 type AccessRow = { total: number | string; as_of: string } & (
