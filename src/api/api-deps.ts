@@ -9,6 +9,7 @@ import type { Config } from '../config.ts';
 import type { Store } from '../db/database.ts';
 import type { DataKeys } from '../db/data-keys.repository.ts';
 import type { Database } from '../db/schema.ts';
+import type { Stores } from '../db/stores.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { DisplayTime } from '../domain/display-time.ts';
 import type { Logger } from '../logger.ts';
@@ -42,6 +43,8 @@ export interface ApiDeps {
   readonly logger: Logger;
   /** For the API's own records: idempotency, the audit of turned-away requests, readiness. */
   readonly db: Kysely<Database>;
+  /** The capability-named stores (db/stores.ts): the audit rows of the API's own records, among others. */
+  readonly stores: Stores;
   /** The keys the API's own records of patient data (a keyed write's stored response) are sealed with. */
   readonly dataKeys: DataKeys;
   /** Which engine `db` runs on, for `/doctor`'s checks, and its connections in use, for readiness. */

@@ -13,12 +13,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { ApiDeps } from './api-deps.ts';
 import type { ApiKeyRecord } from '../db/api-key.repository.ts';
-import {
-  auditEventOf,
-  auditRepository,
-  type AuditActor,
-  type AuditOutcome,
-} from '../db/audit/audit.repository.ts';
+import { auditEventOf, type AuditActor, type AuditOutcome } from '../db/audit/audit.repository.ts';
+import type { Stores } from '../db/stores.ts';
 import type { InstitutionRef } from '../domain/access.ts';
 import { isUuid } from '../domain/ids.ts';
 
@@ -26,7 +22,9 @@ function fieldsOf(value: unknown): Record<string, unknown> {
   return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
 }
 
-export type RequestAuditDeps = Pick<ApiDeps, 'db' | 'clock'>;
+export interface RequestAuditDeps extends Pick<ApiDeps, 'clock'> {
+  readonly stores: Pick<Stores, 'audit'>;
+}
 
 export async function auditRequest(
   deps: RequestAuditDeps,
@@ -50,7 +48,7 @@ export async function auditRequest(
     requesterIdentifier: text('requesterIdentifier'),
   };
   const referralIds = [...new Set([...(named !== null && isUuid(named) ? [named] : []), ...moreReferralIds])];
-  await auditRepository(deps.db).record(auditEventOf(actor, action, referralIds, deps.clock.now(), outcome));
+  await deps.stores.audit.record(auditEventOf(actor, action, referralIds, deps.clock.now(), outcome));
 }
 
 /** The institution that acted on a request naming `named`, and the claim when it may not act for it. */

@@ -342,15 +342,15 @@ export async function createContext(
     attachments,
     links: createLinkService(deps),
     linkRedemption: createLinkRedemption({ db, clock }),
-    apiKeys: createApiKeyService({ db, clock }),
+    apiKeys: createApiKeyService({ stores, clock }),
     auditChain: createAuditChain({
-      db,
+      stores,
       clock,
       signingKey: config.auditSigningKey,
       earlierPublicKeys: config.auditPublicKeys,
     }),
     clientCredentials: createClientCredentials({
-      db,
+      stores,
       clock,
       tokenUrl: `${config.publicUrl}${TOKEN_PATH}`,
       fetchJwks: createJwksFetcher({ production, allowed: config.webhookAllowedAddresses }),
@@ -382,7 +382,7 @@ export async function createContext(
       endpoints: { production, allowed: config.webhookAllowedAddresses },
       deliver: (input) => deliverOnce(webhookDelivery(), input),
     }),
-    accessReport: createAccessReport({ db, dataKeys, clock }),
+    accessReport: createAccessReport({ stores, clock }),
     webhookDelivery,
     webhookReplay: createWebhookReplay({
       db,

@@ -10,6 +10,7 @@ import { createApiKeyService, hashApiKey, type ApiKeyService } from '../../src/s
 import { createCatalogService } from '../../src/services/catalog.service.ts';
 import { DEMO_CATALOG_FILE } from '../../src/composition/demo-setup.ts';
 import { ENGINES, openTestStore } from '../support/engines.ts';
+import { storesOf } from '../support/stores.ts';
 
 const KEY = /^rfh_(live|test)_[0-9A-Za-z]{43}$/;
 const CLINIC = { idType: 'hci', id: 'S1234A' };
@@ -33,7 +34,7 @@ describe.each(ENGINES)('API keys on %s', (engine) => {
   beforeAll(async () => {
     store = await openTestStore(engine);
     await createCatalogService({ db: store.db }).loadFile(DEMO_CATALOG_FILE);
-    keys = createApiKeyService({ db: store.db, clock });
+    keys = createApiKeyService({ stores: storesOf(store.db), clock });
   });
   afterAll(async () => {
     await store.close();

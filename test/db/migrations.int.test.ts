@@ -10,10 +10,12 @@ import { auditEventOf, auditRepository, systemActor } from '../../src/db/audit/a
 import { createMigrator, isMigrated, migrateToLatest, type Store } from '../../src/db/database.ts';
 import { migrations } from '../../src/db/migrations/index.ts';
 import type { Database } from '../../src/db/schema.ts';
+import { createStores } from '../../src/db/stores.ts';
 import { chainOf, GENESIS_HASH, rowHashOf } from '../../src/domain/audit-chain.ts';
 import { checkpointBytes, checkpointHashOf } from '../../src/services/audit/audit-chain-check.ts';
 import { createAuditChain } from '../../src/services/audit/audit-chain.service.ts';
 import { testAuditSigningKey } from '../support/audit-signing-key.ts';
+import { testDataKeys } from '../support/data-keys.ts';
 import { ENGINES, openTestStore } from '../support/engines.ts';
 
 const TABLES = [
@@ -308,7 +310,11 @@ describe.each(ENGINES)('migrations on %s', (engine) => {
     );
 
     expect((await migrateToLatest(store.db)).error).toBeUndefined();
-    const auditChain = createAuditChain({ db: store.db, clock, signingKey: key });
+    const auditChain = createAuditChain({
+      stores: createStores(store.db, testDataKeys()),
+      clock,
+      signingKey: key,
+    });
     expect((await auditChain.verify()).broken).toBeUndefined();
     const forms = await store.db.selectFrom('audit_events').select('hash_form').distinct().execute();
     expect(forms).toEqual([{ hash_form: 1 }]);

@@ -14,6 +14,7 @@ import { startPostgresServer, type PostgresServer } from './postgres-server.ts';
 import { startRecordingEhr, type RecordingEhr } from './recording-ehr.ts';
 import { startRedisServer, type RedisServer } from './redis-server.ts';
 import { startRefhubProcess, type RefhubCommand, type WorkerProcess } from './worker-process.ts';
+import { storesOf } from './stores.ts';
 
 const DATABASE = 'refhub';
 
@@ -64,7 +65,10 @@ export async function startIsolatedInstallation(): Promise<IsolatedInstallation>
     cleanups.push(() => store.close());
     await migrateToLatest(store.db);
     await createCatalogService({ db: store.db }).loadFile(DEMO_CATALOG_FILE);
-    const { key: senderKey } = await createApiKeyService({ db: store.db, clock: systemClock }).create({
+    const { key: senderKey } = await createApiKeyService({
+      stores: storesOf(store.db),
+      clock: systemClock,
+    }).create({
       system: 'HAS',
       role: 'sender',
       institutions: [{ idType: 'hci', id: 'S1234A' }],

@@ -175,7 +175,7 @@ function isKeyTaken(error: unknown): boolean {
   return constraint === 'idempotency_keys_pkey' || String(message).includes('idempotency_keys_pkey');
 }
 
-export type IdempotencyDeps = Pick<ApiDeps, 'config' | 'db' | 'dataKeys' | 'clock' | 'linkMinter'>;
+export type IdempotencyDeps = Pick<ApiDeps, 'config' | 'db' | 'dataKeys' | 'stores' | 'clock' | 'linkMinter'>;
 
 export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps): void {
   const tokenUrl = new RegExp(

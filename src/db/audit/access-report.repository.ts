@@ -1,7 +1,7 @@
 // A patient's access report: every audit row that names a referral of the patient which the calling
 // institution may see, whoever wrote it (its own staff, the other party's, refhub's operators or refhub
 // itself), newest first, a page at a time. The patient is found by the blind index of the UIN
-// (domain/data-keys.ts): this file never sees the UIN.
+// (domain/data-keys.ts), made here with the data keys: the UIN goes no further than this call.
 //
 // Tenancy is the referral list's (`visibleTo`): the referrals the institution sends, and those it
 // receives once they have left draft; deleted ones are invisible here too. An audit row may name more
@@ -20,6 +20,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { InstitutionRef } from '../../domain/access.ts';
 import { auditInsertFromJson, auditRow, type AuditEvent, type AuditOutcome } from './audit.repository.ts';
+import type { DataKeys } from '../data-keys.repository.ts';
 import type { Executor } from '../executor.ts';
 import type { AuditEventsTable } from '../schema.ts';
 import { visibleTo } from '../referrals/reads.ts';
@@ -51,8 +52,8 @@ export interface AccessRecord {
 
 export interface AccessReportFilter {
   readonly institution: InstitutionRef;
-  /** The blind index of the patient's UIN. */
-  readonly patientIndex: string;
+  /** The patient's UIN: only its blind index is looked for, and it is stored nowhere. */
+  readonly patientUin: string;
   readonly offset: number;
   readonly pageSize: number;
   /** Leave out the audit rows written after this one (its `seq`): the report as an earlier page saw it. */
@@ -115,7 +116,7 @@ function toRecord(row: EntryColumns): AccessRecord {
 
 const isEntry = (row: AccessRow): row is AccessRow & EntryColumns => row.occurred_at !== null;
 
-export function accessReportRepository(db: Executor) {
+export function accessReportRepository(db: Executor, keys: DataKeys) {
   return {
     /**
      * One page of the patient's access report for `filter.institution`, newest first (ties by the
@@ -126,10 +127,11 @@ export function accessReportRepository(db: Executor) {
       filter: AccessReportFilter,
       audit: AuditEvent,
     ): Promise<{ records: AccessRecord[]; total: number; asOf: string }> {
+      const patientIndex = (await keys.cipher(db)).blindIndex('patient-uin', filter.patientUin);
       const patient = db
         .selectFrom('referrals as r')
         .select('r.id')
-        .where('r.patient_uin_index', '=', filter.patientIndex)
+        .where('r.patient_uin_index', '=', patientIndex)
         .where('r.deleted_at', 'is', null)
         .where(visibleTo(filter.institution));
       // One row even for an empty page, so that the total comes with it: the count joined with the page.
