@@ -13,6 +13,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { InstitutionRef } from '../src/domain/access.ts';
 import { systemClock } from '../src/domain/clock.ts';
 import { timeline } from '../src/domain/timeline.ts';
+import { apiKeyRepository } from '../src/db/api-key.repository.ts';
 import { catalogRepository } from '../src/db/catalog.repository.ts';
 import type { AuditEventsTable, Database, ReferralsTable, TimelineEventsTable } from '../src/db/schema.ts';
 import { createApiKeyIn } from '../src/services/api-key.service.ts';
@@ -46,13 +47,16 @@ export const BENCH_OFFERING = 'cgh-gastro';
 
 async function partyIn(trx: Transaction<Database>, system: string, id: string): Promise<BenchParty> {
   const institution = { idType: 'hci', id };
-  const { key, record } = await createApiKeyIn(trx, {
-    system,
-    role: 'sender',
-    institutions: [institution],
-    label: 'benchmark',
-    environment: 'test',
-  });
+  const { key, record } = await createApiKeyIn(
+    { apiKeys: apiKeyRepository(trx), catalog: catalogRepository(trx) },
+    {
+      system,
+      role: 'sender',
+      institutions: [institution],
+      label: 'benchmark',
+      environment: 'test',
+    },
+  );
   return { key, apiKeyId: record.id, system, institution };
 }
 

@@ -14,7 +14,7 @@ import type { DisplayTime } from '../domain/display-time.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { QueueProducer } from '../queue/producer.ts';
-import type { AccessReport } from '../services/access-report.service.ts';
+import type { AccessReport } from '../services/audit/access-report.service.ts';
 import type { OpsOverviewService } from '../services/admin-overview.service.ts';
 import type { ApiKeyService } from '../services/api-key.service.ts';
 import type { Attachments } from '../services/attachments/attachments.service.ts';

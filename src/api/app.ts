@@ -36,7 +36,7 @@ import { clientCredentialsRoutes } from './routes/client-credentials.routes.ts';
 import { attachmentsRoutes } from './routes/attachments.routes.ts';
 import { providerRoutes } from './routes/referrals-provider.routes.ts';
 import { referralRoutes } from './routes/referrals.routes.ts';
-import { patientRoutes } from './routes/patients.routes.ts';
+import { accessReportRoutes } from './routes/access-report.routes.ts';
 import { webPlugin } from './web/web.plugin.ts';
 import { adminPlugin } from './admin/admin.plugin.ts';
 
@@ -152,7 +152,7 @@ export async function buildApp(deps: ApiDeps, parts: ApiParts): Promise<FastifyI
   await app.register(fhirRoutes(deps), { prefix: API_PREFIX });
   await app.register(eventRoutes(deps), { prefix: API_PREFIX });
   await app.register(webhookRoutes(deps), { prefix: API_PREFIX });
-  await app.register(patientRoutes(deps), { prefix: API_PREFIX });
+  await app.register(accessReportRoutes(deps), { prefix: API_PREFIX });
   await app.register(adminPlugin(deps, parts.admin));
   return app;
 }

@@ -7,13 +7,14 @@
 // that one acted. Otherwise (a key of one clinic naming another, or an ops key naming any) the
 // credential's own institution acted, and the claim is kept in a column of its own: so a credential
 // cannot add rows to another institution's chain, nor, through the referrals it names, to that
-// institution's patients' access reports (db/access-report.repository.ts leaves claims out). A
+// institution's patients' access reports (db/audit/access-report.repository.ts leaves claims out). A
 // credential that holds one institution acts for it; one that holds several, or none (ops keys), acts
 // for none in particular, and its row joins the day's `refhub` chain with the credential named.
 import type { FastifyRequest } from 'fastify';
 import type { ApiDeps } from './api-deps.ts';
 import type { ApiKeyRecord } from '../db/api-key.repository.ts';
-import { auditEventOf, auditRepository, type AuditActor, type AuditOutcome } from '../db/audit.repository.ts';
+import { auditEventOf, type AuditActor, type AuditOutcome } from '../db/audit/audit.repository.ts';
+import type { Stores } from '../db/stores.ts';
 import type { InstitutionRef } from '../domain/access.ts';
 import { isUuid } from '../domain/ids.ts';
 
@@ -21,7 +22,9 @@ function fieldsOf(value: unknown): Record<string, unknown> {
   return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
 }
 
-export type RequestAuditDeps = Pick<ApiDeps, 'db' | 'clock'>;
+export interface RequestAuditDeps extends Pick<ApiDeps, 'clock'> {
+  readonly stores: Pick<Stores, 'audit'>;
+}
 
 export async function auditRequest(
   deps: RequestAuditDeps,
@@ -45,7 +48,7 @@ export async function auditRequest(
     requesterIdentifier: text('requesterIdentifier'),
   };
   const referralIds = [...new Set([...(named !== null && isUuid(named) ? [named] : []), ...moreReferralIds])];
-  await auditRepository(deps.db).record(auditEventOf(actor, action, referralIds, deps.clock.now(), outcome));
+  await deps.stores.audit.record(auditEventOf(actor, action, referralIds, deps.clock.now(), outcome));
 }
 
 /** The institution that acted on a request naming `named`, and the claim when it may not act for it. */

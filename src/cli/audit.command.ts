@@ -1,20 +1,23 @@
 // `refhub audit seal|adopt|verify|public-key|export`: the tamper-evident audit trail for the operator
 // and for auditors (docs/security.md, "The audit trail"). `verify` checks the trail in the database;
-// `verify --file` checks an export with no database at all, by the same rules (audit-chain-check.ts,
-// through audit-export.ts), so that an auditor can run it on a copy with a public key obtained from
-// the operator beforehand.
-//
-// An export is NDJSON: a line naming the days exported, one line per sealed row of those days' chains
-// in chain order, the run of checkpoints from the first that names one of those chains to the last
-// (each linked to the one before), and every public key known here: AUDIT_SIGNING_KEY's and
-// AUDIT_PUBLIC_KEYS'. Audit rows hold no patient data, and neither does an export.
+// `verify --file` checks an export with no database at all, by the same rules, so that an auditor can
+// run it on a copy with a public key obtained from the operator beforehand. What an export holds, and
+// how it is read and checked, is services/audit/export.ts's: this file parses the arguments, reads
+// files and prints.
 import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError } from 'commander';
 import type { JWK } from 'jose';
-import type { Checkpoint } from '../db/audit-chain.repository.ts';
-import { publicJwkOf, type Break } from '../services/audit-chain-check.ts';
-import type { AuditChain, ExportItem } from '../services/audit-chain.service.ts';
-import { checkExport, checkpointLine, isObject, parseExport, rowLine } from './audit-export.ts';
+import type { Checkpoint } from '../db/audit/audit-chain.repository.ts';
+import { publicJwkOf, type Break } from '../services/audit/audit-chain-check.ts';
+import type { AuditChain } from '../services/audit/audit-chain.service.ts';
+import {
+  checkExport,
+  keysToCheck,
+  mergeKeys,
+  parseExport,
+  publicKeysIn,
+  writeExport,
+} from '../services/audit/export.ts';
 import { plural } from './plural.ts';
 
 export interface AuditCommandDeps {
@@ -124,23 +127,6 @@ function warnUnsigned(unsigned: number, keyKnown: boolean): void {
   );
 }
 
-/**
- * The keys of `lists` together, each `kid` once: two different keys under one `kid` cannot both check
- * the checkpoints that name it.
- */
-export function mergeKeys(...lists: (readonly JWK[])[]): JWK[] {
-  const keys: JWK[] = [];
-  for (const key of lists.flat()) {
-    const same = keys.find((k) => k.kid === key.kid);
-    if (same === undefined) keys.push(key);
-    else if (same.x !== key.x)
-      throw new InvalidArgumentError(
-        `two different public keys have the kid ${JSON.stringify(key.kid ?? null)}: each key needs a kid of its own`,
-      );
-  }
-  return keys;
-}
-
 export async function verifyAudit(
   deps: Pick<AuditCommandDeps, 'auditChain'>,
   options: Pick<AuditVerifyOptions, 'since' | 'key'>,
@@ -204,12 +190,7 @@ export async function exportAudit(
   deps: Pick<AuditCommandDeps, 'auditChain'>,
   options: AuditExportOptions,
 ): Promise<void> {
-  if (options.from > options.to) throw new InvalidArgumentError('--from must not be after --to');
-  await writeLine(JSON.stringify({ type: 'export', from: options.from, to: options.to }));
-  await deps.auditChain.exportTrail(options.from, options.to, (item: ExportItem) =>
-    writeLine(item.type === 'row' ? rowLine(item.row) : checkpointLine(item.checkpoint)),
-  );
-  for (const jwk of deps.auditChain.publicKeys) await writeLine(JSON.stringify({ type: 'key', jwk }));
+  await writeExport(deps.auditChain, options, writeLine);
 }
 
 // ---- Verifying an export, offline ---------------------------------------------------------------
@@ -221,10 +202,7 @@ async function readKeys(file: string): Promise<JWK[]> {
   } catch (error) {
     throw new InvalidArgumentError(`--key ${file}: cannot be read: ${(error as Error).message}`);
   }
-  const keys: unknown[] = isObject(value) && Array.isArray(value.keys) ? value.keys : [value];
-  if (keys.length === 0 || keys.some((k) => !isObject(k) || k.kty !== 'OKP' || k.crv !== 'Ed25519'))
-    throw new InvalidArgumentError(`--key ${file}: must hold a public Ed25519 JWK, or a JWKS of them`);
-  return keys.map((k) => publicJwkOf(k as JWK));
+  return publicKeysIn(value, file);
 }
 
 export async function verifyExportFile(options: Pick<AuditVerifyOptions, 'file' | 'key'>): Promise<void> {
@@ -236,14 +214,8 @@ export async function verifyExportFile(options: Pick<AuditVerifyOptions, 'file' 
     throw new InvalidArgumentError(`--file ${file}: cannot be read: ${(error as Error).message}`);
   }
   const parsed = parseExport(content, file);
-  const keys = mergeKeys(
-    options.key === undefined ? parsed.keys.map((k) => publicJwkOf(k)) : await readKeys(options.key),
-  );
+  const keys = keysToCheck(parsed, options.key === undefined ? undefined : await readKeys(options.key));
   const signed = parsed.checkpoints.filter((c) => c.signature !== null).length;
-  if (signed > 0 && keys.length === 0)
-    throw new InvalidArgumentError(
-      "the export's checkpoints are signed, and there is no public key to check them with: give one with --key",
-    );
   const v = await checkExport(parsed, keys);
   if (v.broken !== undefined) {
     reportBroken('audit export', v.broken);

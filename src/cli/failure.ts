@@ -9,6 +9,7 @@ import { MigrationFailedError, SchemaBehindError, StoreUnavailableError } from '
 import { AppError } from '../errors.ts';
 import { QUEUE_UNAVAILABLE } from '../queue/connections.ts';
 import { QueuePrefixTakenError } from '../queue/prefix-claim.ts';
+import { AuditExportError } from '../services/audit/export.ts';
 
 export function fail(message: string): never {
   process.stderr.write(`refhub: ${message}\n`);
@@ -25,7 +26,8 @@ export function failFor(error: unknown): never {
     error instanceof StoreUnavailableError ||
     error instanceof SchemaBehindError ||
     (error instanceof MigrationFailedError && error.byDatabase) ||
-    error instanceof InvalidArgumentError
+    error instanceof InvalidArgumentError ||
+    error instanceof AuditExportError
   ) {
     fail(error.message);
   }

@@ -32,7 +32,7 @@ export async function createApiParts(ctx: AppContext): Promise<ApiParts> {
   const producer = () => ctx.queues;
   const writable = ctx.config.opsDashboardWrite;
   const board = createQueueBoard({ producer, writable, timeZone: ctx.displayTime.timeZone });
-  const audit = createAdminAudit({ db: ctx.db, clock: ctx.clock });
+  const audit = createAdminAudit({ stores: ctx.stores, clock: ctx.clock });
   const uploads = createUploadBudget({ config: ctx.config, metrics: ctx.metrics });
   return {
     apiKeyFailures: failureLimiter(),

@@ -23,7 +23,7 @@ import { renderEhrForm, type RenderedEhrForm } from '../render/ehr-form.ts';
 import { createApiKeyService, type ApiKeyService } from '../services/api-key.service.ts';
 import { createClientCredentials, type ClientCredentials } from '../services/client-credentials.service.ts';
 import { createJwksFetcher } from '../services/client-jwks-fetch.ts';
-import { createAuditChain, type AuditChain } from '../services/audit-chain.service.ts';
+import { createAuditChain, type AuditChain } from '../services/audit/audit-chain.service.ts';
 import { TOKEN_PATH } from '../domain/client-credentials.ts';
 import { createCatalogService, type CatalogService } from '../services/catalog/catalog.service.ts';
 import { createHousekeeping, type Housekeeping } from '../services/housekeeping.service.ts';
@@ -54,7 +54,7 @@ import { createClamdClient } from '../workers/attachments/clamd-client.ts';
 import { openDataKeys, type DataKeys, type DataKeysOptions } from '../db/data-keys.repository.ts';
 import { keyRingOf } from './key-ring.ts';
 import { createDataKeyRotation, type DataKeyRotation } from '../services/data-keys.service.ts';
-import { createAccessReport, type AccessReport } from '../services/access-report.service.ts';
+import { createAccessReport, type AccessReport } from '../services/audit/access-report.service.ts';
 import { createStores, type Stores } from '../db/stores.ts';
 
 export interface AppContext {
@@ -340,15 +340,15 @@ export async function createContext(
     attachments,
     links: createLinkService(deps),
     linkRedemption: createLinkRedemption({ stores, clock }),
-    apiKeys: createApiKeyService({ db, clock }),
+    apiKeys: createApiKeyService({ stores, clock }),
     auditChain: createAuditChain({
-      db,
+      stores,
       clock,
       signingKey: config.auditSigningKey,
       earlierPublicKeys: config.auditPublicKeys,
     }),
     clientCredentials: createClientCredentials({
-      db,
+      stores,
       clock,
       tokenUrl: `${config.publicUrl}${TOKEN_PATH}`,
       fetchJwks: createJwksFetcher({ production, allowed: config.webhookAllowedAddresses }),
@@ -379,7 +379,7 @@ export async function createContext(
       endpoints: { production, allowed: config.webhookAllowedAddresses },
       deliver: (input) => deliverOnce(webhookDelivery(), input),
     }),
-    accessReport: createAccessReport({ db, dataKeys, clock }),
+    accessReport: createAccessReport({ stores, clock }),
     webhookDelivery,
     webhookReplay: createWebhookReplay({
       stores,

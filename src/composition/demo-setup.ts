@@ -13,6 +13,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Kysely } from 'kysely';
+import { apiKeyRepository } from '../db/api-key.repository.ts';
 import { catalogRepository } from '../db/catalog.repository.ts';
 import type { Database } from '../db/schema.ts';
 import { createApiKeyIn } from '../services/api-key.service.ts';
@@ -97,13 +98,16 @@ export async function setUpDemo(
     await loadCatalogIn(catalogRepository(trx), document);
     const keys: DemoKey[] = [];
     for (const demo of DEMO_KEYS) {
-      const { key } = await createApiKeyIn(trx, {
-        system: demo.system,
-        role: demo.role,
-        institutions: demo.institution === undefined ? [] : [demo.institution],
-        label: demo.label,
-        environment: 'test',
-      });
+      const { key } = await createApiKeyIn(
+        { apiKeys: apiKeyRepository(trx), catalog: catalogRepository(trx) },
+        {
+          system: demo.system,
+          role: demo.role,
+          institutions: demo.institution === undefined ? [] : [demo.institution],
+          label: demo.label,
+          environment: 'test',
+        },
+      );
       keys.push({ label: demo.label, key, description: demo.description });
     }
     await fs.mkdir(installation.dataDir, { recursive: true, mode: 0o700 });

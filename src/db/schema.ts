@@ -246,7 +246,7 @@ export interface AuditCheckpointsTable {
   /** A compact JWS (EdDSA) of the checkpoint, by AUDIT_SIGNING_KEY; null where none is set. */
   signature: string | null;
   key_id: string | null;
-  /** What the signature covers (services/audit-chain-check.ts): 1 before 0020, then 2. */
+  /** What the signature covers (services/audit/audit-chain-check.ts): 1 before 0020, then 2. */
   form: number;
   /** Form 2: the hash of the checkpoint before it (64 zeros for the first); null in form 1. */
   prev_hash: string | null;

@@ -7,11 +7,11 @@
 // A store is made on first use, for each database handle or transaction, so that a transaction that
 // touches two stores builds two, not all of them.
 import type { Kysely } from 'kysely';
-import { accessReportRepository } from './access-report.repository.ts';
+import { accessReportRepository } from './audit/access-report.repository.ts';
 import { apiKeyRepository } from './api-key.repository.ts';
 import { attachmentRepository } from './attachments.repository.ts';
-import { auditChainRepository } from './audit-chain.repository.ts';
-import { auditRepository } from './audit.repository.ts';
+import { auditChainRepository } from './audit/audit-chain.repository.ts';
+import { auditRepository } from './audit/audit.repository.ts';
 import { catalogRepository } from './catalog.repository.ts';
 import { clientCredentialsRepository } from './client-credentials.repository.ts';
 import type { DataKeys } from './data-keys.repository.ts';
@@ -45,10 +45,10 @@ const STORES = {
     relay: webhookRelayRepository(db),
   }),
   links: (db: Executor) => linkTokenRepository(db),
-  audit: (db: Executor) => ({
+  audit: (db: Executor, keys: DataKeys) => ({
     ...auditRepository(db),
     chain: auditChainRepository(db),
-    accessReport: accessReportRepository(db),
+    accessReport: accessReportRepository(db, keys),
   }),
   catalog: (db: Executor) => catalogRepository(db),
   apiKeys: (db: Executor) => apiKeyRepository(db),
@@ -70,7 +70,15 @@ export interface Stores extends CapabilityStores {
    * Runs `work` in one transaction, with the stores bound to it: every statement of the work goes
    * through the transaction, and all of them commit, or none.
    */
-  transaction<T>(work: (tx: CapabilityStores) => Promise<T>): Promise<T>;
+  transaction<T>(work: (tx: CapabilityStores) => Promise<T>, options?: TransactionOptions): Promise<T>;
+}
+
+export interface TransactionOptions {
+  /**
+   * Read only, from one snapshot (repeatable read): what reads a whole (a check of the audit trail,
+   * an export) sees no write made while it runs, and makes none.
+   */
+  readonly snapshot?: boolean;
 }
 
 /** The stores over `db` (the database, or a transaction), sealing and opening with `keys`. */
@@ -97,8 +105,13 @@ function storesOver(db: Executor, keys: DataKeys): CapabilityStores {
 export function createStores(db: Kysely<Database>, keys: DataKeys): Stores {
   const stores = storesOver(db, keys);
   Object.defineProperty(stores, 'transaction', {
-    value: <T>(work: (tx: CapabilityStores) => Promise<T>) =>
-      db.transaction().execute((trx) => work(storesOver(trx, keys))),
+    value: <T>(work: (tx: CapabilityStores) => Promise<T>, options: TransactionOptions = {}) => {
+      const transaction =
+        options.snapshot === true
+          ? db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only')
+          : db.transaction();
+      return transaction.execute((trx) => work(storesOver(trx, keys)));
+    },
   });
   return stores as Stores;
 }

@@ -15,7 +15,14 @@ export interface InstitutionOfRow {
   readonly id: string;
 }
 
-/** The audit fields a row records: everything but what the sealer adds. */
+/** What a writer records of an attempt: it was done, or refused. */
+export type AuditOutcome = 'success' | 'denied';
+
+/**
+ * The audit fields a row records: everything but what the sealer adds. The one declaration of the
+ * audit row's shape: the row a writer makes (db/audit/audit.repository.ts), the row the sealer chains
+ * and the row an export holds are all this, with what each adds.
+ */
 export interface AuditContent {
   readonly id: string;
   readonly occurredAt: Date;
@@ -28,6 +35,7 @@ export interface AuditContent {
   readonly claimedInstitution: InstitutionOfRow | null;
   readonly requesterIdentifier: string | null;
   readonly action: string;
+  /** An `AuditOutcome` as written; a string as read back, for a check to judge. */
   readonly outcome: string;
   readonly referralIds: readonly string[];
 }

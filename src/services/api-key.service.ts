@@ -1,15 +1,13 @@
 // API keys (contract §2): `rfh_live_` or `rfh_test_` followed by 43 base62 characters (256 bits).
 // The key is shown once, when created; only its SHA-256 and an 8-character display prefix are kept.
 import { createHash, randomBytes } from 'node:crypto';
-import type { Kysely, Transaction } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
 import type { InstitutionRef } from '../domain/access.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { Role } from '../domain/statuses.ts';
 import { ValidationError, NotFoundError } from '../errors.ts';
-import { apiKeyRepository, type ApiKeyRecord } from '../db/api-key.repository.ts';
-import type { Database } from '../db/schema.ts';
-import { catalogRepository } from '../db/catalog.repository.ts';
+import type { ApiKeyRecord } from '../db/api-key.repository.ts';
+import type { CapabilityStores, Stores } from '../db/stores.ts';
 import { unknownToCatalog } from './catalog/names.ts';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -47,14 +45,10 @@ export function hashApiKey(key: string): string {
 
 /** Creates a key inside the caller's transaction; the key itself is returned once, here. */
 export async function createApiKeyIn(
-  trx: Transaction<Database>,
+  tx: Pick<CapabilityStores, 'apiKeys' | 'catalog'>,
   request: NewKeyRequest,
 ): Promise<CreatedKey> {
-  const errors = await unknownToCatalog(
-    { catalog: catalogRepository(trx) },
-    request.system,
-    request.institutions,
-  );
+  const errors = await unknownToCatalog(tx.catalog, request.system, request.institutions);
   if (request.role !== 'ops' && request.institutions.length === 0) {
     errors.push({
       path: 'institution',
@@ -65,7 +59,7 @@ export async function createApiKeyIn(
   const secret = randomBase62(43);
   const key = `rfh_${request.environment}_${secret}`;
   const id = uuidv7();
-  await apiKeyRepository(trx).insert({
+  await tx.apiKeys.insert({
     id,
     prefix: `rfh_${request.environment}_${secret.slice(0, 8)}`,
     secretHash: hashApiKey(key),
@@ -74,7 +68,7 @@ export async function createApiKeyIn(
     label: request.label ?? null,
     institutions: request.institutions,
   });
-  const [record] = await apiKeyRepository(trx).findActiveByIdOrPrefix(id);
+  const [record] = await tx.apiKeys.findActiveByIdOrPrefix(id);
   if (!record) throw new Error(`API key ${id} vanished while it was created`);
   return { key, record };
 }
@@ -89,7 +83,7 @@ export const KEY_LOOKUP_REUSE_MS = 2_000;
 /** Enough for every key an installation holds; past it the oldest entries make room. */
 const MAX_REMEMBERED_KEYS = 10_000;
 
-export function createApiKeyService(deps: { db: Kysely<Database>; clock: Clock }) {
+export function createApiKeyService(deps: { stores: Pick<Stores, 'apiKeys' | 'transaction'>; clock: Clock }) {
   /** Lookups by key hash; an entry is used until `until` (epoch milliseconds of `deps.clock`). */
   const recent = new Map<string, { readonly record: ApiKeyRecord; readonly until: number }>();
   /** Counts revocations through this process, so a lookup that overlapped one is not remembered. */
@@ -97,7 +91,7 @@ export function createApiKeyService(deps: { db: Kysely<Database>; clock: Clock }
 
   return {
     create(request: NewKeyRequest): Promise<CreatedKey> {
-      return deps.db.transaction().execute((trx) => createApiKeyIn(trx, request));
+      return deps.stores.transaction((tx) => createApiKeyIn(tx, request));
     },
 
     /** The active key for a presented secret, or undefined. */
@@ -116,7 +110,7 @@ export function createApiKeyService(deps: { db: Kysely<Database>; clock: Clock }
       }
       recent.delete(hash);
       const before = revocations;
-      const record = await apiKeyRepository(deps.db).findActiveByHash(hash);
+      const record = await deps.stores.apiKeys.findActiveByHash(hash);
       if (record !== undefined && revocations === before) {
         if (recent.size >= MAX_REMEMBERED_KEYS) {
           const oldest = recent.keys().next();
@@ -127,11 +121,11 @@ export function createApiKeyService(deps: { db: Kysely<Database>; clock: Clock }
       return record;
     },
 
-    list: () => apiKeyRepository(deps.db).list(),
+    list: () => deps.stores.apiKeys.list(),
 
     async revoke(idOrPrefix: string): Promise<ApiKeyRecord> {
-      const revoked = await deps.db.transaction().execute(async (trx) => {
-        const repo = apiKeyRepository(trx);
+      const revoked = await deps.stores.transaction(async (tx) => {
+        const repo = tx.apiKeys;
         const [match, ...others] = await repo.findActiveByIdOrPrefix(idOrPrefix);
         if (!match) throw new NotFoundError(`No active API key has the ID or prefix ${idOrPrefix}.`);
         if (others.length > 0) {

@@ -9,7 +9,6 @@
 // most ACCESS_TOKEN_SECONDS, and acts for the client's one institution in the client's role, with the
 // scopes asked for. A revoked client's tokens stop working at once, whatever their expiry.
 import { createHash, randomBytes } from 'node:crypto';
-import type { Kysely } from 'kysely';
 import {
   createLocalJWKSet,
   decodeJwt,
@@ -38,15 +37,8 @@ import {
 } from '../domain/client-credentials.ts';
 import type { Role } from '../domain/statuses.ts';
 import { NotFoundError, OAuthError, ValidationError } from '../errors.ts';
-import { apiKeyRepository } from '../db/api-key.repository.ts';
-import {
-  clientCredentialsRepository,
-  type ClientKeySource,
-  type ClientRecord,
-  type TokenRecord,
-} from '../db/client-credentials.repository.ts';
-import type { Database } from '../db/schema.ts';
-import { catalogRepository } from '../db/catalog.repository.ts';
+import type { ClientKeySource, ClientRecord, TokenRecord } from '../db/client-credentials.repository.ts';
+import type { Stores } from '../db/stores.ts';
 import { unknownToCatalog } from './catalog/names.ts';
 import { checkEndpointUrl, type EndpointPolicy } from './webhooks/endpoint-policy.ts';
 
@@ -54,7 +46,8 @@ import { checkEndpointUrl, type EndpointPolicy } from './webhooks/endpoint-polic
 export type JwksFetcher = (url: string) => Promise<unknown>;
 
 export interface ClientCredentialsDeps {
-  readonly db: Kysely<Database>;
+  /** Clients, their keys and tokens; a client is a credential row beside the API keys, checked against the catalog. */
+  readonly stores: Pick<Stores, 'clientCredentials' | 'catalog' | 'transaction'>;
   readonly clock: Clock;
   /** The token endpoint's URL: the `aud` every assertion must name. */
   readonly tokenUrl: string;
@@ -126,7 +119,7 @@ export async function checkedJwks(value: unknown, path: string): Promise<JSONWeb
 }
 
 export function createClientCredentials(deps: ClientCredentialsDeps) {
-  const repo = () => clientCredentialsRepository(deps.db);
+  const repo = () => deps.stores.clientCredentials;
   /** Keys fetched from clients' URLs, by client: the set and when it was fetched (clock milliseconds). */
   const fetched = new Map<
     string,
@@ -281,14 +274,12 @@ export function createClientCredentials(deps: ClientCredentialsDeps) {
   return {
     /** Registers a client for one institution of the catalog, in a role; its keys are checked now. */
     async register(request: NewClientRequest): Promise<ClientRecord> {
-      const problems = await unknownToCatalog({ catalog: catalogRepository(deps.db) }, request.system, [
-        request.institution,
-      ]);
+      const problems = await unknownToCatalog(deps.stores.catalog, request.system, [request.institution]);
       if (problems.length > 0) throw new ValidationError(problems);
       const keys = await checkedKeys(request.keys);
       const id = uuidv7();
-      await deps.db.transaction().execute((trx) =>
-        clientCredentialsRepository(trx).insertClient({
+      await deps.stores.transaction((tx) =>
+        tx.clientCredentials.insertClient({
           id,
           system: request.system,
           role: request.role,
@@ -322,8 +313,8 @@ export function createClientCredentials(deps: ClientCredentialsDeps) {
      * lookup requires its client unrevoked.
      */
     async revoke(idOrPrefix: string): Promise<ClientRecord> {
-      const revoked = await deps.db.transaction().execute(async (trx) => {
-        const keys = apiKeyRepository(trx);
+      const revoked = await deps.stores.transaction(async (tx) => {
+        const keys = tx.apiKeys;
         const [match, ...others] = await keys.findActiveByIdOrPrefix(idOrPrefix, 'client');
         if (!match) throw new NotFoundError(`No active client has the ID or prefix ${idOrPrefix}.`);
         if (others.length > 0) {
@@ -332,7 +323,7 @@ export function createClientCredentials(deps: ClientCredentialsDeps) {
           ]);
         }
         await keys.revoke(match.id, deps.clock.now());
-        return clientCredentialsRepository(trx).findClient(match.id);
+        return tx.clientCredentials.findClient(match.id);
       });
       if (revoked === undefined) throw new Error(`client ${idOrPrefix} vanished while it was revoked`);
       fetched.delete(revoked.id);

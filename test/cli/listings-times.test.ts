@@ -15,6 +15,7 @@ import { createCatalogService } from '../../src/services/catalog/catalog.service
 import { createStores } from '../../src/db/stores.ts';
 import { testDataKeys } from '../support/data-keys.ts';
 import { openTestStore } from '../support/engines.ts';
+import { storesOf } from '../support/stores.ts';
 
 const NOW = new Date('2026-06-04T03:15:07.000Z');
 const DISPLAY_FORMAT = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{1,2} [A-Z][a-z]{2} \d{4}, \d{2}:\d{2} \S+$/;
@@ -52,7 +53,7 @@ describe('times in the command line’s listings', () => {
     ['Asia/Singapore', 'Thu 4 Jun 2026, 11:15 SGT'],
     ['Europe/London', 'Thu 4 Jun 2026, 04:15 BST'],
   ])('keys list writes when a key was revoked in %s as the pages do', async (zone, shown) => {
-    const apiKeys = createApiKeyService({ db: store.db, clock });
+    const apiKeys = createApiKeyService({ stores: storesOf(store.db), clock });
     const displayTime = displayTimeIn(zone);
     const { record } = await apiKeys.create({
       system: 'HAS',

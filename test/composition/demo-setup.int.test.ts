@@ -9,6 +9,7 @@ import { createApiKeyService } from '../../src/services/api-key.service.ts';
 import { setUpDemo, type DemoInstallation } from '../../src/composition/demo-setup.ts';
 import { systemClock } from '../../src/domain/clock.ts';
 import { ENGINES, openTestStore } from '../support/engines.ts';
+import { storesOf } from '../support/stores.ts';
 
 const ANY_KEY = /rfh_test_[0-9A-Za-z]{43}/g;
 
@@ -38,7 +39,7 @@ describe.each(ENGINES)('demo set-up on %s', (engine) => {
     fs.writeFileSync(blocked, '');
     await expect(setUpDemo(store.db, installation(path.join(blocked, 'data')))).rejects.toThrow();
     expect(await catalogRepository(store.db).isEmpty()).toBe(true);
-    expect(await createApiKeyService({ db: store.db, clock: systemClock }).list()).toEqual([]);
+    expect(await createApiKeyService({ stores: storesOf(store.db), clock: systemClock }).list()).toEqual([]);
   });
 
   it('loads the demo catalog and creates three test keys on an empty database, once', async () => {
@@ -46,7 +47,7 @@ describe.each(ENGINES)('demo set-up on %s', (engine) => {
     const own = installation(dataDir);
     const demo = await setUpDemo(store.db, own);
     expect(demo?.keys.map((k) => k.label)).toEqual(['demo-sender', 'demo-provider', 'demo-ops']);
-    const apiKeys = createApiKeyService({ db: store.db, clock: systemClock });
+    const apiKeys = createApiKeyService({ stores: storesOf(store.db), clock: systemClock });
     for (const { key } of demo?.keys ?? []) {
       expect(key).toMatch(/^rfh_test_[0-9A-Za-z]{43}$/);
       expect(await apiKeys.authenticate(key)).toBeDefined();

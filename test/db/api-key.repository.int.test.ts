@@ -8,10 +8,9 @@ import type { Clock } from '../../src/domain/clock.ts';
 import { AppError, NotFoundError, ValidationError } from '../../src/errors.ts';
 import { createApiKeyService, hashApiKey, type ApiKeyService } from '../../src/services/api-key.service.ts';
 import { createCatalogService } from '../../src/services/catalog/catalog.service.ts';
-import { createStores } from '../../src/db/stores.ts';
-import { testDataKeys } from '../support/data-keys.ts';
 import { DEMO_CATALOG_FILE } from '../../src/composition/demo-setup.ts';
 import { ENGINES, openTestStore } from '../support/engines.ts';
+import { storesOf } from '../support/stores.ts';
 
 const KEY = /^rfh_(live|test)_[0-9A-Za-z]{43}$/;
 const CLINIC = { idType: 'hci', id: 'S1234A' };
@@ -34,10 +33,8 @@ describe.each(ENGINES)('API keys on %s', (engine) => {
 
   beforeAll(async () => {
     store = await openTestStore(engine);
-    await createCatalogService({ stores: createStores(store.db, testDataKeys()) }).loadFile(
-      DEMO_CATALOG_FILE,
-    );
-    keys = createApiKeyService({ db: store.db, clock });
+    await createCatalogService({ stores: storesOf(store.db) }).loadFile(DEMO_CATALOG_FILE);
+    keys = createApiKeyService({ stores: storesOf(store.db), clock });
   });
   afterAll(async () => {
     await store.close();

@@ -5,15 +5,17 @@ import { sql, type Kysely } from 'kysely';
 import { NO_MIGRATIONS } from 'kysely/migration';
 import { CompactSign, importJWK } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { auditChainRepository } from '../../src/db/audit-chain.repository.ts';
-import { auditEventOf, auditRepository, systemActor } from '../../src/db/audit.repository.ts';
+import { auditChainRepository } from '../../src/db/audit/audit-chain.repository.ts';
+import { auditEventOf, auditRepository, systemActor } from '../../src/db/audit/audit.repository.ts';
 import { createMigrator, isMigrated, migrateToLatest, type Store } from '../../src/db/database.ts';
 import { migrations } from '../../src/db/migrations/index.ts';
 import type { Database } from '../../src/db/schema.ts';
+import { createStores } from '../../src/db/stores.ts';
 import { chainOf, GENESIS_HASH, rowHashOf } from '../../src/domain/audit-chain.ts';
-import { checkpointBytes, checkpointHashOf } from '../../src/services/audit-chain-check.ts';
-import { createAuditChain } from '../../src/services/audit-chain.service.ts';
+import { checkpointBytes, checkpointHashOf } from '../../src/services/audit/audit-chain-check.ts';
+import { createAuditChain } from '../../src/services/audit/audit-chain.service.ts';
 import { testAuditSigningKey } from '../support/audit-signing-key.ts';
+import { testDataKeys } from '../support/data-keys.ts';
 import { ENGINES, openTestStore } from '../support/engines.ts';
 
 const TABLES = [
@@ -308,7 +310,11 @@ describe.each(ENGINES)('migrations on %s', (engine) => {
     );
 
     expect((await migrateToLatest(store.db)).error).toBeUndefined();
-    const auditChain = createAuditChain({ db: store.db, clock, signingKey: key });
+    const auditChain = createAuditChain({
+      stores: createStores(store.db, testDataKeys()),
+      clock,
+      signingKey: key,
+    });
     expect((await auditChain.verify()).broken).toBeUndefined();
     const forms = await store.db.selectFrom('audit_events').select('hash_form').distinct().execute();
     expect(forms).toEqual([{ hash_form: 1 }]);

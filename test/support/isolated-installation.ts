@@ -9,13 +9,12 @@ import type { Database } from '../../src/db/schema.ts';
 import { systemClock } from '../../src/domain/clock.ts';
 import { createApiKeyService } from '../../src/services/api-key.service.ts';
 import { createCatalogService } from '../../src/services/catalog/catalog.service.ts';
-import { createStores } from '../../src/db/stores.ts';
-import { testDataKeys } from './data-keys.ts';
 import { DEMO_CATALOG_FILE } from '../../src/composition/demo-setup.ts';
 import { startPostgresServer, type PostgresServer } from './postgres-server.ts';
 import { startRecordingEhr, type RecordingEhr } from './recording-ehr.ts';
 import { startRedisServer, type RedisServer } from './redis-server.ts';
 import { startRefhubProcess, type RefhubCommand, type WorkerProcess } from './worker-process.ts';
+import { storesOf } from './stores.ts';
 
 const DATABASE = 'refhub';
 
@@ -65,10 +64,11 @@ export async function startIsolatedInstallation(): Promise<IsolatedInstallation>
     const store: Store = await openStore({ engine: 'postgres', url: databaseUrl, poolSize: 3 });
     cleanups.push(() => store.close());
     await migrateToLatest(store.db);
-    await createCatalogService({ stores: createStores(store.db, testDataKeys()) }).loadFile(
-      DEMO_CATALOG_FILE,
-    );
-    const { key: senderKey } = await createApiKeyService({ db: store.db, clock: systemClock }).create({
+    await createCatalogService({ stores: storesOf(store.db) }).loadFile(DEMO_CATALOG_FILE);
+    const { key: senderKey } = await createApiKeyService({
+      stores: storesOf(store.db),
+      clock: systemClock,
+    }).create({
       system: 'HAS',
       role: 'sender',
       institutions: [{ idType: 'hci', id: 'S1234A' }],

@@ -2,10 +2,9 @@
 // attempt that was turned away. IDs only: the key, the user name typed at the sign-in prompt (the
 // person behind a shared ops key), the action and the referral IDs a job ID names.
 import type { FastifyRequest } from 'fastify';
-import type { Kysely } from 'kysely';
 import type { ApiKeyRecord } from '../../db/api-key.repository.ts';
-import { auditEventOf, auditRepository, type AuditOutcome } from '../../db/audit.repository.ts';
-import type { Database } from '../../db/schema.ts';
+import { auditEventOf, type AuditOutcome } from '../../db/audit/audit.repository.ts';
+import type { Stores } from '../../db/stores.ts';
 import type { Clock } from '../../domain/clock.ts';
 import type { AdminAction } from './admin-access.ts';
 
@@ -31,7 +30,10 @@ export function userNameForAudit(user: string): string | null {
   return PRINTABLE_USER.test(trimmed) ? trimmed : null;
 }
 
-export function createAdminAudit(deps: { readonly db: Kysely<Database>; readonly clock: Clock }): AdminAudit {
+export function createAdminAudit(deps: {
+  readonly stores: Pick<Stores, 'audit'>;
+  readonly clock: Clock;
+}): AdminAudit {
   return {
     async record(request, entry) {
       // An ops key acts for no institution; the person is the user name typed at the prompt.
@@ -42,7 +44,7 @@ export function createAdminAudit(deps: { readonly db: Kysely<Database>; readonly
         institution: null,
         requesterIdentifier: entry.user,
       };
-      await auditRepository(deps.db).record(
+      await deps.stores.audit.record(
         auditEventOf(actor, entry.action, entry.referralIds ?? [], deps.clock.now(), entry.outcome),
       );
     },

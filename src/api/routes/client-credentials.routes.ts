@@ -8,14 +8,21 @@
 // flood the audit trail.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiDeps } from '../api-deps.ts';
-import { auditEventOf, auditRepository, type AuditActor } from '../../db/audit.repository.ts';
+import { auditEventOf, type AuditActor } from '../../db/audit/audit.repository.ts';
+import type { Stores } from '../../db/stores.ts';
 import { TOKEN_PATH } from '../../domain/client-credentials.ts';
 import { OAuthError, ValidationError, type RefusedClient } from '../../errors.ts';
 import { sizeLimitWords } from '../http.ts';
 import { registerStrictFormParser } from '../request-encoding.ts';
 import type { FailureLimiter } from '../failure-limiter.ts';
 
-export type ClientCredentialsRoutesDeps = Pick<ApiDeps, 'clientCredentials' | 'db' | 'clock' | 'metrics'>;
+export interface ClientCredentialsRoutesDeps extends Pick<
+  ApiDeps,
+  'clientCredentials' | 'clock' | 'metrics'
+> {
+  /** Where a token request's audit row goes: the one door every audit row goes through. */
+  readonly stores: Pick<Stores, 'audit'>;
+}
 
 /** The audit action of a token request, issued (`success`) or refused (`denied`). */
 export const TOKEN_ACTION = 'oauth.token';
@@ -87,7 +94,7 @@ export function clientCredentialsRoutes(deps: ClientCredentialsRoutesDeps, failu
       );
     }
     if (refusal.client !== undefined) {
-      await auditRepository(deps.db).record(
+      await deps.stores.audit.record(
         auditEventOf(actorOf(refusal.client, request.id), TOKEN_ACTION, [], deps.clock.now(), 'denied'),
       );
     }
@@ -136,7 +143,7 @@ export function clientCredentialsRoutes(deps: ClientCredentialsRoutesDeps, failu
         }
         try {
           const { token, client } = await deps.clientCredentials.issueToken(form);
-          await auditRepository(deps.db).record(
+          await deps.stores.audit.record(
             auditEventOf(actorOf(client, request.id), TOKEN_ACTION, [], deps.clock.now()),
           );
           return await reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(token);

@@ -2,7 +2,7 @@
 // Rows hold IDs, hashes and outcomes only: never the form, never patient data.
 import { sql } from 'kysely';
 import type { InstitutionRef } from '../../domain/access.ts';
-import type { AuditEvent } from '../audit.repository.ts';
+import type { AuditEvent } from '../audit/audit.repository.ts';
 import type { DataKeys } from '../data-keys.repository.ts';
 import { changeLogCtes, TIMELINE_RETURNING } from '../referrals/change.ts';
 import type { Executor } from '../executor.ts';

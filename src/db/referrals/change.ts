@@ -19,7 +19,7 @@
 import { sql, type Compilable, type RawBuilder } from 'kysely';
 import type { FieldCipher } from '../../domain/data-keys.ts';
 import type { DataKeys } from '../data-keys.repository.ts';
-import { auditInsert, auditRow, type AuditEvent } from '../audit.repository.ts';
+import { auditInsert, type AuditEvent } from '../audit/audit.repository.ts';
 import type { Executor } from '../executor.ts';
 import { attachmentWrites, type NumberedAttachment } from '../attachments.repository.ts';
 import { keyClaimInsert, type IdempotentWrite, type StoredKey } from '../idempotency.repository.ts';
@@ -118,7 +118,7 @@ export function changeLogCtes(db: Executor, change: LeftBehind): RawBuilder<unkn
   if (!isAuditList(audit)) {
     ctes.push(sql`audit as (${auditInsert(audit, change.auditOnlyWith)})`);
   } else if (change.auditOnlyWith === undefined) {
-    ctes.push(sql`audit as (${db.insertInto('audit_events').values(audit.map(auditRow))})`);
+    ctes.push(sql`audit as (${auditInsert(audit)})`);
   } else {
     throw new Error('an audit row written only with another part of the statement must be alone');
   }

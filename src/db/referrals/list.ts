@@ -5,7 +5,7 @@ import { sql, type ExpressionBuilder } from 'kysely';
 import type { InstitutionRef } from '../../domain/access.ts';
 import { SENDER_ACTS_IN } from '../../domain/lifecycle.ts';
 import { statusesOf } from '../../domain/statuses.ts';
-import { auditInsertFromJson, auditRow, type AuditEvent } from '../audit.repository.ts';
+import { auditInsertFromJson, auditRow, type AuditEvent } from '../audit/audit.repository.ts';
 import { compiledOnce, type CompiledOnce } from '../compiled-once.ts';
 import type { DataKeys } from '../data-keys.repository.ts';
 import type { Executor } from '../executor.ts';

@@ -4,7 +4,7 @@
 // the caller's links is one statement.
 import { sql, type ExpressionBuilder } from 'kysely';
 import type { InstitutionRef } from '../../domain/access.ts';
-import { auditInsertFromJson } from '../audit.repository.ts';
+import { auditInsertFromJson } from '../audit/audit.repository.ts';
 import { compiledOnce } from '../compiled-once.ts';
 import type { Executor } from '../executor.ts';
 import { providerSees } from '../provider-visibility.ts';

@@ -2,9 +2,9 @@
 // and the writes (writes.ts, change.ts), sealing and opening the patient data inside.
 import type { InstitutionRef } from '../../domain/access.ts';
 import { ReferralNotFoundError } from '../../errors.ts';
-import type { AuditEvent } from '../audit.repository.ts';
+import type { AuditEvent } from '../audit/audit.repository.ts';
 import type { DataKeys } from '../data-keys.repository.ts';
-import { auditRow } from '../audit.repository.ts';
+import { auditRow } from '../audit/audit.repository.ts';
 import { SEALED_COLUMNS } from '../data-keys.repository.ts';
 import type { Executor } from '../executor.ts';
 import { linkTokenRows } from '../links.repository.ts';

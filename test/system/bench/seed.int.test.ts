@@ -16,6 +16,7 @@ import {
 import { ENGINES, openTestStore } from '../../support/engines.ts';
 import { apiKeyIdOf } from '../../support/store-inspection.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
+import { storesOf } from '../../support/stores.ts';
 
 /** Columns and fields that differ between any two referrals, however made: IDs, times, link URLs. */
 const VARYING = new Set([
@@ -133,7 +134,7 @@ describe.each(ENGINES)('benchmark seeding on %s', (engine) => {
     const store = await openTestStore(engine);
     try {
       const parties = await seedCatalogAndKeys(store.db);
-      const keys = createApiKeyService({ db: store.db, clock: systemClock });
+      const keys = createApiKeyService({ stores: storesOf(store.db), clock: systemClock });
       for (const party of [parties.reader, parties.writer]) {
         expect(await keys.authenticate(party.key)).toMatchObject({
           id: party.apiKeyId,

@@ -22,6 +22,7 @@ import { createClientCredentials } from '../../../src/services/client-credential
 import { testRedisUrl } from '../../support/bridge.ts';
 import { openPostgresStoreWithUrl } from '../../support/engines.ts';
 import { describeRun, runRefhub, type CliResult } from '../../support/refhub-cli.ts';
+import { storesOf } from '../../support/stores.ts';
 
 const QUEUE_PREFIX = `cli-clients-${randomUUID()}`;
 const PUBLIC_URL = 'https://refhub.example.org';
@@ -204,7 +205,7 @@ describe('refhub clients', { timeout: 600_000 }, () => {
 
       // The service the API runs, over the same database.
       const service = createClientCredentials({
-        db: store.db,
+        stores: storesOf(store.db),
         clock: systemClock,
         tokenUrl: TOKEN_URL,
         fetchJwks: () => Promise.reject(new Error('no JWKS URL is fetched here')),

@@ -1,11 +1,11 @@
-// The audit trail's rules as pure code (services/audit-chain-check.ts), on trails built here by the
+// The audit trail's rules as pure code (services/audit/audit-chain-check.ts), on trails built here by the
 // published rules, as a sealer or someone who can write to the database would build them: a trail of
 // the first forms, then of the second, holds; each rule about forms, times, heads, links and signatures
 // breaks where it should, and only there.
 import { CompactSign, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Checkpoint } from '../../src/db/audit-chain.repository.ts';
-import { chainOf, GENESIS_HASH, rowHashOf, type HashForm } from '../../src/domain/audit-chain.ts';
+import type { Checkpoint } from '../../../src/db/audit/audit-chain.repository.ts';
+import { chainOf, GENESIS_HASH, rowHashOf, type HashForm } from '../../../src/domain/audit-chain.ts';
 import {
   checkChain,
   checkCheckpoints,
@@ -13,7 +13,7 @@ import {
   checkpointHashOf,
   type ChainRow,
   type CheckpointRules,
-} from '../../src/services/audit-chain-check.ts';
+} from '../../../src/services/audit/audit-chain-check.ts';
 
 const INSTITUTION = { idType: 'hci', id: 'S1234A' };
 const T0 = Date.parse('2026-11-26T02:00:00.000Z');

@@ -5,19 +5,16 @@
 // referrals the institution may not see are never looked at, so nobody learns another institution's
 // patients.
 //
-// The UIN is turned into its blind index here and goes no further: the store, the audit row and the
-// logs never hold it. The report's own request is audited (`patient.access-report`) in the statement
+// The UIN goes to the store, which looks for its blind index only: no row, no audit row and no log
+// holds it. The report's own request is audited (`patient.access-report`) in the statement
 // that reads it, naming every referral it covered.
-import type { Kysely } from 'kysely';
-import type { AuditOutcome } from '../db/audit.repository.ts';
-import { auditEventOf } from '../db/audit.repository.ts';
-import { accessReportRepository, type AccessRecord } from '../db/access-report.repository.ts';
-import type { DataKeys } from '../db/data-keys.repository.ts';
-import type { Database } from '../db/schema.ts';
-import type { Clock } from '../domain/clock.ts';
-import { REFHUB_SYSTEM } from '../domain/lifecycle.ts';
-import { WEB_FORM_SYSTEM } from '../domain/links.ts';
-import type { Caller } from './caller.ts';
+import type { AccessRecord } from '../../db/audit/access-report.repository.ts';
+import { auditEventOf, type AuditOutcome } from '../../db/audit/audit.repository.ts';
+import type { Stores } from '../../db/stores.ts';
+import type { Clock } from '../../domain/clock.ts';
+import { REFHUB_SYSTEM } from '../../domain/lifecycle.ts';
+import { WEB_FORM_SYSTEM } from '../../domain/links.ts';
+import type { Caller } from '../caller.ts';
 
 export const ACCESS_REPORT_ACTION = 'patient.access-report';
 
@@ -25,9 +22,8 @@ export const ACCESS_REPORT_ACTION = 'patient.access-report';
 const OPS_ACTION_PREFIX = 'admin.';
 
 export interface AccessReportDeps {
-  readonly db: Kysely<Database>;
-  /** The blind-index key the patient is found with. */
-  readonly dataKeys: DataKeys;
+  /** The report's page, read with its own audit row written in the same statement. */
+  readonly stores: Pick<Stores, 'audit'>;
   readonly clock: Clock;
 }
 
@@ -123,11 +119,10 @@ export function createAccessReport(deps: AccessReportDeps) {
   return {
     /** One page of the patient's access report for the caller's institution, newest first; audited. */
     async report(caller: Caller, query: AccessReportQuery): Promise<AccessReportPage> {
-      const cipher = await deps.dataKeys.cipher(deps.db);
-      const page = await accessReportRepository(deps.db).page(
+      const page = await deps.stores.audit.accessReport.page(
         {
           institution: caller.institution,
-          patientIndex: cipher.blindIndex('patient-uin', query.patientUin),
+          patientUin: query.patientUin,
           offset: query.offset,
           pageSize: query.pageSize,
           asOf:

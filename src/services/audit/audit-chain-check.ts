@@ -6,8 +6,8 @@
 // rules. docs/security.md ("What `verify` catches, and what it cannot") states them for auditors.
 import { createHash } from 'node:crypto';
 import { compactVerify, importJWK, type JWK } from 'jose';
-import { chainOf, GENESIS_HASH, isHashForm, rowHashOf, type AuditContent } from '../domain/audit-chain.ts';
-import type { ChainHead, Checkpoint } from '../db/audit-chain.repository.ts';
+import { chainOf, GENESIS_HASH, isHashForm, rowHashOf, type AuditContent } from '../../domain/audit-chain.ts';
+import type { ChainHead, Checkpoint } from '../../db/audit/audit-chain.repository.ts';
 
 /** A row sealed more than this after it occurred was not written when it says: it is flagged. */
 export const SEAL_LATE_MS = 10 * 60_000;

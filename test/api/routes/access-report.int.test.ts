@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { auditEventOf, auditRepository, systemActor } from '../../../src/db/audit.repository.ts';
+import { auditEventOf, auditRepository, systemActor } from '../../../src/db/audit/audit.repository.ts';
 import { ENGINES } from '../../support/engines.ts';
 import { TEXT } from '../../support/fixtures/attachment-files.ts';
 import { CANARY, CANARY_MARKERS } from '../../support/fixtures/patients.ts';

@@ -1,7 +1,7 @@
 // A patient's access report: every audit row that names a referral of the patient which the calling
 // institution may see, whoever wrote it (its own staff, the other party's, refhub's operators or refhub
 // itself), newest first, a page at a time. The patient is found by the blind index of the UIN
-// (domain/data-keys.ts): this file never sees the UIN.
+// (domain/data-keys.ts), made here with the data keys: the UIN goes no further than this call.
 //
 // Tenancy is the referral list's (`visibleTo`): the referrals the institution sends, and those it
 // receives once they have left draft; deleted ones are invisible here too. An audit row may name more
@@ -17,11 +17,13 @@
 // a walk by offset would never reach the end: a page answers with `asOf`, the newest audit row it saw
 // (its `seq`), and a page asked for with it leaves out every row written after. A row written before it
 // but committed later can still appear, in its place: a walk then sees an entry again, never misses one.
-import { sql } from 'kysely';
-import type { InstitutionRef } from '../domain/access.ts';
+import { sql, type Selectable } from 'kysely';
+import type { InstitutionRef } from '../../domain/access.ts';
 import { auditInsertFromJson, auditRow, type AuditEvent, type AuditOutcome } from './audit.repository.ts';
-import type { Executor } from './executor.ts';
-import { visibleTo } from './referrals/reads.ts';
+import type { DataKeys } from '../data-keys.repository.ts';
+import type { Executor } from '../executor.ts';
+import type { AuditEventsTable } from '../schema.ts';
+import { visibleTo } from '../referrals/reads.ts';
 
 /** The credential an audit row names: an API key, or a client of signed credentials. */
 export interface AccessCredential {
@@ -50,8 +52,8 @@ export interface AccessRecord {
 
 export interface AccessReportFilter {
   readonly institution: InstitutionRef;
-  /** The blind index of the patient's UIN. */
-  readonly patientIndex: string;
+  /** The patient's UIN: only its blind index is looked for, and it is stored nowhere. */
+  readonly patientUin: string;
   readonly offset: number;
   readonly pageSize: number;
   /** Leave out the audit rows written after this one (its `seq`): the report as an earlier page saw it. */
@@ -59,24 +61,26 @@ export interface AccessReportFilter {
 }
 
 /** A row of the page: an audit row's columns, with its credential's and its institution's. */
-interface EntryColumns {
-  id: string;
-  occurred_at: Date;
-  request_id: string;
-  action: string;
-  outcome: AuditOutcome;
+type EntryColumns = Pick<
+  Selectable<AuditEventsTable>,
+  | 'id'
+  | 'occurred_at'
+  | 'request_id'
+  | 'action'
+  | 'outcome'
+  | 'system'
+  | 'institution_id_type'
+  | 'institution_id'
+  | 'requester_identifier'
+  | 'api_key_id'
+> & {
   referral_id: string;
-  system: string | null;
-  institution_id_type: string | null;
-  institution_id: string | null;
   institution_name: string | null;
-  requester_identifier: string | null;
-  api_key_id: string | null;
   key_kind: 'api-key' | 'client' | null;
   key_prefix: string | null;
   key_label: string | null;
   key_role: string | null;
-}
+};
 
 /** What the statement returns: the total with each entry, or alone (entry columns null) on an empty page. */
 type AccessRow = { total: number | string; as_of: string } & (
@@ -112,7 +116,7 @@ function toRecord(row: EntryColumns): AccessRecord {
 
 const isEntry = (row: AccessRow): row is AccessRow & EntryColumns => row.occurred_at !== null;
 
-export function accessReportRepository(db: Executor) {
+export function accessReportRepository(db: Executor, keys: DataKeys) {
   return {
     /**
      * One page of the patient's access report for `filter.institution`, newest first (ties by the
@@ -123,10 +127,11 @@ export function accessReportRepository(db: Executor) {
       filter: AccessReportFilter,
       audit: AuditEvent,
     ): Promise<{ records: AccessRecord[]; total: number; asOf: string }> {
+      const patientIndex = (await keys.cipher(db)).blindIndex('patient-uin', filter.patientUin);
       const patient = db
         .selectFrom('referrals as r')
         .select('r.id')
-        .where('r.patient_uin_index', '=', filter.patientIndex)
+        .where('r.patient_uin_index', '=', patientIndex)
         .where('r.deleted_at', 'is', null)
         .where(visibleTo(filter.institution));
       // One row even for an empty page, so that the total comes with it: the count joined with the page.

@@ -46,9 +46,9 @@ const DESCRIPTION =
   'listed as such. A patient with no referral the institution may see has an empty report. The report ' +
   'itself is audited (`patient.access-report`), naming the referrals it covered.';
 
-export type PatientRoutesDeps = Pick<ApiDeps, 'accessReport'>;
+export type AccessReportRoutesDeps = Pick<ApiDeps, 'accessReport'>;
 
-export function patientRoutes(deps: PatientRoutesDeps) {
+export function accessReportRoutes(deps: AccessReportRoutesDeps) {
   /** The report `input` asks for, from the query or the body alike. */
   const report = (request: FastifyRequest, input: Static<typeof ReportRequest>) =>
     deps.accessReport.report(callerOf(request, institutionOf(input), input.requesterIdentifier), {

@@ -1,13 +1,24 @@
-// The audit export's lines (NDJSON), as `refhub audit export` writes them and `refhub audit verify
-// --file` reads them, and the check of a parsed export: the rules of audit-chain-check.ts, with no
+// The audit export's format (NDJSON), as `refhub audit export` writes it and `refhub audit verify
+// --file` reads it, and the check of a parsed export: the rules of audit-chain-check.ts, with no
 // database (docs/security.md, "The export" and "Verifying an export offline"). An export written
 // before the second forms (no `hashForm`, `claimedInstitution`, `form` or `prevHash`) reads as of the
 // first forms, so it still verifies.
-import { InvalidArgumentError } from 'commander';
+//
+// An export is a line naming the days exported, one line per sealed row of those days' chains in
+// chain order, the run of checkpoints from the first that names one of those chains to the last (each
+// linked to the one before), and every public key known here: AUDIT_SIGNING_KEY's and
+// AUDIT_PUBLIC_KEYS'. Audit rows hold no patient data, and neither does an export. The command layer
+// only reads files and prints (cli/audit.command.ts).
 import type { JWK } from 'jose';
-import type { AuditChainRow, Checkpoint } from '../db/audit-chain.repository.ts';
-import { dayOfChain, isHashForm } from '../domain/audit-chain.ts';
-import { checkChain, checkCheckpoints, type Break, type ChainRow } from '../services/audit-chain-check.ts';
+import type { AuditChainRow, Checkpoint } from '../../db/audit/audit-chain.repository.ts';
+import { dayOfChain, isHashForm } from '../../domain/audit-chain.ts';
+import { checkChain, checkCheckpoints, publicJwkOf, type Break, type ChainRow } from './audit-chain-check.ts';
+import type { AuditChain, ExportItem } from './audit-chain.service.ts';
+
+/** An export, or the keys given to check one, that is not as the format says: the operator's to fix. */
+export class AuditExportError extends Error {
+  override readonly name = 'AuditExportError';
+}
 
 /** The line of an export for a row: its content, then what the sealer set. */
 export function rowLine(row: AuditChainRow): string {
@@ -172,7 +183,7 @@ export function parseExport(content: string, file: string): ParsedExport {
   lines.forEach((line, i) => {
     if (line.trim() === '') return;
     const refuse = (why: string): never => {
-      throw new InvalidArgumentError(`${file}, line ${i + 1}: not a line of an audit export: ${why}`);
+      throw new AuditExportError(`${file}, line ${i + 1}: not a line of an audit export: ${why}`);
     };
     let o: unknown;
     try {
@@ -267,4 +278,59 @@ export async function checkExport(parsed: ParsedExport, keys: readonly JWK[]): P
     if (checkedChain.broken !== undefined) return result(checkedChain.broken);
   }
   return result();
+}
+
+/**
+ * The keys of `lists` together, each `kid` once: two different keys under one `kid` cannot both check
+ * the checkpoints that name it.
+ */
+export function mergeKeys(...lists: (readonly JWK[])[]): JWK[] {
+  const keys: JWK[] = [];
+  for (const key of lists.flat()) {
+    const same = keys.find((k) => k.kid === key.kid);
+    if (same === undefined) keys.push(key);
+    else if (same.x !== key.x)
+      throw new AuditExportError(
+        `two different public keys have the kid ${JSON.stringify(key.kid ?? null)}: each key needs a kid of its own`,
+      );
+  }
+  return keys;
+}
+
+/** The public keys a key file holds (`value`, its JSON): one public Ed25519 JWK, or a JWKS of them. */
+export function publicKeysIn(value: unknown, file: string): JWK[] {
+  const keys: unknown[] = isObject(value) && Array.isArray(value.keys) ? value.keys : [value];
+  if (keys.length === 0 || keys.some((k) => !isObject(k) || k.kty !== 'OKP' || k.crv !== 'Ed25519'))
+    throw new AuditExportError(`--key ${file}: must hold a public Ed25519 JWK, or a JWKS of them`);
+  return keys.map((k) => publicJwkOf(k as JWK));
+}
+
+/**
+ * Writes the export of the days `from` to `to` (YYYY-MM-DD) a line at a time with `writeLine`: the
+ * line naming the days, the rows, the checkpoints, then the public keys.
+ */
+export async function writeExport(
+  chain: Pick<AuditChain, 'exportTrail' | 'publicKeys'>,
+  days: { readonly from: string; readonly to: string },
+  writeLine: (line: string) => Promise<void>,
+): Promise<void> {
+  if (days.from > days.to) throw new AuditExportError('--from must not be after --to');
+  await writeLine(JSON.stringify({ type: 'export', from: days.from, to: days.to }));
+  await chain.exportTrail(days.from, days.to, (item: ExportItem) =>
+    writeLine(item.type === 'row' ? rowLine(item.row) : checkpointLine(item.checkpoint)),
+  );
+  for (const jwk of chain.publicKeys) await writeLine(JSON.stringify({ type: 'key', jwk }));
+}
+
+/**
+ * The keys an export is checked with: those given (`--key`), or else the ones the export holds.
+ * Signed checkpoints with no key to check them are refused.
+ */
+export function keysToCheck(parsed: ParsedExport, given: readonly JWK[] | undefined): JWK[] {
+  const keys = mergeKeys(given ?? parsed.keys.map((k) => publicJwkOf(k)));
+  if (parsed.checkpoints.some((c) => c.signature !== null) && keys.length === 0)
+    throw new AuditExportError(
+      "the export's checkpoints are signed, and there is no public key to check them with: give one with --key",
+    );
+  return keys;
 }

@@ -4,10 +4,9 @@
 // are refused with their number; and two different keys under one kid are refused.
 import { CompactSign, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { checkExport, parseExport } from '../../src/cli/audit-export.ts';
-import { mergeKeys } from '../../src/cli/audit.command.ts';
-import { chainOf, GENESIS_HASH, rowHashOf } from '../../src/domain/audit-chain.ts';
-import { checkpointBytes } from '../../src/services/audit-chain-check.ts';
+import { checkExport, mergeKeys, parseExport } from '../../../src/services/audit/export.ts';
+import { chainOf, GENESIS_HASH, rowHashOf } from '../../../src/domain/audit-chain.ts';
+import { checkpointBytes } from '../../../src/services/audit/audit-chain-check.ts';
 
 const INSTITUTION = { idType: 'hci', id: 'S1234A' };
 const OCCURRED = new Date('2026-11-26T02:15:09.412Z');

@@ -17,20 +17,19 @@
 // `verify` reads the trail in one snapshot and runs the checks of audit-chain-check.ts on it: every
 // checkpoint (signatures, links, heads moving forward), every chain against every head recorded for
 // it, and the rows the sealer should have sealed by now.
-import type { Kysely } from 'kysely';
 import { CompactSign, importJWK, type JWK } from 'jose';
-import { chainOf, dayOfChain, GENESIS_HASH, HASH_FORM, rowHashOf } from '../domain/audit-chain.ts';
-import type { Clock } from '../domain/clock.ts';
-import {
-  auditChainRepository,
-  type ChainHead,
-  type AuditChainRow,
-  type Checkpoint,
-  type SealedRow,
-  type SealingHead,
-} from '../db/audit-chain.repository.ts';
-import type { Database } from '../db/schema.ts';
-import { createPeriodicLoop } from '../queue/poll-loop.ts';
+import { chainOf, dayOfChain, GENESIS_HASH, HASH_FORM, rowHashOf } from '../../domain/audit-chain.ts';
+import type { Clock } from '../../domain/clock.ts';
+import type {
+  AuditChainRepository,
+  ChainHead,
+  AuditChainRow,
+  Checkpoint,
+  SealedRow,
+  SealingHead,
+} from '../../db/audit/audit-chain.repository.ts';
+import type { Stores } from '../../db/stores.ts';
+import { createPeriodicLoop } from '../../queue/poll-loop.ts';
 import {
   CHECKPOINT_FORM,
   checkChain,
@@ -59,7 +58,8 @@ export type ExportItem =
   | { readonly type: 'checkpoint'; readonly checkpoint: Checkpoint };
 
 export interface AuditChainDeps {
-  readonly db: Kysely<Database>;
+  /** The trail's chains, read and sealed in transactions of their own. */
+  readonly stores: Pick<Stores, 'transaction'>;
   readonly clock: Clock;
   /** AUDIT_SIGNING_KEY: a private Ed25519 JWK with a `kid`; checkpoints go unsigned without one. */
   readonly signingKey?: JWK | undefined;
@@ -104,7 +104,7 @@ export function createAuditChain(deps: AuditChainDeps) {
    * than the rows it records (`sealedAt`).
    */
   async function writeCheckpoint(
-    repo: ReturnType<typeof auditChainRepository>,
+    repo: AuditChainRepository,
     heads: Record<string, ChainHead>,
     sealedAt: Date | undefined,
   ): Promise<void> {
@@ -135,8 +135,8 @@ export function createAuditChain(deps: AuditChainDeps) {
 
     /** Chains every row old enough, and records a signed checkpoint; how many rows it sealed. */
     async seal(): Promise<number> {
-      return deps.db.transaction().execute(async (trx) => {
-        const repo = auditChainRepository(trx);
+      return deps.stores.transaction(async (tx) => {
+        const repo = tx.audit.chain;
         await repo.lockSealer();
         let sealed = 0;
         const moved = new Map<string, SealingHead>();
@@ -183,8 +183,8 @@ export function createAuditChain(deps: AuditChainDeps) {
      */
     async adopt(): Promise<Adoption> {
       if (privateKey === undefined) throw new Error('adopt needs AUDIT_SIGNING_KEY');
-      return deps.db.transaction().execute(async (trx) => {
-        const repo = auditChainRepository(trx);
+      return deps.stores.transaction(async (tx) => {
+        const repo = tx.audit.chain;
         await repo.lockSealer();
         const checkpoints = await repo.checkpoints();
         const firstSigned = checkpoints.findIndex((c) => c.signature !== null);
@@ -224,12 +224,9 @@ export function createAuditChain(deps: AuditChainDeps) {
       toDay: string,
       write: (item: ExportItem) => Promise<void> | void,
     ): Promise<{ rows: number; checkpoints: number }> {
-      return deps.db
-        .transaction()
-        .setIsolationLevel('repeatable read')
-        .setAccessMode('read only')
-        .execute(async (trx) => {
-          const repo = auditChainRepository(trx);
+      return deps.stores.transaction(
+        async (tx) => {
+          const repo = tx.audit.chain;
           let rows = 0;
           let after: AuditChainRow | undefined;
           for (;;) {
@@ -242,7 +239,9 @@ export function createAuditChain(deps: AuditChainDeps) {
           const checkpoints = await repo.checkpointsNaming(fromDay, toDay);
           for (const checkpoint of checkpoints) await write({ type: 'checkpoint', checkpoint });
           return { rows, checkpoints: checkpoints.length };
-        });
+        },
+        { snapshot: true },
+      );
     },
 
     /**
@@ -251,12 +250,9 @@ export function createAuditChain(deps: AuditChainDeps) {
      * they are not checked, and the heads are taken as recorded.
      */
     async verify(sinceDay?: string, keys: readonly JWK[] = publicKeys): Promise<Verification> {
-      return deps.db
-        .transaction()
-        .setIsolationLevel('repeatable read')
-        .setAccessMode('read only')
-        .execute(async (trx) => {
-          const repo = auditChainRepository(trx);
+      return deps.stores.transaction(
+        async (tx) => {
+          const repo = tx.audit.chain;
           const checkpoints = await repo.checkpoints();
           const checked = await checkCheckpoints(checkpoints, {
             keys: keys.length === 0 ? undefined : keys,
@@ -304,7 +300,9 @@ export function createAuditChain(deps: AuditChainDeps) {
                 'a row older than the sealer allows is not sealed: it was inserted, or the sealer is stopped',
             });
           return result();
-        });
+        },
+        { snapshot: true },
+      );
     },
   };
 }

@@ -1,8 +1,10 @@
 // The audit trail's chains (migrations 0016 and 0020): the rows the sealer has yet to chain, the head of
 // each chain, the sealed rows of a chain in order, and the signed checkpoints.
-import { sql } from 'kysely';
-import type { AuditContent } from '../domain/audit-chain.ts';
-import type { Executor } from './executor.ts';
+import { sql, type Selectable } from 'kysely';
+import type { AuditContent } from '../../domain/audit-chain.ts';
+import type { Executor } from '../executor.ts';
+import type { AuditEventsTable } from '../schema.ts';
+import { AUDIT_COLUMNS, AUDIT_SEAL_COLUMNS, auditContentOf, type AuditColumn } from './audit.repository.ts';
 
 export interface AuditChainRow extends AuditContent {
   readonly seq: string;
@@ -40,74 +42,21 @@ export interface Checkpoint {
   readonly heads: Readonly<Record<string, ChainHead>>;
   readonly signature: string | null;
   readonly keyId: string | null;
-  /** What the signature covers (services/audit-chain-check.ts): 1, or 2 with `prevHash`. */
+  /** What the signature covers (services/audit/audit-chain-check.ts): 1, or 2 with `prevHash`. */
   readonly form: number;
   /** Form 2: the hash of the checkpoint before it; null in form 1. */
   readonly prevHash: string | null;
 }
 
-const COLUMNS = [
-  'seq',
-  'id',
-  'occurred_at',
-  'request_id',
-  'api_key_id',
-  'system',
-  'institution_id_type',
-  'institution_id',
-  'claimed_institution_id_type',
-  'claimed_institution_id',
-  'requester_identifier',
-  'action',
-  'outcome',
-  'referral_ids',
-  'chain',
-  'chain_index',
-  'prev_hash',
-  'row_hash',
-  'sealed_at',
-  'hash_form',
-] as const;
+/** Every column of a row the chain reads: what a writer set, then what the sealer set. */
+const COLUMNS = ['seq', ...AUDIT_COLUMNS, ...AUDIT_SEAL_COLUMNS] as const;
 
-function institutionOf(idType: string | null, id: string | null): { idType: string; id: string } | null {
-  return idType === null || id === null ? null : { idType, id };
-}
-
-function toRow(r: {
-  seq: string;
-  id: string;
-  occurred_at: Date;
-  request_id: string;
-  api_key_id: string | null;
-  system: string | null;
-  institution_id_type: string | null;
-  institution_id: string | null;
-  claimed_institution_id_type: string | null;
-  claimed_institution_id: string | null;
-  requester_identifier: string | null;
-  action: string;
-  outcome: string;
-  referral_ids: string[];
-  chain: string | null;
-  chain_index: number | null;
-  prev_hash: string | null;
-  row_hash: string | null;
-  sealed_at: Date | null;
-  hash_form: number | null;
-}): AuditChainRow {
+function toRow(
+  r: Pick<Selectable<AuditEventsTable>, 'seq' | AuditColumn | (typeof AUDIT_SEAL_COLUMNS)[number]>,
+): AuditChainRow {
   return {
     seq: r.seq,
-    id: r.id,
-    occurredAt: r.occurred_at,
-    requestId: r.request_id,
-    apiKeyId: r.api_key_id,
-    system: r.system,
-    institution: institutionOf(r.institution_id_type, r.institution_id),
-    claimedInstitution: institutionOf(r.claimed_institution_id_type, r.claimed_institution_id),
-    requesterIdentifier: r.requester_identifier,
-    action: r.action,
-    outcome: r.outcome,
-    referralIds: r.referral_ids,
+    ...auditContentOf(r),
     chain: r.chain,
     chainIndex: r.chain_index,
     prevHash: r.prev_hash,

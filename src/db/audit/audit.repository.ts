@@ -5,33 +5,29 @@
 // waits for another's.
 //
 // Every writer makes its row with `auditEventOf` and turns it into columns with `auditRow`, so what a
-// column holds is decided here alone. A statement written in SQL (one that must write the row only
-// when another part of it found its referral) takes the same row through `auditInsert`, or, when the
-// statement itself decides the referral IDs, `auditInsertFromJson`: every INSERT of an audit row
-// names the same columns, from `AUDIT_COLUMN_TYPES`.
-import { sql, type Insertable, type RawBuilder } from 'kysely';
+// column holds is decided here alone, and `auditContentOf` reads them back. Every INSERT of an audit
+// row is made here, by one function, naming the same columns from `AUDIT_COLUMN_TYPES`: `record`
+// writes a row on its own; a statement written in SQL takes its rows through `auditInsert` (one that
+// must write the row only when another part of it found its referral), or, when the statement itself
+// decides the referral IDs, `auditInsertFromJson`. The row's shape is declared once, `AuditContent`
+// (domain/audit-chain.ts).
+import { sql, type Insertable, type RawBuilder, type Selectable } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
-import type { InstitutionRef } from '../domain/access.ts';
-import { REFHUB_SYSTEM } from '../domain/lifecycle.ts';
-import type { Executor } from './executor.ts';
-import type { AuditEventsTable } from './schema.ts';
+import type { InstitutionRef } from '../../domain/access.ts';
+import type { AuditContent, AuditOutcome } from '../../domain/audit-chain.ts';
+import { REFHUB_SYSTEM } from '../../domain/lifecycle.ts';
+import type { Executor } from '../executor.ts';
+import type { AuditEventsTable } from '../schema.ts';
 
-export interface AuditEvent {
-  readonly id: string;
-  readonly occurredAt: Date;
-  readonly requestId: string;
-  readonly apiKeyId: string | null;
-  readonly system: string | null;
-  readonly institution: { readonly idType: string; readonly id: string } | null;
-  /** The institution a refused request named when its credential may not act for it. */
-  readonly claimedInstitution: { readonly idType: string; readonly id: string } | null;
-  readonly requesterIdentifier: string | null;
-  readonly action: string;
+/**
+ * An audit row as a writer makes it: what the row records (`AuditContent`, domain/audit-chain.ts, the
+ * one declaration of the row's shape), with an outcome a writer may record.
+ */
+export interface AuditEvent extends AuditContent {
   readonly outcome: AuditOutcome;
-  readonly referralIds: readonly string[];
 }
 
-export type AuditOutcome = 'success' | 'denied';
+export type { AuditOutcome };
 
 /**
  * Who an audit row says acted: the request, the key and its system, the institution it acted for
@@ -123,19 +119,76 @@ const AUDIT_COLUMN_TYPES = {
 /** The columns the sealer sets later (audit-chain.repository.ts); a row is written without them. */
 type AuditSealColumn = 'chain' | 'chain_index' | 'prev_hash' | 'row_hash' | 'sealed_at' | 'hash_form';
 
-/** The columns a writer sets, in `AUDIT_COLUMN_TYPES`' order. */
-const AUDIT_COLUMNS = Object.keys(AUDIT_COLUMN_TYPES) as (keyof typeof AUDIT_COLUMN_TYPES)[];
+/** A column a writer sets. */
+export type AuditColumn = keyof typeof AUDIT_COLUMN_TYPES;
+
+/** The columns a writer sets, in `AUDIT_COLUMN_TYPES`' order (`referral_ids` last). */
+export const AUDIT_COLUMNS = Object.keys(AUDIT_COLUMN_TYPES) as AuditColumn[];
+
+/** The columns the sealer sets, in the order the chain's statements read them. */
+export const AUDIT_SEAL_COLUMNS = [
+  'chain',
+  'chain_index',
+  'prev_hash',
+  'row_hash',
+  'sealed_at',
+  'hash_form',
+] as const satisfies readonly AuditSealColumn[];
+
+/** The row's content, as `auditRow` wrote it: the one reading of the columns a writer sets. */
+export function auditContentOf(row: Pick<Selectable<AuditEventsTable>, AuditColumn>): AuditContent {
+  return {
+    id: row.id,
+    occurredAt: row.occurred_at,
+    requestId: row.request_id,
+    apiKeyId: row.api_key_id,
+    system: row.system,
+    institution: institutionOf(row.institution_id_type, row.institution_id),
+    claimedInstitution: institutionOf(row.claimed_institution_id_type, row.claimed_institution_id),
+    requesterIdentifier: row.requester_identifier,
+    action: row.action,
+    outcome: row.outcome,
+    referralIds: row.referral_ids,
+  };
+}
+
+function institutionOf(idType: string | null, id: string | null): { idType: string; id: string } | null {
+  return idType === null || id === null ? null : { idType, id };
+}
 
 /**
- * `auditRow(event)` as an INSERT for a statement written in SQL, to be used as one of its common table
- * expressions. With `onlyWith`, the name of another of them, the row is written only when that one has
- * a row (one per row it has): a statement that finds nothing to record then writes no audit row either.
+ * The one INSERT of audit rows: `columns` (every column a writer sets, `referral_ids` last) filled by
+ * `rows`, a query (VALUES or SELECT) giving them in that order. Every other function here that writes
+ * an audit row goes through it.
  */
-export function auditInsert(event: AuditEvent, onlyWith?: string): RawBuilder<unknown> {
-  const row = auditRow(event);
-  const values = AUDIT_COLUMNS.map((c) => sql`${row[c]}::${sql.raw(AUDIT_COLUMN_TYPES[c])}`);
-  const from = onlyWith === undefined ? sql`` : sql` from ${sql.table(onlyWith)}`;
-  return sql`insert into audit_events (${sql.join(AUDIT_COLUMNS.map((c) => sql.ref(c)))}) select ${sql.join(values)}${from}`;
+function auditRowsInsert(rows: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`insert into audit_events (${sql.join(AUDIT_COLUMNS.map((c) => sql.ref(c)))}) ${rows}`;
+}
+
+/**
+ * `auditRow(event)` (or each of `events`, in order) as an INSERT for a statement written in SQL, to be
+ * used as one of its common table expressions. With `onlyWith`, the name of another of them, the rows
+ * are written only when that one has a row (once per row it has): a statement that finds nothing to
+ * record then writes no audit row either.
+ */
+export function auditInsert(
+  events: AuditEvent | readonly AuditEvent[],
+  onlyWith?: string,
+): RawBuilder<unknown> {
+  const list: readonly AuditEvent[] = isEventList(events) ? events : [events];
+  const values = sql`values ${sql.join(
+    list.map((event) => {
+      const row = auditRow(event);
+      return sql`(${sql.join(AUDIT_COLUMNS.map((c) => sql`${row[c]}::${sql.raw(AUDIT_COLUMN_TYPES[c])}`))})`;
+    }),
+  )}`;
+  return auditRowsInsert(
+    onlyWith === undefined ? values : sql`select v.* from (${values}) v cross join ${sql.table(onlyWith)}`,
+  );
+}
+
+function isEventList(events: AuditEvent | readonly AuditEvent[]): events is readonly AuditEvent[] {
+  return Array.isArray(events);
 }
 
 /**
@@ -154,15 +207,14 @@ export function auditInsertFromJson(
     sql`json_populate_record(null::audit_events, ${json}::json) a`,
     ...alsoFrom.map((t) => sql.table(t)),
   ];
-  return sql`insert into audit_events (${sql.join(columns.map((c) => sql.ref(c)))}, referral_ids)
-    select ${sql.join(columns.map((c) => sql.ref(`a.${c}`)))}, ${referralIds}
-    from ${sql.join(from)}`;
+  return auditRowsInsert(sql`select ${sql.join(columns.map((c) => sql.ref(`a.${c}`)))}, ${referralIds}
+    from ${sql.join(from)}`);
 }
 
 export function auditRepository(db: Executor) {
   return {
     async record(event: AuditEvent): Promise<void> {
-      await db.insertInto('audit_events').values(auditRow(event)).execute();
+      await auditInsert(event).execute(db);
     },
   };
 }

@@ -5,7 +5,7 @@
 import { exportJWK, generateKeyPair } from 'jose';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { AuditSigningKey } from '../../src/config.ts';
+import type { AuditSigningKey } from '../../../src/config.ts';
 import {
   chainOf,
   GENESIS_HASH,
@@ -13,18 +13,22 @@ import {
   rowHashOf,
   type AuditContent,
   type HashForm,
-} from '../../src/domain/audit-chain.ts';
+} from '../../../src/domain/audit-chain.ts';
 import {
   auditChainRepository,
   type AuditChainRow,
   type Checkpoint,
-} from '../../src/db/audit-chain.repository.ts';
-import { auditEventOf, auditRepository } from '../../src/db/audit.repository.ts';
-import { CHECKPOINT_FORM, checkpointHashOf } from '../../src/services/audit-chain-check.ts';
-import { createAuditChain, SEAL_AFTER_MS, type AuditChain } from '../../src/services/audit-chain.service.ts';
-import { ENGINES } from '../support/engines.ts';
-import { referralIn } from '../support/scenarios.ts';
-import { createTestApp, type TestApp } from '../support/test-app.ts';
+} from '../../../src/db/audit/audit-chain.repository.ts';
+import { auditEventOf, auditRepository } from '../../../src/db/audit/audit.repository.ts';
+import { CHECKPOINT_FORM, checkpointHashOf } from '../../../src/services/audit/audit-chain-check.ts';
+import {
+  createAuditChain,
+  SEAL_AFTER_MS,
+  type AuditChain,
+} from '../../../src/services/audit/audit-chain.service.ts';
+import { ENGINES } from '../../support/engines.ts';
+import { referralIn } from '../../support/scenarios.ts';
+import { createTestApp, type TestApp } from '../../support/test-app.ts';
 
 async function signingKey(kid: string): Promise<AuditSigningKey> {
   const { privateKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });
@@ -43,7 +47,7 @@ describe.each(ENGINES)('the audit trail’s chains on %s', (engine) => {
   beforeAll(async () => {
     t = await createTestApp(engine, { clock });
     key = await signingKey('audit-2026-11');
-    chain = createAuditChain({ db: t.ctx.db, clock, signingKey: key });
+    chain = createAuditChain({ stores: t.ctx.stores, clock, signingKey: key });
   });
   afterAll(async () => {
     await t.close();
@@ -153,7 +157,7 @@ describe.each(ENGINES)('the audit trail’s chains on %s', (engine) => {
   it('seals each row once when two sealers run at the same time, as two processes would', async () => {
     await referralIn(t, 'scheduled');
     ahead += SEAL_AFTER_MS;
-    const other = createAuditChain({ db: t.ctx.db, clock, signingKey: key });
+    const other = createAuditChain({ stores: t.ctx.stores, clock, signingKey: key });
     const [a, b] = await Promise.all([chain.seal(), other.seal()]);
     expect(a > 0 !== b > 0, `one of them sealed (${a}, ${b})`).toBe(true);
     expect((await chain.verify()).broken).toBeUndefined();
@@ -495,8 +499,8 @@ describe.each(ENGINES)('the audit trail’s chains on %s', (engine) => {
         hash_form: null,
       })
       .execute();
-    expect(await createAuditChain({ db: t.ctx.db, clock }).seal()).toBeGreaterThan(0);
-    const withKey = createAuditChain({ db: t.ctx.db, clock, signingKey: key });
+    expect(await createAuditChain({ stores: t.ctx.stores, clock }).seal()).toBeGreaterThan(0);
+    const withKey = createAuditChain({ stores: t.ctx.stores, clock, signingKey: key });
     expect((await withKey.verify()).broken).toMatchObject({
       problem: expect.stringMatching(/^no checkpoint is signed.*`refhub audit adopt`/) as unknown,
     });
@@ -548,7 +552,7 @@ describe.each(ENGINES)('the audit trail’s chains on %s', (engine) => {
     await insertUnsignedCheckpoint({ [name]: { index: head.index + 1, hash: addedHash } });
     // Without the key, the signatures cannot be checked; the heads recorded earlier still hold the rows
     // to what they were.
-    const keyless = createAuditChain({ db: t.ctx.db, clock });
+    const keyless = createAuditChain({ stores: t.ctx.stores, clock });
     expect((await keyless.verify()).broken).toMatchObject({
       chain: name,
       problem: expect.stringMatching(/recorded row \d+ with another hash/) as unknown,
