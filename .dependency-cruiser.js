@@ -42,6 +42,15 @@ const NETWORK_PACKAGES =
 const DATABASE_PACKAGES = '(^|/)node_modules/(pg|pg-[^/]+|@electric-sql/pglite|kysely)/';
 const IO_MODULES = [NETWORK_CORE_MODULES, FILE_CORE_MODULES, NETWORK_PACKAGES, DATABASE_PACKAGES];
 
+// The files outside db/ and composition/ that may hold the database handle, each with its reason.
+// The rule `database-only-behind-the-stores` names them; there are at most two.
+/** @type {{ path: string, reason: string }[]} */
+const DATABASE_HOLDERS = [];
+const DATABASE_HOLDERS_COMMENT =
+  DATABASE_HOLDERS.length === 0
+    ? 'No file outside them holds it.'
+    : `The exceptions: ${DATABASE_HOLDERS.map((h) => `${h.path} (${h.reason})`).join('; ')}.`;
+
 /** @type {IForbiddenRuleType[]} */
 const folderOrder = FOLDER_ORDER.slice(0, -1).map((name, index) => ({
   name: 'no-folder-cycle',
@@ -241,6 +250,42 @@ export default {
         'has a default export, so that cannot hide a value import here.)',
       from: { pathNot: '^src/composition/' },
       to: { path: '^src/services/.+\\.service\\.ts$', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'database-only-behind-the-stores',
+      severity: 'error',
+      comment:
+        'Only db/ and the composition root hold the database (kysely, the Executor, the schema types): ' +
+        'everything else reaches the data through a Pick of the stores (db/stores.ts), so where a ' +
+        'referral is written, sealed and audited has one answer, db/. ' +
+        DATABASE_HOLDERS_COMMENT,
+      from: { path: '^src/', pathNot: ['^src/(db|composition)/', ...DATABASE_HOLDERS.map((h) => h.path)] },
+      to: { path: ['(^|/)node_modules/kysely/', '^src/db/(executor|schema)\\.ts$'] },
+    },
+    {
+      name: 'stores-built-only-by-the-root',
+      severity: 'error',
+      comment:
+        'A store or repository is built in one place: the composition root calls createStores once ' +
+        '(db/stores.ts), and db/ builds the stores from its repositories. Outside them a *.repository.ts, ' +
+        '*.store.ts or stores.ts module is imported for its types only: a service, route, worker or ' +
+        'queue module receives a Pick of a store, it does not build one over a database it holds.',
+      from: { path: '^src/', pathNot: '^src/(db|composition)/' },
+      to: {
+        path: ['^src/db/.+\\.repository\\.ts$', '^src/db/.+\\.store\\.ts$', '^src/db/stores\\.ts$'],
+        dependencyTypesNot: ['type-only'],
+      },
+    },
+    {
+      name: 'cipher-only-in-db-and-domain',
+      severity: 'error',
+      comment:
+        'Patient data is sealed and opened only inside db/: a store seals what it writes and opens what ' +
+        'it reads, with the data keys it was built with. The field cipher (domain/data-keys.ts) is ' +
+        'therefore imported by db/ and domain/ alone, type imports included; a service, route or ' +
+        'worker that needs a sealed value asks a store for it.',
+      from: { path: '^src/', pathNot: '^src/(db|domain)/' },
+      to: { path: '^src/domain/data-keys\\.ts$' },
     },
     {
       name: 'sandbox-ehr-stands-alone',

@@ -78,7 +78,7 @@ async function cruisePlanted(files: Record<string, string>): Promise<Outcome> {
 const source = (...lines: string[]): string => `${lines.join('\n')}\n`;
 
 // One file of each kind the rules forbid. They all go into one copy of src, so that the suite needs
-// two cruises, not six; each case looks for its own violation, and an error-severity violation alone
+// two cruises, not nine; each case looks for its own violation, and an error-severity violation alone
 // makes `npm run boundaries` exit non-zero.
 const PLANTS = {
   fileCycle: {
@@ -120,6 +120,25 @@ const PLANTS = {
       "import { readFileSync } from 'node:fs';",
       "import { createPlantedService } from '../services/planted.service.ts';",
       'export const planted = [readFileSync, createPlantedService];',
+    ),
+  },
+  // The data's one door: the database, a store's construction and the cipher stay behind it.
+  serviceHoldsDatabase: {
+    'src/services/planted-holder.ts': source(
+      "import type { Kysely } from 'kysely';",
+      'export type PlantedHandle = Kysely<object>;',
+    ),
+  },
+  serviceBuildsStores: {
+    'src/services/planted-builder.ts': source(
+      "import { createStores } from '../db/stores.ts';",
+      'export const plantedStores = createStores;',
+    ),
+  },
+  routeSealsItself: {
+    'src/api/routes/planted-sealing.routes.ts': source(
+      "import type { FieldCipher } from '../../domain/data-keys.ts';",
+      'export type PlantedSealer = FieldCipher;',
     ),
   },
   routeToContext: {
@@ -184,6 +203,36 @@ describe.concurrent('npm run boundaries', () => {
     expect(violations).toContainEqual(error('domain-does-no-io', 'src/domain/planted.ts', 'fs'));
     expect(violations).toContainEqual(
       error('only-root-constructs-services', 'src/domain/planted.ts', 'src/services/planted.service.ts'),
+    );
+  });
+
+  it('fails when a service holds the database, even for a type', async ({ expect }) => {
+    const { violations } = await planted();
+    expect(violations).toContainEqual(
+      expect.objectContaining({
+        rule: 'database-only-behind-the-stores',
+        severity: 'error',
+        from: 'src/services/planted-holder.ts',
+        to: expect.stringMatching(/(^|\/)node_modules\/kysely\//) as unknown,
+      }),
+    );
+  });
+
+  it('fails when a service builds the stores itself', async ({ expect }) => {
+    const { violations } = await planted();
+    expect(violations).toContainEqual(
+      error('stores-built-only-by-the-root', 'src/services/planted-builder.ts', 'src/db/stores.ts'),
+    );
+  });
+
+  it('fails when a route names the field cipher, even for a type', async ({ expect }) => {
+    const { violations } = await planted();
+    expect(violations).toContainEqual(
+      error(
+        'cipher-only-in-db-and-domain',
+        'src/api/routes/planted-sealing.routes.ts',
+        'src/domain/data-keys.ts',
+      ),
     );
   });
 

@@ -4,11 +4,9 @@
 // ops pages): the root builds them for each app it builds. Each route and plugin declares the `Pick`
 // of these it uses. This file is apart from app.ts so that a route can name its deps without an
 // import cycle back to the app that registers it.
-import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Store } from '../db/database.ts';
 import type { Stores } from '../db/stores.ts';
-import type { Database } from '../db/schema.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { DisplayTime } from '../domain/display-time.ts';
 import type { Logger } from '../logger.ts';
@@ -40,8 +38,6 @@ import type { SessionGate } from './web/session-gate.ts';
 export interface ApiDeps {
   readonly config: Config;
   readonly logger: Logger;
-  /** For the API's own records: idempotency, the audit of turned-away requests, readiness. */
-  readonly db: Kysely<Database>;
   /** The capability-named stores: what the routes and plugins read and write through. */
   readonly stores: Stores;
   /**

@@ -13,7 +13,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { ApiDeps } from './api-deps.ts';
 import type { ApiKeyRecord } from '../db/api-key.repository.ts';
-import { auditEventOf, type AuditActor, type AuditOutcome } from '../db/audit/audit.repository.ts';
+import { auditEventOf } from '../domain/audit.ts';
+import { type AuditActor, type AuditOutcome } from '../db/audit/audit.repository.ts';
 import type { Stores } from '../db/stores.ts';
 import type { InstitutionRef } from '../domain/access.ts';
 import { isUuid } from '../domain/ids.ts';

@@ -56,6 +56,8 @@ export function dataKeyStore(db: Executor, keys: DataKeys) {
     rewrap: () => repo.rewrap(keys.ring),
     /** Makes a new fields key, the active one from now on; returns its ID. */
     makeFieldsKey: () => repo.makeFieldsKey(keys.ring),
+    /** The tables whose rows hold sealed columns, each swept a batch at a time. */
+    sealedTables: Object.keys(SEALED_COLUMNS) as SealedTable[],
     /** How long a process may keep sealing with a key after a newer one was made. */
     refreshMs: keys.refreshMs,
     /** The active key's ID, the keys looked up again now. */

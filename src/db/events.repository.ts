@@ -8,19 +8,11 @@
 // over a row that commits later.
 import { sql, type Selectable } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
+import type { FeedPosition } from '../domain/events.ts';
 import type { Executor } from './executor.ts';
 import type { ReferralEventsTable } from './schema.ts';
 
-/** A place in the feed: just after the event written at `position` by transaction `xid`. */
-export interface FeedPosition {
-  /** The writing transaction's 64-bit ID, as decimal text. */
-  readonly xid: string;
-  /** The event's identity value, as decimal text. */
-  readonly position: string;
-}
-
-/** Before every event. */
-export const FEED_START: FeedPosition = { xid: '0', position: '0' };
+export type { FeedPosition } from '../domain/events.ts';
 
 export interface ReferralEvent {
   readonly id: string;

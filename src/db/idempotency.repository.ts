@@ -107,8 +107,26 @@ export function keyClaimInsert(
 /** Raised by PostgreSQL when a wait for a lock (here: another request's claim) passes lock_timeout. */
 export const LOCK_NOT_AVAILABLE = '55P03';
 
+/**
+ * Why a write's statement failed on its key, if it did: `held`, another request held the key past the
+ * wait's bound (`lock_timeout`); `taken`, another request stored it first (its primary key).
+ */
+export function keyClaimFailure(error: unknown): 'held' | 'taken' | undefined {
+  const { code, constraint, message } = (error ?? {}) as {
+    code?: unknown;
+    constraint?: unknown;
+    message?: unknown;
+  };
+  if (code === LOCK_NOT_AVAILABLE) return 'held';
+  const onKey = constraint === 'idempotency_keys_pkey' || String(message).includes('idempotency_keys_pkey');
+  return code === UNIQUE_VIOLATION && onKey ? 'taken' : undefined;
+}
+
 export function idempotencyRepository(db: Executor, keys: DataKeys) {
   return {
+    /** Why a write's statement failed on its key, if it did (`keyClaimFailure`). */
+    claimFailure: keyClaimFailure,
+
     /**
      * The keyed digest of a request's canonical text (an HMAC under the blind-index key), as a key's
      * record keeps it: equal requests give equal digests, and the digest says nothing of the request.

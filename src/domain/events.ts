@@ -60,3 +60,14 @@ export function toEventView(event: StoredEvent, institution: InstitutionRef): Ev
     description: event.description,
   };
 }
+
+/** A place in the feed: just after the event written at `position` by transaction `xid`. */
+export interface FeedPosition {
+  /** The writing transaction's 64-bit ID, as decimal text. */
+  readonly xid: string;
+  /** The event's identity value, as decimal text. */
+  readonly position: string;
+}
+
+/** Before every event. */
+export const FEED_START: FeedPosition = { xid: '0', position: '0' };

@@ -8,7 +8,7 @@
 // sealed again chunk by chunk, and written back only if the stored bytes are still those read. This
 // file walks; the reading, sealing and writing back happen in the data keys' store (db/data-keys.store.ts).
 import type { Clock } from '../domain/clock.ts';
-import { SEALED_COLUMNS, type SealedTable } from '../db/data-keys.repository.ts';
+import type { SealedTable } from '../db/data-keys.repository.ts';
 import type { SweepPass } from '../db/data-keys.store.ts';
 import type { Stores } from '../db/stores.ts';
 
@@ -45,8 +45,6 @@ export interface DataKeyDeps {
 /** Told after each batch; the sweep goes on once it returns (or its promise settles). */
 export type OnSweepProgress = (progress: SweepProgress) => void | Promise<void>;
 
-const TABLES = Object.keys(SEALED_COLUMNS) as SealedTable[];
-
 export function createDataKeyRotation(deps: DataKeyDeps) {
   const keys = deps.stores.dataKeys;
   const batchSize = deps.batchSize ?? SWEEP_BATCH;
@@ -77,7 +75,7 @@ export function createDataKeyRotation(deps: DataKeyDeps) {
     const sweep = await keys.sweepPass();
     const { keyId } = sweep;
     let sealed = 0;
-    for (const table of TABLES) {
+    for (const table of keys.sealedTables) {
       const total = await sweep.staleCount(table);
       if (total === 0) continue;
       let done = 0;
@@ -100,7 +98,7 @@ export function createDataKeyRotation(deps: DataKeyDeps) {
       const all = await keys.all();
       const active = all.find((k) => k.id === sweep.keyId);
       const stale = Object.fromEntries([
-        ...(await Promise.all(TABLES.map(async (t) => [t, await sweep.staleCount(t)] as const))),
+        ...(await Promise.all(keys.sealedTables.map(async (t) => [t, await sweep.staleCount(t)] as const))),
         ['attachment_contents', await sweep.staleContentCount()] as const,
       ]) as Record<SweptTable, number>;
       return {

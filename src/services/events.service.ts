@@ -5,8 +5,8 @@
 import type { Clock } from '../domain/clock.ts';
 import { toEventView, type EventView } from '../domain/events.ts';
 import { ForbiddenRoleError, ValidationError } from '../errors.ts';
-import { auditEventOf } from '../db/audit/audit.repository.ts';
-import { FEED_START, type FeedPosition } from '../db/events.repository.ts';
+import { auditEventOf } from '../domain/audit.ts';
+import { FEED_START, type FeedPosition } from '../domain/events.ts';
 import type { Stores } from '../db/stores.ts';
 import type { Caller } from './caller.ts';
 

@@ -14,7 +14,7 @@ import { timeline, type TimelineEntry } from '../domain/timeline.ts';
 import { NotFoundError, ReferralNotFoundError } from '../errors.ts';
 import type { RenderedEhrForm } from '../render/ehr-form.ts';
 import { sha256Hex } from '../domain/forwarding/content-digest.ts';
-import { auditEventOf, systemActor } from '../db/audit/audit.repository.ts';
+import { auditEventOf, systemActor } from '../domain/audit.ts';
 import type { EhrSubmission, SubmissionOutcome } from '../db/forwarding/ledger.ts';
 import { type ReferralRecord } from '../db/referrals/rows.ts';
 import type { CapabilityStores, Stores } from '../db/stores.ts';

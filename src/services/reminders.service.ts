@@ -13,7 +13,7 @@ import type { ReminderSchedule } from '../queue/producer.ts';
 import type { FireResult } from '../queue/registry.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { timelineEventsOf } from './referrals/mutation.ts';
-import { auditEventOf, systemActor } from '../db/audit/audit.repository.ts';
+import { auditEventOf, systemActor } from '../domain/audit.ts';
 
 export interface ReminderPolicy {
   readonly afterSeconds: number;

@@ -3,7 +3,8 @@
 // person behind a shared ops key), the action and the referral IDs a job ID names.
 import type { FastifyRequest } from 'fastify';
 import type { ApiKeyRecord } from '../../db/api-key.repository.ts';
-import { auditEventOf, type AuditOutcome } from '../../db/audit/audit.repository.ts';
+import { auditEventOf } from '../../domain/audit.ts';
+import { type AuditOutcome } from '../../db/audit/audit.repository.ts';
 import type { Stores } from '../../db/stores.ts';
 import type { Clock } from '../../domain/clock.ts';
 import type { AdminAction } from './admin-access.ts';

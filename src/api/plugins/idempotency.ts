@@ -21,13 +21,11 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { IdempotencyKeyInUseError, IdempotencyKeyReusedError, ValidationError } from '../../errors.ts';
 import { isUuid } from '../../domain/ids.ts';
-import {
-  LOCK_NOT_AVAILABLE,
-  UNIQUE_VIOLATION,
-  type IdempotentWrite,
-  type KeyClaim,
-  type StoredKey,
-  type StoredResponse,
+import type {
+  IdempotentWrite,
+  KeyClaim,
+  StoredKey,
+  StoredResponse,
 } from '../../db/idempotency.repository.ts';
 import type { NewLinkToken } from '../../db/links.repository.ts';
 import type { ApiDeps } from '../api-deps.ts';
@@ -156,17 +154,6 @@ function successStatusOf(request: FastifyRequest): number {
   return declared === undefined ? 200 : Number(declared);
 }
 
-function pgCodeOf(error: unknown): unknown {
-  return (error as { code?: unknown } | null)?.code;
-}
-
-/** Whether `error` is a claim meeting a key that another request stored first. */
-function isKeyTaken(error: unknown): boolean {
-  if (pgCodeOf(error) !== UNIQUE_VIOLATION) return false;
-  const { constraint, message } = error as { constraint?: unknown; message?: unknown };
-  return constraint === 'idempotency_keys_pkey' || String(message).includes('idempotency_keys_pkey');
-}
-
 export type IdempotencyDeps = Pick<ApiDeps, 'config' | 'stores' | 'clock' | 'linkMinter'> & RequestAuditDeps;
 
 export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps): void {
@@ -253,8 +240,9 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
         stored = true;
       },
       refusal(error: unknown) {
-        if (pgCodeOf(error) === LOCK_NOT_AVAILABLE) return new IdempotencyKeyInUseError();
-        if (isKeyTaken(error)) return new IdempotencyKeyTaken();
+        const failure = keys.claimFailure(error);
+        if (failure === 'held') return new IdempotencyKeyInUseError();
+        if (failure === 'taken') return new IdempotencyKeyTaken();
         return undefined;
       },
       async replayIfTaken() {

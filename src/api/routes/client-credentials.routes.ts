@@ -8,7 +8,8 @@
 // flood the audit trail.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiDeps } from '../api-deps.ts';
-import { auditEventOf, type AuditActor } from '../../db/audit/audit.repository.ts';
+import { auditEventOf } from '../../domain/audit.ts';
+import { type AuditActor } from '../../db/audit/audit.repository.ts';
 import type { Stores } from '../../db/stores.ts';
 import { TOKEN_PATH } from '../../domain/client-credentials.ts';
 import { OAuthError, ValidationError, type RefusedClient } from '../../errors.ts';

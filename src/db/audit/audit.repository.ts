@@ -4,7 +4,7 @@
 // without its seal; the sealer chains it a moment later (audit-chain.repository.ts), so that no write
 // waits for another's.
 //
-// Every writer makes its row with `auditEventOf` and turns it into columns with `auditRow`, so what a
+// Every writer makes its row with `auditEventOf` (domain/audit.ts) and turns it into columns with `auditRow`, so what a
 // column holds is decided here alone, and `auditContentOf` reads them back. Every INSERT of an audit
 // row is made here, by one function, naming the same columns from `AUDIT_COLUMN_TYPES`: `record`
 // writes a row on its own; a statement written in SQL takes its rows through `auditInsert` (one that
@@ -12,71 +12,12 @@
 // decides the referral IDs, `auditInsertFromJson`. The row's shape is declared once, `AuditContent`
 // (domain/audit-chain.ts).
 import { sql, type Insertable, type RawBuilder, type Selectable } from 'kysely';
-import { v7 as uuidv7 } from 'uuid';
-import type { InstitutionRef } from '../../domain/access.ts';
-import type { AuditContent, AuditOutcome } from '../../domain/audit-chain.ts';
-import { REFHUB_SYSTEM } from '../../domain/lifecycle.ts';
+import type { AuditContent } from '../../domain/audit-chain.ts';
+import type { AuditEvent } from '../../domain/audit.ts';
 import type { Executor } from '../executor.ts';
 import type { AuditEventsTable } from '../schema.ts';
 
-/**
- * An audit row as a writer makes it: what the row records (`AuditContent`, domain/audit-chain.ts, the
- * one declaration of the row's shape), with an outcome a writer may record.
- */
-export interface AuditEvent extends AuditContent {
-  readonly outcome: AuditOutcome;
-}
-
-export type { AuditOutcome };
-
-/**
- * Who an audit row says acted: the request, the key and its system, the institution it acted for
- * and the person behind it. A service's `Caller` is one; work refhub does on its own is `systemActor`.
- */
-export interface AuditActor {
-  readonly requestId: string;
-  readonly apiKeyId: string | null;
-  readonly system: string | null;
-  readonly institution: InstitutionRef | null;
-  readonly requesterIdentifier: string | null;
-  /**
-   * The institution a refused request named when the credential may not act for it; `institution`
-   * then names the credential's own (api/request-audit.ts). Absent everywhere else.
-   */
-  readonly claimedInstitution?: InstitutionRef | null;
-}
-
-/** refhub itself, doing work (a forward, a reminder, a circuit change) under the request that caused it. */
-export function systemActor(requestId: string): AuditActor {
-  return { requestId, apiKeyId: null, system: REFHUB_SYSTEM, institution: null, requesterIdentifier: null };
-}
-
-/**
- * The audit row of `action` by `actor` at `occurredAt`: the one place a row is made. Only the actor's
- * audit fields are copied, so a caller object with more on it cannot put more in the row. The ID is a
- * UUIDv7, so rows sort by when they were made.
- */
-export function auditEventOf(
-  actor: AuditActor,
-  action: string,
-  referralIds: readonly string[],
-  occurredAt: Date,
-  outcome: AuditOutcome = 'success',
-): AuditEvent {
-  return {
-    id: uuidv7(),
-    occurredAt,
-    requestId: actor.requestId,
-    apiKeyId: actor.apiKeyId,
-    system: actor.system,
-    institution: actor.institution,
-    claimedInstitution: actor.claimedInstitution ?? null,
-    requesterIdentifier: actor.requesterIdentifier,
-    action,
-    outcome,
-    referralIds,
-  };
-}
+export type { AuditActor, AuditEvent, AuditOutcome } from '../../domain/audit.ts';
 
 export function auditRow(event: AuditEvent): Insertable<AuditEventsTable> {
   return {

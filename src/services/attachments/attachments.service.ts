@@ -24,7 +24,7 @@ import {
   ReferralNotFoundError,
 } from '../../errors.ts';
 import type { AttachmentRecord } from '../../db/attachments.repository.ts';
-import { auditEventOf } from '../../db/audit/audit.repository.ts';
+import { auditEventOf } from '../../domain/audit.ts';
 import { type ReferralRecord } from '../../db/referrals/rows.ts';
 import type { Stores } from '../../db/stores.ts';
 import { fileNameRefusal, inspectAttachment, type FileNameRefusal } from './inspection.ts';

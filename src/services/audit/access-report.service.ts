@@ -9,7 +9,8 @@
 // holds it. The report's own request is audited (`patient.access-report`) in the statement
 // that reads it, naming every referral it covered.
 import type { AccessRecord } from '../../db/audit/access-report.repository.ts';
-import { auditEventOf, type AuditOutcome } from '../../db/audit/audit.repository.ts';
+import { auditEventOf } from '../../domain/audit.ts';
+import { type AuditOutcome } from '../../db/audit/audit.repository.ts';
 import type { Stores } from '../../db/stores.ts';
 import type { Clock } from '../../domain/clock.ts';
 import { REFHUB_SYSTEM } from '../../domain/lifecycle.ts';

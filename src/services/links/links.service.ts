@@ -11,7 +11,7 @@ import type { Clock } from '../../domain/clock.ts';
 import { upsertLinkAction } from '../../domain/links.ts';
 import type { LinkAction, ReferrerView } from '../../domain/referral-view.ts';
 import { ForbiddenRoleError, InvalidTransitionError } from '../../errors.ts';
-import { auditEventOf } from '../../db/audit/audit.repository.ts';
+import { auditEventOf } from '../../domain/audit.ts';
 import type { Stores } from '../../db/stores.ts';
 import type { Caller } from '../caller.ts';
 import type { LinkMinter } from './minter.ts';

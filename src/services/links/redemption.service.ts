@@ -18,7 +18,7 @@ import type { Clock } from '../../domain/clock.ts';
 import { WEB_FORM_SYSTEM } from '../../domain/links.ts';
 import type { LinkAction } from '../../domain/referral-view.ts';
 import type { Role } from '../../domain/statuses.ts';
-import { auditEventOf } from '../../db/audit/audit.repository.ts';
+import { auditEventOf } from '../../domain/audit.ts';
 import type { LinkTokenRecord } from '../../db/links.repository.ts';
 import type { CapabilityStores, Stores } from '../../db/stores.ts';
 import { hashLinkToken } from './minter.ts';

@@ -18,7 +18,7 @@ import {
   ValidationError,
 } from '../../errors.ts';
 import type { InstitutionRef } from '../../domain/access.ts';
-import { auditEventOf } from '../../db/audit/audit.repository.ts';
+import { auditEventOf } from '../../domain/audit.ts';
 import type { AppointmentRecord } from '../../db/referrals/parts.ts';
 import type { ReferralRecord, ReferralWithParts } from '../../db/referrals/rows.ts';
 import type { PendingChange } from '../../db/referrals/change.ts';

@@ -21,7 +21,7 @@ import type { TimelineEventView } from '../../domain/referral-view.ts';
 import type { Party } from '../../domain/statuses.ts';
 import type { TimelineEntry } from '../../domain/timeline.ts';
 import { ConcurrentModificationError, ReferralNotFoundError, VersionMismatchError } from '../../errors.ts';
-import { auditEventOf } from '../../db/audit/audit.repository.ts';
+import { auditEventOf } from '../../domain/audit.ts';
 import type { OfferingRecord } from '../../db/catalog.repository.ts';
 import type { NewOutboxMessage } from '../../db/outbox.repository.ts';
 import type { Answer, PartChange } from '../../db/referrals/change.ts';

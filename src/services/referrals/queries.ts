@@ -13,7 +13,7 @@ import type {
 } from '../../domain/referral-view.ts';
 import type { CoreStatus } from '../../domain/statuses.ts';
 import { toAppointmentView, type ReferralParts } from '../../db/referrals/parts.ts';
-import { auditEventOf } from '../../db/audit/audit.repository.ts';
+import { auditEventOf } from '../../domain/audit.ts';
 import type { NewLinkToken } from '../../db/links.repository.ts';
 import { type ListSort, type ReferralRecord, type ReferralWithParts } from '../../db/referrals/rows.ts';
 import { ReferralNotFoundError } from '../../errors.ts';

@@ -3,7 +3,8 @@
 // the event's own `webhook-id`, so a receiver that already has the event recognises the duplicate.
 import { v7 as uuidv7 } from 'uuid';
 import { NotFoundError } from '../../errors.ts';
-import { FEED_START, type ReferralEvent } from '../../db/events.repository.ts';
+import type { ReferralEvent } from '../../db/events.repository.ts';
+import { FEED_START } from '../../domain/events.ts';
 import type { WebhookSubscription } from '../../db/webhooks/subscriptions.repository.ts';
 import type { Stores } from '../../db/stores.ts';
 import type { QueueProducer } from '../../queue/producer.ts';

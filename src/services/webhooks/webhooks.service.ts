@@ -7,7 +7,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Clock } from '../../domain/clock.ts';
 import { EVENT_TYPES, TEST_EVENT_TYPE, type EventView } from '../../domain/events.ts';
 import { LimitExceededError, NotFoundError, ValidationError } from '../../errors.ts';
-import { auditEventOf } from '../../db/audit/audit.repository.ts';
+import { auditEventOf } from '../../domain/audit.ts';
 import type { WebhookAttempt } from '../../db/webhooks/attempts.repository.ts';
 import type {
   SigningSubscription,

@@ -11,7 +11,7 @@
 // is logged, counted, shown on /admin and audited.
 import { v7 as uuidv7 } from 'uuid';
 import type { Clock } from '../../domain/clock.ts';
-import { auditEventOf, systemActor } from '../../db/audit/audit.repository.ts';
+import { auditEventOf, systemActor } from '../../domain/audit.ts';
 import type { CircuitRow } from '../../db/forwarding/circuit.ts';
 import type { CapabilityStores, Stores } from '../../db/stores.ts';
 import type { Logger } from '../../logger.ts';

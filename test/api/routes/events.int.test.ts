@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { FEED_START, referralEventRepository, type FeedPosition } from '../../../src/db/events.repository.ts';
+import { referralEventRepository } from '../../../src/db/events.repository.ts';
+import { FEED_START, type FeedPosition } from '../../../src/domain/events.ts';
 import { ENGINES } from '../../support/engines.ts';
 import { CANARY, CANARY_MARKERS } from '../../support/fixtures/patients.ts';
 import { feedUrl, readFeedPage, readFeedToEnd } from '../../support/event-feed.ts';

@@ -19,7 +19,8 @@ import {
   type AuditChainRow,
   type Checkpoint,
 } from '../../../src/db/audit/audit-chain.repository.ts';
-import { auditEventOf, auditRepository } from '../../../src/db/audit/audit.repository.ts';
+import { auditEventOf } from '../../../src/domain/audit.ts';
+import { auditRepository } from '../../../src/db/audit/audit.repository.ts';
 import { CHECKPOINT_FORM, checkpointHashOf } from '../../../src/services/audit/audit-chain-check.ts';
 import {
   createAuditChain,
