@@ -10,7 +10,11 @@ import {
   type AuditVerifyOptions,
 } from './cli/audit.command.ts';
 import { institutionArg, instantArg, portArg, roleArg, tokenArg, uuidArg } from './cli/arguments.ts';
-import { clientRoleArg, type CreateClientOptions, type KeySourceOptions } from './cli/clients.command.ts';
+import {
+  clientRoleArg,
+  type CreateClientOptions,
+  type KeySourceOptions,
+} from './cli/client-credentials.command.ts';
 import { failFor } from './cli/failure.ts';
 import { SANDBOX_DEFAULT_PORT, type SandboxEhrCommandOptions } from './cli/sandbox-ehr.command.ts';
 import { VERSION } from './cli/version.ts';

@@ -17,7 +17,7 @@ import type { OpsOverviewService } from '../services/admin-overview.service.ts';
 import type { ApiKeyService } from '../services/api-key.service.ts';
 import type { Attachments } from '../services/attachments/attachments.service.ts';
 import type { CatalogService } from '../services/catalog/catalog.service.ts';
-import type { ClientCredentials } from '../services/client-credentials.service.ts';
+import type { ClientCredentials } from '../services/client-credentials/client-credentials.service.ts';
 import type { ScannerPing } from '../services/doctor-checks.ts';
 import type { EventFeed } from '../services/events.service.ts';
 import type { ReferralFhir } from '../services/fhir.service.ts';

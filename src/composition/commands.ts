@@ -30,7 +30,7 @@ import {
   setClientKeys,
   type CreateClientOptions,
   type KeySourceOptions,
-} from '../cli/clients.command.ts';
+} from '../cli/client-credentials.command.ts';
 import { retryForwards } from '../cli/forwarding.command.ts';
 import { migrate } from '../cli/migrate.command.ts';
 import { reconcile } from '../cli/reconcile.command.ts';
@@ -47,7 +47,7 @@ import {
   sealExistingData,
   type AppContext,
 } from './context.ts';
-import { openDataKeys } from '../db/data-keys.repository.ts';
+import { openDataKeys } from '../db/data-keys/data-keys.repository.ts';
 import { createStores } from '../db/stores.ts';
 import { createDataKeyRotation } from '../services/data-keys.service.ts';
 import { systemClock } from '../domain/clock.ts';

@@ -21,8 +21,11 @@ import type { EhrFormSource } from '../domain/referral-view.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { renderEhrForm, type RenderedEhrForm } from '../render/ehr-form.ts';
 import { createApiKeyService, type ApiKeyService } from '../services/api-key.service.ts';
-import { createClientCredentials, type ClientCredentials } from '../services/client-credentials.service.ts';
-import { createJwksFetcher } from '../services/client-jwks-fetch.ts';
+import {
+  createClientCredentials,
+  type ClientCredentials,
+} from '../services/client-credentials/client-credentials.service.ts';
+import { createJwksFetcher } from '../services/client-credentials/jwks-fetch.ts';
 import { createAuditChain, type AuditChain } from '../services/audit/audit-chain.service.ts';
 import { TOKEN_PATH } from '../domain/client-credentials.ts';
 import { createCatalogService, type CatalogService } from '../services/catalog/catalog.service.ts';
@@ -51,7 +54,7 @@ import { createAttachments, type Attachments } from '../services/attachments/att
 import { createPdfChecker } from '../services/attachments/pdf.ts';
 import type { ScannerPing } from '../services/doctor-checks.ts';
 import { createClamdClient } from '../workers/attachments/clamd-client.ts';
-import { openDataKeys, type DataKeys, type DataKeysOptions } from '../db/data-keys.repository.ts';
+import { openDataKeys, type DataKeys, type DataKeysOptions } from '../db/data-keys/data-keys.repository.ts';
 import { keyRingOf } from './key-ring.ts';
 import { createDataKeyRotation, type DataKeyRotation } from '../services/data-keys.service.ts';
 import { createAccessReport, type AccessReport } from '../services/audit/access-report.service.ts';

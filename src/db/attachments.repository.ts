@@ -22,7 +22,7 @@ import {
   type FieldPlace,
   type SealedBytesLayout,
 } from '../domain/data-keys.ts';
-import { openColumns, sealColumns, type DataKeys } from './data-keys.repository.ts';
+import { openColumns, sealColumns, type DataKeys } from './data-keys/data-keys.repository.ts';
 import type { AttachmentScanState, AttachmentsTable } from './schema.ts';
 import type { Executor } from './executor.ts';
 

@@ -6,10 +6,10 @@
 // the key (and it replays the first one's response), or succeeds (the first rolled back).
 //
 // A stored response holds the referral it answered with, so its body is sealed as the referral's own
-// fields are (db/data-keys.repository.ts), its place the API key's ID and the key.
+// fields are (db/data-keys/data-keys.repository.ts), its place the API key's ID and the key.
 import { sql, type RawBuilder } from 'kysely';
 import type { FieldCipher } from '../domain/data-keys.ts';
-import { openColumns, sealColumns, type DataKeys } from './data-keys.repository.ts';
+import { openColumns, sealColumns, type DataKeys } from './data-keys/data-keys.repository.ts';
 import type { Executor } from './executor.ts';
 import type { NewLinkToken } from './links.repository.ts';
 

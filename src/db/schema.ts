@@ -105,7 +105,7 @@ export interface ReferralsTable {
   referrer_contact_number: string | null;
   clinical_info: string | null;
   /**
-   * The patient, referrer and clinical columns above sealed together (db/data-keys.repository.ts),
+   * The patient, referrer and clinical columns above sealed together (db/data-keys/data-keys.repository.ts),
    * which are then null; null in a row written before, which holds them in those columns.
    */
   personal_data: string | null;

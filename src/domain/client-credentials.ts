@@ -1,6 +1,6 @@
 // Signed client credentials (OAuth 2.0 client credentials with `private_key_jwt`, RFC 7523, as SMART
 // Backend Services profile them): what a client asks for and what refhub grants, as pure rules. The
-// JWT work itself is jose's (services/client-credentials.service.ts); what is here is the form each
+// JWT work itself is jose's (services/client-credentials/client-credentials.service.ts); what is here is the form each
 // field and claim must have before refhub looks anything up or stores it.
 import { isUuid } from './ids.ts';
 

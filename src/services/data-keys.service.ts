@@ -6,10 +6,10 @@
 // next pass. It can stop at any point and start again: what it has done is in the values themselves.
 // Attachments' bytes (attachment_contents) are swept last, a file at a time: read a piece at a time,
 // sealed again chunk by chunk, and written back only if the stored bytes are still those read. This
-// file walks; the reading, sealing and writing back happen in the data keys' store (db/data-keys.store.ts).
+// file walks; the reading, sealing and writing back happen in the data keys' store (db/data-keys/data-keys.store.ts).
 import type { Clock } from '../domain/clock.ts';
-import type { SealedTable } from '../db/data-keys.repository.ts';
-import type { SweepPass } from '../db/data-keys.store.ts';
+import type { SealedTable } from '../db/data-keys/data-keys.repository.ts';
+import type { SweepPass } from '../db/data-keys/data-keys.store.ts';
 import type { Stores } from '../db/stores.ts';
 
 /** Rows a sweep reads, seals again and writes back at a time. */

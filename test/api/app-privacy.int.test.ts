@@ -1,7 +1,7 @@
 // Patient data stays in the database and in the responses that are meant to carry it (contract §8,
 // §9): never in logs, error bodies, URLs or outbox rows. Secrets (API keys, one-time link tokens)
 // are stored only as hashes, anywhere in the database.
-import { openColumns } from '../../src/db/data-keys.repository.ts';
+import { openColumns } from '../../src/db/data-keys/data-keys.repository.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { hashApiKey } from '../../src/services/api-key.service.ts';

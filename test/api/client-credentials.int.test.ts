@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
-import { JWKS_REFRESH_MIN_MS } from '../../src/services/client-credentials.service.ts';
+import { JWKS_REFRESH_MIN_MS } from '../../src/services/client-credentials/client-credentials.service.ts';
 import { ENGINES } from '../support/engines.ts';
 import { createTestApp, type TestApp } from '../support/test-app.ts';
 

@@ -5,7 +5,7 @@
 // the key that wraps them.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/db/database.ts';
-import { dataKeyRepository } from '../../src/db/data-keys.repository.ts';
+import { dataKeyRepository } from '../../src/db/data-keys/data-keys.repository.ts';
 import { localKeyRing, UnknownDataKeyError, type FieldPlace } from '../../src/domain/data-keys.ts';
 import { ENGINES, openTestStore } from '../support/engines.ts';
 import { testDataKeys, testKeyEncryptionKey } from '../support/data-keys.ts';

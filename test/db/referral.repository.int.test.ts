@@ -19,7 +19,7 @@ import { createStores } from '../../src/db/stores.ts';
 import { DEMO_CATALOG_FILE } from '../../src/composition/demo-setup.ts';
 import { ENGINES, openTestStore } from '../support/engines.ts';
 import { testDataKeys } from '../support/data-keys.ts';
-import { SEALED_COLUMNS, type DataKeys } from '../../src/db/data-keys.repository.ts';
+import { SEALED_COLUMNS, type DataKeys } from '../../src/db/data-keys/data-keys.repository.ts';
 
 const CLINIC_A = { idType: 'hci', id: 'S1234A' }; // sender
 const CLINIC_B = { idType: 'hci', id: 'S2345B' }; // sender

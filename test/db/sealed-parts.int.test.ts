@@ -10,7 +10,11 @@ import type { InjectOptions } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentRepository, type NewAttachment } from '../../src/db/attachments.repository.ts';
-import { dataKeyRepository, SEALED_COLUMNS, type DataKeys } from '../../src/db/data-keys.repository.ts';
+import {
+  dataKeyRepository,
+  SEALED_COLUMNS,
+  type DataKeys,
+} from '../../src/db/data-keys/data-keys.repository.ts';
 import { ehrFormRepository } from '../../src/db/forwarding/forms.ts';
 import { createReferralStore } from '../../src/db/referrals/referrals.store.ts';
 import { idempotencyRepository } from '../../src/db/idempotency.repository.ts';

@@ -6,7 +6,11 @@
 import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sealExistingData } from '../../src/composition/context.ts';
-import { openDataKeys, SEALED_COLUMNS, type SealedTable } from '../../src/db/data-keys.repository.ts';
+import {
+  openDataKeys,
+  SEALED_COLUMNS,
+  type SealedTable,
+} from '../../src/db/data-keys/data-keys.repository.ts';
 import { up as migration0019 } from '../../src/db/migrations/0019-events-without-free-text.ts';
 import { systemClock } from '../../src/domain/clock.ts';
 import { localKeyRing, sealedUnderPattern } from '../../src/domain/data-keys.ts';

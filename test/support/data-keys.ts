@@ -1,7 +1,11 @@
 // Data keys for tests that use a store without the composition root: a key ring of the test's own,
 // so that repositories seal and open patient data as they do in production.
 import { randomBytes } from 'node:crypto';
-import { openDataKeys, type DataKeys, type DataKeysOptions } from '../../src/db/data-keys.repository.ts';
+import {
+  openDataKeys,
+  type DataKeys,
+  type DataKeysOptions,
+} from '../../src/db/data-keys/data-keys.repository.ts';
 import { localKeyRing, type LocalKeyEncryptionKey } from '../../src/domain/data-keys.ts';
 
 /** A key-encryption key made for one test run. */

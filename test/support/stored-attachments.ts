@@ -11,7 +11,7 @@ import {
   type AttachmentRecord,
   type NewAttachment,
 } from '../../src/db/attachments.repository.ts';
-import type { DataKeys } from '../../src/db/data-keys.repository.ts';
+import type { DataKeys } from '../../src/db/data-keys/data-keys.repository.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { createDraft } from './scenarios.ts';
 import type { TestApp } from './test-app.ts';

@@ -1,6 +1,6 @@
 // Builds the real application on a test store with the demo catalog, and API keys for every party a
 // test needs: two senders, two providers and ops. Logs are captured so tests can inspect them.
-import type { DataKeysOptions } from '../../src/db/data-keys.repository.ts';
+import type { DataKeysOptions } from '../../src/db/data-keys/data-keys.repository.ts';
 import { Writable } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { loadConfig } from '../../src/config.ts';

@@ -20,7 +20,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { InstitutionRef } from '../../domain/access.ts';
 import { auditInsertFromJson, auditRow, type AuditEvent, type AuditOutcome } from './audit.repository.ts';
-import type { DataKeys } from '../data-keys.repository.ts';
+import type { DataKeys } from '../data-keys/data-keys.repository.ts';
 import type { Executor } from '../executor.ts';
 import type { AuditEventsTable } from '../schema.ts';
 import { visibleTo } from '../referrals/reads.ts';

@@ -3,7 +3,7 @@
 // The form is the patient's data, and so is the name of each file it lists: both are sealed (the
 // ledger's hash stays that of the bytes sent, which are the form opened).
 import type { FormAttachment } from '../../domain/attachments.ts';
-import { openColumns, sealColumns, type DataKeys } from '../data-keys.repository.ts';
+import { openColumns, sealColumns, type DataKeys } from '../data-keys/data-keys.repository.ts';
 import type { Executor } from '../executor.ts';
 
 export interface StoredForm {

@@ -1,7 +1,7 @@
 // The forwarding store: the ledger of attempts with each referral's forwarding state, the forms sent
 // under each message ID, and the EHR circuit's row. Built with the data keys, it seals the timeline
 // sentence an attempt writes and the forms it keeps, and opens them when read.
-import type { DataKeys } from '../data-keys.repository.ts';
+import type { DataKeys } from '../data-keys/data-keys.repository.ts';
 import type { Executor } from '../executor.ts';
 import { ehrCircuitRepository } from './circuit.ts';
 import { ehrFormRepository } from './forms.ts';

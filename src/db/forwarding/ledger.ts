@@ -3,7 +3,7 @@
 import { sql } from 'kysely';
 import type { InstitutionRef } from '../../domain/access.ts';
 import type { AuditEvent } from '../audit/audit.repository.ts';
-import type { DataKeys } from '../data-keys.repository.ts';
+import type { DataKeys } from '../data-keys/data-keys.repository.ts';
 import { changeLogCtes, TIMELINE_RETURNING } from '../referrals/change.ts';
 import type { Executor } from '../executor.ts';
 import { sealedDescription, type NewTimelineEvent } from '../referrals/parts.ts';

@@ -1,5 +1,5 @@
 // A referral's patient data, its referrer's and its clinical information sealed together, as one value
-// (db/data-keys.repository.ts): a read opens one value where it opened eleven, one a column. The
+// (db/data-keys/data-keys.repository.ts): a read opens one value where it opened eleven, one a column. The
 // eleven columns stay, for the rows written before: they are read as they are until the sweep
 // (services/data-keys.service.ts) moves them into the new column, and is owed again here for that: a
 // migration cannot seal, because it does not hold the keys. The first serving start after it, or

@@ -18,7 +18,7 @@
 // here and nowhere else.
 import { sql, type Compilable, type RawBuilder } from 'kysely';
 import type { FieldCipher } from '../../domain/data-keys.ts';
-import type { DataKeys } from '../data-keys.repository.ts';
+import type { DataKeys } from '../data-keys/data-keys.repository.ts';
 import { auditInsert, type AuditEvent } from '../audit/audit.repository.ts';
 import type { Executor } from '../executor.ts';
 import { attachmentWrites, type NumberedAttachment } from '../attachments.repository.ts';

@@ -7,7 +7,7 @@ import { SENDER_ACTS_IN } from '../../domain/lifecycle.ts';
 import { statusesOf } from '../../domain/statuses.ts';
 import { auditInsertFromJson, auditRow, type AuditEvent } from '../audit/audit.repository.ts';
 import { compiledOnce, type CompiledOnce } from '../compiled-once.ts';
-import type { DataKeys } from '../data-keys.repository.ts';
+import type { DataKeys } from '../data-keys/data-keys.repository.ts';
 import type { Executor } from '../executor.ts';
 import type { Database, ReferralsTable } from '../schema.ts';
 import { baseQuery, sideOf } from './reads.ts';

@@ -6,7 +6,7 @@ import type { OutcomeView } from '../../domain/outcome.ts';
 import type { AppointmentView, NoteView, TimelineEventView } from '../../domain/referral-view.ts';
 import type { AppointmentStatus } from '../../domain/statuses.ts';
 import type { FieldCipher } from '../../domain/data-keys.ts';
-import { sealColumns } from '../data-keys.repository.ts';
+import { sealColumns } from '../data-keys/data-keys.repository.ts';
 import type { Executor } from '../executor.ts';
 import type { TimelineEventsTable } from '../schema.ts';
 

@@ -3,9 +3,9 @@
 import type { InstitutionRef } from '../../domain/access.ts';
 import { ReferralNotFoundError } from '../../errors.ts';
 import type { AuditEvent } from '../audit/audit.repository.ts';
-import type { DataKeys } from '../data-keys.repository.ts';
+import type { DataKeys } from '../data-keys/data-keys.repository.ts';
 import { auditRow } from '../audit/audit.repository.ts';
-import { SEALED_COLUMNS } from '../data-keys.repository.ts';
+import { SEALED_COLUMNS } from '../data-keys/data-keys.repository.ts';
 import type { Executor } from '../executor.ts';
 import { linkTokenRows } from '../links.repository.ts';
 import { pendingChange, recordChange, type ChangeRecord, type ReferralChange } from './change.ts';

@@ -1,6 +1,6 @@
 // A referral's row and record: the columns every read selects, the record a row becomes, the row a
 // new draft or a patch writes, and where the patient data in them is sealed and opened (as one value,
-// db/data-keys.repository.ts). Shared by the reads, the list and the writes of db/referrals/.
+// db/data-keys/data-keys.repository.ts). Shared by the reads, the list and the writes of db/referrals/.
 import type { Insertable, Selectable } from 'kysely';
 import type { InstitutionRef } from '../../domain/access.ts';
 import type { FieldCipher } from '../../domain/data-keys.ts';
@@ -12,7 +12,7 @@ import type {
 } from '../../domain/referral-view.ts';
 import type { CoreStatus, OfferingCategory, Status } from '../../domain/statuses.ts';
 import type { OfferingRecord } from '../catalog.repository.ts';
-import { openColumns, sealColumns } from '../data-keys.repository.ts';
+import { openColumns, sealColumns } from '../data-keys/data-keys.repository.ts';
 import type { NewLinkToken } from '../links.repository.ts';
 import type { ReferralsTable } from '../schema.ts';
 import type { ReferralParts } from './parts.ts';

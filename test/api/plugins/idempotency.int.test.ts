@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
-import { openColumns } from '../../../src/db/data-keys.repository.ts';
+import { openColumns } from '../../../src/db/data-keys/data-keys.repository.ts';
 import { isSealed } from '../../../src/domain/data-keys.ts';
 import { hashLinkToken } from '../../../src/services/links/minter.ts';
 import { ENGINES } from '../../support/engines.ts';

@@ -2,7 +2,7 @@
 // rows but for what tells referrals apart. On both engines: copies of an API-made draft and of an
 // API-submitted referral have the template's columns, timeline, audit and outbox rows (but for IDs,
 // times and the patient), read the same through the API, and go on through the lifecycle.
-import { openColumns } from '../../../src/db/data-keys.repository.ts';
+import { openColumns } from '../../../src/db/data-keys/data-keys.repository.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cloneReferral } from '../../../bench/bulk-seed.ts';
 import { BENCH_REQUESTER, typicalReferralFields } from '../../../bench/seed.ts';

@@ -3,7 +3,7 @@
 // one seeded with the same fields have the same referral, timeline and audit rows (but for IDs and
 // times), read the same through the API, and go on through the API's lifecycle.
 import { BENCH_DATA_KEYS } from '../../../bench/data-keys.ts';
-import { openColumns } from '../../../src/db/data-keys.repository.ts';
+import { openColumns } from '../../../src/db/data-keys/data-keys.repository.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKeyService } from '../../../src/services/api-key.service.ts';
 import { systemClock } from '../../../src/domain/clock.ts';

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { dataKeyRepository, openColumns } from '../../../src/db/data-keys.repository.ts';
+import { dataKeyRepository, openColumns } from '../../../src/db/data-keys/data-keys.repository.ts';
 import { DEMO_CATALOG_FILE } from '../../../src/composition/demo-setup.ts';
 import { createCatalogService } from '../../../src/services/catalog/catalog.service.ts';
 import { createStores } from '../../../src/db/stores.ts';

@@ -11,7 +11,7 @@ import type { InstitutionRef } from '../domain/access.ts';
 import { SCOPES, TOKEN_PATH } from '../domain/client-credentials.ts';
 import type { DisplayTime } from '../domain/display-time.ts';
 import { ValidationError } from '../errors.ts';
-import type { ClientCredentials } from '../services/client-credentials.service.ts';
+import type { ClientCredentials } from '../services/client-credentials/client-credentials.service.ts';
 import { plural } from './plural.ts';
 
 export type ClientRole = 'sender' | 'provider';

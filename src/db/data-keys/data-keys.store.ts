@@ -2,7 +2,7 @@
 // sweep, which seal again, here in db/, what is not under the active key. A pass takes the active key
 // once, as it starts, and seals with that key only; each row is written back only if it still holds
 // what was read (data-keys.repository.ts, `reseal`), each attachment's bytes likewise.
-import { attachmentRepository } from './attachments.repository.ts';
+import { attachmentRepository } from '../attachments.repository.ts';
 import {
   dataKeyRepository,
   openColumns,
@@ -12,7 +12,7 @@ import {
   type DataKeys,
   type SealedTable,
 } from './data-keys.repository.ts';
-import type { Executor } from './executor.ts';
+import type { Executor } from '../executor.ts';
 
 /** What one batch of a pass did: rows (or files) found stale, those sealed again, and where it ended. */
 export interface ResealedBatch<After> {

@@ -20,8 +20,8 @@ import {
   type JWK,
 } from 'jose';
 import { v7 as uuidv7 } from 'uuid';
-import type { InstitutionRef } from '../domain/access.ts';
-import type { Clock } from '../domain/clock.ts';
+import type { InstitutionRef } from '../../domain/access.ts';
+import type { Clock } from '../../domain/clock.ts';
 import {
   ACCESS_TOKEN_SECONDS,
   ASSERTION_ALGORITHMS,
@@ -34,13 +34,13 @@ import {
   isClientId,
   parseScopes,
   type Scope,
-} from '../domain/client-credentials.ts';
-import type { Role } from '../domain/statuses.ts';
-import { NotFoundError, OAuthError, ValidationError } from '../errors.ts';
-import type { ClientKeySource, ClientRecord, TokenRecord } from '../db/client-credentials.repository.ts';
-import type { Stores } from '../db/stores.ts';
-import { unknownToCatalog } from './catalog/names.ts';
-import { checkEndpointUrl, type EndpointPolicy } from './webhooks/endpoint-policy.ts';
+} from '../../domain/client-credentials.ts';
+import type { Role } from '../../domain/statuses.ts';
+import { NotFoundError, OAuthError, ValidationError } from '../../errors.ts';
+import type { ClientKeySource, ClientRecord, TokenRecord } from '../../db/client-credentials.repository.ts';
+import type { Stores } from '../../db/stores.ts';
+import { unknownToCatalog } from '../catalog/names.ts';
+import { checkEndpointUrl, type EndpointPolicy } from '../webhooks/endpoint-policy.ts';
 
 /** Fetches a client's JWKS from its URL: the same outbound rules as webhooks (composition's). */
 export type JwksFetcher = (url: string) => Promise<unknown>;

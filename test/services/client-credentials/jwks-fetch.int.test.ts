@@ -4,7 +4,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createJwksFetcher } from '../../src/services/client-jwks-fetch.ts';
+import { createJwksFetcher } from '../../../src/services/client-credentials/jwks-fetch.ts';
 
 describe('the JWKS fetcher', () => {
   let server: Server;

@@ -4,8 +4,8 @@
 // no redirects, a deadline, and a cap on the answer's size. The keys are public; what this guards is
 // refhub's own network, which a registered URL must not be able to probe.
 import { Agent, request } from 'undici';
-import { ipFamily } from '../domain/network-address.ts';
-import { addressPasses, publicOnlyLookup } from './outbound-address.ts';
+import { ipFamily } from '../../domain/network-address.ts';
+import { addressPasses, publicOnlyLookup } from '../outbound-address.ts';
 import type { JwksFetcher } from './client-credentials.service.ts';
 
 export interface JwksFetchOptions {

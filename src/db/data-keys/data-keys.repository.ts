@@ -15,8 +15,8 @@ import {
   type FieldCipher,
   type FieldPlace,
   type KeyEncryptionKeys,
-} from '../domain/data-keys.ts';
-import type { Executor } from './executor.ts';
+} from '../../domain/data-keys.ts';
+import type { Executor } from '../executor.ts';
 
 /**
  * Every column that holds patient data, by table, with the columns that make a row's place (the
