@@ -12,7 +12,7 @@ import { callerOf } from '../plugins/auth.ts';
 import { PostHeaders } from '../schemas/headers.ts';
 import { ref } from '../schemas/named.ts';
 import { operation } from '../schemas/operation.ts';
-import { PatientAccessReport } from '../schemas/patients.schema.ts';
+import { PatientAccessReport } from '../schemas/access-report.schema.ts';
 import { InstitutionId, InstitutionIdType, RequesterIdentifier, Uin } from '../schemas/primitives.ts';
 import { ListFilters } from '../schemas/referral.schema.ts';
 import { problems, success } from '../schemas/responses.ts';

@@ -20,7 +20,7 @@ import {
   PatientAccessInstitution,
   PatientAccessReport,
   PatientAccessReportMetadata,
-} from './patients.schema.ts';
+} from './access-report.schema.ts';
 import type { Named } from './named.ts';
 import { FieldError, Problem } from './problem.schema.ts';
 import {

@@ -10,7 +10,7 @@ import {
   type FormAttachment,
 } from '../../domain/attachments.ts';
 import type { DisplayTime } from '../../domain/display-time.ts';
-import type { FileItem, FileUpload } from '../../render/pages/file-list.ts';
+import type { FileItem, FileUpload } from '../../render/pages/attachments-list.ts';
 
 /** The pages whose session may download a file: the form and the view page (paper has no links). */
 export type DownloadScope = 'form' | 'view';

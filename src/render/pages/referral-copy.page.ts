@@ -11,7 +11,7 @@ import type { DisplayTime } from '../../domain/display-time.ts';
 import type { EhrFormSource } from '../../domain/referral-view.ts';
 import { renderEhrFormContent } from '../ehr-form.ts';
 import { html, type SafeHtml } from '../html.ts';
-import { fileList, type FileItem } from './file-list.ts';
+import { fileList, type FileItem } from './attachments-list.ts';
 import { noticeBanner, type Notice } from './form-controls.ts';
 import { renderPage } from './page-shell.ts';
 

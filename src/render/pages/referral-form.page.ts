@@ -20,7 +20,7 @@ import {
   type Notice,
   type SummaryError,
 } from './form-controls.ts';
-import { fileList, uploadForm, type FileItem, type FileUpload } from './file-list.ts';
+import { fileList, uploadForm, type FileItem, type FileUpload } from './attachments-list.ts';
 import { fixedOffering, offeringChoices, type OfferingChoice } from './offering-choice.ts';
 import { renderPage } from './page-shell.ts';
 import {
