@@ -12,7 +12,9 @@
 // it is passed through twice when it runs in more than one step. The sandbox EHR stands in for the
 // national one and is not counted.
 //
-// It prints the files by folder, then one line: `journey: N files, M of them in more than one step`.
+// Where a relay's poll falls moves a little work from one step to the next, so several journeys are
+// measured (JOURNEY_RUNS, 5) and the medians reported. It prints the last journey's files by folder,
+// a line per journey, then `journey: N files, M of them in more than one step (median of 5)`.
 import { Session } from 'node:inspector/promises';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -24,6 +26,8 @@ const ROOT = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
 const SRC = pathToFileURL(path.join(ROOT, 'src')).href + '/';
 const NOT_COUNTED = [`${SRC}sandbox-ehr/`];
 const STEPS = ['create', 'submit', 'forward'] as const;
+/** Journeys measured after the warm-up (JOURNEY_RUNS): the relays' polls fall differently in each. */
+const RUNS = Number(process.env['JOURNEY_RUNS'] ?? 5);
 type Step = (typeof STEPS)[number];
 
 const serverUrl = process.env['JOURNEY_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -150,23 +154,38 @@ async function journey(): Promise<Map<Step, Set<string>>> {
   return ran;
 }
 
-try {
-  await journey();
-  const steps = await journey();
+/** The files of one journey, and the steps each ran in. */
+function stepsOf(steps: Map<Step, Set<string>>): Map<string, Step[]> {
   const seen = new Map<string, Step[]>();
   for (const step of STEPS) {
     for (const file of steps.get(step) ?? []) seen.set(file, [...(seen.get(file) ?? []), step]);
   }
-  const files = [...seen.keys()].sort();
-  const byFolder = Map.groupBy(files, (file) => path.dirname(file));
+  return seen;
+}
+
+const median = (values: readonly number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+
+try {
+  await journey();
+  const runs: Map<string, Step[]>[] = [];
+  for (let run = 0; run < RUNS; run++) runs.push(stepsOf(await journey()));
+  // The files of the last journey, by folder, with the steps each ran in.
+  const last = runs[runs.length - 1] ?? new Map<string, Step[]>();
+  const byFolder = Map.groupBy([...last.keys()].sort(), (file) => path.dirname(file));
   for (const [folder, inFolder] of [...byFolder].sort(([a], [b]) => a.localeCompare(b))) {
     console.log(`${folder}/`);
     for (const file of inFolder)
-      console.log(`  ${path.basename(file)}  ${(seen.get(file) ?? []).join(', ')}`);
+      console.log(`  ${path.basename(file)}  ${(last.get(file) ?? []).join(', ')}`);
   }
-  for (const step of STEPS) console.log(`${step}: ${steps.get(step)?.size ?? 0} files`);
-  const twice = files.filter((file) => (seen.get(file)?.length ?? 0) > 1).length;
-  console.log(`journey: ${files.length} files, ${twice} of them in more than one step`);
+  const totals = runs.map((seen) => seen.size);
+  const twice = runs.map((seen) => [...seen.values()].filter((steps) => steps.length > 1).length);
+  runs.forEach((_, i) => {
+    console.log(`journey ${i + 1}: ${totals[i]} files, ${twice[i]} of them in more than one step`);
+  });
+  console.log(
+    `journey: ${median(totals)} files, ${median(twice)} of them in more than one step (median of ${RUNS})`,
+  );
 } finally {
   // Nothing of refhub's is kept: its database, data directory and queues go, and the process ends
   // without waiting for the serving stack to drain.
