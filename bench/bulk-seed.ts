@@ -18,7 +18,7 @@
 // an API-made referral.
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../src/db/schema.ts';
-import { openColumns, SEALED_COLUMNS } from '../src/db/data-keys.repository.ts';
+import { openColumns, SEALED_COLUMNS } from '../src/db/data-keys/data-keys.repository.ts';
 import type { FieldCipher } from '../src/domain/data-keys.ts';
 
 export interface CloneBatch {

@@ -2,7 +2,7 @@
 // seeding seals the drafts it writes with the same keys, so refhub opens them as its own.
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { openDataKeys } from '../src/db/data-keys.repository.ts';
+import { openDataKeys } from '../src/db/data-keys/data-keys.repository.ts';
 import type { Database } from '../src/db/schema.ts';
 import { localKeyRing, type FieldCipher, type LocalKeyEncryptionKey } from '../src/domain/data-keys.ts';
 

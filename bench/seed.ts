@@ -21,7 +21,7 @@ import { loadCatalogIn, readCatalogFile } from '../src/services/catalog/catalog.
 import { DEMO_CATALOG_FILE } from '../src/composition/demo-setup.ts';
 import { EMPTY_CONTENT, resolveContent, type ReferralFieldsInput } from '../src/services/referrals/input.ts';
 import { newReferralRow } from '../src/db/referrals/rows.ts';
-import { sealColumns } from '../src/db/data-keys.repository.ts';
+import { sealColumns } from '../src/db/data-keys/data-keys.repository.ts';
 import { benchCipher } from './data-keys.ts';
 
 /** The requester the scenarios name in reads and writes (audited with each). */

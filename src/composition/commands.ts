@@ -6,7 +6,6 @@ import { dataKeysStatus, rotateDataKeys } from '../cli/data-keys.command.ts';
 import { InvalidArgumentError } from 'commander';
 import { loadConfig, opsKeyFromEnv, type Config } from '../config.ts';
 import { configuredStoreTarget, MIGRATION_NAMES, openStore } from '../db/database.ts';
-import { webhookSubscriptionRepository } from '../db/webhooks/subscriptions.repository.ts';
 import { createLogger } from '../logger.ts';
 import { connectRedis } from '../queue/connections.ts';
 import { createSandboxEhr } from '../sandbox-ehr/sandbox-ehr.ts';
@@ -73,7 +72,7 @@ export function forwardsRetryCommand(referralIds: string[], options: { allFailed
 export function webhooksListCommand(): Promise<void> {
   return withContext('refhub webhooks list', (ctx) =>
     listWebhooks({
-      allSubscriptions: () => webhookSubscriptionRepository(ctx.db).all(),
+      allSubscriptions: () => ctx.stores.webhooks.subscriptions.all(),
       displayTime: ctx.displayTime,
     }),
   );
