@@ -65,7 +65,7 @@ export interface NumberedAttachment extends NewAttachment {
 }
 
 /**
- * An attachment's rows as parts of a change's statement (db/change-log.repository.ts): written only
+ * An attachment's rows as parts of a change's statement (db/referrals/change.ts): written only
  * with the referral's compare-and-set, so the number and the count the change read still hold.
  */
 export const attachmentWrites = {

@@ -1,4 +1,4 @@
-// The event feed (`referral_events`, written with the timeline by referral-children.repository.ts):
+// The event feed (`referral_events`, written with the timeline by db/referrals/change.ts):
 // pages of it in its one total order, for an institution's feed and for the webhook relay.
 //
 // The order is (xid, position), and a reader takes only rows whose transaction is older than every

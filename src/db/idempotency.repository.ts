@@ -1,7 +1,7 @@
 // Stored results of POST requests sent with an Idempotency-Key (contract §5), kept for 24 hours.
 //
 // A write claims its key and stores its response in the statement that makes its change
-// (db/change-log.repository.ts), so a committed row always holds a response. A second request with the
+// (db/referrals/change.ts), so a committed row always holds a response. A second request with the
 // same key waits on the claim's unique index until the first statement ends: then its claim fails on
 // the key (and it replays the first one's response), or succeeds (the first rolled back).
 //

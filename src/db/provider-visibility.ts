@@ -1,7 +1,7 @@
 // When a provider sees a referral, as SQL: only once it is not a draft (domain/access.ts states the
 // same rule for code). Every statement that decides what a provider sees takes the condition from
-// here: the provider's lists and reads (referral.repository.ts) and the provider columns of the event
-// feed (change-log.repository.ts), so the rule cannot be changed in one of them and not the others.
+// here: the provider's lists and reads (db/referrals/) and the provider columns of the event
+// feed (db/referrals/change.ts), so the rule cannot be changed in one of them and not the others.
 import { sql, type RawBuilder } from 'kysely';
 
 /**

@@ -14,7 +14,7 @@ import {
 } from './primitives.ts';
 import { named, ref } from './named.ts';
 
-/** The referral content a sender sets, shared with the web form (see services/referral-fields.ts). */
+/** The referral content a sender sets, shared with the web form (see services/referrals/fields.ts). */
 export { ReferralFields } from '../../services/referrals/fields.ts';
 
 /** A point in time in a response: ISO 8601 UTC with milliseconds (`2026-06-04T03:15:00.000Z`). */

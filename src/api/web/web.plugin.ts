@@ -33,7 +33,7 @@ export function webPlugin(deps: WebDeps, parts: WebParts) {
     // Cookies are signed by the session codec itself, so the plugin needs no secret of its own.
     await app.register(cookie);
     // Form posts must be UTF-8 and percent-encoded UTF-8; what a person typed is then held to the
-    // input rules by the field schema the API shares (services/referral-fields.ts).
+    // input rules by the field schema the API shares (services/referrals/fields.ts).
     registerStrictFormParser(app);
 
     app.addHook('onSend', async (_request, reply, payload) => {

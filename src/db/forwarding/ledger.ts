@@ -104,7 +104,7 @@ function dueWithoutProgressQuery(db: Executor, quietSince: Date) {
 /**
  * Records an attempt in one statement, under the referral's row lock: the ledger row, the
  * referral's forwarding columns, the timeline event (its sentence sealed), and what the change log
- * adds to it (the event's row in the feed and the audit row, change-log.repository.ts). One round
+ * adds to it (the event's row in the feed and the audit row, db/referrals/change.ts). One round
  * trip and one commit per attempt, with no transaction held open in between. The referral's
  * version and updated_at stay: an attempt is the bridge's bookkeeping, not a change to the
  * referral. Returns false, having written nothing, when the referral does not exist.

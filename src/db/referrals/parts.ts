@@ -53,7 +53,7 @@ export interface NewTimelineEvent {
   readonly producedAt: Date;
 }
 
-/** The writes of a referral's parts, as statements for a change's statement (change-log.repository.ts). */
+/** The writes of a referral's parts, as statements for a change's statement (change.ts). */
 export const childWrites = {
   upsertAppointment(
     db: Executor,

@@ -2,24 +2,24 @@
 // `version` (§4). Expected results come from a plain model of the fixture below, not from the SQL.
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Store } from '../../src/db/database.ts';
+import type { Store } from '../../../src/db/database.ts';
 import {
   type ListFilter,
   type ListSort,
   type NewReferral,
   type ReferralContent,
-} from '../../src/db/referrals/rows.ts';
-import { createReferralStore } from '../../src/db/referrals/referrals.store.ts';
-import type { ReferralStore } from '../../src/db/referrals/referrals.store.ts';
-import type { InstitutionRef } from '../../src/domain/access.ts';
-import { CORE_STATUS_OF, CORE_STATUSES, type CoreStatus, type Status } from '../../src/domain/statuses.ts';
-import { ReferralNotFoundError } from '../../src/errors.ts';
-import { createCatalogService } from '../../src/services/catalog/catalog.service.ts';
-import { createStores } from '../../src/db/stores.ts';
-import { DEMO_CATALOG_FILE } from '../../src/composition/demo-setup.ts';
-import { ENGINES, openTestStore } from '../support/engines.ts';
-import { testDataKeys } from '../support/data-keys.ts';
-import { SEALED_COLUMNS, type DataKeys } from '../../src/db/data-keys/data-keys.repository.ts';
+} from '../../../src/db/referrals/rows.ts';
+import { createReferralStore } from '../../../src/db/referrals/referrals.store.ts';
+import type { ReferralStore } from '../../../src/db/referrals/referrals.store.ts';
+import type { InstitutionRef } from '../../../src/domain/access.ts';
+import { CORE_STATUS_OF, CORE_STATUSES, type CoreStatus, type Status } from '../../../src/domain/statuses.ts';
+import { ReferralNotFoundError } from '../../../src/errors.ts';
+import { createCatalogService } from '../../../src/services/catalog/catalog.service.ts';
+import { createStores } from '../../../src/db/stores.ts';
+import { DEMO_CATALOG_FILE } from '../../../src/composition/demo-setup.ts';
+import { ENGINES, openTestStore } from '../../support/engines.ts';
+import { testDataKeys } from '../../support/data-keys.ts';
+import { SEALED_COLUMNS, type DataKeys } from '../../../src/db/data-keys/data-keys.repository.ts';
 
 const CLINIC_A = { idType: 'hci', id: 'S1234A' }; // sender
 const CLINIC_B = { idType: 'hci', id: 'S2345B' }; // sender
