@@ -3,13 +3,13 @@
 // those subscriptions' IDs, until the institution enables or deletes them. Which institutions have
 // one is read from the database at most every few seconds per process, not per request.
 import type { FastifyInstance } from 'fastify';
-import type { ApiDeps } from './api-deps.ts';
+import type { Stores } from '../db/stores.ts';
 import { isApiRoute } from './http.ts';
 
 export const WEBHOOK_WARNING_HEADER = 'Webhook-Subscriptions-Disabled';
 const REFRESH_MS = 5_000;
 
-export type WebhookWarningDeps = { readonly stores: Pick<ApiDeps['stores'], 'webhooks'> };
+export type WebhookWarningDeps = { readonly stores: Pick<Stores, 'webhooks'> };
 
 export function registerWebhookWarning(app: FastifyInstance, deps: WebhookWarningDeps): void {
   let known: { at: number; byInstitution: ReadonlyMap<string, readonly string[]> } | undefined;
