@@ -52,6 +52,12 @@ export interface Config {
    */
   readonly responsesInFlightMib: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /**
+   * Where the queues are: `postgres`, in the installation's own database (BullMQ's PostgreSQL
+   * backend), or `redis`, at REDIS_URL. Unset, it is `redis` when REDIS_URL is set and `postgres`
+   * otherwise; production without REDIS_URL must say which.
+   */
+  readonly queueBackend: (typeof QUEUE_BACKENDS)[number];
   readonly redisUrl: string;
   /** BullMQ key prefix in hash-tag form (`{refhub}`), so a queue's keys share one Redis Cluster slot. */
   readonly queuePrefix: string;
@@ -363,6 +369,9 @@ export const DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS: readonly number[] = [
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
+/** The queue backends (QUEUE_BACKEND): queue/backend.ts. */
+export const QUEUE_BACKENDS = ['postgres', 'redis'] as const;
+
 export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
   // Anything but these three stops the start: a typo such as `prod` must not turn production into
   // development, with demo keys and the sandbox EHR.
@@ -374,6 +383,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     '',
   );
   const signingKey = auditSigningKey(env);
+  const redisUrl = url(env, 'REDIS_URL', ['redis:', 'rediss:']);
   const config: Config = {
     env: mode,
     port,
@@ -391,7 +401,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
     responsesInFlightMib: integer(env, 'RESPONSES_IN_FLIGHT_MIB', 32, 1, 4096),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
-    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']) ?? 'redis://127.0.0.1:6379',
+    queueBackend: oneOf(env, 'QUEUE_BACKEND', QUEUE_BACKENDS, redisUrl === undefined ? 'postgres' : 'redis'),
+    redisUrl: redisUrl ?? 'redis://127.0.0.1:6379',
     queuePrefix: queuePrefix(env),
     ehrUrl: url(env, 'EHR_URL', mode === 'production' ? ['https:'] : ['http:', 'https:']),
     ehrToken: read(env, 'EHR_TOKEN'),
@@ -499,6 +510,18 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       'must not be elsewhere while ATTACHMENT_SCANNER names a scanner: choose one',
     );
   }
+  if (mode === 'production' && redisUrl === undefined) {
+    if (read(env, 'QUEUE_BACKEND') === undefined) {
+      throw new ConfigError(
+        'QUEUE_BACKEND',
+        'is required when NODE_ENV=production without REDIS_URL: postgres (the queues in the ' +
+          'database) or redis (with REDIS_URL); nothing is chosen for production by default',
+      );
+    }
+    if (config.queueBackend === 'redis') {
+      throw new ConfigError('REDIS_URL', 'is required when QUEUE_BACKEND=redis and NODE_ENV=production');
+    }
+  }
   return Object.freeze(config);
 }
 
@@ -586,6 +609,7 @@ const SHOWN: { readonly [K in keyof Config]-?: readonly [variable: string, shown
   rateLimitPerMinute: ['RATE_LIMIT_PER_MINUTE', 'value'],
   responsesInFlightMib: ['RESPONSES_IN_FLIGHT_MIB', 'value'],
   logLevel: ['LOG_LEVEL', 'value'],
+  queueBackend: ['QUEUE_BACKEND', 'value'],
   redisUrl: ['REDIS_URL', 'url'],
   queuePrefix: ['QUEUE_PREFIX', 'value'],
   ehrUrl: ['EHR_URL', 'url'],

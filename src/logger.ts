@@ -104,7 +104,7 @@ export interface OutageLog {
 }
 
 export interface OutageWording {
-  /** What the log's `outage` field names: `database`, `redis`. */
+  /** What the log's `outage` field names: `database`, `redis`, `queues` (in the database). */
   readonly dependency: string;
   readonly down: string;
   readonly up: string;

@@ -51,6 +51,7 @@ describe('loadConfig', () => {
     const config = loadConfig(
       {
         NODE_ENV: 'production',
+        QUEUE_BACKEND: 'postgres',
         PORT: '8080',
         HOST: '0.0.0.0',
         PUBLIC_URL: 'https://refhub.example/',
@@ -143,6 +144,7 @@ describe('loadConfig', () => {
   it('needs a key ring in production, from one place, and says what is wrong with one', () => {
     const production = {
       NODE_ENV: 'production',
+      QUEUE_BACKEND: 'postgres',
       EHR_URL: 'https://ehr.example/fhir',
       SESSION_SECRET: 's'.repeat(40),
       AUDIT_SIGNING_KEY,
@@ -170,6 +172,7 @@ describe('loadConfig', () => {
   it('needs AUDIT_SIGNING_KEY in production, so that no checkpoint of the audit trail goes unsigned', () => {
     const production = {
       NODE_ENV: 'production',
+      QUEUE_BACKEND: 'postgres',
       EHR_URL: 'https://ehr.example/fhir',
       SESSION_SECRET: 's'.repeat(40),
       DATA_KEYS,
@@ -276,6 +279,7 @@ describe('loadConfig', () => {
   it('refuses to start in production with no scanner, unless files are scanned before refhub', () => {
     const production = {
       NODE_ENV: 'production',
+      QUEUE_BACKEND: 'postgres',
       EHR_URL: 'https://ehr.example.org/referrals',
       SESSION_SECRET: 's'.repeat(40),
       DATA_KEYS,
@@ -320,6 +324,7 @@ describe('loadConfig', () => {
     expect(loadConfig({ NODE_ENV: 'test' }).apiDocs).toBe('public');
     const production = {
       NODE_ENV: 'production',
+      QUEUE_BACKEND: 'postgres',
       EHR_URL: 'https://ehr.example.org/referrals',
       SESSION_SECRET: 's'.repeat(40),
       DATA_KEYS,
@@ -335,9 +340,9 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(
       /^EHR_URL: is required when NODE_ENV=production/,
     );
-    expect(() => loadConfig({ NODE_ENV: 'production', EHR_URL: 'http://ehr.example/x' })).toThrow(
-      /^EHR_URL: must use https:/,
-    );
+    expect(() =>
+      loadConfig({ NODE_ENV: 'production', QUEUE_BACKEND: 'postgres', EHR_URL: 'http://ehr.example/x' }),
+    ).toThrow(/^EHR_URL: must use https:/);
     expect(loadConfig({ EHR_URL: 'http://127.0.0.1:4010/ehr/referrals' }).ehrUrl).toBe(
       'http://127.0.0.1:4010/ehr/referrals',
     );
@@ -346,6 +351,7 @@ describe('loadConfig', () => {
   it('refuses in production an EHR_URL that reaches a non-public address, unless it is allowed', async () => {
     const production = {
       NODE_ENV: 'production',
+      QUEUE_BACKEND: 'postgres',
       SESSION_SECRET: 's'.repeat(32),
       DATA_KEYS,
       AUDIT_SIGNING_KEY,
@@ -446,5 +452,31 @@ describe('loadConfig', () => {
     const load = () => loadConfig({ [name]: value });
     expect(load).toThrow(ConfigError);
     expect(load).toThrow(message);
+  });
+
+  it('puts the queues in the database unless Redis is chosen, and makes production choose', () => {
+    expect(loadConfig({}).queueBackend).toBe('postgres');
+    expect(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379' }).queueBackend).toBe('redis');
+    expect(loadConfig({ QUEUE_BACKEND: 'redis' }).queueBackend).toBe('redis');
+    expect(loadConfig({ QUEUE_BACKEND: 'postgres', REDIS_URL: 'redis://127.0.0.1:6379' }).queueBackend).toBe(
+      'postgres',
+    );
+    expect(() => loadConfig({ QUEUE_BACKEND: 'kafka' })).toThrow(
+      /^QUEUE_BACKEND: must be one of postgres, redis, got "kafka"/,
+    );
+    const production = {
+      NODE_ENV: 'production',
+      EHR_URL: 'https://ehr.example/fhir',
+      SESSION_SECRET: 's'.repeat(40),
+      DATA_KEYS,
+      AUDIT_SIGNING_KEY,
+      ATTACHMENT_SCANNING: 'elsewhere',
+    };
+    expect(() => loadConfig(production)).toThrow(/^QUEUE_BACKEND: is required when NODE_ENV=production/);
+    expect(() => loadConfig({ ...production, QUEUE_BACKEND: 'redis' })).toThrow(
+      /^REDIS_URL: is required when QUEUE_BACKEND=redis/,
+    );
+    expect(loadConfig({ ...production, QUEUE_BACKEND: 'postgres' }).queueBackend).toBe('postgres');
+    expect(loadConfig({ ...production, REDIS_URL: 'redis://127.0.0.1:6379' }).queueBackend).toBe('redis');
   });
 });

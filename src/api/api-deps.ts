@@ -49,8 +49,8 @@ export interface ApiDeps {
   /** Times people read on the web pages, in DISPLAY_TIME_ZONE. */
   readonly displayTime: DisplayTime;
   readonly metrics: Metrics;
-  /** Asked only by readiness; the producer connects to Redis on first use. */
-  readonly queues: Pick<QueueProducer, 'health'>;
+  /** Asked only by readiness and the doctor; the producer reaches the queues on first use. */
+  readonly queues: Pick<QueueProducer, 'health' | 'backend'>;
   /** Set when the process begins to stop: readiness answers "draining". */
   readonly lifecycle: { readonly draining: boolean };
   readonly apiKeys: Pick<ApiKeyService, 'authenticate'>;

@@ -8,11 +8,9 @@
 // It checks with the settings of the shell it runs in, which need not be those a running refhub was
 // started with. `refhub doctor --server URL` asks the running process instead (`GET /doctor`, with
 // an ops key): its own checks and its effective settings, secrets only as set or unset.
-import type { Redis } from 'ioredis';
 import { describeConfig, type Config, type SettingView } from '../config.ts';
 import { DataDirLockedError, type LockHolder } from '../db/data-dir-lock.ts';
 import type { Store } from '../db/database.ts';
-import { checkRedis } from '../queue/connections.ts';
 import {
   CHECK_STATUSES,
   ehrUrlCheck,
@@ -20,7 +18,6 @@ import {
   notChecked,
   passed,
   pdfCheckerCheck,
-  redisCheck,
   scannerCheck,
   storeCheckNames,
   storeChecks,
@@ -36,8 +33,11 @@ export interface DoctorDeps {
   readonly config: Config;
   /** Opens the configured store without migrating it: PGlite in DATA_DIR, or one PostgreSQL connection. */
   readonly openStore: () => Promise<Store>;
-  /** Opens a producer's connection to REDIS_URL (the doctor disconnects it). */
-  readonly connectRedis: () => Redis;
+  /**
+   * Checks the queues where QUEUE_BACKEND puts them: Redis, or the database of `store` (undefined
+   * when it could not be opened).
+   */
+  readonly checkQueues: (store: Store | undefined) => Promise<DoctorCheck>;
   /** Asks clamd at ATTACHMENT_SCANNER for PONG (one connection, closed again). */
   readonly pingScanner: ScannerPing;
 }
@@ -48,7 +48,8 @@ export interface DoctorFindings {
   readonly holder: LockHolder | undefined;
 }
 
-async function localStoreChecks({ config, openStore }: DoctorDeps): Promise<DoctorFindings> {
+/** The store's checks and the queues', made while the store is open. */
+async function localStoreChecks({ config, openStore, checkQueues }: DoctorDeps): Promise<DoctorFindings> {
   const engine = config.databaseUrl === undefined ? 'pglite' : 'postgres';
   let store: Store;
   try {
@@ -65,6 +66,7 @@ async function localStoreChecks({ config, openStore }: DoctorDeps): Promise<Doct
             `DATA_DIR ${config.dataDir} is held by process ${holder.pid} ("${holder.command}")`,
           ),
           ...storeCheckNames('pglite').map((name) => notChecked(name, why)),
+          await checkQueues(undefined),
         ],
       };
     }
@@ -75,6 +77,7 @@ async function localStoreChecks({ config, openStore }: DoctorDeps): Promise<Doct
         ...storeCheckNames(engine)
           .slice(1)
           .map((name) => notChecked(name, 'the database could not be opened')),
+        await checkQueues(undefined),
       ],
     };
   }
@@ -83,26 +86,17 @@ async function localStoreChecks({ config, openStore }: DoctorDeps): Promise<Doct
       store.engine === 'pglite'
         ? [passed('pglite lock', `DATA_DIR ${config.dataDir} is free; no refhub holds it`)]
         : [];
-    return { holder: undefined, checks: [...lock, ...(await storeChecks(store.probe, store.engine))] };
+    const checks = await storeChecks(store.probe, store.engine);
+    return { holder: undefined, checks: [...lock, ...checks, await checkQueues(store)] };
   } finally {
     await store.close();
   }
 }
 
-async function localRedisCheck(deps: DoctorDeps): Promise<DoctorCheck> {
-  const redis = deps.connectRedis();
-  try {
-    return redisCheck((await checkRedis(redis)).problem);
-  } finally {
-    redis.disconnect();
-  }
-}
-
 /** The checks, made with this shell's settings. */
 export async function runDoctor(deps: DoctorDeps): Promise<DoctorFindings> {
-  const [store, redis, scanner, pdf] = await Promise.all([
+  const [store, scanner, pdf] = await Promise.all([
     localStoreChecks(deps),
-    localRedisCheck(deps),
     scannerCheck(deps.config, deps.pingScanner),
     pdfCheckerCheck(deps.config),
   ]);
@@ -114,7 +108,6 @@ export async function runDoctor(deps: DoctorDeps): Promise<DoctorFindings> {
     holder: store.holder,
     checks: [
       ...store.checks,
-      redis,
       { ...ehr, detail: `${ehr.detail} (EHR_URL of ${whose})` },
       { ...scanner, detail: `${scanner.detail} (ATTACHMENT_SCANNER of ${whose})` },
       { ...pdf, detail: `${pdf.detail} (QPDF_PATH of ${whose})` },

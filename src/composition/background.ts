@@ -7,7 +7,6 @@ import type { AppContext } from './context.ts';
 import { listenForChanges } from '../db/change-notifications.ts';
 import { createEhrClient, type EhrClient } from '../workers/forwarding/ehr-client.ts';
 import { createEhrCircuit, type CircuitSettings } from '../workers/forwarding/ehr-circuit.ts';
-import { closeRedis, connectRedis } from '../queue/connections.ts';
 import { createOutboxRelay, type OutboxRelay } from '../queue/outbox-relay.ts';
 import { outboxBatchHandlers, outboxHandlers } from '../queue/outbox-topics.ts';
 import { createReconciler, type Reconciler } from '../queue/reconciler.ts';
@@ -64,7 +63,7 @@ export function circuitSettings(config: AppContext['config']): CircuitSettings {
 
 export function startBackground(ctx: AppContext, options: BackgroundOptions): Background {
   const { config, logger } = ctx;
-  const connection = connectRedis(config.redisUrl, 'worker', logger);
+  const backend = ctx.queueBackend('worker');
   const ehr = createEhrClient({
     url: options.ehrUrl,
     token: config.ehrToken,
@@ -94,8 +93,8 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
         maxAttempts: config.ehrMaxAttempts,
       },
       {
-        connection,
-        queuePrefix: config.queuePrefix,
+        backend,
+        backlog: ctx.stores.forwarding.backlog,
         backoffBaseMs: config.ehrBackoffBaseMs,
         formBytes: config.ehrFormsInFlightMib * 1024 * 1024,
       },
@@ -107,11 +106,11 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
         logger: logger.child({ worker: REMINDERS_QUEUE }),
         metrics: ctx.metrics,
       },
-      { connection, queuePrefix: config.queuePrefix },
+      { backend },
     ),
     startWebhookWorker(
       { ...ctx.webhookDelivery(), logger: logger.child({ worker: WEBHOOKS_QUEUE }) },
-      { connection, queuePrefix: config.queuePrefix, retryScheduleMs: config.webhookRetryScheduleMs },
+      { backend, retryScheduleMs: config.webhookRetryScheduleMs },
     ),
   ];
   // Attachments are scanned where a scanner is configured; elsewhere none waits for a scan.
@@ -126,7 +125,7 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
           scanner: createClamdClient({ ...scanner, timeoutMs: config.attachmentScanTimeoutSeconds * 1000 }),
           logger: logger.child({ worker: ATTACHMENT_SCAN_QUEUE }),
         },
-        { connection, queuePrefix: config.queuePrefix },
+        { backend },
       ),
     );
   }
@@ -182,7 +181,7 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
       await webhookRelay.stop();
       await reconciler.stop();
       await ehr.close();
-      await closeRedis(connection);
+      await backend.close();
     },
   };
 }

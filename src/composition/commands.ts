@@ -7,7 +7,7 @@ import { InvalidArgumentError } from 'commander';
 import { loadConfig, opsKeyFromEnv, type Config } from '../config.ts';
 import { configuredStoreTarget, MIGRATION_NAMES, openStore } from '../db/database.ts';
 import { createLogger } from '../logger.ts';
-import { connectRedis } from '../queue/connections.ts';
+import { postgresQueueBackend, redisQueueBackend } from '../queue/backend.ts';
 import { createSandboxEhr } from '../sandbox-ehr/sandbox-ehr.ts';
 import { createKey, listKeys, revokeKey, type CreateKeyOptions } from '../cli/api-key.command.ts';
 import {
@@ -102,7 +102,24 @@ export async function doctorCommand(options: { server?: string; opsKey?: string 
   await doctor({
     config,
     openStore: () => openStore(configuredStoreTarget(config, 'refhub doctor', { poolSize: 1 })),
-    connectRedis: () => connectRedis(config.redisUrl, 'producer', logger),
+    checkQueues: async (store) => {
+      const { notChecked, queuesCheck } = await import('../services/doctor-checks.ts');
+      if (config.queueBackend === 'postgres' && store === undefined) {
+        return notChecked(
+          'queues',
+          'QUEUE_BACKEND=postgres: the queues are in the database, which could not be opened',
+        );
+      }
+      const backend =
+        store === undefined || config.queueBackend === 'redis'
+          ? redisQueueBackend(config, 'producer', logger)
+          : postgresQueueBackend(store.queueDatabase(), logger);
+      try {
+        return queuesCheck(backend, await backend.health());
+      } finally {
+        await backend.close();
+      }
+    },
     pingScanner,
   });
 }

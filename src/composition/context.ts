@@ -45,6 +45,13 @@ import {
   createWebhookSubscriptions,
   type WebhookSubscriptions,
 } from '../services/webhooks/webhooks.service.ts';
+import {
+  migrateQueues,
+  postgresQueueBackend,
+  redisQueueBackend,
+  type QueueBackend,
+} from '../queue/backend.ts';
+import type { ConnectionRole } from '../queue/connections.ts';
 import { createQueueProducer, type QueueProducer } from '../queue/producer.ts';
 import { claimLeaseMs } from '../queue/prefix-claim.ts';
 import { createMetrics, type Metrics } from '../observability/metrics.ts';
@@ -101,15 +108,20 @@ export interface AppContext {
   readonly accessReport: AccessReport;
   /** What a webhook delivery needs (the HTTP client is opened on first use). */
   readonly webhookDelivery: () => DeliveryDeps;
-  /** An operator's replay of webhook deliveries (enqueues at once: Redis must be up). */
+  /** An operator's replay of webhook deliveries (enqueues at once: the queues must be reachable). */
   readonly webhookReplay: WebhookReplay;
-  /** The queue producer, connected to Redis on first use (operator commands never touch Redis). */
+  /** The queue producer, made on first use (operator commands that add no jobs never reach the queues). */
   readonly queues: QueueProducer;
   /** This installation's ID, kept in its database (made on first use). */
   installationId(): Promise<string>;
   /**
-   * Claims the queue prefix for this installation in Redis (queue/prefix-claim.ts): anything that
-   * runs or adds queue work does it first, and refuses to go on when another installation holds it.
+   * A new backend of the queues (QUEUE_BACKEND) for producers or for workers: `refhub worker` and
+   * `refhub all` make one for their workers and close it as they stop.
+   */
+  queueBackend(role: ConnectionRole): QueueBackend;
+  /**
+   * Claims the queues for this installation (queue/backend.ts): anything that runs or adds queue
+   * work does it first, and refuses to go on when another installation holds them.
    */
   claimQueues(): Promise<void>;
   /** Gives the claim back (an embedded installation, which is one process, as it stops). */
@@ -267,8 +279,16 @@ export async function createContext(
   const displayTime = displayTimeIn(config.displayTimeZone);
   const renderForm = (source: EhrFormSource) => renderEhrForm(source, displayTime);
   const deps = { stores, clock, links: linkMinter };
+  // BullMQ's schema in the database, created or upgraded before a queue is made (queue/backend.ts).
+  if (config.queueBackend === 'postgres') await migrateQueues(store.queueDatabase());
+  /** The queues' backend for producers or workers: each role its own (a Redis connection each). */
+  const queueBackend = (role: ConnectionRole): QueueBackend =>
+    config.queueBackend === 'postgres'
+      ? postgresQueueBackend(store.queueDatabase(), logger)
+      : redisQueueBackend(config, role, logger);
   let queues: QueueProducer | undefined;
-  const queueProducer = () => (queues ??= createQueueProducer(config, logger));
+  const queueProducer = () =>
+    (queues ??= createQueueProducer(config, queueBackend('producer'), stores.forwarding.backlog, logger));
   let installation: Promise<string> | undefined;
   const installationId = () => (installation ??= stores.installation.installationId());
   // Renewed by each reconciler pass, so it outlives the gaps between them.
@@ -401,6 +421,7 @@ export async function createContext(
       return queueProducer();
     },
     installationId,
+    queueBackend,
     claimQueues,
     releaseQueues,
     metrics,

@@ -51,10 +51,10 @@ async function ehrTarget(ctx: AppContext): Promise<{ url: string; close: () => P
 }
 
 /**
- * Claims the queue prefix for this installation before anything touches the queues, and refuses to
- * start when another installation holds it (queue/prefix-claim.ts). Redis down at start does not stop
- * a start (work waits in the outbox): the reconciler of a process with workers claims it on its first
- * pass after Redis is back.
+ * Claims the queues for this installation before anything touches them, and refuses to start when
+ * another installation holds them (queue/backend.ts: a Redis prefix; queues in the database are the
+ * installation's own). Queues out of reach at start do not stop a start (work waits in the outbox):
+ * the reconciler of a process with workers claims them on its first pass after they are back.
  */
 async function claimQueues(ctx: AppContext, withBackground: boolean): Promise<void> {
   try {
@@ -63,7 +63,7 @@ async function claimQueues(ctx: AppContext, withBackground: boolean): Promise<vo
     if ((error as { code?: unknown }).code === QUEUE_UNAVAILABLE) {
       const later = withBackground ? '; it is claimed once Redis is back' : '';
       ctx.logger.warn(
-        { check: 'redis' },
+        { check: 'queues' },
         `Redis is unreachable: the queue prefix ${ctx.config.queuePrefix} is not claimed yet${later}`,
       );
       return;
@@ -114,9 +114,9 @@ export async function serve(command: ServeCommand): Promise<void> {
     });
   }
   memoryAt('catalog');
-  const redis = await ctx.queues.health();
-  if (redis.problem !== undefined)
-    ctx.logger.error({ check: 'redis' }, `${redis.problem}; /readyz fails until it is fixed`);
+  const queues = await ctx.queues.health();
+  if (queues.problem !== undefined)
+    ctx.logger.error({ check: 'queues' }, `${queues.problem}; /readyz fails until it is fixed`);
 
   const ehr = withBackground ? await ehrTarget(ctx) : undefined;
   const { startBackground } = await import('./background.ts');
@@ -192,6 +192,13 @@ export async function serve(command: ServeCommand): Promise<void> {
   } else {
     banner.push(`refhub ${VERSION} worker is running on ${storeName}; health and metrics at ${address}`);
   }
+  const backend = ctx.queues.backend;
+  banner.push(
+    queues.problem === undefined
+      ? `  Queues: ${backend.address} (QUEUE_BACKEND=${backend.name})`
+      : `  Queues UNREACHABLE at ${backend.address} (QUEUE_BACKEND=${backend.name}): ${queues.problem}; ` +
+          'requests are taken and their work waits in the outbox until the queues are back',
+  );
   if (ehr !== undefined)
     banner.push(`  Forms go to ${config.ehrUrl === undefined ? 'the sandbox EHR' : 'the EHR'} at ${ehr.url}`);
   if (pdfProblem !== undefined) {

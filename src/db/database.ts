@@ -2,6 +2,7 @@
 // otherwise. Both speak the same SQL and run the same migrations.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import v8 from 'node:v8';
 import {
   Kysely,
@@ -15,6 +16,12 @@ import {
 import { Migrator, type MigrationResultSet } from 'kysely/migration';
 import pg from 'pg';
 import { lockDataDir } from './data-dir-lock.ts';
+import {
+  pgliteQueueDatabase,
+  postgresQueueDatabase,
+  relayNotifications,
+  type QueueDatabase,
+} from './queue-database.ts';
 import { migrations } from './migrations/index.ts';
 import { MigrationFailedError, type StorePlace } from './store-failure.ts';
 import type { Database } from './schema.ts';
@@ -28,6 +35,11 @@ export interface Store {
   connections(): { readonly held: number; readonly max: number };
   /** Asks the database about itself: for readiness and the doctor, which hold no database handle. */
   readonly probe: DatabaseProbe;
+  /**
+   * The queues' database, for BullMQ's PostgreSQL backend (queue-database.ts): made on first use,
+   * closed with the store.
+   */
+  queueDatabase(): QueueDatabase;
   close(): Promise<void>;
 }
 
@@ -292,7 +304,21 @@ export async function openStore(target: StoreTarget): Promise<Store> {
       client.on('error', () => undefined);
     });
     const { db, connections } = storeOver(target.preparedStatements === false ? pool : preparing(pool), max);
-    return { db, engine: 'postgres', connections, probe: databaseProbe(db), close: () => db.destroy() };
+    let queues: QueueDatabase | undefined;
+    return {
+      db,
+      engine: 'postgres',
+      connections,
+      probe: databaseProbe(db),
+      queueDatabase: () => (queues ??= postgresQueueDatabase(target.url)),
+      close: async () => {
+        try {
+          await queues?.close();
+        } finally {
+          await db.destroy();
+        }
+      },
+    };
   }
   // No dataDir means an in-memory database (tests).
   const release =
@@ -321,12 +347,20 @@ export async function openStore(target: StoreTarget): Promise<Store> {
     // instead of running inside it. It never closes for being idle: PGlite lives as long as the store.
     const pool = new pg.Pool(Object.assign(createPgConfig(client), { max: 1, idleTimeoutMillis: 0 }));
     pool.on('error', () => undefined);
+    // The queues share the session (queue-database.ts): its notifications are theirs.
+    const notifications = new EventEmitter();
+    relayNotifications(pool, notifications);
     const { db, connections } = storeOver(preparing(pool), 1);
+    let queues: QueueDatabase | undefined;
     return {
       db,
       engine: 'pglite',
       connections,
       probe: databaseProbe(db),
+      queueDatabase: () =>
+        (queues ??= pgliteQueueDatabase(pool, notifications, () => {
+          if (insideTransaction.getStore() === true) throw new StatementOutsideTransactionError();
+        })),
       close: async () => {
         try {
           await db.destroy();

@@ -330,6 +330,13 @@ export interface EhrFormsTable {
   created_at: Timestamp;
 }
 
+/** One forward waiting for a worker, in its institution's backlog (migration 0021, queue/forward.queue.ts). */
+export interface ForwardBacklogTable {
+  institution: string;
+  job_id: string;
+  added_at: Date;
+}
+
 export interface EhrCircuitTable {
   name: string;
   state: 'closed' | 'open';
@@ -442,6 +449,7 @@ export interface Database {
   reminder_notifications: ReminderNotificationsTable;
   ehr_forms: EhrFormsTable;
   ehr_circuit: EhrCircuitTable;
+  forward_backlog: ForwardBacklogTable;
   referral_events: ReferralEventsTable;
   webhook_subscriptions: WebhookSubscriptionsTable;
   webhook_attempts: WebhookAttemptsTable;

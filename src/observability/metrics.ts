@@ -179,7 +179,7 @@ export function createMetrics() {
   });
   new Gauge({
     name: 'refhub_queue_jobs',
-    help: 'Jobs per queue and state, read from Redis at scrape time',
+    help: 'Jobs per queue and state, read from the queues at scrape time',
     labelNames: ['queue', 'state'] as const,
     registers: [registry],
     async collect() {

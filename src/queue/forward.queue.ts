@@ -9,15 +9,15 @@
 // forward of every institution comes before the second of any: one clinic's import of thousands
 // waits behind each other clinic's next forward, and while nobody else has work it gets every slot.
 //
-// The backlog of an institution is a sorted set of its job IDs, scored by when each was added:
-// added with its job, removed when a worker starts it. A job ID the queue did not take (coalesced
-// into the referral's live job) is removed at once. An entry whose job never starts (its add failed
-// after the rank was written and the referral went out under another version, or an operator
-// removed the job) counts only until it is older than ORDER_HORIZON_MS: it raises its institution's
-// ranks for an hour at most. The price is that forwards waiting longer than that (an EHR outage) no
-// longer count toward their institution's next ranks. Keys hold institution and job IDs only.
+// The backlog of an institution is kept in the database (db/forwarding/backlog.ts), whichever backend
+// holds the queues: an entry is added with its job and removed when a worker starts it. A job ID the
+// queue did not take (coalesced into the referral's live job) is removed at once. An entry whose job
+// never starts (its add failed after the rank was written and the referral went out under another
+// version, or an operator removed the job) counts only until it is older than ORDER_HORIZON_MS: it
+// raises its institution's ranks for an hour at most. The price is that forwards waiting longer than
+// that (an EHR outage) no longer count toward their institution's next ranks. Rows hold institution
+// and job IDs only.
 import type { JobsOptions, Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { messageIdOf } from '../domain/ids.ts';
 import { OUTBOX_TOPICS } from '../domain/lifecycle.ts';
 import { LIVE_STATES, PROMPT_RECOVERY, RETENTION, type WorkerDefaults } from './job-settings.ts';
@@ -68,66 +68,41 @@ export const FORWARD_WORKER_DEFAULTS = {
 export type ForwardQueue = Queue<ForwardPayload>;
 
 export interface ForwardSettings {
-  readonly queuePrefix: string;
   readonly ehrMaxAttempts: number;
 }
 
-/** How long an entry counts in its institution's backlog; the key expires this long after its last add. */
+/** How long an entry counts in its institution's backlog. */
 export const ORDER_HORIZON_MS = 60 * 60 * 1000;
 
 /** BullMQ's largest priority (2^21); ranks beyond it share it. */
 export const MAX_PRIORITY = 2 ** 21;
 
-function backlogKey(queuePrefix: string, institution: string): string {
-  return `${queuePrefix}:forward-backlog:${institution}`;
+/** Each institution's backlog of forwards (the forwarding store's `backlog`). */
+export interface ForwardBacklog {
+  rank(entries: readonly BacklogEntry[], now: Date, since: Date): Promise<number[]>;
+  forget(entries: readonly BacklogEntry[]): Promise<void>;
+}
+
+/** A forward in its institution's backlog. */
+export interface BacklogEntry {
+  readonly institution: string;
+  readonly jobId: string;
 }
 
 /**
  * Adds each forward to its institution's backlog, in order, and returns each one's rank in it once
- * added (one round trip for the batch, as one transaction: no other batch's ranks come between).
+ * added (db/forwarding/backlog.ts).
  */
-export async function rankForwards(
-  redis: Redis,
-  queuePrefix: string,
+export function rankForwards(
+  backlog: ForwardBacklog,
   forwards: readonly QueuedForward[],
   now: number,
 ): Promise<number[]> {
-  const multi = redis.multi();
-  const keys = new Set<string>();
-  // Where each forward's rank is among the replies.
-  const rankAt: number[] = [];
-  let commands = 0;
-  for (const forward of forwards) {
-    const key = backlogKey(queuePrefix, forward.institution);
-    if (!keys.has(key)) {
-      keys.add(key);
-      multi.zremrangebyscore(key, '-inf', `(${String(now - ORDER_HORIZON_MS)}`);
-      commands++;
-    }
-    multi.zadd(key, 'NX', now, forwardJobId(forward.referralId, forward.version));
-    multi.zcard(key);
-    rankAt.push(commands + 1);
-    commands += 2;
-  }
-  for (const key of keys) multi.pexpire(key, ORDER_HORIZON_MS);
-  const replies = await multi.exec();
-  if (replies === null) throw new Error('the forward ranks were not written (transaction discarded)');
-  for (const [error] of replies) if (error !== null) throw error;
-  return rankAt.map((at) => Number(replies[at]?.[1]));
-}
-
-/** Takes forwards out of their institutions' backlogs (started, or never added to the queue). */
-export async function forgetForwards(
-  redis: Redis,
-  queuePrefix: string,
-  forwards: readonly { readonly institution: string; readonly jobId: string }[],
-): Promise<void> {
-  if (forwards.length === 0) return;
-  // Independent removals: one round trip, no transaction.
-  const pipeline = redis.pipeline();
-  for (const f of forwards) pipeline.zrem(backlogKey(queuePrefix, f.institution), f.jobId);
-  const results = await pipeline.exec();
-  for (const [error] of results ?? []) if (error !== null) throw error;
+  return backlog.rank(
+    forwards.map((f) => ({ institution: f.institution, jobId: forwardJobId(f.referralId, f.version) })),
+    new Date(now),
+    new Date(now - ORDER_HORIZON_MS),
+  );
 }
 
 /** The BullMQ priority of a forward of rank `rank`. */
@@ -153,11 +128,11 @@ function forwardOptions(settings: ForwardSettings, payload: ForwardPayload, rank
  */
 export async function enqueueForwards(
   queue: ForwardQueue,
-  redis: Redis,
+  backlog: ForwardBacklog,
   settings: ForwardSettings,
   forwards: readonly QueuedForward[],
 ): Promise<void> {
-  const ranks = await rankForwards(redis, settings.queuePrefix, forwards, Date.now());
+  const ranks = await rankForwards(backlog, forwards, Date.now());
   const jobs = await queue.addBulk(
     forwards.map((forward, i) => ({
       name: 'forward',
@@ -169,7 +144,7 @@ export async function enqueueForwards(
     const jobId = forwardJobId(forward.referralId, forward.version);
     return jobs[i]?.id === jobId ? [] : [{ institution: forward.institution, jobId }];
   });
-  await forgetForwards(redis, settings.queuePrefix, coalesced);
+  await backlog.forget(coalesced);
 }
 
 /** Whether a job for the referral's forward waits, is delayed or runs; it only reads. */
@@ -191,7 +166,7 @@ export async function forwardIsLive(
  */
 export async function ensureForward(
   queue: ForwardQueue,
-  redis: Redis,
+  backlog: ForwardBacklog,
   settings: ForwardSettings,
   forward: QueuedForward,
 ): Promise<boolean> {
@@ -205,6 +180,6 @@ export async function ensureForward(
     if (LIVE_STATES.has(await leftover.getState())) return false;
     await leftover.remove();
   }
-  await enqueueForwards(queue, redis, settings, [forward]);
+  await enqueueForwards(queue, backlog, settings, [forward]);
   return true;
 }

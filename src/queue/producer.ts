@@ -1,18 +1,23 @@
 // The producer side of the queues: the only code that adds jobs and job schedulers. It is used by the
-// outbox relay and the reconciler, never by a request (requests write outbox rows instead). Its Redis
-// connection fails fast, so a Redis outage surfaces as an error the relay can retry later.
-import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+// outbox relay and the reconciler, never by a request (requests write outbox rows instead). Each call
+// waits only briefly for the queues (backend.ts, `ready`), so an outage surfaces as an error the relay
+// can retry later.
+import type { Queue } from 'bullmq';
 import { createOutageLog, type Logger } from '../logger.ts';
-import { checkRedis, closeRedis, connectRedis, connected, settled, type RedisHealth } from './connections.ts';
+import { outageName, type QueueBackend, type QueueHealth } from './backend.ts';
 import {
   ATTACHMENT_SCAN_QUEUE,
   enqueueScans,
   ensureScan,
   type ScanPayload,
 } from './attachment-scan.queue.ts';
-import { enqueueForwards, ensureForward, FORWARD_QUEUE, type QueuedForward } from './forward.queue.ts';
-import { claimQueuePrefix, releaseQueuePrefix } from './prefix-claim.ts';
+import {
+  enqueueForwards,
+  ensureForward,
+  FORWARD_QUEUE,
+  type ForwardBacklog,
+  type QueuedForward,
+} from './forward.queue.ts';
 import { QUEUE_NAMES, type QueueName, type QueuePayloads } from './registry.ts';
 import {
   hasReminderSchedule,
@@ -26,8 +31,6 @@ import { enqueueWebhooks, WEBHOOKS_QUEUE, type WebhookPayload } from './webhooks
 export type { ReminderSchedule } from './reminders.queue.ts';
 
 export interface QueueSettings {
-  readonly redisUrl: string;
-  readonly queuePrefix: string;
   readonly ehrMaxAttempts: number;
   /** The waits before each webhook retry; the attempts they give are `webhookMaxAttempts`. */
   readonly webhookRetryScheduleMs: readonly number[];
@@ -41,7 +44,8 @@ export type Queues = { readonly [N in QueueName]: Queue<QueuePayloads[N]> };
 
 export interface QueueProducer {
   readonly queues: Queues;
-  readonly redis: Redis;
+  /** Where the queues are (QUEUE_BACKEND). */
+  readonly backend: QueueBackend;
   /**
    * Adds the forward job for `forward.version`, ranked in its institution's backlog (forward.queue.ts).
    * Jobs for one referral coalesce (deduplication keyed by the referral): while one waits, a new
@@ -49,7 +53,7 @@ export interface QueueProducer {
    * runs, one more is kept to run after it.
    */
   enqueueForward(forward: QueuedForward): Promise<void>;
-  /** `enqueueForward` for many, in order: the ranks in one round trip to Redis, the jobs in another. */
+  /** `enqueueForward` for many, in order: the ranks in one statement, the jobs in one round trip. */
   enqueueForwards(forwards: readonly QueuedForward[]): Promise<void>;
   /**
    * Makes sure a forward job is live for the referral: does nothing when one is waiting, delayed or
@@ -82,10 +86,10 @@ export interface QueueProducer {
    * finished) and adds it under the same ID. Returns whether it added one.
    */
   ensureScan(payload: ScanPayload): Promise<boolean>;
-  health(): Promise<RedisHealth>;
+  health(): Promise<QueueHealth>;
   /**
-   * Claims the queue prefix for the installation (prefix-claim.ts); throws QueuePrefixTakenError when
-   * another installation holds it, and an error coded QUEUE_UNAVAILABLE when Redis cannot be reached.
+   * Claims the queues for the installation (backend.ts); throws QueuePrefixTakenError when another
+   * installation holds them, and an error coded QUEUE_UNAVAILABLE when they cannot be reached.
    */
   claim(installationId: string, leaseMs: number): Promise<void>;
   /** Gives the claim back if the installation holds it (prefix-claim.ts). */
@@ -93,45 +97,53 @@ export interface QueueProducer {
   close(): Promise<void>;
 }
 
-export function createQueueProducer(settings: QueueSettings, logger: Logger): QueueProducer {
-  const redis = connectRedis(settings.redisUrl, 'producer', logger);
+/**
+ * The producer over `backend` (which it closes with itself), ranking forwards in `backlog`.
+ */
+export function createQueueProducer(
+  settings: QueueSettings,
+  backend: QueueBackend,
+  backlog: ForwardBacklog,
+  logger: Logger,
+): QueueProducer {
   // Every failed call of every queue emits `error`: during an outage, one line when it starts and
   // one with the count when it ends.
   const outage = createOutageLog(logger, {
-    dependency: 'redis',
+    dependency: outageName(backend),
     down: 'queue error: the queues cannot be reached; work waits in the outbox',
     up: 'the queues are reachable again',
   });
-  redis.on('ready', () => {
+  backend.onRestored(() => {
     outage.recovered();
   });
   const make = <N extends QueueName>(name: N) => {
-    const queue = new Queue<QueuePayloads[N]>(name, { connection: redis, prefix: settings.queuePrefix });
+    const queue = backend.queue<QueuePayloads[N]>(name);
     queue.on('error', (error: Error) => {
       outage.failed({ queue: name, err: { message: error.message } });
     });
     return queue;
   };
   const queues = Object.fromEntries(QUEUE_NAMES.map((name) => [name, make(name)])) as unknown as Queues;
+  const ready = () => backend.ready();
 
   return {
     queues,
-    redis,
+    backend,
 
     async enqueueForward(forward) {
-      await connected(redis);
-      await enqueueForwards(queues[FORWARD_QUEUE], redis, settings, [forward]);
+      await ready();
+      await enqueueForwards(queues[FORWARD_QUEUE], backlog, settings, [forward]);
     },
 
     async enqueueForwards(forwards) {
       if (forwards.length === 0) return;
-      await connected(redis);
-      await enqueueForwards(queues[FORWARD_QUEUE], redis, settings, forwards);
+      await ready();
+      await enqueueForwards(queues[FORWARD_QUEUE], backlog, settings, forwards);
     },
 
     async ensureForward(forward) {
-      await connected(redis);
-      return ensureForward(queues[FORWARD_QUEUE], redis, settings, forward);
+      await ready();
+      return ensureForward(queues[FORWARD_QUEUE], backlog, settings, forward);
     },
 
     async jobCounts(name) {
@@ -141,59 +153,41 @@ export function createQueueProducer(settings: QueueSettings, logger: Logger): Qu
     },
 
     async hasReminderSchedule(referralId) {
-      await connected(redis);
+      await ready();
       return hasReminderSchedule(queues[REMINDERS_QUEUE], referralId);
     },
 
     async scheduleReminders(referralId, schedule) {
-      await connected(redis);
+      await ready();
       await scheduleReminders(queues[REMINDERS_QUEUE], referralId, schedule);
     },
 
     async removeReminders(referralId) {
-      await connected(redis);
+      await ready();
       await removeReminders(queues[REMINDERS_QUEUE], referralId);
     },
 
     async enqueueWebhooks(payloads, replay) {
       if (payloads.length === 0) return;
-      await connected(redis);
+      await ready();
       await enqueueWebhooks(queues[WEBHOOKS_QUEUE], settings, payloads, replay);
     },
 
     async enqueueScans(payloads) {
       if (payloads.length === 0) return;
-      await connected(redis);
+      await ready();
       await enqueueScans(queues[ATTACHMENT_SCAN_QUEUE], payloads);
     },
 
     async ensureScan(payload) {
-      await connected(redis);
+      await ready();
       return ensureScan(queues[ATTACHMENT_SCAN_QUEUE], payload);
     },
 
-    health: () => checkRedis(redis, `${settings.queuePrefix}:readiness-probe`),
+    health: () => backend.health(),
+    claim: (installationId, leaseMs) => backend.claim(installationId, leaseMs),
+    release: (installationId) => backend.release(installationId),
 
-    async claim(installationId, leaseMs) {
-      await connected(redis);
-      await claimQueuePrefix(redis, settings.queuePrefix, installationId, leaseMs);
-    },
-
-    async release(installationId) {
-      await connected(redis);
-      await releaseQueuePrefix(redis, settings.queuePrefix, installationId);
-    },
-
-    async close() {
-      // The queues begin to connect when they are built, and each then reads the server's version.
-      // Closing in the middle of that would fail it and log a connection error after a command that
-      // went well, so the connection and the queues are let finish starting first (connections.ts).
-      await settled(redis);
-      if (redis.status === 'ready') {
-        await Promise.allSettled(QUEUE_NAMES.map((name) => queues[name].waitUntilReady()));
-      }
-      await Promise.allSettled(QUEUE_NAMES.map((name) => queues[name].close()));
-      await closeRedis(redis);
-    },
+    close: () => backend.close(),
   };
 }

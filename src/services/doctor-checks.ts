@@ -87,11 +87,22 @@ export async function storeChecks(probe: StoreProbe, engine: Engine): Promise<Do
   return [database, migration, ...(engine === 'postgres' ? await durabilityChecks(probe) : [])];
 }
 
-/** Redis answers, never evicts keys and takes writes (`problem` from queue/connections.ts). */
-export function redisCheck(problem: string | undefined): DoctorCheck {
-  return problem === undefined
-    ? passed('redis', 'reachable, maxmemory-policy noeviction')
-    : failed('redis', problem);
+/**
+ * The queues, named by their backend: in Redis, it answers, never evicts keys and takes writes
+ * (queue/connections.ts); in the database, BullMQ's schema answers.
+ */
+export function queuesCheck(
+  backend: { readonly name: 'postgres' | 'redis'; readonly address: string },
+  health: { readonly problem: string | undefined; readonly detail: string | undefined },
+): DoctorCheck {
+  const name = backend.name === 'redis' ? 'redis' : 'queues';
+  if (health.problem !== undefined) return failed(name, `${health.problem} (QUEUE_BACKEND=${backend.name})`);
+  return passed(
+    name,
+    backend.name === 'redis'
+      ? `QUEUE_BACKEND=redis: ${backend.address} answers, ${health.detail ?? 'maxmemory-policy noeviction'}`
+      : `QUEUE_BACKEND=postgres: the queues are in ${backend.address}`,
+  );
 }
 
 /** Where forms go: EHR_URL, https and on a public (or allowed) address in production. */

@@ -2,8 +2,8 @@
 // still waits in pending-acceptance and reminders remain, the firing appends
 // `referral.provider-patient-create-reminder-sent` and records the notification; otherwise, or after
 // the last one, it removes the scheduler.
-import { Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Job, Worker } from 'bullmq';
+import type { QueueBackend } from '../queue/backend.ts';
 import { logWorkerErrors } from './worker-errors.ts';
 import { foreignJob, type ForeignJobDeps } from './foreign-job.ts';
 import {
@@ -45,16 +45,16 @@ export async function fireReminder(
 
 export function startReminderWorker(
   deps: ReminderWorkerDeps,
-  settings: { readonly connection: Redis; readonly queuePrefix: string },
+  settings: { readonly backend: QueueBackend },
 ): Worker<ReminderPayload> {
-  const worker = new Worker<ReminderPayload, FireResult>(
+  const worker = settings.backend.worker<ReminderPayload, FireResult>(
     REMINDERS_QUEUE,
     (job: Job<ReminderPayload>) => {
       const firingKey = job.id ?? `${job.name}.${job.timestamp}`;
       return fireReminder({ ...deps, logger: deps.logger.child({ jobId: firingKey }) }, job.data, firingKey);
     },
-    { connection: settings.connection, prefix: settings.queuePrefix, ...REMINDERS_WORKER_DEFAULTS },
+    REMINDERS_WORKER_DEFAULTS,
   );
-  logWorkerErrors(worker, settings.connection, deps.logger);
+  logWorkerErrors(worker, settings.backend, deps.logger);
   return worker;
 }

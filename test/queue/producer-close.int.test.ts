@@ -5,22 +5,37 @@
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Store } from '../../src/db/database.ts';
 import { createLogger } from '../../src/logger.ts';
+import { redisQueueBackend } from '../../src/queue/backend.ts';
 import { createQueueProducer, type QueueProducer } from '../../src/queue/producer.ts';
 import { testRedisUrl } from '../support/bridge.ts';
+import { openTestStore } from '../support/engines.ts';
+import { storesOf } from '../support/stores.ts';
 
 /** The queues write only their metadata under it, removed at the end. */
 const PREFIX = `{producer-close-${randomUUID()}}`;
 
+/** The database the forward order's backlog is in. */
+let store: Store;
+beforeAll(async () => {
+  store = await openTestStore('pglite');
+});
+
 afterAll(async () => {
+  await store.close();
   const redis = new Redis(testRedisUrl());
   const keys = await redis.keys(`${PREFIX}*`);
   if (keys.length > 0) await redis.del(...keys);
   redis.disconnect();
 });
 
-function producerWithLog(redisUrl = testRedisUrl()): { producer: QueueProducer; lines: string[] } {
+function producerWithLog(redisUrl = testRedisUrl()): {
+  producer: QueueProducer;
+  redis: Redis;
+  lines: string[];
+} {
   const lines: string[] = [];
   const logger = createLogger(
     { logLevel: 'info', env: 'test' },
@@ -31,11 +46,14 @@ function producerWithLog(redisUrl = testRedisUrl()): { producer: QueueProducer; 
       },
     }),
   );
+  const backend = redisQueueBackend({ redisUrl, queuePrefix: PREFIX }, 'producer', logger);
   const producer = createQueueProducer(
-    { redisUrl, queuePrefix: PREFIX, ehrMaxAttempts: 3, webhookRetryScheduleMs: [] },
+    { ehrMaxAttempts: 3, webhookRetryScheduleMs: [] },
+    backend,
+    storesOf(store.db).forwarding.backlog,
     logger,
   );
-  return { producer, lines };
+  return { producer, redis: backend.redis, lines };
 }
 
 /** Resolves once the connection has ended: nothing it does after that can be logged. */
@@ -45,10 +63,10 @@ function ended(redis: Redis): Promise<void> {
 
 describe('closing the producer', () => {
   it('logs nothing when it closes while its connection is still in its handshake', async () => {
-    const { producer, lines } = producerWithLog();
+    const { producer, redis, lines } = producerWithLog();
     // The queues connect when they are built; `connect` is the socket open, before the ready check.
-    await new Promise((resolve) => producer.redis.once('connect', resolve));
-    const end = ended(producer.redis);
+    await new Promise((resolve) => redis.once('connect', resolve));
+    const end = ended(redis);
     await producer.close();
     await end;
     expect(lines).toEqual([]);
@@ -56,21 +74,21 @@ describe('closing the producer', () => {
 
   it('logs nothing when it closes at once, and nothing when it closes after work', async () => {
     const idle = producerWithLog();
-    const idleEnd = ended(idle.producer.redis);
+    const idleEnd = ended(idle.redis);
     await idle.producer.close();
     await idleEnd;
 
     const used = producerWithLog();
     expect(await used.producer.hasReminderSchedule('0190a0a0-0000-7000-8000-000000000001')).toBe(false);
-    const usedEnd = ended(used.producer.redis);
+    const usedEnd = ended(used.redis);
     await used.producer.close();
     await usedEnd;
     expect([...idle.lines, ...used.lines]).toEqual([]);
   });
 
   it('still closes when Redis cannot be reached', async () => {
-    const { producer } = producerWithLog('redis://127.0.0.1:1');
+    const { producer, redis } = producerWithLog('redis://127.0.0.1:1');
     await expect(producer.close()).resolves.toBeUndefined();
-    expect(producer.redis.status).not.toBe('ready');
+    expect(redis.status).not.toBe('ready');
   });
 });

@@ -4,13 +4,18 @@
 // file stops Redis, so it runs a Redis of its own.
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Store } from '../../src/db/database.ts';
 import { createLogger } from '../../src/logger.ts';
+import { redisQueueBackend } from '../../src/queue/backend.ts';
 import { createQueueProducer, type QueueProducer } from '../../src/queue/producer.ts';
+import { openTestStore } from '../support/engines.ts';
+import { storesOf } from '../support/stores.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 
 describe('the producer during a Redis outage', () => {
   let redis: RedisServer;
   let producer: QueueProducer;
+  let store: Store;
   const lines: { msg: string; outage?: string; failures?: number }[] = [];
 
   beforeAll(async () => {
@@ -24,8 +29,11 @@ describe('the producer during a Redis outage', () => {
         },
       }),
     );
+    store = await openTestStore('pglite');
     producer = createQueueProducer(
-      { redisUrl: redis.url, queuePrefix: '{outage-log}', ehrMaxAttempts: 3, webhookRetryScheduleMs: [] },
+      { ehrMaxAttempts: 3, webhookRetryScheduleMs: [] },
+      redisQueueBackend({ redisUrl: redis.url, queuePrefix: '{outage-log}' }, 'producer', logger),
+      storesOf(store.db).forwarding.backlog,
       logger,
     );
     await producer.enqueueForward({
@@ -38,6 +46,7 @@ describe('the producer during a Redis outage', () => {
   afterAll(async () => {
     await producer.close();
     await redis.close();
+    await store.close();
   });
 
   it('logs one line when the queues go away and one with the count when they are back', async () => {

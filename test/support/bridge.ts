@@ -9,7 +9,6 @@ import { expect } from 'vitest';
 import type { Engine } from '../../src/db/database.ts';
 import { testDatabaseUrl } from './engines.ts';
 import { QUEUE_NAMES, type QueuePayloads } from '../../src/queue/registry.ts';
-import { claimKeyOf } from '../../src/queue/prefix-claim.ts';
 import { startBackground, type Background } from '../../src/composition/background.ts';
 import { startSandboxEhrProcess, type SandboxEhrProcess } from './sandbox-ehr-process.ts';
 import { call, createDraft } from './scenarios.ts';
@@ -50,7 +49,7 @@ export async function createQueueApp(engine: Engine, options: TestAppOptions = {
     prefix,
     async close() {
       await Promise.all(QUEUE_NAMES.map((name) => t.ctx.queues.queues[name].obliterate({ force: true })));
-      await t.ctx.queues.redis.del(claimKeyOf(t.ctx.config.queuePrefix));
+      await t.ctx.releaseQueues();
       await t.close();
     },
   };
@@ -150,7 +149,7 @@ export async function createBridgeApp(
     async close() {
       await background?.stop();
       await Promise.all(QUEUE_NAMES.map((name) => t.ctx.queues.queues[name].obliterate({ force: true })));
-      await t.ctx.queues.redis.del(claimKeyOf(t.ctx.config.queuePrefix));
+      await t.ctx.releaseQueues();
       inspector.disconnect();
       await t.close();
     },

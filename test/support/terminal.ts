@@ -3,7 +3,7 @@
 // draw on it: npm's spinner writes a frame, moves to the first column and erases the line; curl makes
 // header names bold; a line from HTTP ends in CR LF. Rendering keeps what stays on the screen and drops
 // what was drawn over, so a test can compare a reader's view with what the documentation promises.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 
 /** CSI sequences (ESC [ … letter), OSC sequences (ESC ] … BEL or ESC \), CR, BS, or one character. */
 const TOKEN =
@@ -50,15 +50,36 @@ export interface TerminalRun {
  * sees a terminal on stdin, stdout and stderr. `script` from util-linux provides the terminal and
  * copies what is written to it to its own stdout.
  */
+/**
+ * Whether this machine lets a test run a command in a network namespace of its own (`unshare -n`),
+ * where nothing but loopback answers: no PostgreSQL, no Redis, no registry.
+ */
+export function loopbackOnlyAllowed(): boolean {
+  try {
+    execFileSync('unshare', ['-n', 'ip', 'link', 'set', 'lo', 'up'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function runInTerminal(
   scriptFile: string,
-  options: { readonly cwd: string; readonly env: NodeJS.ProcessEnv },
+  options: {
+    readonly cwd: string;
+    readonly env: NodeJS.ProcessEnv;
+    /** Run where nothing but loopback answers (see `loopbackOnlyAllowed`). */
+    readonly loopbackOnly?: boolean;
+  },
 ): TerminalRun {
-  const child = spawn(
-    'script',
-    ['--quiet', '--return', '--command', `bash --noprofile --norc ${scriptFile}`, '/dev/null'],
-    { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const bash = `bash --noprofile --norc ${scriptFile}`;
+  const command =
+    options.loopbackOnly === true ? `unshare -n sh -c 'ip link set lo up && exec ${bash}'` : bash;
+  const child = spawn('script', ['--quiet', '--return', '--command', command, '/dev/null'], {
+    cwd: options.cwd,
+    env: options.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

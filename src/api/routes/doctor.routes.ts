@@ -15,7 +15,7 @@ import {
   notChecked,
   passed,
   pdfCheckerCheck,
-  redisCheck,
+  queuesCheck,
   storeCheckNames,
   storeChecks,
   type DoctorCheck,
@@ -57,9 +57,10 @@ export function doctorRoutes(deps: DoctorRoutesDeps) {
         .slice(1)
         .map((name) => notChecked(name, 'the database did not answer')),
     ]);
-    const redis = within(deps.queues.health(), CHECK_TIMEOUT_MS).then(
-      (health) => redisCheck(health.problem),
-      () => failed('redis', 'Redis did not answer in time'),
+    const backend = deps.queues.backend;
+    const queues = within(deps.queues.health(), CHECK_TIMEOUT_MS).then(
+      (health) => queuesCheck(backend, health),
+      () => queuesCheck(backend, { problem: 'the queues did not answer in time', detail: undefined }),
     );
     const lock =
       engine === 'pglite'
@@ -68,7 +69,7 @@ export function doctorRoutes(deps: DoctorRoutesDeps) {
     return [
       ...lock,
       ...(await store),
-      await redis,
+      await queues,
       await ehrUrlCheck(deps.config),
       // Bounded by its own deadline, and never throws.
       await scannerCheck(deps.config, deps.pingScanner),

@@ -81,17 +81,27 @@ const CHECKS = {
         (await database.isMigrated()) ? OK : failing('database migrations are pending: run `refhub migrate`'),
       'the migrations could not be read',
     ),
-  // Redis must be reachable, must never evict keys and must take writes, or queued work could vanish.
-  redis: async (deps: HealthDeps): Promise<Check> => {
-    const { problem } = await within(deps.queues.health(), CHECK_TIMEOUT_MS);
-    return problem === undefined ? OK : failing(problem);
+  // The queues must be reachable; in Redis they must also never be evicted and must take writes, or
+  // queued work could vanish. Named by where they are: `redis`, or `queues` in the database.
+  queues: async (deps: HealthDeps): Promise<Check> => {
+    const { problem } = await within(deps.queues.health(), CHECK_TIMEOUT_MS).catch(() => ({
+      problem: UNANSWERED.queues,
+    }));
+    if (problem === undefined) return OK;
+    // Queues in the database wait for a connection as every statement does: with all of them in
+    // use, the database is busy, as its own check says, not out of reach.
+    const { held, max } = deps.store.connections();
+    if (deps.queues.backend.name === 'postgres' && held >= max) {
+      return { state: 'busy', problem: 'the queues are in the database, whose connections are all in use' };
+    }
+    return failing(problem);
   },
 } as const;
 
 const UNANSWERED: Readonly<Record<keyof typeof CHECKS, string>> = {
   database: 'the database cannot be reached',
   migrations: 'the migrations could not be read',
-  redis: 'Redis did not answer in time',
+  queues: 'the queues did not answer in time',
 };
 
 export function healthRoutes(deps: HealthDeps) {
@@ -123,10 +133,11 @@ export function healthRoutes(deps: HealthDeps) {
       const busy: Record<string, string> = {};
       names.forEach((name, i) => {
         const result = results[i] ?? failing(UNANSWERED[name]);
-        logChange(name, result);
-        checks[name] = result.state;
-        if (result.state === 'failing') problems[name] = result.problem;
-        if (result.state === 'busy') busy[name] = result.problem;
+        const shown = name === 'queues' && deps.queues.backend.name === 'redis' ? 'redis' : name;
+        logChange(shown, result);
+        checks[shown] = result.state;
+        if (result.state === 'failing') problems[shown] = result.problem;
+        if (result.state === 'busy') busy[shown] = result.problem;
       });
       const healthy = Object.keys(problems).length === 0;
       // A stopping process is not ready, however healthy its dependencies: no new work for it.

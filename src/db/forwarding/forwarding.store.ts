@@ -1,8 +1,10 @@
 // The forwarding store: the ledger of attempts with each referral's forwarding state, the forms sent
-// under each message ID, and the EHR circuit's row. Built with the data keys, it seals the timeline
-// sentence an attempt writes and the forms it keeps, and opens them when read.
+// under each message ID, the EHR circuit's row, and each institution's backlog of forwards waiting.
+// Built with the data keys, it seals the timeline sentence an attempt writes and the forms it keeps,
+// and opens them when read.
 import type { DataKeys } from '../data-keys/data-keys.repository.ts';
 import type { Executor } from '../executor.ts';
+import { forwardBacklogRepository } from './backlog.ts';
 import { ehrCircuitRepository } from './circuit.ts';
 import { ehrFormRepository } from './forms.ts';
 import { ehrSubmissionRepository, recordAttempt, type AttemptRecord } from './ledger.ts';
@@ -16,6 +18,7 @@ export function createForwardingStore(db: Executor, keys: DataKeys) {
     },
     forms: ehrFormRepository(db, keys),
     circuit: ehrCircuitRepository(db),
+    backlog: forwardBacklogRepository(db),
   };
 }
 

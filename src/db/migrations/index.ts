@@ -20,6 +20,7 @@ import * as m0017 from './0017-field-encryption.ts';
 import * as m0018 from './0018-personal-data-together.ts';
 import * as m0019 from './0019-events-without-free-text.ts';
 import * as m0020 from './0020-audit-claims-and-forms.ts';
+import * as m0021 from './0021-forward-backlog.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -42,4 +43,5 @@ export const migrations: Record<string, Migration> = {
   '0018-personal-data-together': m0018,
   '0019-events-without-free-text': m0019,
   '0020-audit-claims-and-forms': m0020,
+  '0021-forward-backlog': m0021,
 };

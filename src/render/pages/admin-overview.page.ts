@@ -30,12 +30,15 @@ export interface FailedForwardView {
 export interface OverviewView {
   readonly at: Date;
   readonly outbox: { readonly count: number; readonly oldestAgeSeconds: number | null };
-  readonly redis: {
+  /** The queues' health, in Redis or in the database (QUEUE_BACKEND). */
+  readonly queueHealth: {
+    readonly backend: 'postgres' | 'redis';
     readonly reachable: boolean;
-    readonly evictionPolicy: string | undefined;
+    /** Redis's eviction policy, or where in the database the queues are. */
+    readonly detail: string | undefined;
     readonly problem: string | undefined;
   };
-  /** `counts` is undefined when Redis could not be asked. */
+  /** `counts` is undefined when the queues could not be asked. */
   readonly queues: readonly { readonly name: string; readonly counts: QueueCounts | undefined }[];
   readonly failedForwards: {
     readonly total: number;
@@ -148,7 +151,8 @@ function stat(id: string, label: string, value: string | number, note: string, t
 
 function stats(o: OverviewView): SafeHtml {
   const age = o.outbox.oldestAgeSeconds;
-  const redisTone: Tone = !o.redis.reachable ? 'alert' : o.redis.problem !== undefined ? 'attention' : 'ok';
+  const q = o.queueHealth;
+  const queuesTone: Tone = !q.reachable ? 'alert' : q.problem !== undefined ? 'attention' : 'ok';
   return html`<div class="stats">
     ${stat(
       'outbox-backlog',
@@ -179,13 +183,11 @@ function stats(o: OverviewView): SafeHtml {
       o.failedForwards.total === 0 ? 'ok' : 'alert',
     )}
     ${stat(
-      'redis',
-      'Redis',
-      !o.redis.reachable ? 'Unreachable' : o.redis.problem !== undefined ? 'Needs attention' : 'Healthy',
-      o.redis.evictionPolicy === undefined
-        ? 'eviction policy unknown'
-        : `maxmemory-policy ${o.redis.evictionPolicy}`,
-      redisTone,
+      q.backend === 'redis' ? 'redis' : 'queues',
+      q.backend === 'redis' ? 'Redis' : 'Queues (database)',
+      !q.reachable ? 'Unreachable' : q.problem !== undefined ? 'Needs attention' : 'Healthy',
+      q.detail ?? (q.backend === 'redis' ? 'eviction policy unknown' : 'not reached'),
+      queuesTone,
     )}
   </div>`;
 }
@@ -203,14 +205,16 @@ function circuitBanner(o: OverviewView, when: Instant): SafeHtml | null {
   </div>`;
 }
 
-function redisBanner(o: OverviewView): SafeHtml | null {
-  if (o.redis.problem === undefined) return null;
-  return html`<div class="banner banner--warn" role="status" data-redis-problem>
-    <span class="banner__title">${o.redis.reachable ? 'Redis needs attention' : 'Redis is unreachable'}</span>
-    <p>${o.redis.problem}</p>
+function queuesBanner(o: OverviewView): SafeHtml | null {
+  const q = o.queueHealth;
+  if (q.problem === undefined) return null;
+  const place = q.backend === 'redis' ? 'Redis' : 'The queues’ database';
+  return html`<div class="banner banner--warn" role="status" data-queues-problem="${q.backend}">
+    <span class="banner__title">${q.reachable ? `${place} needs attention` : `${place} is unreachable`}</span>
+    <p>${q.problem}</p>
     <p>
-      Requests still succeed: their background work waits in the outbox and is queued once Redis is back.
-      Queue counts and the dashboard need Redis.
+      Requests still succeed: their background work waits in the outbox and is queued once the queues are
+      back. Queue counts and the dashboard need them.
     </p>
   </div>`;
 }
@@ -231,9 +235,7 @@ function queueTable(o: OverviewView): SafeHtml {
   );
   return html`<section class="card" aria-labelledby="queues-title">
     <h2 class="card__title" id="queues-title">Queues</h2>
-    <p class="card__intro">
-      Jobs in Redis by state. Completed and failed jobs are kept for a while, for this view.
-    </p>
+    <p class="card__intro">Jobs by state. Completed and failed jobs are kept for a while, for this view.</p>
     <div class="table-wrap">
       <table class="table">
         <thead>
@@ -403,7 +405,7 @@ export function renderOverviewPage(options: OverviewPageOptions): string {
             >
             <a class="button button--secondary" href="/admin">Refresh</a>
           </div>
-          ${circuitBanner(o, when)} ${redisBanner(o)} ${stats(o)} ${queueTable(o)}
+          ${circuitBanner(o, when)} ${queuesBanner(o)} ${stats(o)} ${queueTable(o)}
           ${failedTable(o, options.writable, when)} ${disabledWebhooksTable(o, when)}
         </main>
         <footer class="site-footer">Request ID <span class="mono">${options.requestId}</span></footer>

@@ -4,8 +4,8 @@
 // (for operators; the log line names the attachment and the signature, never the file). A scanner
 // that cannot be reached or fails throws its code and the job is retried (SCAN_ATTEMPTS), the
 // attachment waiting meanwhile; a job run again after a crash finds the scan recorded and does nothing.
-import { Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Job, Worker } from 'bullmq';
+import type { QueueBackend } from '../../queue/backend.ts';
 import type { Stores } from '../../db/stores.ts';
 import type { Clock } from '../../domain/clock.ts';
 import type { Logger } from '../../logger.ts';
@@ -49,19 +49,17 @@ export async function scanAttachment(deps: ScanDeps, payload: ScanPayload): Prom
 
 export function startAttachmentScanWorker(
   deps: ScanDeps,
-  settings: { readonly connection: Redis; readonly queuePrefix: string; readonly concurrency?: number },
+  settings: { readonly backend: QueueBackend; readonly concurrency?: number },
 ): Worker<ScanPayload, SettledScan> {
-  const worker = new Worker<ScanPayload, SettledScan>(
+  const worker = settings.backend.worker<ScanPayload, SettledScan>(
     ATTACHMENT_SCAN_QUEUE,
     (job: Job<ScanPayload>) =>
       scanAttachment({ ...deps, logger: deps.logger.child({ jobId: job.id }) }, job.data),
     {
-      connection: settings.connection,
-      prefix: settings.queuePrefix,
       ...SCAN_WORKER_DEFAULTS,
       concurrency: settings.concurrency ?? SCAN_WORKER_DEFAULTS.concurrency,
     },
   );
-  logWorkerErrors(worker, settings.connection, deps.logger);
+  logWorkerErrors(worker, settings.backend, deps.logger);
   return worker;
 }

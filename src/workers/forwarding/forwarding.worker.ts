@@ -3,8 +3,8 @@
 // without counting an attempt. The queue hands out forwards round-robin by clinic (queue/
 // forward.queue.ts); a job leaves its clinic's backlog when it starts here, named by the institution
 // the job carries. Everything the forward decides lives beside it in this folder.
-import { DelayedError, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { DelayedError, type Job, type Worker } from 'bullmq';
+import type { QueueBackend } from '../../queue/backend.ts';
 import { forwardReferral, type EhrForwardDeps, type EhrForwardPayload } from './forward-referral.ts';
 import { forwardBackoff, RetryableForwardError } from './forward-policy.ts';
 import { createFormBudget, FORMS_IN_FLIGHT_BYTES } from './form-budget.ts';
@@ -12,16 +12,17 @@ import {
   FORWARD_BACKOFF,
   FORWARD_QUEUE,
   FORWARD_WORKER_DEFAULTS,
-  forgetForwards,
+  type ForwardBacklog,
   type SettledForward,
 } from '../../queue/forward.queue.ts';
 import { logWorkerErrors } from '../worker-errors.ts';
 import { foreignJob, UNKNOWN_REFERRAL, type ForeignJobDeps } from '../foreign-job.ts';
 
 export interface WorkerSettings {
-  /** A worker connection (see queue/connections.ts); BullMQ adds its own blocking one from it. */
-  readonly connection: Redis;
-  readonly queuePrefix: string;
+  /** Where the queues are (queue/backend.ts). */
+  readonly backend: QueueBackend;
+  /** Each institution's backlog, which a started forward leaves (the forwarding store's). */
+  readonly backlog: ForwardBacklog;
   readonly backoffBaseMs: number;
   readonly concurrency?: number;
   /** Bytes of forms this process's jobs hold at once (form-budget.ts; FORMS_IN_FLIGHT_BYTES by default). */
@@ -33,15 +34,13 @@ export function startEhrForwardWorker(
   settings: WorkerSettings,
 ): Worker<EhrForwardPayload, SettledForward> {
   const formBudget = createFormBudget(settings.formBytes ?? FORMS_IN_FLIGHT_BYTES);
-  const worker = new Worker<EhrForwardPayload, SettledForward>(
+  const worker = settings.backend.worker<EhrForwardPayload, SettledForward>(
     FORWARD_QUEUE,
     async (job: Job<EhrForwardPayload>, token?: string) => {
       // Started: no longer waiting in its clinic's backlog (jobs queued before the order carry no
       // institution and are in none).
       if (job.data.institution !== undefined && job.id !== undefined) {
-        await forgetForwards(settings.connection, settings.queuePrefix, [
-          { institution: job.data.institution, jobId: job.id },
-        ]);
+        await settings.backlog.forget([{ institution: job.data.institution, jobId: job.id }]);
       }
       // Every line the job logs carries its job ID.
       const logger = deps.logger.child({ jobId: job.id });
@@ -53,8 +52,6 @@ export function startEhrForwardWorker(
       throw new DelayedError();
     },
     {
-      connection: settings.connection,
-      prefix: settings.queuePrefix,
       // Concurrency, locks and the stalled check that gives a dead worker's jobs back: the queue's.
       ...FORWARD_WORKER_DEFAULTS,
       concurrency: settings.concurrency ?? FORWARD_WORKER_DEFAULTS.concurrency,
@@ -66,7 +63,7 @@ export function startEhrForwardWorker(
       },
     },
   );
-  logWorkerErrors(worker, settings.connection, deps.logger);
+  logWorkerErrors(worker, settings.backend, deps.logger);
   worker.on('failed', (job, error) => {
     // Messages of unexpected errors are not logged: a driver's message may quote a value. A foreign
     // job was logged already.

@@ -2,8 +2,8 @@
 // delivery is retried on WEBHOOK_RETRY_SCHEDULE (with ±10% jitter, so retries of a burst spread out);
 // 410 Gone stops the job for good. What it throws is a code (`HTTP_503`, `WEBHOOK_ATTEMPT_TIMEOUT`),
 // never a message, because BullMQ keeps it in Redis and the dashboard shows it.
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { UnrecoverableError, type Job, type Worker } from 'bullmq';
+import type { QueueBackend } from '../../queue/backend.ts';
 import {
   WEBHOOK_BACKOFF,
   webhookMaxAttempts,
@@ -18,8 +18,7 @@ import { logWorkerErrors } from '../worker-errors.ts';
 import { createFairShare, fairShareDelayMs, setAside } from '../fair-share.ts';
 
 export interface WebhookWorkerSettings {
-  readonly connection: Redis;
-  readonly queuePrefix: string;
+  readonly backend: QueueBackend;
   readonly retryScheduleMs: readonly number[];
   readonly concurrency?: number;
   /** Jobs of one institution this process runs at once (WEBHOOKS_FAIR_SHARE by default). */
@@ -47,7 +46,7 @@ export function startWebhookWorker(
 ): Worker<WebhookPayload, SettledWebhook> {
   const maxAttempts = webhookMaxAttempts(settings.retryScheduleMs);
   const share = createFairShare(settings.perInstitution ?? WEBHOOKS_FAIR_SHARE.perInstitution);
-  const worker = new Worker<WebhookPayload, SettledWebhook>(
+  const worker = settings.backend.worker<WebhookPayload, SettledWebhook>(
     WEBHOOKS_QUEUE,
     async (job: Job<WebhookPayload>, token?: string) => {
       // Counted before anything is read: a job set aside costs one Redis call, not a delivery.
@@ -77,8 +76,6 @@ export function startWebhookWorker(
       }
     },
     {
-      connection: settings.connection,
-      prefix: settings.queuePrefix,
       // Concurrency, locks and the stalled check that gives a dead worker's jobs back: the registry's.
       ...WEBHOOKS_WORKER_DEFAULTS,
       concurrency: settings.concurrency ?? WEBHOOKS_WORKER_DEFAULTS.concurrency,
@@ -88,6 +85,6 @@ export function startWebhookWorker(
       },
     },
   );
-  logWorkerErrors(worker, settings.connection, deps.logger);
+  logWorkerErrors(worker, settings.backend, deps.logger);
   return worker;
 }

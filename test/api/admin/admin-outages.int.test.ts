@@ -89,7 +89,7 @@ describe('the ops pages while a dependency fails', () => {
     t = await createTestApp('pglite', { env: { REDIS_URL: await closedPort() } });
     const $ = await overviewWithin(6_000);
     expect($('[data-stat="redis"] .stat__value').text()).toBe('Unreachable');
-    expect($('[data-redis-problem]').text()).toContain('Redis is unreachable');
+    expect($('[data-queues-problem]').text()).toContain('Redis is unreachable');
     expect($('[data-queue="ehr-forward"] [data-count="failed"]').text()).toBe('–');
     expect($('[data-stat="outbox-backlog"] .stat__value').text()).toBe('0');
   });
@@ -109,7 +109,7 @@ describe('the ops pages while a dependency fails', () => {
     redis.close();
     const $ = await overviewWithin(6_000);
     expect($('[data-stat="redis"] .stat__value').text()).toBe('Unreachable');
-    expect($('[data-redis-problem]').text()).toContain('Redis did not answer within 4 seconds');
+    expect($('[data-queues-problem]').text()).toContain('Redis did not answer within 4 seconds');
   });
 
   it('shows the outbox and failed forwards without queue counts when Redis refuses to count jobs', async () => {
@@ -119,7 +119,7 @@ describe('the ops pages while a dependency fails', () => {
     redis.close();
     const $ = await overviewWithin(6_000);
     expect($('[data-stat="redis"] .stat__value').text()).toBe('Unreachable');
-    expect($('[data-redis-problem]').text()).toContain('Redis could not be read (ReplyError)');
+    expect($('[data-queues-problem]').text()).toContain('Redis could not be read (ReplyError)');
     expect($('[data-queue="reminders"] [data-count="delayed"]').text()).toBe('–');
     expect($('[data-stat="failed-forwards"] .stat__value').text()).toBe('0');
   });
@@ -131,7 +131,7 @@ describe('the ops pages while a dependency fails', () => {
     const $ = await overviewWithin(6_000);
     expect($('[data-stat="redis"] .stat__value').text()).toBe('Needs attention');
     expect($('[data-stat="redis"]').attr('data-tone')).toBe('attention');
-    expect($('[data-redis-problem]').text()).toContain('allkeys-lru');
+    expect($('[data-queues-problem]').text()).toContain('allkeys-lru');
     expect($('[data-queue="ehr-forward"] [data-count="failed"]').text()).toBe('0');
   });
 

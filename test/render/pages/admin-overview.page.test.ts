@@ -21,7 +21,12 @@ function overview(fields: Partial<OpsOverview> = {}): OpsOverview {
   return {
     at: new Date('2026-06-04T03:15:07.123Z'),
     outbox: { count: 0, oldestAgeSeconds: null },
-    redis: { reachable: true, evictionPolicy: 'noeviction', problem: undefined },
+    queueHealth: {
+      backend: 'redis',
+      reachable: true,
+      detail: 'maxmemory-policy noeviction',
+      problem: undefined,
+    },
     queues: [
       { name: 'ehr-forward', counts },
       { name: 'reminders', counts: { waiting: 0, active: 0, delayed: 7, failed: 0, completed: 0 } },
@@ -104,7 +109,7 @@ describe('the overview page', () => {
     expect(stat($, 'failed-forwards')).toEqual({ value: '0', tone: 'ok' });
     expect(stat($, 'redis')).toEqual({ value: 'Healthy', tone: 'ok' });
     expect($('[data-failed-none]')).toHaveLength(1);
-    expect($('[data-redis-problem]')).toHaveLength(0);
+    expect($('[data-queues-problem]')).toHaveLength(0);
     expect(
       $('[data-queue="ehr-forward"] [data-count]')
         .map((_i, el) => $(el).text())
@@ -150,9 +155,10 @@ describe('the overview page', () => {
   it('says Redis is unreachable, and why, when it could not be asked', () => {
     const { $ } = render(
       overview({
-        redis: {
+        queueHealth: {
+          backend: 'redis',
           reachable: false,
-          evictionPolicy: undefined,
+          detail: undefined,
           problem: 'Redis did not answer within 4 seconds',
         },
         queues: [
@@ -162,7 +168,7 @@ describe('the overview page', () => {
       }),
     );
     expect(stat($, 'redis')).toEqual({ value: 'Unreachable', tone: 'alert' });
-    expect($('[data-redis-problem]').text()).toContain('Redis did not answer within 4 seconds');
+    expect($('[data-queues-problem]').text()).toContain('Redis did not answer within 4 seconds');
     expect($('[data-queue="ehr-forward"] [data-count]').first().text()).toBe('–');
     expect($('main').text()).toContain('Retrying needs OPS_DASHBOARD_WRITE=true');
   });
@@ -170,7 +176,12 @@ describe('the overview page', () => {
   it('warns about an eviction policy that could drop jobs', () => {
     const { $ } = render(
       overview({
-        redis: { reachable: true, evictionPolicy: 'allkeys-lru', problem: 'policy is allkeys-lru' },
+        queueHealth: {
+          backend: 'redis',
+          reachable: true,
+          detail: 'maxmemory-policy allkeys-lru',
+          problem: 'policy is allkeys-lru',
+        },
       }),
     );
     expect(stat($, 'redis')).toEqual({ value: 'Needs attention', tone: 'attention' });
@@ -181,7 +192,7 @@ describe('the overview page', () => {
     const hostile = '<script>alert(1)</script>';
     const { page, $ } = render(
       overview({
-        redis: { reachable: false, evictionPolicy: undefined, problem: hostile },
+        queueHealth: { backend: 'redis', reachable: false, detail: undefined, problem: hostile },
         failedForwards: {
           total: 1,
           limit: 50,

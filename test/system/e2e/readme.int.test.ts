@@ -12,7 +12,12 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { childEnv, SYSTEM_PATH } from '../../support/child-env.ts';
 import { freePort } from '../../support/free-port.ts';
-import { renderTerminal, runInTerminal, type TerminalRun } from '../../support/terminal.ts';
+import {
+  loopbackOnlyAllowed,
+  renderTerminal,
+  runInTerminal,
+  type TerminalRun,
+} from '../../support/terminal.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const COPIED = ['package.json', '.npmrc', '.gitignore', 'bin', 'src', 'catalog'];
@@ -130,16 +135,19 @@ describe('the README walk-through', () => {
         commands().replaceAll(README_PORT, `127.0.0.1:${port}`),
       ].join('\n'),
     );
+    // A new user's machine: nothing but Node. Where the machine allows it, nothing but loopback
+    // answers; either way no REDIS_URL is set, so the queues are in the embedded database.
     run = runInTerminal(script, {
       cwd: dir,
+      loopbackOnly: loopbackOnlyAllowed(),
       env: {
         ...childEnv({
           PATH: SYSTEM_PATH,
           PORT: String(port),
           QUEUE_PREFIX: prefix,
-          REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
           TERM: 'xterm-256color',
         }),
+        REDIS_URL: undefined,
         // A reader's terminal, not CI's: npm draws its progress there.
         CI: undefined,
       },

@@ -2,7 +2,7 @@
 // with its signature, a scan done is never done again, an attachment removed meanwhile is left alone,
 // and a scanner that cannot be reached leaves the attachment waiting and the job to retry. Then the
 // queue: a scan queued twice runs once, and the worker records it.
-import { Redis } from 'ioredis';
+import type { QueueBackend } from '../../../src/queue/backend.ts';
 import type { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentRepository, type AttachmentRecord } from '../../../src/db/attachments.repository.ts';
@@ -10,7 +10,7 @@ import { startBackground } from '../../../src/composition/background.ts';
 import { attachmentScanJobId } from '../../../src/queue/registry.ts';
 import { createClamdClient, ScannerError } from '../../../src/workers/attachments/clamd-client.ts';
 import { scanAttachment, startAttachmentScanWorker } from '../../../src/workers/attachments/scan.worker.ts';
-import { createQueueApp, eventually, testRedisUrl, type QueueApp } from '../../support/bridge.ts';
+import { createQueueApp, eventually, type QueueApp } from '../../support/bridge.ts';
 import { EICAR, EICAR_SIGNATURE, startClamd, type ClamdServer } from '../../support/clamd-server.ts';
 import { ENGINES } from '../../support/engines.ts';
 import { freePort, LOOPBACK } from '../../support/free-port.ts';
@@ -94,13 +94,13 @@ describe.each(ENGINES)('scanning an attachment on %s', (engine) => {
 describe('the attachment scan queue', () => {
   let t: QueueApp;
   let worker: Worker | undefined;
-  let connection: Redis | undefined;
+  let backend: QueueBackend | undefined;
   beforeAll(async () => {
     t = await createQueueApp('postgres');
   });
   afterAll(async () => {
     await worker?.close();
-    connection?.disconnect();
+    await backend?.close();
     await t.close();
   });
 
@@ -114,7 +114,7 @@ describe('the attachment scan queue', () => {
     const job = await queue.getJob(attachmentScanJobId(a.id));
     expect(job?.data).toEqual(payload);
 
-    connection = new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
+    backend = t.ctx.queueBackend('worker');
     worker = startAttachmentScanWorker(
       {
         stores: t.ctx.stores,
@@ -122,7 +122,7 @@ describe('the attachment scan queue', () => {
         logger: t.ctx.logger,
         scanner: createClamdClient({ host: clamd.host, port: clamd.port, timeoutMs: 10_000 }),
       },
-      { connection, queuePrefix: t.ctx.config.queuePrefix },
+      { backend },
     );
     await eventually('the scan job completed', async () =>
       (await queue.getJobCounts('completed')).completed === 1 ? true : undefined,

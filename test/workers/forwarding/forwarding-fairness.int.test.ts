@@ -5,15 +5,15 @@
 // - One clinic alone may use every slot: a worker of 6 slots holds 6 of B's requests at the EHR at
 //   once (while the EHR holds them), where a cap per clinic would have left slots idle.
 // Small on purpose: B's import is 6 forwards.
+import type { QueueBackend } from '../../../src/queue/backend.ts';
 import type { Worker } from 'bullmq';
-import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { circuitSettings } from '../../../src/composition/background.ts';
 import { institutionKey } from '../../../src/queue/registry.ts';
 import { createEhrCircuit } from '../../../src/workers/forwarding/ehr-circuit.ts';
 import { createEhrClient, type EhrClient } from '../../../src/workers/forwarding/ehr-client.ts';
 import { startEhrForwardWorker } from '../../../src/workers/forwarding/forwarding.worker.ts';
-import { createQueueApp, eventually, testRedisUrl, type QueueApp } from '../../support/bridge.ts';
+import { createQueueApp, eventually, type QueueApp } from '../../support/bridge.ts';
 import { PATIENT } from '../../support/fixtures/patients.ts';
 import { startRecordingEhr, type RecordingEhr } from '../../support/recording-ehr.ts';
 import { call } from '../../support/scenarios.ts';
@@ -28,14 +28,14 @@ describe('fair forwarding across institutions', () => {
   let ehr: RecordingEhr | undefined;
   let client: EhrClient | undefined;
   let worker: Worker | undefined;
-  let connection: Redis | undefined;
+  let backend: QueueBackend | undefined;
 
   afterEach(async () => {
     // The EHR goes first: its held sockets close, so no job waits for its deadline.
     await ehr?.close();
     await worker?.close(true);
     await client?.close();
-    connection?.disconnect();
+    await backend?.close();
     await t.close();
   });
 
@@ -79,7 +79,7 @@ describe('fair forwarding across institutions', () => {
       token: undefined,
       attemptTimeoutMs: DEADLINE_SECONDS * 1000,
     });
-    connection = new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
+    backend = t.ctx.queueBackend('worker');
     worker = startEhrForwardWorker(
       {
         forwarding: t.ctx.ehrForwarding,
@@ -97,7 +97,7 @@ describe('fair forwarding across institutions', () => {
         logger: t.ctx.logger,
         maxAttempts: 3,
       },
-      { connection, queuePrefix: t.ctx.config.queuePrefix, backoffBaseMs: 20, concurrency },
+      { backend, backlog: t.ctx.stores.forwarding.backlog, backoffBaseMs: 20, concurrency },
     );
   }
 

@@ -3,12 +3,12 @@
 // to a receiver that holds each request open; A's delivery must arrive while B's are still held, long
 // before any of them reaches its deadline. Small on purpose: a worker of 4 slots, at most 1 per
 // institution, and B's 6 deliveries (more than the worker's slots).
+import type { QueueBackend } from '../../../src/queue/backend.ts';
 import type { Worker } from 'bullmq';
-import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWebhookRelay } from '../../../src/queue/webhooks-relay.ts';
 import { startWebhookWorker } from '../../../src/workers/webhooks/webhooks.worker.ts';
-import { createQueueApp, eventually, testRedisUrl, type QueueApp } from '../../support/bridge.ts';
+import { createQueueApp, eventually, type QueueApp } from '../../support/bridge.ts';
 import { PATIENT } from '../../support/fixtures/patients.ts';
 import { call } from '../../support/scenarios.ts';
 import type { TestParty } from '../../support/test-app.ts';
@@ -26,14 +26,14 @@ const base = (p: TestParty) =>
 describe('fair webhook delivery across institutions', () => {
   let t: QueueApp;
   let worker: Worker | undefined;
-  let connection: Redis | undefined;
+  let backend: QueueBackend | undefined;
   const receivers: WebhookReceiver[] = [];
 
   afterEach(async () => {
     // The receivers go first: their held sockets close, so no job waits for its deadline.
     await Promise.all(receivers.splice(0).map((r) => r.close()));
     await worker?.close(true);
-    connection?.disconnect();
+    await backend?.close();
     await t.close();
   });
 
@@ -67,12 +67,11 @@ describe('fair webhook delivery across institutions', () => {
     });
     expect(await relay.drainOnce()).toMatchObject({ jobs: 6 });
 
-    connection = new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
+    backend = t.ctx.queueBackend('worker');
     worker = startWebhookWorker(
       { ...t.ctx.webhookDelivery(), logger: t.ctx.logger },
       {
-        connection,
-        queuePrefix: t.ctx.config.queuePrefix,
+        backend,
         retryScheduleMs: t.ctx.config.webhookRetryScheduleMs,
         concurrency: CONCURRENCY,
         perInstitution: PER_INSTITUTION,
