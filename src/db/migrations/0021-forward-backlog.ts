@@ -16,3 +16,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE INDEX forward_backlog_added ON forward_backlog (institution, added_at);
   `.execute(db);
 }
+
+export async function down(db: Kysely<unknown>): Promise<void> {
+  await sql`DROP TABLE forward_backlog`.execute(db);
+}

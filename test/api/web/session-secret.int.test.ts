@@ -11,6 +11,7 @@ import { ENGINES, openTestStore } from '../../support/engines.ts';
 
 const PRODUCTION = {
   NODE_ENV: 'production',
+  QUEUE_BACKEND: 'postgres',
   EHR_URL: 'https://ehr.example/forms',
   ATTACHMENT_SCANNING: 'elsewhere',
   DATA_KEYS: `kek-1:${Buffer.alloc(32, 1).toString('base64')}`,
