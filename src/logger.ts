@@ -90,6 +90,37 @@ export function errorKind(error: Error, options: { readonly withStack?: boolean 
   return { ...kind, stack: error.stack?.split('\n').slice(1, 8).join('\n') };
 }
 
+/** What a log line says of a failed run of refhub's own periodic work: see `failureReport`. */
+export interface FailureReport extends ErrorKind {
+  readonly message?: string;
+  /** Where the message is left out, why. */
+  readonly withheld?: string;
+  readonly cause?: FailureReport;
+}
+
+/**
+ * A failure of work refhub runs by itself (the reconciler's pass, say), as its log line carries it
+ * (under `failure`: pino would take an `err` with a message for an Error and rewrite it): the
+ * kind, the code and the message, which is what an operator needs to act, and the same of its cause.
+ * Two kinds of message may quote data, and are left out: a database's (an error with an SQLSTATE
+ * code: PostgreSQL and PGlite quote a statement's values, as in `invalid input syntax for type
+ * uuid: "…"`), whose code says what failed; and a parser's (a SyntaxError quotes its input).
+ */
+export function failureReport(error: unknown, depth = 0): FailureReport {
+  if (!(error instanceof Error)) return { type: typeof error, code: undefined };
+  const kind = errorKind(error);
+  const fromDatabase = kind.code !== undefined && /^[0-9A-Z]{5}$/.test(kind.code) && 'severity' in error;
+  const quoting = fromDatabase || error instanceof SyntaxError;
+  const cause = error.cause !== undefined && depth < 3 ? failureReport(error.cause, depth + 1) : undefined;
+  return {
+    ...kind,
+    ...(quoting
+      ? { withheld: fromDatabase ? 'a database error quotes values' : 'a parser quotes its input' }
+      : { message: error.message }),
+    ...(cause === undefined ? {} : { cause }),
+  };
+}
+
 // One log line when a dependency goes away, one when it is back, and a count of what failed in
 // between: an outage of Redis or PostgreSQL otherwise writes the same warning once per request or job
 // (dozens of identical lines a second), which buries everything else and tells an operator nothing

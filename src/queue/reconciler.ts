@@ -23,7 +23,7 @@ import type { DueForward } from '../db/forwarding/ledger.ts';
 import type { Stores } from '../db/stores.ts';
 import type { Clock } from '../domain/clock.ts';
 import { messageIdOf } from '../domain/ids.ts';
-import type { Logger } from '../logger.ts';
+import { failureReport, type Logger } from '../logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { ATTACHMENT_SCAN_QUEUE, scanIsLive } from './attachment-scan.queue.ts';
 import { FORWARD_QUEUE, forwardIsLive } from './forward.queue.ts';
@@ -176,10 +176,7 @@ export function createReconciler(deps: ReconcilerDeps) {
             deps.logger.error({ err: { name: error.name, code: error.code } }, error.message);
             return;
           }
-          deps.logger.warn(
-            { err: { name: (error as Error).name } },
-            'reconciler run failed; it will run again',
-          );
+          deps.logger.warn({ failure: failureReport(error) }, 'reconciler run failed; it will run again');
         },
       );
       loop.start();
