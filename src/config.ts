@@ -463,45 +463,10 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       `must not exceed HTTP_REQUEST_TIMEOUT_SECONDS (${config.httpRequestTimeoutSeconds})`,
     );
   }
-  if (mode === 'production' && config.ehrUrl === undefined) {
-    throw new ConfigError('EHR_URL', 'is required when NODE_ENV=production (the sandbox EHR is off)');
-  }
   if (config.dataKeys !== undefined && config.dataKeysFile !== undefined) {
     throw new ConfigError(
       'DATA_KEYS_FILE',
       'cannot be set with DATA_KEYS: the key ring comes from one of them',
-    );
-  }
-  if (mode === 'production' && config.dataKeys === undefined && config.dataKeysFile === undefined) {
-    throw new ConfigError(
-      'DATA_KEYS',
-      'is required when NODE_ENV=production (or DATA_KEYS_FILE): the keys that wrap the data keys ' +
-        'patient data is sealed with, kept out of the database',
-    );
-  }
-  if (mode === 'production' && config.sessionSecret === undefined) {
-    throw new ConfigError(
-      'SESSION_SECRET',
-      'is required when NODE_ENV=production: at least 32 characters, the same for every API process',
-    );
-  }
-  if (mode === 'production' && config.auditSigningKey === undefined) {
-    throw new ConfigError(
-      'AUDIT_SIGNING_KEY',
-      'is required when NODE_ENV=production: the private Ed25519 key (a JWK with a kid, as JSON) that ' +
-        "signs the audit trail's checkpoints, kept out of the database; make one with the command in " +
-        'docs/operations.md, "The audit trail"',
-    );
-  }
-  if (
-    mode === 'production' &&
-    config.attachmentScanner === undefined &&
-    !config.attachmentsScannedElsewhere
-  ) {
-    throw new ConfigError(
-      'ATTACHMENT_SCANNER',
-      'is required when NODE_ENV=production, so that no attachment is handed out unscanned; set ' +
-        'ATTACHMENT_SCANNING=elsewhere only if files are scanned before they reach refhub',
     );
   }
   if (config.attachmentScanner !== undefined && config.attachmentsScannedElsewhere) {
@@ -510,19 +475,80 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       'must not be elsewhere while ATTACHMENT_SCANNER names a scanner: choose one',
     );
   }
-  if (mode === 'production' && redisUrl === undefined) {
-    if (read(env, 'QUEUE_BACKEND') === undefined) {
+  if (mode === 'production') {
+    const missing = productionMissing(config, env);
+    if (missing.length > 1) {
       throw new ConfigError(
+        missing.map((m) => m.variable).join(', '),
+        `are required when NODE_ENV=production, and missing:\n${missing.map((m) => `  ${m.message}`).join('\n')}`,
+      );
+    }
+    const [only] = missing;
+    if (only !== undefined) throw only;
+  }
+  return Object.freeze(config);
+}
+
+/**
+ * The settings production requires that are not set, every one of them: a start names them all at
+ * once, not one per restart.
+ */
+function productionMissing(config: Config, env: Env): ConfigError[] {
+  const missing: ConfigError[] = [];
+  if (config.ehrUrl === undefined) {
+    missing.push(new ConfigError('EHR_URL', 'is required when NODE_ENV=production (the sandbox EHR is off)'));
+  }
+  if (config.dataKeys === undefined && config.dataKeysFile === undefined) {
+    missing.push(
+      new ConfigError(
+        'DATA_KEYS',
+        'is required when NODE_ENV=production (or DATA_KEYS_FILE): the keys that wrap the data keys ' +
+          'patient data is sealed with, kept out of the database',
+      ),
+    );
+  }
+  if (config.sessionSecret === undefined) {
+    missing.push(
+      new ConfigError(
+        'SESSION_SECRET',
+        'is required when NODE_ENV=production: at least 32 characters, the same for every API process',
+      ),
+    );
+  }
+  if (config.auditSigningKey === undefined) {
+    missing.push(
+      new ConfigError(
+        'AUDIT_SIGNING_KEY',
+        'is required when NODE_ENV=production: the private Ed25519 key (a JWK with a kid, as JSON) that ' +
+          "signs the audit trail's checkpoints, kept out of the database; make one with the command in " +
+          'docs/operations.md, "The audit trail"',
+      ),
+    );
+  }
+  if (config.attachmentScanner === undefined && !config.attachmentsScannedElsewhere) {
+    missing.push(
+      new ConfigError(
+        'ATTACHMENT_SCANNER',
+        'is required when NODE_ENV=production, so that no attachment is handed out unscanned; set ' +
+          'ATTACHMENT_SCANNING=elsewhere only if files are scanned before they reach refhub',
+      ),
+    );
+  }
+  const redisUrl = read(env, 'REDIS_URL');
+  if (redisUrl === undefined && read(env, 'QUEUE_BACKEND') === undefined) {
+    missing.push(
+      new ConfigError(
         'QUEUE_BACKEND',
         'is required when NODE_ENV=production without REDIS_URL: postgres (the queues in the ' +
           'database) or redis (with REDIS_URL); nothing is chosen for production by default',
-      );
-    }
-    if (config.queueBackend === 'redis') {
-      throw new ConfigError('REDIS_URL', 'is required when QUEUE_BACKEND=redis and NODE_ENV=production');
-    }
+      ),
+    );
+  } else if (redisUrl === undefined && config.queueBackend === 'redis') {
+    missing.push(
+      new ConfigError('REDIS_URL', 'is required when QUEUE_BACKEND=redis and NODE_ENV=production'),
+    );
   }
-  return Object.freeze(config);
+  return missing;
 }
 
 /** A clamd address, `clamd://host:port` or `host:port`, written back as `clamd://host:port`. */
@@ -587,13 +613,25 @@ export interface SettingView {
   readonly value?: string;
 }
 
-type Shown = 'value' | 'url' | 'secret';
+/**
+ * How a setting is shown: its value as the variable takes it (`value`, or a function for a field kept
+ * in another form, so that an operator reads back what they would write), without credentials (`url`),
+ * or only as set or unset (`secret`).
+ */
+type Shown = 'value' | 'url' | 'secret' | ((value: never) => string);
+
+const asMib = (bytes: number): string => String(bytes / (1024 * 1024));
 
 /**
  * Every setting, its variable and how it may be shown. Keyed by every field of Config, so that a new
  * setting does not compile until someone has said whether it is a secret.
  */
-const SHOWN: { readonly [K in keyof Config]-?: readonly [variable: string, shown: Shown] } = {
+const SHOWN: {
+  readonly [K in keyof Config]-?: readonly [
+    variable: string,
+    shown: 'value' | 'url' | 'secret' | ((value: NonNullable<Config[K]>) => string),
+  ];
+} = {
   env: ['NODE_ENV', 'value'],
   port: ['PORT', 'value'],
   host: ['HOST', 'value'],
@@ -646,8 +684,8 @@ const SHOWN: { readonly [K in keyof Config]-?: readonly [variable: string, shown
   webhookAllowedAddresses: ['WEBHOOK_ALLOWED_ADDRESSES', 'value'],
   attachmentScanner: ['ATTACHMENT_SCANNER', 'value'],
   attachmentScanTimeoutSeconds: ['ATTACHMENT_SCAN_TIMEOUT_SECONDS', 'value'],
-  attachmentsScannedElsewhere: ['ATTACHMENT_SCANNING', 'value'],
-  attachmentMaxBytes: ['ATTACHMENT_MAX_MIB', 'value'],
+  attachmentsScannedElsewhere: ['ATTACHMENT_SCANNING', (elsewhere) => (elsewhere ? 'elsewhere' : 'refhub')],
+  attachmentMaxBytes: ['ATTACHMENT_MAX_MIB', asMib],
   attachmentsPerReferral: ['ATTACHMENTS_PER_REFERRAL', 'value'],
   attachmentTypes: ['ATTACHMENT_TYPES', 'value'],
   attachmentUploadsInFlightMib: ['ATTACHMENT_UPLOADS_IN_FLIGHT_MIB', 'value'],
@@ -694,8 +732,12 @@ function text(value: Config[keyof Config]): string | undefined {
 /** The effective configuration, every setting in the order of Config, secrets as set or unset. */
 export function describeConfig(config: Config): SettingView[] {
   return (Object.keys(SHOWN) as (keyof Config)[]).map((field) => {
-    const [variable, shown] = SHOWN[field];
-    const value = text(config[field]);
+    const [variable, shown] = SHOWN[field] as readonly [string, Shown];
+    const raw = config[field];
+    const value =
+      typeof shown === 'function' && raw !== undefined
+        ? (shown as (v: typeof raw) => string)(raw)
+        : text(raw);
     if (value === undefined) return { variable, secret: shown === 'secret', set: false };
     if (shown === 'secret') return { variable, secret: true, set: true };
     return { variable, secret: false, set: true, value: shown === 'url' ? urlWithoutSecrets(value) : value };

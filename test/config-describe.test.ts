@@ -68,4 +68,14 @@ describe('describeConfig', () => {
     expect(setting('PORT')).toEqual({ variable: 'PORT', secret: false, set: true, value: '3000' });
     expect(setting('CATALOG_FILE')).toEqual({ variable: 'CATALOG_FILE', secret: false, set: false });
   });
+
+  it('shows each value in the unit and words its variable takes, as the docs write them', () => {
+    expect(setting('ATTACHMENT_MAX_MIB')?.value).toBe('10');
+    expect(setting('ATTACHMENT_SCANNING')?.value).toBe('refhub');
+    const elsewhere = describeConfig(
+      loadConfig({ ATTACHMENT_SCANNING: 'elsewhere', ATTACHMENT_MAX_MIB: '4' }, '/srv/refhub'),
+    );
+    expect(elsewhere.find((s) => s.variable === 'ATTACHMENT_SCANNING')?.value).toBe('elsewhere');
+    expect(elsewhere.find((s) => s.variable === 'ATTACHMENT_MAX_MIB')?.value).toBe('4');
+  });
 });

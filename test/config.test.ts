@@ -338,7 +338,7 @@ describe('loadConfig', () => {
 
   it('needs an https EHR_URL in production, where the sandbox EHR is off', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(
-      /^EHR_URL: is required when NODE_ENV=production/,
+      /^ {2}EHR_URL: is required when NODE_ENV=production \(the sandbox EHR is off\)$/m,
     );
     expect(() =>
       loadConfig({ NODE_ENV: 'production', QUEUE_BACKEND: 'postgres', EHR_URL: 'http://ehr.example/x' }),
@@ -478,5 +478,30 @@ describe('loadConfig', () => {
     );
     expect(loadConfig({ ...production, QUEUE_BACKEND: 'postgres' }).queueBackend).toBe('postgres');
     expect(loadConfig({ ...production, REDIS_URL: 'redis://127.0.0.1:6379' }).queueBackend).toBe('redis');
+  });
+});
+
+describe('a production start', () => {
+  it('names every setting it lacks at once, each on a line of its own, not one per restart', () => {
+    let error: unknown;
+    try {
+      loadConfig({ NODE_ENV: 'production' });
+    } catch (thrown) {
+      error = thrown;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const lines = (error as Error).message.split('\n');
+    const names = [
+      'EHR_URL',
+      'DATA_KEYS',
+      'SESSION_SECRET',
+      'AUDIT_SIGNING_KEY',
+      'ATTACHMENT_SCANNER',
+      'QUEUE_BACKEND',
+    ];
+    expect(lines[0]).toBe(`${names.join(', ')}: are required when NODE_ENV=production, and missing:`);
+    expect(
+      lines.slice(1).map((line) => /^ {2}([A-Z_]+): is required when NODE_ENV=production/.exec(line)?.[1]),
+    ).toEqual(names);
   });
 });
