@@ -17,7 +17,7 @@ import {
 } from './cli/client-credentials.command.ts';
 import { failFor } from './cli/failure.ts';
 import { SANDBOX_DEFAULT_PORT, type SandboxEhrCommandOptions } from './cli/sandbox-ehr.command.ts';
-import { VERSION } from './cli/version.ts';
+import { VERSION } from './version.ts';
 import {
   auditAdoptCommand,
   auditExportCommand,

@@ -6,7 +6,7 @@
 import { flushCompileCache } from 'node:module';
 import { loadConfig, type Config } from '../config.ts';
 import { fail } from '../cli/failure.ts';
-import { VERSION } from '../cli/version.ts';
+import { VERSION } from '../version.ts';
 import { setUpDemo } from './demo-setup.ts';
 import { checkEhrAddress } from '../services/outbound-address.ts';
 import { requirePdfChecker } from '../services/attachments/pdf-probe.ts';

@@ -13,6 +13,7 @@
 import { Agent, request } from 'undici';
 import { ipFamily } from '../../domain/network-address.ts';
 import { addressPasses, publicOnlyLookup } from '../../services/outbound-address.ts';
+import { VERSION } from '../../version.ts';
 
 export interface WebhookClientOptions {
   /** The whole attempt, from connecting to the last byte read of the answer. */
@@ -46,6 +47,9 @@ export const WEBHOOK_TIMEOUT = 'WEBHOOK_ATTEMPT_TIMEOUT';
 /** The error code of a connection refused because the receiver's address is not public. */
 export const NON_PUBLIC_ADDRESS = 'WEBHOOK_ADDRESS_NOT_PUBLIC';
 
+/** Who is calling, for a receiver's logs and filters: refhub and its version. */
+export const WEBHOOK_USER_AGENT = `refhub/${VERSION} (webhooks)`;
+
 const notPublic = () =>
   Object.assign(new Error('the receiver’s address is not public'), { code: NON_PUBLIC_ADDRESS });
 
@@ -77,7 +81,11 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
           dispatcher: agent,
           signal: deadline,
           body: message.body,
-          headers: { 'content-type': 'application/json', ...message.headers },
+          headers: {
+            'content-type': 'application/json',
+            'user-agent': WEBHOOK_USER_AGENT,
+            ...message.headers,
+          },
         });
         try {
           await response.body.dump({

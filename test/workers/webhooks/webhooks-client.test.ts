@@ -11,6 +11,7 @@ import {
   type WebhookClient,
   type WebhookClientOptions,
 } from '../../../src/workers/webhooks/webhooks-client.ts';
+import { VERSION } from '../../../src/version.ts';
 
 /** Far beyond what the test waits for: an attempt that ran into it would fail the test's own timeout. */
 const DEADLINE_MS = 60_000;
@@ -119,5 +120,19 @@ describe('the webhook client', () => {
         code: 'WEBHOOK_ADDRESS_NOT_PUBLIC',
       });
     }
+  });
+
+  it('names refhub and its version in the User-Agent of every delivery', async () => {
+    const seen: (string | undefined)[] = [];
+    const server = http.createServer((req, res) => {
+      seen.push(req.headers['user-agent']);
+      req.resume();
+      res.writeHead(204).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    closing.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const { port } = server.address() as net.AddressInfo;
+    expect(await post(client(), `http://127.0.0.1:${port}/hooks`)).toEqual({ kind: 'response', status: 204 });
+    expect(seen).toEqual([`refhub/${VERSION} (webhooks)`]);
   });
 });
