@@ -195,6 +195,15 @@ describe.each(ENGINES)('the token endpoint’s refusals on %s', (engine) => {
       ['claims that are an array', () => signedText(key, '[]'), /JWT/],
       ['claims that are a string', () => signedText(key, '"claims"'), /JWT/],
     ];
+    it('names the URL an assertion’s aud must be when it names another', async () => {
+      const res = await grant(
+        await signed(key, { ...validClaims(client), aud: 'https://refhub.example/oauth2/token' }),
+      );
+      expect(expectOAuthError(res, 401, 'invalid_client')).toBe(
+        `The assertion’s aud must be the token endpoint’s URL, ${TOKEN_URL}.`,
+      );
+    });
+
     it.each(cases)('refuses %s as invalid_client', async (_what, make, description) => {
       const res = await grant(await make(validClaims(client)));
       expect(expectOAuthError(res, 401, 'invalid_client')).toMatch(description);

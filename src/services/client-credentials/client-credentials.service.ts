@@ -180,7 +180,7 @@ export function createClientCredentials(deps: ClientCredentialsDeps) {
       }
     } catch (error) {
       if (error instanceof OAuthError) throw error;
-      throw new OAuthError('invalid_client', assertionProblem(error));
+      throw new OAuthError('invalid_client', assertionProblem(error, deps.tokenUrl));
     }
   }
 
@@ -384,15 +384,18 @@ function decodedAssertion(compact: string | undefined): DecodedAssertion | undef
   }
 }
 
-/** What was wrong with an assertion jose refused, in words for the client's developer. */
-function assertionProblem(error: unknown): string {
+/**
+ * What was wrong with an assertion jose refused, in words for the client's developer: for a wrong
+ * `aud`, the URL it must be (a proxy in front of refhub makes the one a client sees easy to get wrong).
+ */
+function assertionProblem(error: unknown, tokenUrl: string): string {
   if (error instanceof joseErrors.JWTExpired) return 'The assertion has expired (exp).';
   if (error instanceof joseErrors.JWKSNoMatchingKey)
     return 'No registered key of the client matches the assertion’s kid and alg.';
   if (error instanceof joseErrors.JOSEAlgNotAllowed)
     return `The assertion must be signed with one of ${ASSERTION_ALGORITHMS.join(', ')}.`;
   if (error instanceof joseErrors.JWTClaimValidationFailed) {
-    if (error.claim === 'aud') return 'The assertion’s aud must be the token endpoint’s URL.';
+    if (error.claim === 'aud') return `The assertion’s aud must be the token endpoint’s URL, ${tokenUrl}.`;
     if (error.claim === 'nbf') return 'The assertion is not valid yet (nbf).';
     if (error.claim === 'iat') return 'The assertion was issued in the future (iat).';
     return `The assertion’s ${error.claim} claim is missing or wrong.`;
