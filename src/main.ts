@@ -3,47 +3,27 @@
 // the serving modes are in composition/serve.ts, and the operator's commands in src/cli.
 import { Command } from 'commander';
 import type { CreateKeyOptions } from './cli/api-key.command.ts';
-import {
-  dayArg,
-  type AuditExportOptions,
-  type AuditPublicKeyOptions,
-  type AuditVerifyOptions,
-} from './cli/audit.command.ts';
-import { institutionArg, instantArg, portArg, roleArg, tokenArg, uuidArg } from './cli/arguments.ts';
+import type { AuditExportOptions, AuditPublicKeyOptions, AuditVerifyOptions } from './cli/audit.command.ts';
 import {
   clientRoleArg,
-  type CreateClientOptions,
-  type KeySourceOptions,
-} from './cli/client-credentials.command.ts';
-import { failFor } from './cli/failure.ts';
+  dayArg,
+  institutionArg,
+  instantArg,
+  portArg,
+  roleArg,
+  tokenArg,
+  uuidArg,
+} from './cli/arguments.ts';
+import type { CreateClientOptions, KeySourceOptions } from './cli/client-credentials.command.ts';
 import { SANDBOX_DEFAULT_PORT, type SandboxEhrCommandOptions } from './cli/sandbox-ehr.command.ts';
 import { VERSION } from './version.ts';
-import {
-  auditAdoptCommand,
-  auditExportCommand,
-  auditPublicKeyCommand,
-  auditSealCommand,
-  dataKeysRotateCommand,
-  dataKeysStatusCommand,
-  auditVerifyCommand,
-  catalogLoadCommand,
-  clientsCreateCommand,
-  clientsKeysCommand,
-  clientsListCommand,
-  clientsRevokeCommand,
-  doctorCommand,
-  forwardsRetryCommand,
-  keysCreateCommand,
-  keysListCommand,
-  keysRevokeCommand,
-  migrateCommand,
-  reconcileCommand,
-  sandboxEhrCommand,
-  webhooksListCommand,
-  webhooksReplayCommand,
-} from './composition/commands.ts';
-import { serve } from './composition/serve.ts';
+import type { ServeCommand } from './composition/serve.ts';
 import { ROLES } from './domain/statuses.ts';
+
+// What a command runs is loaded when it runs: the composition root pulls in the database engines,
+// BullMQ, Fastify and the rest, which `refhub --help`, `--version` and a mistyped option never need.
+const commands = () => import('./composition/commands.ts');
+const serve = async (mode: ServeCommand) => (await import('./composition/serve.ts')).serve(mode);
 
 const program = new Command('refhub')
   .description('refhub: referrals between institutions, with a bridge to the national EHR')
@@ -74,8 +54,8 @@ program
     'forward failed referrals again, after fixing the cause (each ID, or every failed one with --all-failed)',
   )
   .option('--all-failed', 'retry every failed forward')
-  .action((referralIds: string[], options: { allFailed?: boolean }) =>
-    forwardsRetryCommand(referralIds, options),
+  .action(async (referralIds: string[], options: { allFailed?: boolean }) =>
+    (await commands()).forwardsRetryCommand(referralIds, options),
   );
 
 const webhooks = program.command('webhooks').description('watch and replay webhook deliveries');
@@ -83,7 +63,7 @@ const webhooks = program.command('webhooks').description('watch and replay webho
 webhooks
   .command('list')
   .description('list webhook subscriptions: ID, institution, state and since when they fail (no secrets)')
-  .action(() => webhooksListCommand());
+  .action(async () => (await commands()).webhooksListCommand());
 
 webhooks
   .command('replay')
@@ -93,14 +73,14 @@ webhooks
   .option('--event <eventId>', 'the event to deliver again', uuidArg('an event ID'))
   .option('--since <time>', 'every event that occurred at or after this time', instantArg)
   .option('--subscription <subscriptionId>', 'only to this subscription', uuidArg('a subscription ID'))
-  .action((options: { event?: string; since?: Date; subscription?: string }) =>
-    webhooksReplayCommand(options),
+  .action(async (options: { event?: string; since?: Date; subscription?: string }) =>
+    (await commands()).webhooksReplayCommand(options),
   );
 
 program
   .command('doctor')
   .description(
-    'check the database, migrations, durability settings, Redis, the EHR URL and the attachment scanner with ' +
+    'check the database, migrations, durability settings, the queues, the EHR URL and the attachment scanner with ' +
       "this shell's settings, or ask a running refhub (--server); exit 1 if a check fails",
   )
   .option('--server <url>', 'ask the refhub at this URL for its own checks and settings (GET /doctor)')
@@ -109,7 +89,7 @@ program
     'the ops key for --server (default: REFHUB_OPS_KEY, which keeps it out of ps)',
     tokenArg,
   )
-  .action((options: { server?: string; opsKey?: string }) => doctorCommand(options));
+  .action(async (options: { server?: string; opsKey?: string }) => (await commands()).doctorCommand(options));
 
 program
   .command('reconcile')
@@ -117,19 +97,19 @@ program
     're-enqueue due forwards and attachment scans that have no live job and rebuild missing reminder ' +
       'schedules, once',
   )
-  .action(() => reconcileCommand());
+  .action(async () => (await commands()).reconcileCommand());
 
 program
   .command('migrate')
   .description('apply pending database migrations')
-  .action(() => migrateCommand());
+  .action(async () => (await commands()).migrateCommand());
 
 program
   .command('catalog')
   .description('manage the catalog of systems, institutions and offerings')
   .command('load <file>')
   .description('load a catalog JSON file (an upsert by ID; loading twice changes nothing)')
-  .action((file: string) => catalogLoadCommand(file));
+  .action(async (file: string) => (await commands()).catalogLoadCommand(file));
 
 const keys = program.command('keys').description('manage API keys');
 
@@ -141,17 +121,17 @@ keys
   .option('--institution <idType:id>', 'an institution the key may act for (repeatable)', institutionArg, [])
   .option('--label <text>', 'a note for operators')
   .option('--environment <env>', 'live or test (default: live in production, else test)')
-  .action((options: CreateKeyOptions) => keysCreateCommand(options));
+  .action(async (options: CreateKeyOptions) => (await commands()).keysCreateCommand(options));
 
 keys
   .command('list')
   .description('list API keys (never the keys themselves)')
-  .action(() => keysListCommand());
+  .action(async () => (await commands()).keysListCommand());
 
 keys
   .command('revoke <idOrPrefix>')
   .description('revoke a key by its ID or display prefix; it stops working at once')
-  .action((idOrPrefix: string) => keysRevokeCommand(idOrPrefix));
+  .action(async (idOrPrefix: string) => (await commands()).keysRevokeCommand(idOrPrefix));
 
 const clients = program
   .command('clients')
@@ -169,12 +149,12 @@ clients
   .option('--label <text>', 'a note for operators')
   .option('--jwks-url <url>', 'where the client publishes its JWKS (refhub fetches it)')
   .option('--jwk-file <path>', 'a file holding its public JWK or JWKS')
-  .action((options: CreateClientOptions) => clientsCreateCommand(options));
+  .action(async (options: CreateClientOptions) => (await commands()).clientsCreateCommand(options));
 
 clients
   .command('list')
   .description('list clients: ID, role, system, institution, keys, state and label')
-  .action(() => clientsListCommand());
+  .action(async () => (await commands()).clientsListCommand());
 
 clients
   .command('keys')
@@ -182,13 +162,15 @@ clients
   .description("replace a client's public keys (to rotate a JWKS given inline; a URL's keys rotate there)")
   .option('--jwks-url <url>', 'where the client publishes its JWKS (refhub fetches it)')
   .option('--jwk-file <path>', 'a file holding its public JWK or JWKS')
-  .action((id: string, options: KeySourceOptions) => clientsKeysCommand(id, options));
+  .action(async (id: string, options: KeySourceOptions) =>
+    (await commands()).clientsKeysCommand(id, options),
+  );
 
 clients
   .command('revoke')
   .argument('<id>', 'the client ID', uuidArg('a client ID'))
   .description('revoke a client by its ID; its access tokens stop working at once')
-  .action((id: string) => clientsRevokeCommand(id));
+  .action(async (id: string) => (await commands()).clientsRevokeCommand(id));
 
 const dataKeys = program
   .command('data-keys')
@@ -197,7 +179,7 @@ const dataKeys = program
 dataKeys
   .command('status')
   .description('show the data keys, which is active, and what is not yet sealed under it')
-  .action(() => dataKeysStatusCommand());
+  .action(async () => (await commands()).dataKeysStatusCommand());
 
 dataKeys
   .command('rotate')
@@ -205,7 +187,7 @@ dataKeys
     'wrap every data key with the first key of DATA_KEYS, make a new data key and seal every value ' +
       'again under it while the service runs; run again to finish one that was interrupted',
   )
-  .action(() => dataKeysRotateCommand());
+  .action(async () => (await commands()).dataKeysRotateCommand());
 
 const audit = program
   .command('audit')
@@ -214,7 +196,7 @@ const audit = program
 audit
   .command('seal')
   .description('chain the audit rows written since the last round, now, and sign a checkpoint')
-  .action(() => auditSealCommand());
+  .action(async () => (await commands()).auditSealCommand());
 
 audit
   .command('adopt')
@@ -222,7 +204,7 @@ audit
     'sign for the unsigned checkpoints of a trail begun without AUDIT_SIGNING_KEY, once `refhub audit verify` ' +
       'shows it holds: from then on an unsigned checkpoint is a break',
   )
-  .action(() => auditAdoptCommand());
+  .action(async () => (await commands()).auditAdoptCommand());
 
 audit
   .command('verify')
@@ -237,7 +219,7 @@ audit
     "a file holding the public JWK (or JWKS) to check an export's signatures with; in the database, " +
       'more keys AUDIT_SIGNING_KEY had before a rotation, beside AUDIT_PUBLIC_KEYS',
   )
-  .action((options: AuditVerifyOptions) => auditVerifyCommand(options));
+  .action(async (options: AuditVerifyOptions) => (await commands()).auditVerifyCommand(options));
 
 audit
   .command('public-key')
@@ -246,7 +228,7 @@ audit
     '--jwks',
     "print a JWKS of it and of AUDIT_PUBLIC_KEYS' keys: every key the trail here is signed with",
   )
-  .action((options: AuditPublicKeyOptions) => auditPublicKeyCommand(options));
+  .action(async (options: AuditPublicKeyOptions) => (await commands()).auditPublicKeyCommand(options));
 
 audit
   .command('export')
@@ -255,7 +237,7 @@ audit
   )
   .requiredOption('--from <day>', 'the first day (YYYY-MM-DD, UTC)', dayArg)
   .requiredOption('--to <day>', 'the last day (YYYY-MM-DD, UTC)', dayArg)
-  .action((options: AuditExportOptions) => auditExportCommand(options));
+  .action(async (options: AuditExportOptions) => (await commands()).auditExportCommand(options));
 
 program
   .command('sandbox-ehr')
@@ -267,10 +249,10 @@ program
   .option('--token <token>', 'require Authorization: Bearer <token> (default: EHR_TOKEN)', tokenArg)
   .option('--tls-cert <file>', 'serve https with this PEM certificate (chain); needs --tls-key')
   .option('--tls-key <file>', "the certificate's PEM private key")
-  .action((options: SandboxEhrCommandOptions) => sandboxEhrCommand(options));
+  .action(async (options: SandboxEhrCommandOptions) => (await commands()).sandboxEhrCommand(options));
 
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
-  failFor(error);
+  (await import('./cli/failure.ts')).failFor(error);
 }

@@ -58,3 +58,18 @@ export function tokenArg(value: string): string {
   }
   return value;
 }
+
+/** `--since`, `--from`, `--to`: a day, YYYY-MM-DD, as the chains are named (UTC). */
+export function dayArg(value: string): string {
+  const at = new Date(`${value}T00:00:00Z`);
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(value) || Number.isNaN(at.getTime()) || !at.toISOString().startsWith(value))
+    throw new InvalidArgumentError('expected a day, YYYY-MM-DD (UTC), for example 2026-11-26');
+  return value;
+}
+
+/** `--role` of a client: it acts for a clinic's or a hospital's system, never for the operators. */
+export function clientRoleArg(value: string): 'sender' | 'provider' {
+  if (value !== 'sender' && value !== 'provider')
+    throw new InvalidArgumentError('expected sender or provider');
+  return value;
+}

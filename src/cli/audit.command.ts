@@ -42,14 +42,6 @@ export interface AuditExportOptions {
   readonly to: string;
 }
 
-/** `--since`, `--from`, `--to`: a day, YYYY-MM-DD, as the chains are named (UTC). */
-export function dayArg(value: string): string {
-  const at = new Date(`${value}T00:00:00Z`);
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(value) || Number.isNaN(at.getTime()) || !at.toISOString().startsWith(value))
-    throw new InvalidArgumentError('expected a day, YYYY-MM-DD (UTC), for example 2026-11-26');
-  return value;
-}
-
 export async function sealAudit(deps: Pick<AuditCommandDeps, 'auditChain'>): Promise<void> {
   const sealed = await deps.auditChain.seal();
   process.stdout.write(

@@ -35,13 +35,6 @@ export interface CreateClientOptions extends KeySourceOptions {
   readonly label?: string;
 }
 
-/** `--role` of a client: it acts for a clinic's or a hospital's system, never for the operators. */
-export function clientRoleArg(value: string): ClientRole {
-  if (value !== 'sender' && value !== 'provider')
-    throw new InvalidArgumentError('expected sender or provider');
-  return value;
-}
-
 /** The file the keys were read from, and whether it held one JWK rather than a JWKS. */
 interface KeyFile {
   readonly path: string;
