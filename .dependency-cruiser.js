@@ -18,6 +18,7 @@ const FOLDER_ORDER = [
   'render',
   'config.ts',
   'logger.ts',
+  'version.ts',
   'db',
   'observability',
   'sandbox-ehr',
