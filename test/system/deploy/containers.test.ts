@@ -508,6 +508,34 @@ const sandboxTls = only(
   "one maker of the sandbox's certificate",
 );
 
+describe('deploy/compose.env.example', () => {
+  const template = read('deploy/compose.env.example');
+  const entries = [...template.matchAll(/^([A-Z_][A-Z0-9_]*)=(.*)$/gm)].map((m) => [m[1]!, m[2]!] as const);
+  const interpolated = (form: string) =>
+    new Set([...composeText.matchAll(new RegExp(`\\$\\{([A-Z_][A-Z0-9_]*)${form}`, 'g'))].map((m) => m[1]!));
+
+  it('holds every variable compose takes from its operator, and nothing else, each left to be filled in', () => {
+    expect(new Set(entries.map(([name]) => name))).toEqual(interpolated('(?::[?-])'));
+    for (const [name, value] of entries) expect(value, name).toBe('');
+  });
+
+  it('lists first the ones compose requires, the two passwords among them', () => {
+    const required = interpolated(':\\?');
+    expect(required).toEqual(new Set(SECRETS));
+    expect(
+      entries
+        .slice(0, required.size)
+        .map(([name]) => name)
+        .sort(),
+    ).toEqual([...required].sort());
+  });
+
+  it('is the .env git ignores, apart from the bare process’s .env.example', () => {
+    expect(read('.gitignore').split('\n')).toContain('.env');
+    expect(read('.env.example')).not.toMatch(/^POSTGRES_PASSWORD=/m);
+  });
+});
+
 describe('docker-compose.yml', () => {
   it('builds every refhub service from this Dockerfile as one image', () => {
     expect(refhubServices.length).toBe(6);
