@@ -1,9 +1,10 @@
-// A refhub installation that shares nothing with the machine: a PostgreSQL and a redis-server of its
-// own on free loopback ports, a recording fake EHR, the demo catalog and a sender key, and `refhub api`
-// and `refhub worker` processes started against them. Fault tests kill, stop and flush its parts
+// A refhub installation that shares nothing with the machine: a PostgreSQL of its own (and, with its
+// queues in Redis, a redis-server of its own) on free loopback ports, a recording fake EHR, the demo
+// catalog and a sender key, and `refhub api` and `refhub worker` processes started against them. Fault tests kill, stop and flush its parts
 // freely; closing it ends every process and removes every folder, whatever state the test left.
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import type { QueueBackendName } from '../../src/queue/backend.ts';
 import { migrateToLatest, openStore, type Store } from '../../src/db/database.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { systemClock } from '../../src/domain/clock.ts';
@@ -11,6 +12,7 @@ import { createApiKeyService } from '../../src/services/api-key.service.ts';
 import { createCatalogService } from '../../src/services/catalog/catalog.service.ts';
 import { DEMO_CATALOG_FILE } from '../../src/composition/demo-setup.ts';
 import { startPostgresServer, type PostgresServer } from './postgres-server.ts';
+import type { QueuePlace } from './stalled-jobs.ts';
 import { startRecordingEhr, type RecordingEhr } from './recording-ehr.ts';
 import { startRedisServer, type RedisServer } from './redis-server.ts';
 import { startRefhubProcess, type RefhubCommand, type WorkerProcess } from './worker-process.ts';
@@ -28,12 +30,17 @@ const BASE_ENV: Readonly<Record<string, string>> = {
 };
 
 export interface IsolatedInstallation {
+  /** Where its queues are: in its PostgreSQL (BullMQ's PostgreSQL backend), or in its own Redis. */
+  readonly queueBackend: QueueBackendName;
   readonly postgres: PostgresServer;
-  readonly redis: RedisServer;
+  /** Its redis-server, when its queues are in Redis. */
+  readonly redis: RedisServer | undefined;
   readonly ehr: RecordingEhr;
   readonly databaseUrl: string;
-  /** The bare queue prefix, as QUEUE_PREFIX takes it. */
+  /** The bare queue prefix, as QUEUE_PREFIX takes it (with the queues in Redis). */
   readonly queuePrefix: string;
+  /** Where a test reads its queues (stalled-jobs.ts). */
+  readonly queuePlace: QueuePlace;
   /** The installation's database, for reading what refhub recorded. */
   readonly db: Kysely<Database>;
   /** A sender key for Bukit Timah Family Clinic (hci:S1234A). */
@@ -45,7 +52,9 @@ export interface IsolatedInstallation {
   close(): Promise<void>;
 }
 
-export async function startIsolatedInstallation(): Promise<IsolatedInstallation> {
+export async function startIsolatedInstallation(
+  queueBackend: QueueBackendName = 'redis',
+): Promise<IsolatedInstallation> {
   const cleanups: (() => Promise<unknown>)[] = [];
   const processes: WorkerProcess[] = [];
   const closeAll = async () => {
@@ -56,7 +65,9 @@ export async function startIsolatedInstallation(): Promise<IsolatedInstallation>
   try {
     const [postgres, redis, ehr] = await Promise.all([
       startPostgresServer().then((s) => (cleanups.push(() => s.close()), s)),
-      startRedisServer().then((s) => (cleanups.push(() => s.close()), s)),
+      queueBackend === 'redis'
+        ? startRedisServer().then((s) => (cleanups.push(() => s.close()), s))
+        : Promise.resolve(undefined),
       startRecordingEhr().then((s) => (cleanups.push(() => s.close()), s)),
     ]);
     await postgres.createDatabase(DATABASE);
@@ -76,17 +87,19 @@ export async function startIsolatedInstallation(): Promise<IsolatedInstallation>
     });
     const queuePrefix = `faults-${randomUUID()}`;
     return {
+      queueBackend,
       postgres,
       redis,
       ehr,
       databaseUrl,
       queuePrefix,
+      queuePlace: redis === undefined ? { databaseUrl } : { redisUrl: redis.url, queuePrefix },
       db: store.db,
       senderKey,
       async start(command, env = {}) {
         const started = await startRefhubProcess(command, {
           databaseUrl,
-          redisUrl: redis.url,
+          redisUrl: redis?.url,
           queuePrefix,
           ehrUrl: ehr.url,
           env: { ...BASE_ENV, ...env },

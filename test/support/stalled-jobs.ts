@@ -1,10 +1,12 @@
-// How long the jobs of a killed worker take to come back, and what a test can read of it in Redis. A
+// How long the jobs of a killed worker take to come back, and what a test can read of it where the
+// queues are (Redis, or BullMQ's tables in PostgreSQL). A
 // job that a dead worker left active returns to the queue through BullMQ's stalled check once its lock
 // has expired, so a test that kills a worker waits as long as those settings say, never a fixed time.
 // The forward worker's settings are the queue registry's (WORKER_DEFAULTS), and `jobLockTimings`
-// reads what a running worker set in Redis, so that a test can check that the worker runs with the
+// reads what a running worker set, so that a test can check that the worker runs with the
 // settings its bound assumes.
 import { Redis } from 'ioredis';
+import pg from 'pg';
 import { WORKER_DEFAULTS } from '../../src/queue/registry.ts';
 
 export interface JobLockSettings {
@@ -38,12 +40,55 @@ export interface JobLockTimings {
   readonly stalledCheckMs: number | undefined;
 }
 
+/** Where a test reads the queues: Redis under a prefix, or the `bullmq` schema of a PostgreSQL database. */
+export type QueuePlace =
+  { readonly redisUrl: string; readonly queuePrefix: string } | { readonly databaseUrl: string };
+
 /**
- * What is left of the locks on `queue`'s active jobs and of its last stalled check's marker, read
- * from Redis. A lock just taken or renewed has a lock duration left, and a marker just set a stalled
- * interval, so neither can exceed the settings the worker runs with.
+ * What is left of the locks on `queue`'s active jobs and of its last stalled check's marker. A lock
+ * just taken or renewed has a lock duration left, and a marker just set a stalled interval, so neither
+ * can exceed the settings the worker runs with. In PostgreSQL, BullMQ keeps each lock's expiry on its
+ * job row and the last stalled check's time in its `meta` table; the worker reckons both from its own
+ * clock, which is this machine's.
  */
 export async function jobLockTimings(
+  place: QueuePlace,
+  queue: string,
+  stalledIntervalMs: number,
+): Promise<JobLockTimings> {
+  return 'databaseUrl' in place
+    ? databaseLockTimings(place.databaseUrl, queue, stalledIntervalMs)
+    : redisLockTimings(place.redisUrl, place.queuePrefix, queue);
+}
+
+async function databaseLockTimings(
+  databaseUrl: string,
+  queue: string,
+  stalledIntervalMs: number,
+): Promise<JobLockTimings> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const locks = await client.query<{ locked_until_ms: string }>(
+      `SELECT locked_until_ms FROM bullmq.job
+        WHERE queue = $1 AND state = 'active' AND locked_until_ms IS NOT NULL`,
+      [queue],
+    );
+    const check = await client.query<{ value: string }>(
+      `SELECT value FROM bullmq.meta WHERE queue = $1 AND field = 'stalled-check'`,
+      [queue],
+    );
+    const now = Date.now();
+    const locksMs = locks.rows.map((r) => Number(r.locked_until_ms) - now).filter((ms) => ms >= 0);
+    const nextCheck =
+      check.rows[0] === undefined ? undefined : Number(check.rows[0].value) + stalledIntervalMs - now;
+    return { locksMs, stalledCheckMs: nextCheck !== undefined && nextCheck >= 0 ? nextCheck : undefined };
+  } finally {
+    await client.end();
+  }
+}
+
+async function redisLockTimings(
   redisUrl: string,
   queuePrefix: string,
   queue: string,

@@ -22,7 +22,8 @@ const STOP_GRACE_MS = 10_000;
 export interface WorkerProcessSettings {
   /** Unset only for `refhub all` on embedded PGlite (give DATA_DIR in `env`). */
   readonly databaseUrl: string | undefined;
-  readonly redisUrl: string;
+  /** Unset: the queues are in the database (QUEUE_BACKEND=postgres), and `queuePrefix` is not used. */
+  readonly redisUrl: string | undefined;
   /** The bare prefix (without braces), as QUEUE_PREFIX takes it. */
   readonly queuePrefix: string;
   /** Unset: the sandbox EHR runs in refhub's own process, as `npm start` has it. */
@@ -66,8 +67,9 @@ export async function startRefhubProcess(
       HOST: '127.0.0.1',
       PORT: '0',
       ...(settings.databaseUrl === undefined ? {} : { DATABASE_URL: settings.databaseUrl }),
-      REDIS_URL: settings.redisUrl,
-      QUEUE_PREFIX: settings.queuePrefix,
+      ...(settings.redisUrl === undefined
+        ? { QUEUE_BACKEND: 'postgres' }
+        : { REDIS_URL: settings.redisUrl, QUEUE_PREFIX: settings.queuePrefix }),
       ...(settings.ehrUrl === undefined ? {} : { EHR_URL: settings.ehrUrl }),
       ...settings.env,
     }),

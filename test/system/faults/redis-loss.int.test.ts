@@ -27,6 +27,12 @@ const FORWARD_MARGIN_MS = 20_000;
 /** How long a state that comes within seconds on an idle machine may take before the test gives up. */
 const STATE_TIMEOUT_MS = 60_000;
 
+/** The installation's own redis-server: this test stops and flushes it. */
+function redisOf(inst: IsolatedInstallation) {
+  if (inst.redis === undefined) throw new Error('the installation keeps its queues in Redis here');
+  return inst.redis;
+}
+
 describe('Redis stopped, then flushed', () => {
   let installation: IsolatedInstallation | undefined;
   let client: RefhubClient | undefined;
@@ -79,7 +85,7 @@ describe('Redis stopped, then flushed', () => {
 
   it(`accepts ${SUBMITS_DURING_OUTAGE} submits while Redis is down and forwards them once it is back`, async () => {
     const inst = installation!;
-    await inst.redis.stop();
+    await redisOf(inst).stop();
     const stoppedAt = Date.now();
     // Every create and submit must succeed: submitMany throws on the first answer that is not 2xx.
     const referrals = await submitMany(client!, api.address, SUBMITS_DURING_OUTAGE, 'outage');
@@ -102,7 +108,7 @@ describe('Redis stopped, then flushed', () => {
       },
       STATE_TIMEOUT_MS,
     );
-    await inst.redis.start();
+    await redisOf(inst).start();
     const backAt = Date.now();
     // A waiting row is tried again within the relay's longest retry delay, once the connections are
     // back, which takes at most their longest reconnect delay.
@@ -152,7 +158,7 @@ describe('Redis stopped, then flushed', () => {
       .select(['state', 'probe_at'])
       .where('state', '=', 'open')
       .execute();
-    await inst.redis.flushall();
+    await redisOf(inst).flushall();
     const flushedAt = Date.now();
     inst.ehr.answer({ status: 200 });
     const probeInMs = Math.max(0, ...circuit.map((c) => (c.probe_at?.getTime() ?? 0) - flushedAt));

@@ -133,7 +133,11 @@ describe('killing the worker process with SIGKILL', () => {
       );
       expect(held).toBeGreaterThanOrEqual(OPEN_AT_KILL);
       heldAtKills.push(held);
-      const { locksMs } = await jobLockTimings(testRedisUrl(), t.prefix, 'ehr-forward');
+      const { locksMs } = await jobLockTimings(
+        { redisUrl: testRedisUrl(), queuePrefix: t.prefix },
+        'ehr-forward',
+        FORWARD_JOB_LOCKS.stalledIntervalMs,
+      );
       longestLockMs.push(Math.max(...locksMs));
       exits.push(await current.kill());
       // The sandbox has settled every request of the dead worker: each was answered, or it was cut
