@@ -1,6 +1,6 @@
 // `refhub --help`, `--version` and a mistyped command answer without loading what the commands run
 // (the composition root, the database engines, BullMQ, Fastify): that is what made `npx refhub
-// --help` take seconds. Each run records the modules it resolved (fixtures/record-modules.mjs), and
+// --help` take seconds. Each run records the modules it resolved (fixtures/record-modules.ts), and
 // none of those may be among them. Then every command `--help` lists is in the README's table.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { childEnv } from '../../support/child-env.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
-const RECORDER = path.join(ROOT, 'test/support/fixtures/record-modules.mjs');
+const RECORDER = path.join(ROOT, 'test/support/fixtures/record-modules.ts');
 const HEAVY = [
   '/src/composition/',
   '/src/db/',

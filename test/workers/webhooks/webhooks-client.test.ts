@@ -130,7 +130,14 @@ describe('the webhook client', () => {
       res.writeHead(204).end();
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    closing.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    closing.push(
+      () =>
+        new Promise<void>((resolve) => {
+          server.close(() => {
+            resolve();
+          });
+        }),
+    );
     const { port } = server.address() as net.AddressInfo;
     expect(await post(client(), `http://127.0.0.1:${port}/hooks`)).toEqual({ kind: 'response', status: 204 });
     expect(seen).toEqual([`refhub/${VERSION} (webhooks)`]);
