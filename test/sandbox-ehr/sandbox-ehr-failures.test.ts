@@ -415,6 +415,7 @@ describe('the refhub sandbox-ehr command', () => {
       DATA_KEYS: `kek-1:${Buffer.alloc(32, 1).toString('base64')}`,
       AUDIT_SIGNING_KEY: auditSigningKeySetting(await testAuditSigningKey()),
       ATTACHMENT_SCANNING: 'elsewhere',
+      QUEUE_BACKEND: 'postgres',
     });
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
