@@ -1,12 +1,14 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 
 // A test file's tier is in its name (test/README.md): `*.int.test.ts` needs PostgreSQL and/or Redis,
-// `*.browser.test.ts` drives Chromium (against refhub on those servers), and every other `*.test.ts`
-// runs with no server at all. `npm test` runs all three projects; `npm run test:fast` runs `fast`
-// alone, which must pass with PostgreSQL and Redis unreachable. Only the projects that need the
-// servers check for PostgreSQL before they start.
+// `*.browser.test.ts` drives Chromium (against refhub on those servers), `*.embedded.test.ts` runs
+// refhub whole on embedded PGlite with its queues in it, and every other `*.test.ts` runs with no
+// server at all. `npm test` (test/tiers.ts) runs every project this machine can run; `npm run
+// test:fast` runs `fast` alone. `fast` and `embedded` pass with PostgreSQL and Redis unreachable; only
+// the projects that need the servers check for them before they start.
 const INT = 'test/**/*.int.test.ts';
 const BROWSER = 'test/**/*.browser.test.ts';
+const EMBEDDED = 'test/**/*.embedded.test.ts';
 const NEEDS_SERVERS = ['test/support/global-setup.ts'];
 
 export default defineConfig({
@@ -22,9 +24,10 @@ export default defineConfig({
         test: {
           name: 'fast',
           include: ['test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, INT, BROWSER],
+          exclude: [...configDefaults.exclude, INT, BROWSER, EMBEDDED],
         },
       },
+      { extends: true, test: { name: 'embedded', include: [EMBEDDED] } },
       { extends: true, test: { name: 'int', include: [INT], globalSetup: NEEDS_SERVERS } },
       { extends: true, test: { name: 'browser', include: [BROWSER], globalSetup: NEEDS_SERVERS } },
     ],

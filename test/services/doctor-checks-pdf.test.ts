@@ -3,6 +3,7 @@
 // and what follows (every PDF refused; production does not start). Where ATTACHMENT_TYPES leaves out
 // pdf, qpdf is not needed.
 import { describe, expect, it } from 'vitest';
+import { withQpdf } from '../support/servers.ts';
 import { ATTACHMENT_TYPE_NAMES, type AttachmentType } from '../../src/domain/attachments.ts';
 import { pdfCheckerCheck } from '../../src/services/doctor-checks.ts';
 
@@ -12,11 +13,14 @@ const settings = (qpdfPath: string, types: readonly AttachmentType[] = ATTACHMEN
 });
 
 describe('the doctor’s pdf checker check', () => {
-  it('passes when qpdf at QPDF_PATH reads a test document whole, saying which qpdf', async () => {
-    const check = await pdfCheckerCheck(settings('qpdf'));
-    expect(check).toMatchObject({ name: 'pdf checker', status: 'passed' });
-    expect(check.detail).toMatch(/^qpdf version \d+\.\d+\.\d+ at qpdf reads PDFs whole$/);
-  });
+  it.runIf(withQpdf)(
+    'passes when qpdf at QPDF_PATH reads a test document whole, saying which qpdf',
+    async () => {
+      const check = await pdfCheckerCheck(settings('qpdf'));
+      expect(check).toMatchObject({ name: 'pdf checker', status: 'passed' });
+      expect(check.detail).toMatch(/^qpdf version \d+\.\d+\.\d+ at qpdf reads PDFs whole$/);
+    },
+  );
 
   it('fails naming the path when no qpdf is there, and what follows', async () => {
     expect(await pdfCheckerCheck(settings('/nonexistent/bin/qpdf'))).toEqual({

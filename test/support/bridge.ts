@@ -14,9 +14,9 @@ import { startSandboxEhrProcess, type SandboxEhrProcess } from './sandbox-ehr-pr
 import { call, createDraft } from './scenarios.ts';
 import { createTestApp, type TestApp, type TestAppOptions } from './test-app.ts';
 
-export function testRedisUrl(): string {
-  return process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-}
+import { testRedisUrl } from './servers.ts';
+
+export { testRedisUrl };
 
 export interface BridgeApp extends TestApp {
   readonly prefix: string;

@@ -5,7 +5,9 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 
-export const CHROMIUM = '/usr/bin/chromium';
+import { CHROMIUM } from './servers.ts';
+
+export { CHROMIUM };
 
 export const CHROMIUM_ARGS = [
   '--headless',

@@ -7,9 +7,9 @@ import { migrateToLatest, openStore, type Engine, type Store } from '../../src/d
 
 export const ENGINES: readonly Engine[] = ['pglite', 'postgres'];
 
-export function testDatabaseUrl(): string {
-  return process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-}
+import { testDatabaseUrl } from './servers.ts';
+
+export { testDatabaseUrl };
 
 async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: testDatabaseUrl() });

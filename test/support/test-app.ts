@@ -48,7 +48,7 @@ export async function createTestApp(engine: Engine, options: TestAppOptions = {}
     LOG_LEVEL: 'debug',
     PUBLIC_URL: 'http://refhub.test',
     // The queues in Redis, as the tests of the queue layer's other users expect; the PostgreSQL
-    // backend has tests of its own (test/queue/queue-contract.int.test.ts).
+    // backend has tests of its own (test/support/queue-contract.ts).
     REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
     ...options.env,
   });

@@ -4,6 +4,7 @@
 // cannot be read whole, each refusal in words that name nothing of the file. File names and their
 // download header.
 import { describe, expect, it } from 'vitest';
+import { withQpdf } from '../../support/servers.ts';
 import { ATTACHMENT_TYPE_NAMES, type AttachmentType } from '../../../src/domain/attachments.ts';
 import {
   contentDisposition,
@@ -38,7 +39,7 @@ const inspect = (
 
 describe('inspectAttachment', () => {
   it.each([
-    ['letter.pdf', pdf(CATALOG, PAGES), 'pdf', 'application/pdf'],
+    ...(withQpdf ? ([['letter.pdf', pdf(CATALOG, PAGES), 'pdf', 'application/pdf']] as const) : []),
     ['ecg.jpg', JPEG, 'jpeg', 'image/jpeg'],
     ['ecg.JPEG', JPEG, 'jpeg', 'image/jpeg'],
     ['scan.png', PNG, 'png', 'image/png'],
@@ -102,7 +103,7 @@ describe('inspectAttachment', () => {
     expect(renamed).toMatchObject({ ok: false, refusal: { reason: 'type-not-accepted' } });
   });
 
-  it('refuses a PDF with JavaScript or an embedded file with 400, saying which', async () => {
+  it.runIf(withQpdf)('refuses a PDF with JavaScript or an embedded file with 400, saying which', async () => {
     const withJs = pdf('<< /Type /Catalog /OpenAction << /S /JavaScript /JS (app.alert(1)) >> >>', PAGES);
     expect(await inspect(withJs, { fileName: 'a.pdf' })).toEqual({
       ok: false,
@@ -124,7 +125,7 @@ describe('inspectAttachment', () => {
   });
 });
 
-describe('PDFs that hide what they run', () => {
+describe.runIf(withQpdf)('PDFs that hide what they run', () => {
   it.each(Object.entries(HIDDEN_ACTIVE_CONTENT))('refuses %s', async (_, bytes) => {
     const inspected = await inspect(bytes, { fileName: 'letter.pdf' });
     expect(inspected).toMatchObject({ ok: false, refusal: { reason: 'pdf-active-content', status: 400 } });
@@ -149,7 +150,7 @@ describe('PDFs that hide what they run', () => {
 });
 
 describe('PDFs that cannot be checked', () => {
-  it('refuses a PDF that cannot be read whole with 400, saying so', async () => {
+  it.runIf(withQpdf)('refuses a PDF that cannot be read whole with 400, saying so', async () => {
     // No cross-reference table: a reader repairs it, each in its own way.
     const damaged = Buffer.from(
       `%PDF-1.7\n1 0 obj\n${CATALOG}\nendobj\n2 0 obj\n${PAGES}\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n`,
@@ -166,18 +167,21 @@ describe('PDFs that cannot be checked', () => {
     });
   });
 
-  it('refuses a PDF whose objects decompress past the bounds of a check, saying which', async () => {
-    expect(await inspect(await objectStreamBomb(512), { fileName: 'letter.pdf' })).toEqual({
-      ok: false,
-      refusal: {
-        reason: 'pdf-unreadable',
-        status: 400,
-        detail:
-          'Reading the whole PDF takes more than refhub spends on checking a file (memory, or 10 seconds ' +
-          'of processing), so it cannot be checked for active content.',
-      },
-    });
-  });
+  it.runIf(withQpdf)(
+    'refuses a PDF whose objects decompress past the bounds of a check, saying which',
+    async () => {
+      expect(await inspect(await objectStreamBomb(512), { fileName: 'letter.pdf' })).toEqual({
+        ok: false,
+        refusal: {
+          reason: 'pdf-unreadable',
+          status: 400,
+          detail:
+            'Reading the whole PDF takes more than refhub spends on checking a file (memory, or 10 seconds ' +
+            'of processing), so it cannot be checked for active content.',
+        },
+      });
+    },
+  );
 
   it('refuses every PDF with 415 where qpdf is missing, and accepts the other types', async () => {
     const missing = createPdfChecker({ qpdfPath: '/nonexistent/bin/qpdf' });

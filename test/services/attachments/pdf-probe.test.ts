@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withQpdf } from '../../support/servers.ts';
 import { ConfigError } from '../../../src/config.ts';
 import { ATTACHMENT_TYPE_NAMES, type AttachmentType } from '../../../src/domain/attachments.ts';
 import { probePdfChecker, requirePdfChecker } from '../../../src/services/attachments/pdf-probe.ts';
@@ -26,7 +27,7 @@ function program(name: string, script: string): string {
 }
 
 describe('probePdfChecker', () => {
-  it('says which qpdf checks PDFs here', async () => {
+  it.runIf(withQpdf)('says which qpdf checks PDFs here', async () => {
     const probe = await probePdfChecker('qpdf');
     expect(probe).toMatchObject({ ok: true });
     expect(probe.ok && probe.version).toMatch(/^qpdf version \d+\.\d+/);
@@ -52,7 +53,7 @@ describe('requirePdfChecker', () => {
     types: readonly AttachmentType[] = ATTACHMENT_TYPE_NAMES,
   ) => ({ env, qpdfPath, attachmentTypes: new Set(types) });
 
-  it('lets any process start where qpdf checks PDFs', async () => {
+  it.runIf(withQpdf)('lets any process start where qpdf checks PDFs', async () => {
     expect(await requirePdfChecker(config('production', 'qpdf'))).toBeUndefined();
   });
 

@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withQpdf } from '../../support/servers.ts';
 import { createPdfChecker, type PdfCheckerSettings } from '../../../src/services/attachments/pdf.ts';
 import {
   CATALOG,
@@ -47,7 +48,7 @@ function program(name: string, script: string): string {
   return file;
 }
 
-describe('what only shows is kept', () => {
+describe.runIf(withQpdf)('what only shows is kept', () => {
   it.each([
     ['an empty document', pdfDocument(CATALOG, PAGES)],
     ['a page with text in a compressed content stream and a font', onePage('')],
@@ -95,7 +96,7 @@ describe('what only shows is kept', () => {
   });
 });
 
-describe('what acts is refused, wherever it is', () => {
+describe.runIf(withQpdf)('what acts is refused, wherever it is', () => {
   it.each(Object.entries(HIDDEN_ACTIVE_CONTENT))('%s', async (_label, bytes) => {
     expect(await qpdf(bytes)).toMatchObject({ kind: 'active' });
   });
@@ -222,7 +223,7 @@ describe('what acts is refused, wherever it is', () => {
   });
 });
 
-describe('what cannot be read whole is refused', () => {
+describe.runIf(withQpdf)('what cannot be read whole is refused', () => {
   it('a document a reader must repair: no cross-reference table', async () => {
     const repaired = Buffer.from(
       `%PDF-1.7\n1 0 obj\n${CATALOG}\nendobj\n2 0 obj\n${PAGES}\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n`,
@@ -288,7 +289,7 @@ describe('what cannot be read whole is refused', () => {
   });
 });
 
-describe('the bounds of a check', () => {
+describe.runIf(withQpdf)('the bounds of a check', () => {
   it('stops qpdf at its memory bound: 512 MiB of object stream in a few kilobytes', async () => {
     const bomb = await objectStreamBomb(512);
     expect(bomb.length).toBeLessThan(16 * 1024);

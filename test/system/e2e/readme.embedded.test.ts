@@ -8,7 +8,6 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { childEnv, SYSTEM_PATH } from '../../support/child-env.ts';
 import { freePort } from '../../support/free-port.ts';
@@ -89,7 +88,6 @@ function untracked(dir: string): string[] {
 describe('the README walk-through', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'refhub-readme-'));
   const scriptDir = fs.mkdtempSync(path.join(os.tmpdir(), 'refhub-readme-script-'));
-  const prefix = `readme-${path.basename(dir)}`;
   let run: TerminalRun | undefined;
   let finished = false;
   afterAll(async () => {
@@ -111,10 +109,6 @@ describe('the README walk-through', () => {
     }
     fs.rmSync(dir, { recursive: true, force: true });
     fs.rmSync(scriptDir, { recursive: true, force: true });
-    const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-    const keys = await redis.keys(`{${prefix}}*`);
-    if (keys.length > 0) await redis.del(...keys);
-    redis.disconnect();
   });
 
   it('shows a reader in a terminal exactly the answers it promises, and leaves no file behind', async () => {
@@ -144,7 +138,6 @@ describe('the README walk-through', () => {
         ...childEnv({
           PATH: SYSTEM_PATH,
           PORT: String(port),
-          QUEUE_PREFIX: prefix,
           TERM: 'xterm-256color',
         }),
         REDIS_URL: undefined,

@@ -16,7 +16,6 @@ import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../../src/db/database.ts';
-import { testRedisUrl } from '../../support/bridge.ts';
 import { CANARY } from '../../support/fixtures/patients.ts';
 import { startRefhubProcess, type WorkerProcess } from '../../support/worker-process.ts';
 
@@ -45,7 +44,8 @@ describe('the embedded default under mixed work', () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'refhub-soak-'));
     server = await startRefhubProcess('all', {
       databaseUrl: undefined,
-      redisUrl: testRedisUrl(),
+      // As `npm start` runs it: the queues in the embedded database too.
+      redisUrl: undefined,
       queuePrefix: `soak-${randomUUID()}`,
       env: {
         DATA_DIR: dataDir,
