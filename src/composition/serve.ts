@@ -196,7 +196,7 @@ export async function serve(command: ServeCommand): Promise<void> {
   banner.push(
     queues.problem === undefined
       ? `  Queues: ${backend.address} (QUEUE_BACKEND=${backend.name})`
-      : `  Queues UNREACHABLE at ${backend.address} (QUEUE_BACKEND=${backend.name}): ${queues.problem}; ` +
+      : `  Queues UNREACHABLE: ${backend.address} (QUEUE_BACKEND=${backend.name}): ${queues.problem}; ` +
           'requests are taken and their work waits in the outbox until the queues are back',
   );
   if (ehr !== undefined)

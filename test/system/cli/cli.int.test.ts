@@ -578,6 +578,36 @@ describe('refhub CLI', () => {
   );
 
   it.concurrent(
+    'says in its banner, with the address, that it cannot reach its queues, and serves',
+    async ({ expect }) => {
+      const port = await freePort();
+      const nobody = `redis://127.0.0.1:${await freePort()}`;
+      const server = await startServer({
+        DATA_DIR: tempDir(),
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        REDIS_URL: nobody,
+        QUEUE_PREFIX: `${QUEUE_PREFIX}-unreachable`,
+      });
+      try {
+        const banner = server.output();
+        expect(banner).toMatch(
+          new RegExp(
+            `^ {2}Queues UNREACHABLE: Redis at ${nobody.replaceAll('.', '\\.')} \\(QUEUE_BACKEND=redis\\): .+; requests are ` +
+              'taken and their work waits in the outbox until the queues are back$',
+            'm',
+          ),
+        );
+        expect(banner).not.toMatch(/^ {2}Queues: /m);
+        expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+      } finally {
+        await server.stop();
+      }
+    },
+    120_000,
+  );
+
+  it.concurrent(
     'serves from one process per DATA_DIR, with the demo set up on first start only',
     async ({ expect }) => {
       const dataDir = tempDir();
