@@ -9,10 +9,13 @@ import type { InstitutionRef } from '../domain/access.ts';
 import type { DisplayTime } from '../domain/display-time.ts';
 import type { Role } from '../domain/statuses.ts';
 import type { ApiKeyService } from '../services/api-key.service.ts';
+import { toStdout, type Output } from './output.ts';
 
 export interface ApiKeyCommandDeps {
   readonly config: Pick<Config, 'env'>;
   readonly apiKeys: Pick<ApiKeyService, 'create' | 'list' | 'revoke'>;
+  /** Where it prints: the terminal unless given. */
+  readonly out?: Output;
 }
 
 export interface CreateKeyOptions {
@@ -24,6 +27,7 @@ export interface CreateKeyOptions {
 }
 
 export async function createKey(deps: ApiKeyCommandDeps, options: CreateKeyOptions): Promise<void> {
+  const out = deps.out ?? toStdout;
   const environment = options.environment ?? (deps.config.env === 'production' ? 'live' : 'test');
   if (environment !== 'live' && environment !== 'test')
     throw new InvalidArgumentError('--environment: live or test');
@@ -35,13 +39,13 @@ export async function createKey(deps: ApiKeyCommandDeps, options: CreateKeyOptio
     environment,
   });
   const where = record.institutions.map((i) => `${i.idType}:${i.id}`).join(', ');
-  process.stdout.write(
+  out(
     record.role === 'ops'
       ? `Created ops key ${record.id} (${record.prefix}…) for refhub's operators.\n`
       : `Created ${record.role} key ${record.id} (${record.prefix}…) for ${record.system}, acting for ${where}.\n`,
   );
-  process.stdout.write('Store it now: it is not shown again.\n');
-  process.stdout.write(`${key}\n`);
+  out('Store it now: it is not shown again.\n');
+  out(`${key}\n`);
 }
 
 /** The listing's first line: the names of its tab-separated columns. */
@@ -54,24 +58,27 @@ export function holderOf(key: Pick<ApiKeyRecord, 'role' | 'system'>): string {
 
 /** A listing writes times as the pages do: in the display zone, with the zone named. */
 export async function listKeys(
-  deps: Pick<ApiKeyCommandDeps, 'apiKeys'> & { readonly displayTime: Pick<DisplayTime, 'dateTime'> },
+  deps: Pick<ApiKeyCommandDeps, 'apiKeys' | 'out'> & { readonly displayTime: Pick<DisplayTime, 'dateTime'> },
 ): Promise<void> {
+  const out = deps.out ?? toStdout;
   const keys = await deps.apiKeys.list();
   if (keys.length === 0) {
-    process.stdout.write('No API keys.\n');
+    out('No API keys.\n');
     return;
   }
-  process.stdout.write(`${KEYS_HEADER}\n`);
+  out(`${KEYS_HEADER}\n`);
   for (const k of keys) {
     const where = k.institutions.map((i) => `${i.idType}:${i.id}`).join(',') || '-';
     const state = k.revokedAt === null ? 'active' : `revoked ${deps.displayTime.dateTime(k.revokedAt)}`;
-    process.stdout.write(
-      [k.id, `${k.prefix}…`, k.role, holderOf(k), where, state, k.label ?? ''].join('\t') + '\n',
-    );
+    out([k.id, `${k.prefix}…`, k.role, holderOf(k), where, state, k.label ?? ''].join('\t') + '\n');
   }
 }
 
-export async function revokeKey(deps: Pick<ApiKeyCommandDeps, 'apiKeys'>, idOrPrefix: string): Promise<void> {
+export async function revokeKey(
+  deps: Pick<ApiKeyCommandDeps, 'apiKeys' | 'out'>,
+  idOrPrefix: string,
+): Promise<void> {
+  const out = deps.out ?? toStdout;
   const revoked = await deps.apiKeys.revoke(idOrPrefix);
-  process.stdout.write(`Revoked key ${revoked.id} (${revoked.prefix}…).\n`);
+  out(`Revoked key ${revoked.id} (${revoked.prefix}…).\n`);
 }

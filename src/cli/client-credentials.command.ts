@@ -12,6 +12,7 @@ import { SCOPES, TOKEN_PATH } from '../domain/client-credentials.ts';
 import type { DisplayTime } from '../domain/display-time.ts';
 import { ValidationError } from '../errors.ts';
 import type { ClientCredentials } from '../services/client-credentials/client-credentials.service.ts';
+import { toStdout, type Output } from './output.ts';
 import { plural } from './plural.ts';
 
 export type ClientRole = 'sender' | 'provider';
@@ -19,6 +20,8 @@ export type ClientRole = 'sender' | 'provider';
 export interface ClientCommandDeps {
   readonly config: Pick<Config, 'env' | 'publicUrl'>;
   readonly clientCredentials: Pick<ClientCredentials, 'register' | 'list' | 'setKeys' | 'revoke'>;
+  /** Where it prints: the terminal unless given. */
+  readonly out?: Output;
 }
 
 /** Where the public keys come from: exactly one of the two. */
@@ -129,6 +132,7 @@ const institutionOf = (client: Pick<ClientRecord, 'institutions'>) =>
   client.institutions.map((i) => `${i.idType}:${i.id}`).join(',') || '-';
 
 export async function createClient(deps: ClientCommandDeps, options: CreateClientOptions): Promise<void> {
+  const out = deps.out ?? toStdout;
   const [institution, ...others] = options.institution ?? [];
   if (institution === undefined)
     throw new InvalidArgumentError('--institution is required: the one institution the client acts for');
@@ -144,14 +148,14 @@ export async function createClient(deps: ClientCommandDeps, options: CreateClien
       keys,
     }),
   );
-  process.stdout.write(
+  out(
     `Registered ${client.role} client ${client.id} for ${client.system}, acting for ${institutionOf(client)}, ` +
       `with keys: ${keysOf(client)}.\n`,
   );
-  process.stdout.write(`Token URL (the aud of its assertions): ${deps.config.publicUrl}${TOKEN_PATH}\n`);
-  process.stdout.write(`Scopes: ${SCOPES.join(' ')}\n`);
-  process.stdout.write('Client ID (the iss and sub of its assertions):\n');
-  process.stdout.write(`${client.id}\n`);
+  out(`Token URL (the aud of its assertions): ${deps.config.publicUrl}${TOKEN_PATH}\n`);
+  out(`Scopes: ${SCOPES.join(' ')}\n`);
+  out('Client ID (the iss and sub of its assertions):\n');
+  out(`${client.id}\n`);
 }
 
 /** The listing's first line: the names of its tab-separated columns. */
@@ -159,21 +163,20 @@ export const CLIENTS_HEADER = ['ID', 'ROLE', 'SYSTEM', 'INSTITUTION', 'KEYS', 'S
 
 /** A listing writes times as the pages do: in the display zone, with the zone named. */
 export async function listClients(
-  deps: Pick<ClientCommandDeps, 'clientCredentials'> & {
+  deps: Pick<ClientCommandDeps, 'clientCredentials' | 'out'> & {
     readonly displayTime: Pick<DisplayTime, 'dateTime'>;
   },
 ): Promise<void> {
+  const out = deps.out ?? toStdout;
   const clients = await deps.clientCredentials.list();
   if (clients.length === 0) {
-    process.stdout.write('No clients.\n');
+    out('No clients.\n');
     return;
   }
-  process.stdout.write(`${CLIENTS_HEADER}\n`);
+  out(`${CLIENTS_HEADER}\n`);
   for (const c of clients) {
     const state = c.revokedAt === null ? 'active' : `revoked ${deps.displayTime.dateTime(c.revokedAt)}`;
-    process.stdout.write(
-      [c.id, c.role, c.system, institutionOf(c), keysOf(c), state, c.label ?? ''].join('\t') + '\n',
-    );
+    out([c.id, c.role, c.system, institutionOf(c), keysOf(c), state, c.label ?? ''].join('\t') + '\n');
   }
 }
 
@@ -183,21 +186,21 @@ export async function setClientKeys(
   id: string,
   options: KeySourceOptions,
 ): Promise<void> {
+  const out = deps.out ?? toStdout;
   const { keys, file } = await keySourceOf(deps, options);
   const client = await namingFile(file, () => deps.clientCredentials.setKeys(id, keys));
-  process.stdout.write(`Replaced the keys of client ${client.id}: ${keysOf(client)}.\n`);
+  out(`Replaced the keys of client ${client.id}: ${keysOf(client)}.\n`);
   if (client.keys.kind === 'url')
-    process.stdout.write(
-      'refhub fetches its keys from that URL: the client rotates them by publishing there.\n',
-    );
+    out('refhub fetches its keys from that URL: the client rotates them by publishing there.\n');
 }
 
 export async function revokeClient(
-  deps: Pick<ClientCommandDeps, 'clientCredentials'>,
+  deps: Pick<ClientCommandDeps, 'clientCredentials' | 'out'>,
   id: string,
 ): Promise<void> {
+  const out = deps.out ?? toStdout;
   const revoked = await deps.clientCredentials.revoke(id);
-  process.stdout.write(
+  out(
     `Revoked client ${revoked.id} (${revoked.system}, ${institutionOf(revoked)}): its access tokens stop working at once.\n`,
   );
 }

@@ -2,6 +2,8 @@
 // Redis or the sandbox), hands the command the few things it uses, and closes what it opened however
 // the command ends. main.ts calls these after parsing the command line; the commands themselves are
 // in src/cli. Modules only some commands need are loaded by those commands.
+import fs from 'node:fs';
+import path from 'node:path';
 import { dataKeysStatus, rotateDataKeys } from '../cli/data-keys.command.ts';
 import { InvalidArgumentError } from 'commander';
 import { loadConfig, opsKeyFromEnv, type Config } from '../config.ts';
@@ -9,7 +11,7 @@ import { configuredStoreTarget, MIGRATION_NAMES, openStore } from '../db/databas
 import { createLogger } from '../logger.ts';
 import { postgresQueueBackend, redisQueueBackend } from '../queue/backend.ts';
 import { createSandboxEhr } from '../sandbox-ehr/sandbox-ehr.ts';
-import { createKey, listKeys, revokeKey, type CreateKeyOptions } from '../cli/api-key.command.ts';
+import type { CreateKeyOptions } from '../cli/api-key.command.ts';
 import {
   adoptAudit,
   exportAudit,
@@ -22,14 +24,11 @@ import {
   type AuditVerifyOptions,
 } from '../cli/audit.command.ts';
 import { loadCatalog } from '../cli/catalog.command.ts';
-import {
-  createClient,
-  listClients,
-  revokeClient,
-  setClientKeys,
-  type CreateClientOptions,
-  type KeySourceOptions,
-} from '../cli/client-credentials.command.ts';
+import type { CreateClientOptions, KeySourceOptions } from '../cli/client-credentials.command.ts';
+import { controlSocketPath, runInServingRefhub, type ControlCommand } from '../cli/control-client.ts';
+import { toStdout } from '../cli/output.ts';
+import { DataDirLockedError } from '../db/data-dir-lock.ts';
+import { CONTROL_RUNS } from './control-socket.ts';
 import { retryForwards } from '../cli/forwarding.command.ts';
 import { migrate } from '../cli/migrate.command.ts';
 import { reconcile } from '../cli/reconcile.command.ts';
@@ -60,6 +59,29 @@ async function withContext<T>(command: string, work: (ctx: AppContext) => Promis
   const ctx = await createContext(loadConfig(), command);
   try {
     return await work(ctx);
+  } finally {
+    await ctx.close();
+  }
+}
+
+/**
+ * A command an operator needs while refhub serves (cli/control-client.ts). It runs here, in a context
+ * of its own; but where `refhub all` holds embedded PGlite's DATA_DIR, the serving process runs it
+ * (composition/control-socket.ts) and this one prints its answer.
+ */
+async function inContextOrServingRefhub(command: ControlCommand, args: readonly unknown[]): Promise<void> {
+  const config = loadConfig();
+  let ctx: AppContext;
+  try {
+    ctx = await createContext(config, `refhub ${command}`);
+  } catch (error) {
+    const socket = controlSocketPath(config.dataDir);
+    if (!(error instanceof DataDirLockedError) || !fs.existsSync(socket)) throw error;
+    process.stdout.write(await runInServingRefhub(socket, { command, args }));
+    return;
+  }
+  try {
+    await CONTROL_RUNS[command](ctx, toStdout, args);
   } finally {
     await ctx.close();
   }
@@ -163,15 +185,15 @@ export function catalogLoadCommand(file: string): Promise<void> {
 }
 
 export function keysCreateCommand(options: CreateKeyOptions): Promise<void> {
-  return withContext('refhub keys create', (ctx) => createKey(ctx, options));
+  return inContextOrServingRefhub('keys create', [options]);
 }
 
 export function keysListCommand(): Promise<void> {
-  return withContext('refhub keys list', (ctx) => listKeys(ctx));
+  return inContextOrServingRefhub('keys list', []);
 }
 
 export function keysRevokeCommand(idOrPrefix: string): Promise<void> {
-  return withContext('refhub keys revoke', (ctx) => revokeKey(ctx, idOrPrefix));
+  return inContextOrServingRefhub('keys revoke', [idOrPrefix]);
 }
 
 export function dataKeysStatusCommand(): Promise<void> {
@@ -211,20 +233,24 @@ export function auditExportCommand(options: AuditExportOptions): Promise<void> {
   return withContext('refhub audit export', (ctx) => exportAudit(ctx, options));
 }
 
+/** A file the command reads is named from here: the serving refhub may have another working directory. */
+const fromHere = <T extends KeySourceOptions>(options: T): T =>
+  options.jwkFile === undefined ? options : { ...options, jwkFile: path.resolve(options.jwkFile) };
+
 export function clientsCreateCommand(options: CreateClientOptions): Promise<void> {
-  return withContext('refhub clients create', (ctx) => createClient(ctx, options));
+  return inContextOrServingRefhub('clients create', [fromHere(options)]);
 }
 
 export function clientsListCommand(): Promise<void> {
-  return withContext('refhub clients list', (ctx) => listClients(ctx));
+  return inContextOrServingRefhub('clients list', []);
 }
 
 export function clientsKeysCommand(id: string, options: KeySourceOptions): Promise<void> {
-  return withContext('refhub clients keys', (ctx) => setClientKeys(ctx, id, options));
+  return inContextOrServingRefhub('clients keys', [id, fromHere(options)]);
 }
 
 export function clientsRevokeCommand(id: string): Promise<void> {
-  return withContext('refhub clients revoke', (ctx) => revokeClient(ctx, id));
+  return inContextOrServingRefhub('clients revoke', [id]);
 }
 
 /** `refhub sandbox-ehr`; the in-process tests call it too. Refuses in production before building. */

@@ -129,6 +129,11 @@ export async function serve(command: ServeCommand): Promise<void> {
     : await (await import('../api/ops-app.ts')).buildOpsApp(ctx);
   memoryAt('app');
   const stopHousekeeping = withApi ? ctx.housekeeping.start(HOUSEKEEPING_INTERVAL_MS) : () => undefined;
+  // On PGlite this process holds DATA_DIR: it runs `refhub keys …` and `refhub clients …` for the CLI.
+  const control =
+    ctx.store.engine === 'pglite'
+      ? await (await import('./control-socket.ts')).listenForCommands(ctx, config.dataDir)
+      : undefined;
   // The audit trail's sealer: every API process runs one, and one at a time does the work.
   const stopSealing = withApi
     ? ctx.auditChain.start(config.auditSealIntervalSeconds * 1000, (error: unknown) => {
@@ -160,6 +165,7 @@ export async function serve(command: ServeCommand): Promise<void> {
     ctx.lifecycle.draining = true;
     if (withApi) await new Promise((resolve) => setTimeout(resolve, drainMs(config.shutdownGraceSeconds)));
     await app.close();
+    await control?.close();
     await background?.stop();
     await ehr?.close();
     // An embedded installation is this one process: nothing of it uses the queues any more, so its

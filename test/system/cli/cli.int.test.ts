@@ -648,11 +648,12 @@ describe('refhub CLI', () => {
         expect(list.status).toBe(200);
         expect(await list.json()).toMatchObject({ data: [], metadata: { total: 0 } });
 
-        // A second process on the same DATA_DIR fails at once, naming the holder.
+        // A second process on the same DATA_DIR fails at once, naming the holder (the keys and clients
+        // commands alone are run by the holder for it: control-socket.embedded.test.ts).
         expect(JSON.parse(fs.readFileSync(lockFile, 'utf8'))).toMatchObject({ pid: first.pid });
         const started = Date.now();
-        const second = await run(['keys', 'list'], env);
-        expect(second.code, describeResult(['keys', 'list'], second)).toBe(1);
+        const second = await run(['webhooks', 'list'], env);
+        expect(second.code, describeResult(['webhooks', 'list'], second)).toBe(1);
         expect(second.stderr).toContain(`process ${first.pid}`);
         expect(second.stderr).toContain('refhub all');
         expect(second.stderr).not.toMatch(/\n\s+at /);
