@@ -40,6 +40,11 @@ export interface Store {
    * closed with the store.
    */
   queueDatabase(): QueueDatabase;
+  /**
+   * An in-memory PGlite's data directory, as a tarball another in-memory store can start from
+   * (`from`); undefined on PostgreSQL and on a PGlite in DATA_DIR.
+   */
+  readonly snapshot?: () => Promise<Blob>;
   close(): Promise<void>;
 }
 
@@ -51,7 +56,16 @@ export type StoreTarget =
       /** Keep each connection's statements prepared (see `preparing`); on unless set to false. */
       readonly preparedStatements?: boolean;
     }
-  | { readonly engine: 'pglite'; readonly dataDir: string | undefined; readonly command: string };
+  | {
+      readonly engine: 'pglite';
+      readonly dataDir: string | undefined;
+      readonly command: string;
+      /**
+       * With no dataDir: start from this data directory (another store's `snapshot`) rather than
+       * from an empty cluster, which skips PGlite's initdb, most of the time opening one takes.
+       */
+      readonly from?: Blob;
+    };
 
 /** The settings that choose the store: DATABASE_URL and DATA_DIR, as the configuration holds them. */
 export interface StoreSettings {
@@ -337,7 +351,9 @@ export async function openStore(target: StoreTarget): Promise<Store> {
       ],
     };
     const client =
-      target.dataDir === undefined ? new PGlite(options) : new PGlite(`${target.dataDir}/pgdata`, options);
+      target.dataDir === undefined
+        ? new PGlite({ ...options, ...(target.from === undefined ? {} : { loadDataDir: target.from }) })
+        : new PGlite(`${target.dataDir}/pgdata`, options);
     // Opening fails here, not at the first query, when the data directory is unusable.
     await client.waitReady;
     // PGlite speaks PostgreSQL's wire protocol to node-postgres, so both engines run the same
@@ -357,6 +373,7 @@ export async function openStore(target: StoreTarget): Promise<Store> {
       engine: 'pglite',
       connections,
       probe: databaseProbe(db),
+      ...(target.dataDir === undefined ? { snapshot: () => client.dumpDataDir('none') } : {}),
       queueDatabase: () =>
         (queues ??= pgliteQueueDatabase(pool, notifications, () => {
           if (insideTransaction.getStore() === true) throw new StatementOutsideTransactionError();

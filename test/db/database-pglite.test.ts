@@ -3,7 +3,7 @@
 // instead of running inside somebody else's transaction.
 import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Store } from '../../src/db/database.ts';
+import { openStore, type Store } from '../../src/db/database.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { openTestStore } from '../support/engines.ts';
 
@@ -150,5 +150,30 @@ describe('the embedded PGlite store', () => {
           ).rows[0]?.level,
       );
     expect(level).toBe('serializable');
+  });
+});
+
+describe('an in-memory PGlite started from another one’s snapshot', () => {
+  it('has the schema and the rows the other had then, and none of what either writes after', async () => {
+    const first = await openStore({ engine: 'pglite', dataDir: undefined, command: 'test' });
+    const second = await (async () => {
+      try {
+        await sql`CREATE TABLE notes_seen (note text)`.execute(first.db);
+        await sql`INSERT INTO notes_seen VALUES ('before')`.execute(first.db);
+        const snapshot = await first.snapshot?.();
+        if (snapshot === undefined) throw new Error('an in-memory store gives its snapshot');
+        await sql`INSERT INTO notes_seen VALUES ('after')`.execute(first.db);
+        return await openStore({ engine: 'pglite', dataDir: undefined, command: 'test', from: snapshot });
+      } finally {
+        await first.close();
+      }
+    })();
+    try {
+      await sql`INSERT INTO notes_seen VALUES ('its own')`.execute(second.db);
+      const rows = await sql<{ note: string }>`SELECT note FROM notes_seen ORDER BY note`.execute(second.db);
+      expect(rows.rows.map((r) => r.note)).toEqual(['before', 'its own']);
+    } finally {
+      await second.close();
+    }
   });
 });
