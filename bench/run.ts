@@ -3,8 +3,8 @@
 //   npm run bench                     PostgreSQL (BENCH_DATABASE_URL, default the local test database)
 //   npm run bench -- --pglite         embedded PGlite
 //   npm run bench -- --soak           and then ten minutes of mixed load, for memory over time
-//   npm run bench -- --only get,list  some scenarios only (render, get, list, forward, write, scale,
-//                                     growth, webhooks, fairness, uploads)
+//   npm run bench -- --only get,list  some scenarios only (render, get, list, forward, queues, write,
+//                                     scale, growth, webhooks, fairness, uploads)
 //   npm run bench -- --cpu-stages     the forward scenario alone, with refhub under --cpu-prof, and a
 //                                     table of CPU per referral by stage of the forward
 //
@@ -15,7 +15,8 @@
 //
 // Settings: BENCH_ROUNDS (3), BENCH_SECONDS per run (8), BENCH_FORWARD_BURST (5000),
 // BENCH_FORWARD_ROUNDS (2), BENCH_WRITE_DRAFTS (15000), BENCH_SOAK_SECONDS (600),
-// BENCH_SCALE_BURST (2000), BENCH_GROWTH_SIZES (10000,100000; add 1000000 for the full growth),
+// BENCH_SCALE_BURST (2000), BENCH_QUEUES_SECONDS (20: how long each queue set-up is offered its
+// load per round), BENCH_GROWTH_SIZES (10000,100000; add 1000000 for the full growth),
 // BENCH_BACKLOG (100000), BENCH_WEBHOOK_BURST (1000), BENCH_REFHUB_NODE_OPTIONS (Node flags for the
 // refhub processes after those of npm start, such as other heap limits or --cpu-prof), REDIS_URL
 // (redis://127.0.0.1:6379).
@@ -31,6 +32,7 @@ import { renderScenario } from './scenarios/render.ts';
 import { soakScenario, type SoakSample } from './scenarios/soak.ts';
 import { growthScenario } from './scenarios/growth.ts';
 import { scaleOutScenario } from './scenarios/scale-out.ts';
+import { queueBackendsScenario } from './scenarios/queue-backends.ts';
 import { webhookScenario } from './scenarios/webhooks.ts';
 import { fairnessScenario } from './scenarios/fairness.ts';
 import { uploadsScenario } from './scenarios/uploads.ts';
@@ -48,6 +50,7 @@ const SCENARIOS = [
   'get',
   'list',
   'forward',
+  'queues',
   'write',
   'scale',
   'growth',
@@ -56,7 +59,7 @@ const SCENARIOS = [
   'uploads',
 ] as const;
 /** Scenarios that need PostgreSQL; on PGlite they are left out. */
-const POSTGRES_ONLY: readonly Scenario[] = ['scale', 'growth'];
+const POSTGRES_ONLY: readonly Scenario[] = ['queues', 'scale', 'growth'];
 type Scenario = (typeof SCENARIOS)[number];
 
 function numberFrom(name: string, fallback: number): number {
@@ -171,6 +174,16 @@ async function main(): Promise<void> {
               connections: plan.connections,
               idleSamples,
               timeoutSeconds: 240,
+            }),
+        ],
+        [
+          'queues',
+          () =>
+            queueBackendsScenario(env, {
+              rounds: forwardRounds,
+              seconds: numberFrom('BENCH_QUEUES_SECONDS', 20),
+              connections: plan.connections,
+              timeoutSeconds: 120,
             }),
         ],
         [

@@ -56,7 +56,7 @@ interface SandboxDelivery {
   readonly receivedAt: string;
 }
 
-function sandboxControl(sandbox: Service) {
+export function sandboxControl(sandbox: Service) {
   const origin = new URL(sandbox.address).origin;
   const get = async <T>(path: string): Promise<T> => {
     const response = await request(`${origin}/_sandbox${path}`);
