@@ -9,7 +9,9 @@ import { configDefaults, defineConfig } from 'vitest/config';
 const INT = 'test/**/*.int.test.ts';
 const BROWSER = 'test/**/*.browser.test.ts';
 const EMBEDDED = 'test/**/*.embedded.test.ts';
-const NEEDS_SERVERS = ['test/support/global-setup.ts'];
+// Before each project: a migrated PGlite, once, that the tests' in-memory PGlite stores start from.
+const PGLITE_TEMPLATE = 'test/support/pglite-template.ts';
+const NEEDS_SERVERS = ['test/support/global-setup.ts', PGLITE_TEMPLATE];
 
 export default defineConfig({
   test: {
@@ -28,9 +30,10 @@ export default defineConfig({
           name: 'fast',
           include: ['test/**/*.test.ts'],
           exclude: [...configDefaults.exclude, INT, BROWSER, EMBEDDED],
+          globalSetup: [PGLITE_TEMPLATE],
         },
       },
-      { extends: true, test: { name: 'embedded', include: [EMBEDDED] } },
+      { extends: true, test: { name: 'embedded', include: [EMBEDDED], globalSetup: [PGLITE_TEMPLATE] } },
       { extends: true, test: { name: 'int', include: [INT], globalSetup: NEEDS_SERVERS } },
       { extends: true, test: { name: 'browser', include: [BROWSER], globalSetup: NEEDS_SERVERS } },
     ],

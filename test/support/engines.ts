@@ -2,7 +2,9 @@
 // PGlite, or a fresh PostgreSQL database created from TEST_DATABASE_URL and dropped afterwards, so
 // files run in parallel without seeing each other's rows.
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import pg from 'pg';
+import { inject } from 'vitest';
 import { migrateToLatest, openStore, type Engine, type Store } from '../../src/db/database.ts';
 
 export const ENGINES: readonly Engine[] = ['pglite', 'postgres'];
@@ -30,22 +32,13 @@ export interface TestStoreOptions {
 }
 
 /**
- * A migrated, empty PGlite's data directory, made once per test process. An in-memory PGlite started
- * from it skips initdb and the migrations, which are most of the time opening one takes (seconds each,
- * many times over in a test run).
+ * A migrated, empty PGlite's data directory: the file the run made once (pglite-template.ts), read
+ * once per test file. An in-memory PGlite started from it skips initdb and the migrations, which are
+ * most of the time opening one takes.
  */
-let migratedPglite: Promise<Blob> | undefined;
-function migratedPgliteDataDir(): Promise<Blob> {
-  migratedPglite ??= (async () => {
-    const store = await openStore({ engine: 'pglite', dataDir: undefined, command: 'test' });
-    try {
-      await migrateToLatest(store.db);
-      if (store.snapshot === undefined) throw new Error('an in-memory PGlite store gives its snapshot');
-      return await store.snapshot();
-    } finally {
-      await store.close();
-    }
-  })();
+let migratedPglite: Blob | undefined;
+function migratedPgliteDataDir(): Blob {
+  migratedPglite ??= new Blob([fs.readFileSync(inject('pgliteTemplate'))]);
   return migratedPglite;
 }
 
@@ -58,7 +51,7 @@ export async function openTestStore(engine: Engine, options: TestStoreOptions = 
       engine: 'pglite',
       dataDir: undefined,
       command: 'test',
-      ...(options.migrate === false ? {} : { from: await migratedPgliteDataDir() }),
+      ...(options.migrate === false ? {} : { from: migratedPgliteDataDir() }),
     });
   } else {
     const name = `refhub_test_${randomUUID().replaceAll('-', '')}`;
