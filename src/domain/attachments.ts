@@ -97,6 +97,15 @@ export interface AttachmentView {
 }
 
 /**
+ * The answer to an upload: the file, and the referral's version once it was added. The upload is not
+ * guarded by If-Match, so a client that held the version before (one less) knows that nothing else
+ * changed the referral in between, and may guard its next change with the new one.
+ */
+export interface AttachmentAdded extends AttachmentView {
+  readonly referralVersion: number;
+}
+
+/**
  * How long a forward waits, from the version's change, for files of the referral still waiting for
  * their malware scan, so that they go with the form; past it the form goes with the files that are
  * clean, and a later version carries the rest. A scan takes seconds while the scanner is up.

@@ -9,6 +9,7 @@ export type ReferralSummary = Schemas['ReferralSummary'];
 export type ReferralPage = Schemas['ReferralPage'];
 export type Note = Schemas['Note'];
 export type Attachment = Schemas['Attachment'];
+export type AttachmentAdded = Schemas['AttachmentAdded'];
 export type Outcome = Schemas['Outcome'];
 export type OutcomeCode = Schemas['OutcomeCode'];
 export type Appointment = Schemas['Appointment'];

@@ -1267,6 +1267,41 @@ export interface components {
       /** Format: date-time */
       createdAt: string;
     };
+    /** @description A file just attached to a referral, and the referral’s version since. */
+    AttachmentAdded: {
+      /** Format: uuid */
+      id: string;
+      /** Format: uuid */
+      referralId: string;
+      /** @description The referral’s own number for the file: 1, 2, … in the order files were added. */
+      number: number;
+      /** @description The name the file was sent with. */
+      fileName: string;
+      /** @description The type refhub detected from the bytes, one of `application/pdf`, `image/jpeg`, `image/png`, `image/tiff`, `text/plain`, `application/vnd.openxmlformats-officedocument.wordprocessingml.document`. */
+      mediaType: string;
+      sizeBytes: number;
+      /** @description SHA-256 of the content, hex. */
+      sha256: string;
+      /**
+       * @description `pending-scan` until the malware scan answers, then `available` or `rejected`. `not-scanned` where no scanner runs in refhub (a development installation, or files scanned before they reach refhub): the content can be read, unchecked by refhub.
+       * @enum {unknown}
+       */
+      scanState: 'pending-scan' | 'available' | 'rejected' | 'not-scanned';
+      /** @description Whether the content can be read now: `available`, or `not-scanned`. */
+      available: boolean;
+      /**
+       * Format: date-time
+       * @description When the scan answered; absent until then, and where nothing scans.
+       */
+      scannedAt?: string;
+      /** @enum {unknown} */
+      addedBy: 'sender' | 'provider';
+      authorInstitution: components['schemas']['Institution'];
+      /** Format: date-time */
+      createdAt: string;
+      /** @description The referral’s version once the file was added. The upload is not guarded by If-Match: a client that held the version before it (`W/"N"`, N one less) knows nothing else changed the referral in between, and may guard its next change with `W/"referralVersion"`; otherwise it reads the referral again. */
+      referralVersion: number;
+    };
     AttachmentList: {
       /** @description In the order they were added. */
       data: components['schemas']['Attachment'][];
@@ -4401,7 +4436,7 @@ export interface operations {
       };
     };
     responses: {
-      /** @description The attachment. */
+      /** @description The attachment, and the referral’s version since. */
       201: {
         headers: {
           /** @description The path of what was created: the referral, or the attachment. */
@@ -4423,7 +4458,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Attachment'];
+          'application/json': components['schemas']['AttachmentAdded'];
         };
       };
       /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */

@@ -11,6 +11,7 @@ import type {
   ActingFor,
   AppointmentInput,
   Attachment,
+  AttachmentAdded,
   AttachmentContent,
   AttachmentUpload,
   CancelInput,
@@ -275,11 +276,14 @@ export class ReferralHandle {
 
   /**
    * Attaches a file. It adds to the referral rather than changing what was read, so it is not guarded
-   * by If-Match, and several files go one after another. Like a note, it changes the referral's version
-   * without returning it: read again before the next guarded change. The file is `pending-scan` until
-   * refhub's malware scan answers (`not-scanned` where refhub runs no scanner).
+   * by If-Match, and several files go one after another. It changes the referral's version: where the
+   * handle held the version just before it, nothing else changed the referral in between, and the
+   * handle takes the version the upload made (`referralVersion`), so that `attach()` then `submit()`
+   * works; otherwise it keeps the ETag it had, and the next guarded change is refused with 412 until
+   * the referral is read again. The file is `pending-scan` until refhub's malware scan answers
+   * (`not-scanned` where refhub runs no scanner).
    */
-  async attach(file: AttachmentUpload, options: WriteOptions = {}): Promise<Attachment> {
+  async attach(file: AttachmentUpload, options: WriteOptions = {}): Promise<AttachmentAdded> {
     const { data } = await answerOf(
       this.#api.POST('/api/v1/referrals/{referralId}/attachments', {
         params: {
@@ -297,6 +301,9 @@ export class ReferralHandle {
         signal: options.signal,
       }),
     );
+    if (this.#etag !== undefined && versionOf(this.#etag) === data.referralVersion - 1) {
+      this.#etag = `W/"${data.referralVersion}"`;
+    }
     return data;
   }
 
@@ -377,6 +384,12 @@ export class ReferralHandle {
 }
 
 /** `Content-Disposition` naming a file: the name in RFC 8187 form, which holds any character. */
+/** The version an ETag names: `W/"3"` and `"3"` are version 3. */
+function versionOf(etag: string): number | undefined {
+  const match = /^(?:W\/)?"(\d+)"$/.exec(etag);
+  return match === null ? undefined : Number(match[1]);
+}
+
 function attachmentDisposition(fileName: string): string {
   const encoded = encodeURIComponent(fileName).replace(
     /['()*]/g,

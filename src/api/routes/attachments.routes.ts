@@ -20,7 +20,7 @@ import { sendAttachmentContent } from '../attachment-content.ts';
 import { API_PREFIX, ifMatchOf } from '../http.ts';
 import type { UploadBody, UploadBudget } from '../upload-budget.ts';
 import { callerOf } from '../plugins/auth.ts';
-import { Attachment, AttachmentList } from '../schemas/attachments.schema.ts';
+import { Attachment, AttachmentAdded, AttachmentList } from '../schemas/attachments.schema.ts';
 import { documentedAs } from '../schemas/documented.ts';
 import { GuardedHeaders, GuardedPostHeaders } from '../schemas/headers.ts';
 import { ref } from '../schemas/named.ts';
@@ -272,7 +272,10 @@ export function attachmentsRoutes(deps: AttachmentsRoutesDeps, uploads: UploadBu
           body: documentedAs(Type.Unknown(), Type.Unsafe<unknown>(FILE_BYTES)),
           consumes: UPLOAD_MEDIA_TYPES,
           response: {
-            201: success(ref(Attachment), 'The attachment.', { location: true, idempotent: true }),
+            201: success(ref(AttachmentAdded), 'The attachment, and the referral’s version since.', {
+              location: true,
+              idempotent: true,
+            }),
             ...problems({ idempotent: true }),
             503: uploadsBusy(),
           },

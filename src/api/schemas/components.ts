@@ -2,7 +2,7 @@
 // OpenAPI document lists them under components.schemas. A named schema missing here stops the app at
 // start (its reference cannot be resolved); one listed here but never referenced fails the lint test.
 import type { FastifyInstance } from 'fastify';
-import { Attachment, AttachmentList } from './attachments.schema.ts';
+import { Attachment, AttachmentAdded, AttachmentList } from './attachments.schema.ts';
 import { EhrSentAttachment, EhrSentForm, EhrSubmission, EhrSubmissionList } from './forwarding.schema.ts';
 import { EventInstitution, EventPage, EventPageMetadata, ReferralEvent } from './events.schema.ts';
 import { FhirBundle } from './fhir.schema.ts';
@@ -79,6 +79,7 @@ export const COMPONENT_SCHEMAS: readonly Named[] = [
   WebhookAttempt,
   WebhookAttemptList,
   Attachment,
+  AttachmentAdded,
   AttachmentList,
   PatientAccessReport,
   PatientAccessReportMetadata,

@@ -10,6 +10,7 @@ import {
   mediaTypeWords,
   sizeWords,
   type AttachmentType,
+  type AttachmentAdded,
   type AttachmentView,
 } from '../../domain/attachments.ts';
 import type { Clock } from '../../domain/clock.ts';
@@ -105,7 +106,12 @@ export function createAttachments(deps: AttachmentsDeps) {
   return {
     settings: deps.settings,
 
-    async add(caller: Caller, referralId: string, upload: Upload, ifMatch?: number): Promise<AttachmentView> {
+    async add(
+      caller: Caller,
+      referralId: string,
+      upload: Upload,
+      ifMatch?: number,
+    ): Promise<AttachmentAdded> {
       const nameRefusal = fileNameRefusal(upload.fileName);
       if (nameRefusal !== undefined) {
         throw new AttachmentRefusedError(
@@ -135,7 +141,7 @@ export function createAttachments(deps: AttachmentsDeps) {
           }
           return inspection.mediaType;
         }));
-      let view: AttachmentView | undefined;
+      let view: AttachmentAdded | undefined;
       return mutate(
         caller,
         referralId,
@@ -167,7 +173,11 @@ export function createAttachments(deps: AttachmentsDeps) {
             system: caller.system,
             createdAt: now,
           };
-          view = toAttachmentView(record, { ...attachment, scanSignature: null, scannedAt: null });
+          view = {
+            ...toAttachmentView(record, { ...attachment, scanSignature: null, scannedAt: null }),
+            // The change writes the next version, or fails its compare-and-set and is planned again.
+            referralVersion: record.version + 1,
+          };
           return {
             decision,
             events: [

@@ -128,10 +128,13 @@ describe.each(ENGINES)('attachments on %s', (engine) => {
       authorInstitution: { idType: 'hci', id: 'S1234A', name: 'Bukit Timah Family Clinic' },
     });
     expect(res.headers.location).toBe(`${base(draft.id)}/${added.id}`);
+    // The answer says the referral's version since: one past the draft's, as nothing else changed it.
+    const { referralVersion, ...attachment } = added as AttachmentJson & { referralVersion: number };
+    expect(referralVersion).toBe(draft.version + 1);
 
-    expect(await listed(t, t.sender, draft.id)).toEqual([added]);
+    expect(await listed(t, t.sender, draft.id)).toEqual([attachment]);
     const meta = await read(t, t.sender, `${base(draft.id)}/${added.id}`);
-    expect(meta.json()).toEqual(added);
+    expect(meta.json()).toEqual(attachment);
 
     const content = await read(t, t.sender, `${base(draft.id)}/${added.id}/content`);
     expect(content.statusCode).toBe(200);

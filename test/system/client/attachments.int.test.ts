@@ -48,6 +48,31 @@ describe.each(ENGINES)('attachments through @refhub/client on %s', (engine) => {
     await t.close();
   });
 
+  it('takes the version its own uploads made, so that attach() then submit() works', async () => {
+    const draft = await clinic.createReferral({ offeringId: 'cgh-gastro', ...PATIENT });
+    const referral = clinic.referral(draft);
+    await referral.read();
+    expect(referral.etag).toBe(`W/"${draft.version}"`);
+    const first = await referral.attach({ content: new Blob([LETTER]), fileName: 'letter.pdf' });
+    const second = await referral.attach({ content: new Blob([TEXT]), fileName: 'notes.txt' });
+    expect([first.referralVersion, second.referralVersion]).toEqual([draft.version + 1, draft.version + 2]);
+    expect(referral.etag).toBe(`W/"${draft.version + 2}"`);
+    expect((await referral.submit()).coreStatus).toBe('pending');
+  });
+
+  it('keeps the ETag it had when another change came between, so that the next guarded change is refused', async () => {
+    const draft = await clinic.createReferral({ offeringId: 'cgh-gastro', ...PATIENT });
+    const referral = clinic.referral(draft);
+    await referral.read();
+    const held = referral.etag;
+    // Another client changes the referral in between.
+    await clinic.referral(draft).attach({ content: new Blob([TEXT]), fileName: 'theirs.txt' });
+    await referral.attach({ content: new Blob([LETTER]), fileName: 'mine.pdf' });
+    expect(referral.etag).toBe(held);
+    const refused = await problemOf(referral.submit());
+    expect(refused).toMatchObject({ status: 412 });
+  });
+
   it('attaches, lists, downloads and removes files, and both sides read them', async () => {
     const draft = await clinic.createReferral({ offeringId: 'cgh-gastro', ...PATIENT });
     const referral = clinic.referral(draft);
@@ -79,7 +104,9 @@ describe.each(ENGINES)('attachments through @refhub/client on %s', (engine) => {
       'Referral letter (2026).pdf',
       '心電図.txt',
     ]);
-    expect(await referral.attachment(notes.id)).toEqual(notes);
+    expect(await referral.attachment(notes.id)).toEqual(
+      Object.fromEntries(Object.entries(notes).filter(([field]) => field !== 'referralVersion')),
+    );
 
     const downloaded = await referral.download(letter.id);
     expect(Buffer.from(downloaded.bytes).equals(LETTER)).toBe(true);
