@@ -183,7 +183,7 @@ export function postgresQueueDatabase(url: string): QueueDatabase {
       const client = new pg.Client({ ...config, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
       client.on('notification', (message) => events.emit('notification', message));
       client.on('error', (error) => {
-        if (listening !== undefined) listening = undefined;
+        listening = undefined;
         void client.end().catch(() => undefined);
         events.emit('lost', error);
       });
