@@ -151,13 +151,17 @@ export async function startSandboxEhrProcess(
   const authorization: Record<string, string> =
     options.token === undefined ? {} : { authorization: `Bearer ${options.token}` };
 
-  const dispatcher =
-    options.tls === undefined ? undefined : new Agent({ connect: { ca: fs.readFileSync(options.tls.ca) } });
+  // A connection per control call: a kept-alive one that the sandbox closes for being idle just as a
+  // call goes out on it fails the call ("other side closed"), which a busy machine makes likely.
+  const dispatcher = new Agent({
+    pipelining: 0,
+    ...(options.tls === undefined ? {} : { connect: { ca: fs.readFileSync(options.tls.ca) } }),
+  });
 
   async function control<T>(method: string, pathAndQuery: string, body?: unknown): Promise<T> {
     const response = await undiciFetch(`${baseUrl}/_sandbox${pathAndQuery}`, {
       method,
-      ...(dispatcher === undefined ? {} : { dispatcher }),
+      dispatcher,
       headers: { ...authorization, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       body: body === undefined ? null : JSON.stringify(body),
       signal: AbortSignal.timeout(CONTROL_TIMEOUT_MS),
@@ -195,7 +199,7 @@ export async function startSandboxEhrProcess(
         const grace = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
         const exit = await exited;
         clearTimeout(grace);
-        await dispatcher?.close();
+        await dispatcher.close();
         return exit;
       })();
       return stopping;
