@@ -108,18 +108,27 @@ function bareSubmitTarget(env: BenchEnv, bare: BarePipeline): SubmitTarget {
 
 /**
  * Submits `ids`, `connections` at a time; returns when each was sent, each submit's response time
- * (ms), and how many failed.
+ * (ms), and how many failed. With `perSecond`, the submits are paced: the i-th is due `i / perSecond`
+ * seconds after the start, and each connection waits for the next one's time before sending it.
  */
-export async function submitAll(target: SubmitTarget, ids: readonly string[], connections: number) {
+export async function submitAll(
+  target: SubmitTarget,
+  ids: readonly string[],
+  connections: number,
+  perSecond?: number,
+) {
   const api = new Pool(target.address, { connections });
   const sentAt = new Map<string, number>();
   const latencies: number[] = [];
   let failed = 0;
   let next = 0;
+  const start = Date.now();
   try {
     await Promise.all(
       Array.from({ length: connections }, async () => {
-        for (let id = ids[next++]; id !== undefined; id = ids[next++]) {
+        for (let i = next++, id = ids[i]; id !== undefined; i = next++, id = ids[i]) {
+          const due = perSecond === undefined ? 0 : start + (i * 1000) / perSecond;
+          if (due > Date.now()) await sleep(due - Date.now());
           const sent = Date.now();
           const began = performance.now();
           sentAt.set(id, sent);
@@ -138,7 +147,7 @@ export async function submitAll(target: SubmitTarget, ids: readonly string[], co
   } finally {
     await api.close();
   }
-  return { sentAt, latencies, failed };
+  return { sentAt, latencies, failed, start };
 }
 
 /** Waits until refhub's database shows every one of `ids` forwarded (PostgreSQL only). */

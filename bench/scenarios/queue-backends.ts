@@ -17,14 +17,13 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { sql } from 'kysely';
-import { Pool } from 'undici';
 import { migrateToLatest, openStore } from '../../src/db/database.ts';
 import type { BenchEnv, DraftPool } from '../environment.ts';
 import { refhubDatabase } from '../environment.ts';
 import { cpuTimesOfPid, sampleRss, startRefhub, type Service } from '../processes.ts';
 import { seedCatalogAndKeys, seedDrafts, type BenchParties } from '../seed.ts';
 import { median, medianOfRounds, percentile, type Measurement, type ResultRow } from '../stats.ts';
-import { refhubSubmitTarget, sandboxControl, type SubmitTarget } from './forward.ts';
+import { refhubSubmitTarget, sandboxControl, submitAll } from './forward.ts';
 
 export interface QueueBackendsPlan {
   readonly rounds: number;
@@ -124,41 +123,6 @@ async function onPostgres(env: BenchEnv, drafts: number, backend: 'postgres' | '
   }
 }
 
-/**
- * Submits `ids` at `rate` a second: the i-th is due `i / rate` seconds after the start, and each of
- * `connections` submitters takes the next one due, waits for its time, and sends it. Returns when each
- * was sent and how many were refused.
- */
-async function submitPaced(target: SubmitTarget, ids: readonly string[], connections: number, rate: number) {
-  const api = new Pool(target.address, { connections });
-  const sentAt = new Map<string, number>();
-  let failed = 0;
-  let next = 0;
-  const start = Date.now();
-  try {
-    await Promise.all(
-      Array.from({ length: connections }, async () => {
-        for (let i = next++, id = ids[i]; id !== undefined; i = next++, id = ids[i]) {
-          const due = start + (i * 1000) / rate;
-          if (due > Date.now()) await sleep(due - Date.now());
-          sentAt.set(id, Date.now());
-          const response = await api.request({
-            method: 'POST',
-            path: target.path(id),
-            headers: { ...target.headers },
-            body: target.body,
-          });
-          await response.body.dump();
-          if (response.statusCode !== 200) failed++;
-        }
-      }),
-    );
-  } finally {
-    await api.close();
-  }
-  return { sentAt, failed, start };
-}
-
 interface RoundFigures {
   readonly delivery: Measurement;
   readonly cpuMsPerReferral: number;
@@ -178,12 +142,9 @@ async function round(env: BenchEnv, setUp: SetUp, plan: QueueBackendsPlan): Prom
   const rss = sampleRss(setUp.service);
   const cpuBefore = cpuTimesOfPid(setUp.service.pid);
   const target = refhubSubmitTarget(setUp.service.address, setUp.parties);
-  const { sentAt, failed, start } = await submitPaced(target, ids, plan.connections, setUp.offered);
+  const { sentAt, failed, start } = await submitAll(target, ids, plan.connections, setUp.offered);
   const until = Date.now() + plan.timeoutSeconds * 1000;
-  const arrived = async () => {
-    const deliveries = (await sandbox.deliveries()).filter((d) => wanted.has(d.referralId));
-    return deliveries;
-  };
+  const arrived = async () => (await sandbox.deliveries()).filter((d) => wanted.has(d.referralId));
   let deliveries = await arrived();
   while (new Set(deliveries.map((d) => d.referralId)).size < ids.length - failed && Date.now() < until) {
     await sleep(POLL_MS);
