@@ -220,6 +220,10 @@ export function startRefhub(settings: RefhubSettings): Promise<Service> {
       // meets the budget (what bounds the process's memory) rather than one clinic's share of it.
       ATTACHMENT_UPLOADS_PER_CREDENTIAL_MIB: '80',
       ATTACHMENT_UPLOADS_PER_INSTITUTION_MIB: '80',
+      // BENCH_QUEUE_BACKEND (run.ts) moves every scenario's queues; the queues scenario sets its own.
+      ...(process.env.BENCH_QUEUE_BACKEND === undefined
+        ? {}
+        : { QUEUE_BACKEND: process.env.BENCH_QUEUE_BACKEND }),
       ...settings.env,
     },
   });

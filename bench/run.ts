@@ -18,8 +18,9 @@
 // BENCH_SCALE_BURST (2000), BENCH_QUEUES_SECONDS (20: how long each queue set-up is offered its
 // load per round), BENCH_GROWTH_SIZES (10000,100000; add 1000000 for the full growth),
 // BENCH_BACKLOG (100000), BENCH_WEBHOOK_BURST (1000), BENCH_REFHUB_NODE_OPTIONS (Node flags for the
-// refhub processes after those of npm start, such as other heap limits or --cpu-prof), REDIS_URL
-// (redis://127.0.0.1:6379).
+// refhub processes after those of npm start, such as other heap limits or --cpu-prof),
+// BENCH_QUEUE_BACKEND (postgres or redis: where the refhub processes of the scenarios other than
+// queues keep their queues; unset, in Redis), REDIS_URL (redis://127.0.0.1:6379).
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -182,6 +183,7 @@ async function main(): Promise<void> {
             queueBackendsScenario(env, {
               rounds: forwardRounds,
               seconds: numberFrom('BENCH_QUEUES_SECONDS', 20),
+              warmupSeconds: plan.warmupSeconds,
               connections: plan.connections,
               timeoutSeconds: 120,
             }),

@@ -29,6 +29,11 @@ export interface QueueBackendsPlan {
   readonly rounds: number;
   /** How long the offered load lasts in each round, in seconds. */
   readonly seconds: number;
+  /**
+   * A round of this many seconds on each set-up before the measured ones, not counted: the first
+   * statements planned, the JIT's code compiled, the database's caches filled after the seeding.
+   */
+  readonly warmupSeconds: number;
   /** Concurrent submitters: the clinics. */
   readonly connections: number;
   /** How long the last referral may take to arrive after the last submit before it counts as lost. */
@@ -179,9 +184,11 @@ export async function queueBackendsScenario(env: BenchEnv, plan: QueueBackendsPl
     throw new Error('the queue backends scenario needs PostgreSQL for two of its set-ups');
   const setUps: SetUp[] = [];
   try {
-    setUps.push(await embedded(env, Math.round(30 * plan.seconds * plan.rounds)));
-    setUps.push(await onPostgres(env, Math.round(100 * plan.seconds * plan.rounds), 'postgres'));
-    setUps.push(await onPostgres(env, Math.round(100 * plan.seconds * plan.rounds), 'redis'));
+    const seconds = plan.seconds * plan.rounds + plan.warmupSeconds;
+    setUps.push(await embedded(env, Math.round(30 * seconds)));
+    setUps.push(await onPostgres(env, Math.round(100 * seconds), 'postgres'));
+    setUps.push(await onPostgres(env, Math.round(100 * seconds), 'redis'));
+    for (const setUp of setUps) await round(env, setUp, { ...plan, seconds: plan.warmupSeconds });
     const figures = new Map<SetUp, RoundFigures[]>(setUps.map((s) => [s, []]));
     for (let r = 1; r <= plan.rounds; r++) {
       for (const setUp of setUps) {

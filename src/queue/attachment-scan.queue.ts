@@ -4,7 +4,7 @@
 // is live.
 import type { JobsOptions, Queue } from 'bullmq';
 import { OUTBOX_TOPICS } from '../domain/lifecycle.ts';
-import { LIVE_STATES, PROMPT_RECOVERY, RETENTION, type WorkerDefaults } from './job-settings.ts';
+import { LIVE_STATES, PROMPT_RECOVERY, type WorkerDefaults } from './job-settings.ts';
 
 /** The scan queue's name: the outbox topic that queues the scans of a referral's waiting files. */
 export const ATTACHMENT_SCAN_QUEUE = OUTBOX_TOPICS.attachmentScan;
@@ -39,8 +39,6 @@ function scanOptions(payload: ScanPayload): JobsOptions {
   return {
     jobId: attachmentScanJobId(payload.attachmentId),
     ...SCAN_ATTEMPTS,
-    removeOnComplete: RETENTION.completed,
-    removeOnFail: RETENTION.failed,
   };
 }
 

@@ -30,6 +30,7 @@ import {
   settled,
   type ConnectionRole,
 } from './connections.ts';
+import { RETENTION } from './job-settings.ts';
 import { claimQueuePrefix, releaseQueuePrefix } from './prefix-claim.ts';
 
 export type QueueBackendName = Config['queueBackend'];
@@ -132,7 +133,11 @@ export function postgresQueueBackend(database: QueueDatabase, logger: Logger): Q
     name: 'postgres',
     address: database.address,
     queue: <P>(name: string) => {
-      const queue = new Queue<P>(name, { connection: database.pool }, createPostgresBackend as never);
+      const queue = new Queue<P>(
+        name,
+        { connection: database.pool, defaultJobOptions: RETENTION.postgres },
+        createPostgresBackend as never,
+      );
       made.push(queue as Queue);
       return queue;
     },
@@ -215,7 +220,7 @@ export function redisQueueBackend(
     address: redisAddress(settings.redisUrl),
     redis,
     queue: <P>(name: string) => {
-      const queue = new Queue<P>(name, { connection: redis, prefix });
+      const queue = new Queue<P>(name, { connection: redis, prefix, defaultJobOptions: RETENTION.redis });
       made.push(queue as Queue);
       return queue;
     },

@@ -20,7 +20,7 @@
 import type { JobsOptions, Queue } from 'bullmq';
 import { messageIdOf } from '../domain/ids.ts';
 import { OUTBOX_TOPICS } from '../domain/lifecycle.ts';
-import { LIVE_STATES, PROMPT_RECOVERY, RETENTION, type WorkerDefaults } from './job-settings.ts';
+import { LIVE_STATES, PROMPT_RECOVERY, type WorkerDefaults } from './job-settings.ts';
 
 /** The forward queue's name: the outbox topic of a forward that is due. */
 export const FORWARD_QUEUE = OUTBOX_TOPICS.forward;
@@ -117,8 +117,6 @@ function forwardOptions(settings: ForwardSettings, payload: ForwardPayload, rank
     deduplication: { id: payload.referralId, keepLastIfActive: true },
     priority: forwardPriority(rank),
     ...forwardJobOptions({ maxAttempts: settings.ehrMaxAttempts }),
-    removeOnComplete: RETENTION.completed,
-    removeOnFail: RETENTION.failed,
   };
 }
 

@@ -1,7 +1,7 @@
 // What every queue's definition (the *.queue.ts files) shares: how long finished jobs are kept, how
 // soon a dead worker's jobs come back, which job states count as live, and the institution key jobs
 // are counted against.
-import type { WorkerOptions } from 'bullmq';
+import type { JobsOptions, WorkerOptions } from 'bullmq';
 
 /** A queue's worker settings, beside its queue: the workers read them from its definition. */
 export type WorkerDefaults = Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount'> & {
@@ -20,11 +20,29 @@ export type WorkerDefaults = Pick<WorkerOptions, 'lockDuration' | 'stalledInterv
 // it afresh.
 export const PROMPT_RECOVERY = { lockDuration: 30_000, stalledInterval: 10_000, maxStalledCount: 1 } as const;
 
-/** How long finished jobs are kept in Redis, for the dashboard; the ledger in the database is the record. */
+/**
+ * How long finished jobs stay in their queue, for the dashboard and `forwards retry`; the ledger in the
+ * database is the record of what was sent. Each backend sets them as its queues' default job options
+ * (backend.ts), so that no queue's definition repeats them.
+ *
+ * In Redis a finished job is trimmed from a sorted set, cheaply, so the last 10,000 completed jobs
+ * (at most a week) and the last 50,000 failed ones (at most 30 days) are kept. BullMQ's PostgreSQL
+ * backend trims with statements that read every finished job of the queue (a count is a scan of the
+ * kept jobs; an age, a plan that cannot use the partial index on finished jobs), once for each job that
+ * finishes: at 10,000 kept, that scan was most of the database's time per forward, and it grows with
+ * what is kept. There a completed job leaves its queue as it completes, one indexed delete; a failed
+ * job, which an operator may retry, is kept 30 days, trimmed by age when another fails.
+ */
 export const RETENTION = {
-  completed: { age: 7 * 24 * 3600, count: 10_000 },
-  failed: { age: 30 * 24 * 3600, count: 50_000 },
-} as const;
+  redis: {
+    removeOnComplete: { age: 7 * 24 * 3600, count: 10_000 },
+    removeOnFail: { age: 30 * 24 * 3600, count: 50_000 },
+  },
+  postgres: {
+    removeOnComplete: true,
+    removeOnFail: { age: 30 * 24 * 3600 },
+  },
+} as const satisfies Record<string, Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'>>;
 
 /** The job states in which a job is still to run or running. */
 export const LIVE_STATES: ReadonlySet<string> = new Set([

@@ -52,7 +52,7 @@ export {
   type QueuedForward,
   type SettledForward,
 } from './forward.queue.ts';
-export { institutionKey, RETENTION } from './job-settings.ts';
+export { institutionKey } from './job-settings.ts';
 export {
   REMINDERS_QUEUE,
   reminderSchedulerId,

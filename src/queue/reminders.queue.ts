@@ -4,7 +4,7 @@
 // and look for a referral's schedule.
 import type { Queue } from 'bullmq';
 import { OUTBOX_TOPICS } from '../domain/lifecycle.ts';
-import { RETENTION, type WorkerDefaults } from './job-settings.ts';
+import type { WorkerDefaults } from './job-settings.ts';
 
 /** The reminders queue's name: the outbox topic that sets or removes a referral's schedule. */
 export const REMINDERS_QUEUE = OUTBOX_TOPICS.reminders;
@@ -61,8 +61,6 @@ export async function scheduleReminders(
       opts: {
         attempts: 5,
         backoff: { type: 'exponential', delay: 5_000 },
-        removeOnComplete: RETENTION.completed,
-        removeOnFail: RETENTION.failed,
       },
     },
   );

@@ -2,7 +2,7 @@
 // operator's replay. Its name, the job's payload and ID, what a delivery returns, its attempts and
 // backoff, the worker's settings and fair share, and the function that adds deliveries.
 import type { Queue } from 'bullmq';
-import { PROMPT_RECOVERY, RETENTION, type WorkerDefaults } from './job-settings.ts';
+import { PROMPT_RECOVERY, type WorkerDefaults } from './job-settings.ts';
 
 /** The webhooks queue's name (webhook deliveries have no outbox topic: the event feed is theirs). */
 export const WEBHOOKS_QUEUE = 'webhooks';
@@ -85,8 +85,6 @@ export async function enqueueWebhooks(
         jobId: webhookJobId(payload, replay),
         attempts: webhookMaxAttempts(settings.webhookRetryScheduleMs),
         backoff: { type: WEBHOOK_BACKOFF },
-        removeOnComplete: RETENTION.completed,
-        removeOnFail: RETENTION.failed,
       },
     })),
   );
