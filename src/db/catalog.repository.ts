@@ -1,9 +1,10 @@
-// Systems, institutions, offerings and outcome codes: the catalog (contract §1). Loading is an upsert
+// Systems, institutions, offerings, outcome codes and reason codes: the catalog (contract §1). Loading is an upsert
 // by ID.
 import { sql } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
 import { REFHUB_SYSTEM } from '../domain/lifecycle.ts';
 import type { OutcomeCode } from '../domain/outcome.ts';
+import type { ReasonAction, ReasonCode } from '../domain/reasons.ts';
 import type { InstitutionView, OfferingView } from '../domain/referral-view.ts';
 import type { OfferingCategory } from '../domain/statuses.ts';
 import type { Executor } from './executor.ts';
@@ -182,6 +183,60 @@ export function catalogRepository(db: Executor) {
         .orderBy(sql`code collate "C"`)
         .execute();
       return rows.map(toOutcomeCode);
+    },
+
+    /** The file's reason codes, in its order (the order people are offered them). */
+    async upsertReasonCodes(codes: readonly ReasonCode[]): Promise<void> {
+      if (codes.length === 0) return;
+      await db
+        .insertInto('reason_codes')
+        .values(
+          codes.map((c, position) => ({
+            code: c.code,
+            display: c.display,
+            actions: [...c.actions],
+            comment_required: c.commentRequired,
+            active: c.active,
+            position,
+          })),
+        )
+        .onConflict((oc) =>
+          oc
+            .column('code')
+            .doUpdateSet((eb) => ({
+              display: eb.ref('excluded.display'),
+              actions: eb.ref('excluded.actions'),
+              comment_required: eb.ref('excluded.comment_required'),
+              active: eb.ref('excluded.active'),
+              position: eb.ref('excluded.position'),
+              updated_at: sql<Date>`now()`,
+            }))
+            // An unchanged row is left alone, so loading the same file twice changes nothing.
+            .where(
+              sql<boolean>`(reason_codes.display, reason_codes.actions, reason_codes.comment_required,
+                reason_codes.active, reason_codes.position)
+              is distinct from (excluded.display, excluded.actions, excluded.comment_required,
+                excluded.active, excluded.position)`,
+            ),
+        )
+        .execute();
+    },
+
+    async listReasonCodes(): Promise<ReasonCode[]> {
+      const rows = await db
+        .selectFrom('reason_codes')
+        .select(['code', 'display', 'actions', 'comment_required', 'active'])
+        .orderBy('position')
+        .orderBy(sql`code collate "C"`)
+        .execute();
+      return rows.map((r) => ({
+        code: r.code,
+        display: r.display,
+        // Only the catalog's own check writes them (services/catalog), from REASON_ACTIONS.
+        actions: r.actions as ReasonAction[],
+        commentRequired: r.comment_required,
+        active: r.active,
+      }));
     },
 
     /** The systems of the catalog, `Manual` among them; refhub's own (REFHUB_SYSTEM) is not one. */

@@ -9,6 +9,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
 import type { FeedPosition } from '../domain/events.ts';
+import type { ReasonView } from '../domain/reasons.ts';
 import type { Executor } from './executor.ts';
 import type { ReferralEventsTable } from './schema.ts';
 
@@ -25,6 +26,8 @@ export interface ReferralEvent {
   readonly occurredAt: Date;
   readonly sender: InstitutionRef;
   readonly provider: InstitutionRef | null;
+  /** The coded reason the step was given for, when it had one. */
+  readonly reason: ReasonView | undefined;
 }
 
 /** The columns a writer gives an event; `xid` and `position` come from the table's defaults. */
@@ -40,6 +43,8 @@ export const EVENT_COLUMNS = [
   'sender_id',
   'provider_id_type',
   'provider_id',
+  'reason_code',
+  'reason_display',
 ] as const;
 
 // Read as text (JavaScript numbers cannot hold every xid8). Queries therefore order by the table's
@@ -68,6 +73,10 @@ function toEvent(r: Row): ReferralEvent {
       r.provider_id_type === null || r.provider_id === null
         ? null
         : { idType: r.provider_id_type, id: r.provider_id },
+    reason:
+      r.reason_code === null || r.reason_display === null
+        ? undefined
+        : { code: r.reason_code, display: r.reason_display },
   };
 }
 

@@ -173,6 +173,17 @@ export interface OutcomeCodesTable {
   updated_at: Generated<Date>;
 }
 
+export interface ReasonCodesTable {
+  code: string;
+  display: string;
+  actions: string[];
+  comment_required: boolean;
+  active: boolean;
+  position: number;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
 export interface ReferralOutcomesTable {
   referral_id: string;
   code: string;
@@ -201,6 +212,9 @@ export interface TimelineEventsTable {
   system: string;
   description: string;
   produced_at: Timestamp;
+  /** The reason's code and words (migration 0022); null for events without one. */
+  reason_code: ColumnType<string | null, string | null | undefined, string | null>;
+  reason_display: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface AuditEventsTable {
@@ -381,6 +395,8 @@ export interface ReferralEventsTable {
   sender_id: string;
   provider_id_type: string | null;
   provider_id: string | null;
+  reason_code: ColumnType<string | null, string | null | undefined, string | null>;
+  reason_display: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface WebhookSubscriptionsTable {
@@ -435,6 +451,7 @@ export interface Database {
   attachments: AttachmentsTable;
   attachment_contents: AttachmentContentsTable;
   outcome_codes: OutcomeCodesTable;
+  reason_codes: ReasonCodesTable;
   referral_outcomes: ReferralOutcomesTable;
   timeline_events: TimelineEventsTable;
   audit_events: AuditEventsTable;

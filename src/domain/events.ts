@@ -3,6 +3,7 @@
 // name; the set grows with them), the view of one event, and the feed's bounds.
 import type { InstitutionRef } from './access.ts';
 import { APPOINTMENT_EVENTS, LIFECYCLE } from './lifecycle.ts';
+import type { ReasonView } from './reasons.ts';
 
 export const EVENT_TYPES: readonly string[] = [
   ...new Set([
@@ -29,6 +30,7 @@ export interface StoredEvent {
   readonly referralVersion: number;
   readonly system: string;
   readonly description: string;
+  readonly reason?: ReasonView | undefined;
 }
 
 /**
@@ -46,6 +48,11 @@ export interface EventView {
   readonly institution: { readonly idType: string; readonly id: string };
   readonly system: string;
   readonly description: string;
+  /**
+   * The coded reason the step was given for (a rejection, a request to act, a cancellation, a return
+   * to draft, a redirect): the catalog's code and its words, never the comment a person wrote.
+   */
+  readonly reason?: ReasonView;
 }
 
 export function toEventView(event: StoredEvent, institution: InstitutionRef): EventView {
@@ -58,6 +65,9 @@ export function toEventView(event: StoredEvent, institution: InstitutionRef): Ev
     institution: { idType: institution.idType, id: institution.id },
     system: event.system,
     description: event.description,
+    ...(event.reason === undefined
+      ? {}
+      : { reason: { code: event.reason.code, display: event.reason.display } }),
   };
 }
 

@@ -4,6 +4,7 @@ import type { FormAttachment } from './attachments.ts';
 import type { Action, BlockedAction } from './actions.ts';
 import type { SenderActionReason } from './lifecycle.ts';
 import type { OutcomeView } from './outcome.ts';
+import type { ReasonView } from './reasons.ts';
 import type { AppointmentStatus, CoreStatus, OfferingCategory, Status } from './statuses.ts';
 
 export interface InstitutionView {
@@ -107,6 +108,8 @@ export interface TimelineEventView {
   readonly system: string;
   readonly description: string;
   readonly producedAt: string;
+  /** The coded reason the step was given for (domain/reasons.ts); absent when it had none. */
+  readonly reason?: ReasonView;
 }
 
 export type EhrForwardingState = 'not-sent' | 'queued' | 'forwarded' | 'failed';

@@ -10,6 +10,7 @@
 // webhooks, is the same sentence without the quote: they carry no patient data (domain/events.ts).
 import type { DisplayTime } from './display-time.ts';
 import { APPOINTMENT_EVENTS, LIFECYCLE } from './lifecycle.ts';
+import type { ReasonView } from './reasons.ts';
 import type { AppointmentStatus } from './statuses.ts';
 
 export interface TimelineEntry {
@@ -18,6 +19,8 @@ export interface TimelineEntry {
   readonly description: string;
   /** The sentence of the event feed and webhooks: the same, without any free text. */
   readonly eventDescription: string;
+  /** The coded reason the step was given for: its words are in both sentences, its code beside them. */
+  readonly reason?: ReasonView;
 }
 
 function quote(text: string): string {
@@ -35,6 +38,29 @@ function quoting(type: string, said: string, text: string): TimelineEntry {
   return { type, description: `${said}: ${quote(text)}`, eventDescription: `${said}.` };
 }
 
+/**
+ * An entry for a step given for a reason: the catalog's words in parentheses after what was done (in
+ * both sentences: they are not patient data), and the comment, when there is one, quoted in the
+ * timeline's alone. A step without a code quotes its comment as before reasons had codes.
+ */
+function reasoned(
+  type: string,
+  said: string,
+  reason: ReasonView | undefined,
+  comment: string | undefined,
+): TimelineEntry {
+  const saidWithReason = reason === undefined ? said : `${said} (${quote(reason.display)})`;
+  const hasComment = comment !== undefined && comment.trim() !== '';
+  const base = hasComment ? quoting(type, saidWithReason, comment) : entry(type, `${saidWithReason}.`);
+  return reason === undefined ? base : { ...base, reason };
+}
+
+/** Why a step was taken: a code of the catalog's reasons and what the person wrote beside it. */
+export interface GivenReason {
+  readonly reason?: ReasonView | undefined;
+  readonly comment?: string | undefined;
+}
+
 export const timeline = {
   created: (actor: string): TimelineEntry =>
     entry(LIFECYCLE.create.event, `${actor} created the referral as a draft.`),
@@ -50,16 +76,26 @@ export const timeline = {
       LIFECYCLE.submit.event,
       `${actor} submitted the referral to ${provider}; it is awaiting acceptance.`,
     ),
-  cancelled: (actor: string, note: string): TimelineEntry =>
-    quoting(LIFECYCLE.cancel.event, `${actor} cancelled the referral`, note),
-  backToDraft: (actor: string): TimelineEntry =>
-    entry(LIFECYCLE['back-to-draft'].event, `${actor} returned the referral to draft.`),
+  cancelled: (actor: string, given: GivenReason): TimelineEntry =>
+    reasoned(LIFECYCLE.cancel.event, `${actor} cancelled the referral`, given.reason, given.comment),
+  backToDraft: (actor: string, given: GivenReason = {}): TimelineEntry =>
+    reasoned(
+      LIFECYCLE['back-to-draft'].event,
+      `${actor} returned the referral to draft`,
+      given.reason,
+      given.comment,
+    ),
   accepted: (actor: string): TimelineEntry =>
     entry(LIFECYCLE.accept.event, `${actor} accepted the referral.`),
-  rejected: (actor: string, reason: string): TimelineEntry =>
-    quoting(LIFECYCLE.reject.event, `${actor} rejected the referral`, reason),
-  actionRequested: (actor: string, reason: string): TimelineEntry =>
-    quoting(LIFECYCLE['request-action'].event, `${actor} asked the sender to act on the referral`, reason),
+  rejected: (actor: string, given: GivenReason): TimelineEntry =>
+    reasoned(LIFECYCLE.reject.event, `${actor} rejected the referral`, given.reason, given.comment),
+  actionRequested: (actor: string, given: GivenReason): TimelineEntry =>
+    reasoned(
+      LIFECYCLE['request-action'].event,
+      `${actor} asked the sender to act on the referral`,
+      given.reason,
+      given.comment,
+    ),
   // The location is quoted on the timeline only; the event keeps the time, which names no one.
   appointment: (
     actor: string,

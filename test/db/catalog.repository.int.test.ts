@@ -28,6 +28,13 @@ interface DemoCatalog {
   institutions: { idType: string; id: string; name: string }[];
   offerings: DemoOffering[];
   outcomes: { code: string; display: string; summaryRequired?: boolean; active?: boolean }[];
+  reasons: {
+    code: string;
+    display: string;
+    actions: string[];
+    commentRequired?: boolean;
+    active?: boolean;
+  }[];
 }
 
 const DEMO = JSON.parse(fs.readFileSync(DEMO_CATALOG_FILE, 'utf8')) as DemoCatalog;
@@ -49,6 +56,7 @@ async function snapshot(store: Store) {
       .execute(),
     offerings: await store.db.selectFrom('offerings').selectAll().orderBy('id').execute(),
     outcomes: await store.db.selectFrom('outcome_codes').selectAll().orderBy('code').execute(),
+    reasons: await store.db.selectFrom('reason_codes').selectAll().orderBy('code').execute(),
   };
 }
 
@@ -121,6 +129,7 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
       institutions: DEMO.institutions.length,
       offerings: DEMO.offerings.length,
       outcomes: DEMO.outcomes.length,
+      reasons: DEMO.reasons.length,
     });
     const repo = catalogRepository(store.db);
     expect(await repo.listSystems()).toEqual(['Epic', 'HAS', 'Manual', 'PartnersBuddy']);
@@ -154,6 +163,16 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
       active: true,
     });
     expect(await repo.findOutcomeCode('nope')).toBeUndefined();
+    // The reason codes, in the file's order, with their defaults (no comment required, in use).
+    const reasons = await repo.listReasonCodes();
+    expect(reasons.map((r) => r.code)).toEqual(DEMO.reasons.map((r) => r.code));
+    expect(reasons.find((r) => r.code === 'wrong-service')).toEqual({
+      code: 'wrong-service',
+      display: 'Referred to the wrong service',
+      actions: ['reject', 'redirect', 'cancel'],
+      commentRequired: false,
+      active: true,
+    });
     expect(await repo.findInstitution({ idType: 'hci', id: 'NOPE' })).toBeUndefined();
   });
 
@@ -189,6 +208,34 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
     const codes = (await repo.listOutcomeCodes()).map((o) => o.code);
     expect(codes.slice(0, 2)).toEqual(['did-not-attend', 'seen-discharged']);
     expect(codes).toContain('referred-on');
+  });
+
+  it('updates a reason by code, its words and operations too, and keeps a code left out of a later file', async () => {
+    const changed = demo();
+    changed.reasons = [
+      { code: 'duplicate', display: 'Duplicate referral', actions: ['cancel'], commentRequired: true },
+      { code: 'wrong-service', display: 'Wrong service', actions: ['reject'], active: false },
+    ];
+    await catalog.load(changed);
+    const reasons = await catalogRepository(store.db).listReasonCodes();
+    expect(['duplicate', 'wrong-service'].map((code) => reasons.find((r) => r.code === code))).toEqual([
+      {
+        code: 'duplicate',
+        display: 'Duplicate referral',
+        actions: ['cancel'],
+        commentRequired: true,
+        active: true,
+      },
+      {
+        code: 'wrong-service',
+        display: 'Wrong service',
+        actions: ['reject'],
+        commentRequired: false,
+        active: false,
+      },
+    ]);
+    // A code is never deleted: referrals that carry it keep it.
+    expect(reasons.map((r) => r.code)).toContain('other');
   });
 
   it('updates names and offering fields by ID', async () => {
@@ -343,6 +390,24 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
       (doc) => (doc.outcomes[2]!.display = ''),
       '/outcomes/2/display',
       /fewer|least|short/,
+    ],
+    [
+      'a duplicate reason code',
+      (doc) => doc.reasons.push({ ...doc.reasons[0]!, display: 'Another' }),
+      `/reasons/${DEMO.reasons.length}/code`,
+      /more-information-needed/,
+    ],
+    [
+      'a reason for an operation that takes none',
+      (doc) => (doc.reasons[1]!.actions = ['accept']),
+      '/reasons/1/actions/0',
+      /allowed values|accept/,
+    ],
+    [
+      'a reason for no operation',
+      (doc) => (doc.reasons[2]!.actions = []),
+      '/reasons/2/actions',
+      /fewer|least|short|items/,
     ],
     [
       'a bad category',

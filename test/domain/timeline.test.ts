@@ -16,11 +16,11 @@ const ENTRIES: readonly [string, TimelineEntry][] = [
   ['created', timeline.created(ACTOR)],
   ['updated', timeline.updated(ACTOR, ['clinicalInfo'])],
   ['submitted', timeline.submitted(ACTOR, 'Central General Hospital')],
-  ['cancelled', timeline.cancelled(ACTOR, FREE_TEXT)],
+  ['cancelled', timeline.cancelled(ACTOR, { comment: FREE_TEXT })],
   ['backToDraft', timeline.backToDraft(ACTOR)],
   ['accepted', timeline.accepted(ACTOR)],
-  ['rejected', timeline.rejected(ACTOR, FREE_TEXT)],
-  ['actionRequested', timeline.actionRequested(ACTOR, FREE_TEXT)],
+  ['rejected', timeline.rejected(ACTOR, { comment: FREE_TEXT })],
+  ['actionRequested', timeline.actionRequested(ACTOR, { comment: FREE_TEXT })],
   ...APPOINTMENT_STATUSES.map(
     (status) =>
       [`appointment ${status}`, timeline.appointment(ACTOR, status, START, FREE_TEXT, display)] as [
@@ -67,16 +67,16 @@ describe('timeline sentences', () => {
   });
 
   it('says on the event what the timeline says, up to the quote', () => {
-    expect(timeline.cancelled(ACTOR, FREE_TEXT)).toEqual({
+    expect(timeline.cancelled(ACTOR, { comment: FREE_TEXT })).toEqual({
       type: 'referral.cancelled',
       description: `${ACTOR} cancelled the referral: ${FREE_TEXT}`,
       eventDescription: `${ACTOR} cancelled the referral.`,
     });
-    expect(timeline.rejected(ACTOR, FREE_TEXT)).toMatchObject({
+    expect(timeline.rejected(ACTOR, { comment: FREE_TEXT })).toMatchObject({
       description: `${ACTOR} rejected the referral: ${FREE_TEXT}`,
       eventDescription: `${ACTOR} rejected the referral.`,
     });
-    expect(timeline.actionRequested(ACTOR, FREE_TEXT)).toMatchObject({
+    expect(timeline.actionRequested(ACTOR, { comment: FREE_TEXT })).toMatchObject({
       description: `${ACTOR} asked the sender to act on the referral: ${FREE_TEXT}`,
       eventDescription: `${ACTOR} asked the sender to act on the referral.`,
     });
@@ -102,5 +102,37 @@ describe('timeline sentences', () => {
         'The appointment on Thu 3 Dec 2026, 09:30 SGT was cancelled.',
       ],
     ]);
+  });
+});
+
+describe('timeline sentences with a coded reason', () => {
+  const REASON = { code: 'wrong-service', display: 'Referred to the wrong service' };
+
+  it('gives the reason’s words in both sentences and its code beside them, the comment in the timeline’s alone', () => {
+    expect(timeline.rejected(ACTOR, { reason: REASON, comment: FREE_TEXT })).toEqual({
+      type: 'referral.rejected',
+      description: `${ACTOR} rejected the referral (Referred to the wrong service): ${FREE_TEXT}`,
+      eventDescription: `${ACTOR} rejected the referral (Referred to the wrong service).`,
+      reason: REASON,
+    });
+    expect(timeline.cancelled(ACTOR, { reason: REASON })).toEqual({
+      type: 'referral.cancelled',
+      description: `${ACTOR} cancelled the referral (Referred to the wrong service).`,
+      eventDescription: `${ACTOR} cancelled the referral (Referred to the wrong service).`,
+      reason: REASON,
+    });
+    expect(timeline.backToDraft(ACTOR, { reason: REASON, comment: FREE_TEXT })).toMatchObject({
+      description: `${ACTOR} returned the referral to draft (Referred to the wrong service): ${FREE_TEXT}`,
+      eventDescription: `${ACTOR} returned the referral to draft (Referred to the wrong service).`,
+    });
+    expect(timeline.actionRequested(ACTOR, { reason: REASON })).toMatchObject({
+      eventDescription: `${ACTOR} asked the sender to act on the referral (Referred to the wrong service).`,
+    });
+  });
+
+  it('says what it said before reasons had codes when there is none', () => {
+    expect(timeline.backToDraft(ACTOR, {})).toEqual(timeline.backToDraft(ACTOR));
+    expect(timeline.backToDraft(ACTOR).description).toBe(`${ACTOR} returned the referral to draft.`);
+    expect(timeline.rejected(ACTOR, { comment: FREE_TEXT })).not.toHaveProperty('reason');
   });
 });

@@ -99,6 +99,8 @@ export interface TimelineEventJson {
   system: string;
   description: string;
   producedAt: string;
+  /** The coded reason of a step given for one (reject, request-action, cancel, back-to-draft). */
+  reason?: { code: string; display: string };
 }
 
 export interface ReferralBody extends SummaryJson {
@@ -245,7 +247,21 @@ export function expectReferralShape(value: unknown, options: { ehrForm?: boolean
     expect(keysOf(n.authorInstitution)).toEqual(['id', 'idType', 'name']);
   }
   for (const e of body.timelineEvents) {
-    expect(keysOf(e)).toEqual(sorted(['id', 'type', 'system', 'description', 'producedAt']));
+    expect(keysOf(e)).toEqual(
+      sorted([
+        'id',
+        'type',
+        'system',
+        'description',
+        'producedAt',
+        ...(e.reason === undefined ? [] : ['reason']),
+      ]),
+    );
+    if (e.reason !== undefined) {
+      expect(keysOf(e.reason)).toEqual(['code', 'display']);
+      // The reason's words are in the sentence people read.
+      expect(e.description).toContain(e.reason.display);
+    }
     expect(e.producedAt).toMatch(ISO_MS);
     expect(SYSTEMS).toContain(e.system);
     // A sentence for people: capitalised, several words, and no event type inside it.

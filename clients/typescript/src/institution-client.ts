@@ -10,6 +10,8 @@ import type {
   OutcomeCode,
   PatientAccess,
   PatientAccessReport,
+  ReasonAction,
+  ReasonCode,
   Referral,
   ReferralFields,
   ReferralPage,
@@ -70,6 +72,21 @@ export class InstitutionClient {
     const { data } = await answerOf(
       this.#api.GET('/api/v1/outcome-codes', {
         params: { query: { institutionIdType, institutionId } },
+        signal,
+      }),
+    );
+    return data.data;
+  }
+
+  /**
+   * The reasons the catalog offers for rejecting, sending back, cancelling or returning a referral to
+   * draft, in its order; with `action`, those of that operation alone.
+   */
+  async reasonCodes(action?: ReasonAction, signal?: AbortSignal): Promise<ReasonCode[]> {
+    const { institutionIdType, institutionId } = this.actingFor;
+    const { data } = await answerOf(
+      this.#api.GET('/api/v1/reason-codes', {
+        params: { query: { institutionIdType, institutionId, ...(action === undefined ? {} : { action }) } },
         signal,
       }),
     );

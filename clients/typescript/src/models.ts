@@ -12,6 +12,8 @@ export type Attachment = Schemas['Attachment'];
 export type AttachmentAdded = Schemas['AttachmentAdded'];
 export type Outcome = Schemas['Outcome'];
 export type OutcomeCode = Schemas['OutcomeCode'];
+export type ReasonCode = Schemas['ReasonCode'];
+export type CodedReason = Schemas['CodedReason'];
 export type Appointment = Schemas['Appointment'];
 export type TimelineEvent = Schemas['TimelineEvent'];
 export type LinkUpsertResponse = Schemas['LinkUpsertResponse'];
@@ -44,6 +46,9 @@ export type ReferralFields = WithoutActingFor<JsonBody<operations['createReferra
 /** The link upsert's prefill (the referral content), without the referral ID. */
 export type LinkPrefill = WithoutActingFor<Omit<JsonBody<operations['upsertLink']>, 'referralId'>>;
 export type CancelInput = WithoutActingFor<JsonBody<operations['cancelReferral']>>;
+export type BackToDraftInput = WithoutActingFor<JsonBody<operations['returnReferralToDraft']>>;
+/** The operations a reason code may be given for (`ReasonCode.actions`). */
+export type ReasonAction = ReasonCode['actions'][number];
 export type NoteInput = WithoutActingFor<JsonBody<operations['addReferralNote']>>;
 export type AcceptInput = WithoutActingFor<JsonBody<operations['acceptReferral']>>;
 export type RejectInput = WithoutActingFor<JsonBody<operations['rejectReferral']>>;

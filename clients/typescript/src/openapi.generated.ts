@@ -120,7 +120,7 @@ export interface paths {
     put?: never;
     /**
      * Cancel a referral
-     * @description Offer it only while `isCancellable` is true. The timeline quotes `cancelNote`; scheduled appointments are cancelled with it.
+     * @description Offer it only while `isCancellable` is true. `reasonCode` is a code of GET /reason-codes for `cancel`; the timeline quotes `cancelNote`, required without a code and with a code that says so. Scheduled appointments are cancelled with it.
      */
     post: operations['cancelReferral'];
     delete?: never;
@@ -140,9 +140,29 @@ export interface paths {
     put?: never;
     /**
      * Return a referral to draft
-     * @description For a referral that is pending acceptance or awaits the sender. It loses its `submittedAt` and can be edited and submitted again.
+     * @description For a referral that is pending acceptance or awaits the sender. It loses its `submittedAt` and can be edited and submitted again. `reasonCode` (a code of GET /reason-codes for `back-to-draft`) and `comment` are optional; a code may require the comment.
      */
     post: operations['returnReferralToDraft'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/reason-codes': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the reasons a referral may be rejected, sent back, cancelled or redirected for
+     * @description The catalog's reason codes in use, in the catalog's order, with words for people, the operations each is for and whether a comment must come with it: what `reasonCode` takes on reject, request-action, cancel, back-to-draft and redirect. `action` keeps the codes of one.
+     */
+    get: operations['listReasonCodes'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -220,7 +240,7 @@ export interface paths {
     put?: never;
     /**
      * Reject a referral
-     * @description For a referral pending acceptance or accepted. The timeline quotes `reason` to the sender.
+     * @description For a referral pending acceptance or accepted. `reasonCode` is a code of GET /reason-codes for `reject`; `reason` is the comment the timeline quotes to the sender, required without a code and with a code that says so. Events and webhooks carry the code and its words, never the comment.
      */
     post: operations['rejectReferral'];
     delete?: never;
@@ -240,7 +260,7 @@ export interface paths {
     put?: never;
     /**
      * Ask the sender to act on a referral
-     * @description For a referral pending acceptance or accepted. The timeline quotes `reason`; the sender updates the referral and submits it again.
+     * @description For a referral pending acceptance or accepted. `reasonCode` is a code of GET /reason-codes for `request-action` (`advice-given` returns the referral with advice); `reason` is the comment the timeline quotes, required without a code and with a code that says so. The sender updates the referral and submits it again.
      */
     post: operations['requestSenderAction'];
     delete?: never;
@@ -923,6 +943,23 @@ export interface components {
       /** @description Whether completing with this code needs a `summary`. */
       summaryRequired: boolean;
     };
+    /** @description The coded reason a step was given for (a rejection, a request to act, a cancellation, a return to draft, a redirect). What the person wrote beside it is quoted in the timeline alone. */
+    CodedReason: {
+      /** @description A code of the catalog's reasons (GET /reason-codes). */
+      code: string;
+      /** @description Its words for people, as the catalog had them when the reason was given. */
+      display: string;
+    };
+    /** @description A reason the catalog offers for the operations it names. */
+    ReasonCode: {
+      code: string;
+      /** @description Words for people. */
+      display: string;
+      /** @description The operations the code may be given for. */
+      actions: ('reject' | 'request-action' | 'cancel' | 'back-to-draft' | 'redirect')[];
+      /** @description Whether a comment must come with the code (`reason`, `cancelNote` or `comment`). */
+      commentRequired: boolean;
+    };
     TimelineEvent: {
       /** Format: uuid */
       id: string;
@@ -934,6 +971,7 @@ export interface components {
       description: string;
       /** Format: date-time */
       producedAt: string;
+      reason?: components['schemas']['CodedReason'];
     };
     /**
      * @description An operation of the lifecycle a party runs on a referral: `edit` (PATCH, or the link upsert naming the referral), `submit`, `delete`, `back-to-draft`, `cancel`, `accept`, `reject`, `request-action`, `upsert-appointment` (PUT of an appointment), `complete` (the provider reports the outcome), `acknowledge-outcome` (the sender read it), `add-note` (POST of a note) and `add-attachment` (POST of a file). More may be added.
@@ -1098,6 +1136,7 @@ export interface components {
       system: string;
       /** @description A sentence for display: the timeline’s, without the free text it quotes (a cancel note, a reason, an appointment’s location), which may name the patient. The referral’s `timelineEvents[]` quote it. */
       description: string;
+      reason?: components['schemas']['CodedReason'];
     };
     /** @description The institution the event is for. */
     EventInstitution: {
@@ -2908,6 +2947,7 @@ export interface operations {
          *       "institutionIdType": "hci",
          *       "institutionId": "S1234A",
          *       "requesterIdentifier": "dr.lim@bukittimah.example",
+         *       "reasonCode": "no-longer-needed",
          *       "cancelNote": "Patient recovered.",
          *       "cancelledByName": "Dr Lim Wei Ming"
          *     }
@@ -2921,7 +2961,9 @@ export interface operations {
           institutionId: string;
           /** @description The person using the client system; an email address is preferred. Audited with every call. */
           requesterIdentifier?: string;
-          cancelNote: string;
+          /** @description A code of GET /reason-codes that names this operation among its `actions`. */
+          reasonCode?: string;
+          cancelNote?: string;
           cancelledByName?: string;
         };
       };
@@ -3050,7 +3092,9 @@ export interface operations {
          * @example {
          *       "institutionIdType": "hci",
          *       "institutionId": "S1234A",
-         *       "requesterIdentifier": "dr.lim@bukittimah.example"
+         *       "requesterIdentifier": "dr.lim@bukittimah.example",
+         *       "reasonCode": "details-to-correct",
+         *       "comment": "The date of birth was wrong."
          *     }
          */
         'application/json': {
@@ -3062,6 +3106,9 @@ export interface operations {
           institutionId: string;
           /** @description The person using the client system; an email address is preferred. Audited with every call. */
           requesterIdentifier?: string;
+          /** @description A code of GET /reason-codes that names this operation among its `actions`. */
+          reasonCode?: string;
+          comment?: string;
         };
       };
     };
@@ -3133,6 +3180,115 @@ export interface operations {
           'Retry-After'?: number;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
           'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  listReasonCodes: {
+    parameters: {
+      query: {
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
+        institutionIdType: 'hci';
+        /** @example S9001Z */
+        institutionId: string;
+        /** @example reject */
+        action?: 'reject' | 'request-action' | 'cancel' | 'back-to-draft' | 'redirect';
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The reason codes. */
+      200: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ReasonCode'][];
+          };
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -3613,6 +3769,7 @@ export interface operations {
          *       "institutionIdType": "hci",
          *       "institutionId": "S9001Z",
          *       "requesterIdentifier": "dr.wong@centralgeneral.example",
+         *       "reasonCode": "manage-in-primary-care",
          *       "reason": "Please refer to the polyclinic first.",
          *       "rejectedByName": "Dr Wong Mei Ling"
          *     }
@@ -3626,7 +3783,9 @@ export interface operations {
           institutionId: string;
           /** @description The person using the client system; an email address is preferred. Audited with every call. */
           requesterIdentifier?: string;
-          reason: string;
+          /** @description A code of GET /reason-codes that names this operation among its `actions`. */
+          reasonCode?: string;
+          reason?: string;
           rejectedByName?: string;
         };
       };
@@ -3756,6 +3915,7 @@ export interface operations {
          *       "institutionIdType": "hci",
          *       "institutionId": "S9001Z",
          *       "requesterIdentifier": "dr.wong@centralgeneral.example",
+         *       "reasonCode": "more-information-needed",
          *       "reason": "Please add the results of the recent blood tests.",
          *       "requestedByName": "Dr Wong Mei Ling"
          *     }
@@ -3769,7 +3929,9 @@ export interface operations {
           institutionId: string;
           /** @description The person using the client system; an email address is preferred. Audited with every call. */
           requesterIdentifier?: string;
-          reason: string;
+          /** @description A code of GET /reason-codes that names this operation among its `actions`. */
+          reasonCode?: string;
+          reason?: string;
           requestedByName?: string;
         };
       };

@@ -14,6 +14,7 @@ import type {
   AttachmentAdded,
   AttachmentContent,
   AttachmentUpload,
+  BackToDraftInput,
   CancelInput,
   EhrSubmission,
   LinkPrefill,
@@ -136,12 +137,13 @@ export class ReferralHandle {
     );
   }
 
-  async returnToDraft(options: WriteOptions = {}): Promise<ReferralSummary> {
+  /** Returns the referral to draft, with a code of `reasonCodes('back-to-draft')` and a comment if given. */
+  async returnToDraft(input: BackToDraftInput = {}, options: WriteOptions = {}): Promise<ReferralSummary> {
     return this.#seen(
       await answerOf(
         this.#api.POST('/api/v1/referrals/{referralId}/back-to-draft', {
           params: this.#post(options),
-          body: this.#body,
+          body: { ...this.#body, ...input },
           signal: options.signal,
         }),
       ),

@@ -14,6 +14,7 @@ import {
   MULTILINE,
   PersonName,
   Reason,
+  ReasonCodeField,
   ReferralId,
   ReferralIdParams,
   Timestamp,
@@ -79,12 +80,19 @@ export function providerRoutes(deps: ProviderRoutesDeps) {
             scope: 'system/Referral.write',
             summary: 'Reject a referral',
             description:
-              'For a referral pending acceptance or accepted. The timeline quotes `reason` to the sender.',
+              'For a referral pending acceptance or accepted. `reasonCode` is a code of GET /reason-codes for ' +
+              '`reject`; `reason` is the comment the timeline quotes to the sender, required without a code ' +
+              'and with a code that says so. Events and webhooks carry the code and its words, never the comment.',
           }),
           headers: GuardedPostHeaders,
           params: ReferralIdParams,
           body: Type.Object(
-            { ...ActingFor, reason: Reason, rejectedByName: Type.Optional(PersonName) },
+            {
+              ...ActingFor,
+              reasonCode: Type.Optional(ReasonCodeField),
+              reason: Type.Optional(Reason),
+              rejectedByName: Type.Optional(PersonName),
+            },
             { additionalProperties: false },
           ),
           response: {
@@ -99,7 +107,7 @@ export function providerRoutes(deps: ProviderRoutesDeps) {
         const view = await commands.reject(
           caller,
           request.params.referralId,
-          body.reason,
+          { reasonCode: body.reasonCode, comment: body.reason },
           ifMatchOf(request),
           body.rejectedByName,
         );
@@ -118,13 +126,20 @@ export function providerRoutes(deps: ProviderRoutesDeps) {
             scope: 'system/Referral.write',
             summary: 'Ask the sender to act on a referral',
             description:
-              'For a referral pending acceptance or accepted. The timeline quotes `reason`; the sender updates ' +
-              'the referral and submits it again.',
+              'For a referral pending acceptance or accepted. `reasonCode` is a code of GET /reason-codes for ' +
+              '`request-action` (`advice-given` returns the referral with advice); `reason` is the comment the ' +
+              'timeline quotes, required without a code and with a code that says so. The sender updates the ' +
+              'referral and submits it again.',
           }),
           headers: GuardedPostHeaders,
           params: ReferralIdParams,
           body: Type.Object(
-            { ...ActingFor, reason: Reason, requestedByName: Type.Optional(PersonName) },
+            {
+              ...ActingFor,
+              reasonCode: Type.Optional(ReasonCodeField),
+              reason: Type.Optional(Reason),
+              requestedByName: Type.Optional(PersonName),
+            },
             { additionalProperties: false },
           ),
           response: {
@@ -139,7 +154,7 @@ export function providerRoutes(deps: ProviderRoutesDeps) {
         const view = await commands.requestAction(
           caller,
           request.params.referralId,
-          body.reason,
+          { reasonCode: body.reasonCode, comment: body.reason },
           ifMatchOf(request),
           body.requestedByName,
         );

@@ -5,6 +5,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ValidationError } from '../../errors.ts';
 import type { ApiDeps } from '../api-deps.ts';
+import { REASON_ACTIONS } from '../../domain/reasons.ts';
 import type { CoreStatus } from '../../domain/statuses.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { ifMatchOf, institutionOf, createdReferralHeaders, referralHeaders } from '../http.ts';
@@ -15,6 +16,7 @@ import {
   MULTILINE,
   PersonName,
   Reason,
+  ReasonCodeField,
   ReferralIdParams,
   RequesterIdentifier,
   Uin,
@@ -29,6 +31,7 @@ import {
   Note,
   Referral,
   ReferralFields,
+  ReasonCode,
   ReferralPage,
   ReferralSummary,
 } from '../schemas/referral.schema.ts';
@@ -55,7 +58,7 @@ function listQuery(input: ListQueryInput, patientUin?: string) {
   };
 }
 
-export type ReferralRoutesDeps = Pick<ApiDeps, 'referralQueries' | 'referralCommands'>;
+export type ReferralRoutesDeps = Pick<ApiDeps, 'referralQueries' | 'referralCommands' | 'catalog'>;
 
 export function referralRoutes(deps: ReferralRoutesDeps) {
   return (fastify: FastifyInstance) => {
@@ -338,13 +341,19 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
             scope: 'system/Referral.write',
             summary: 'Cancel a referral',
             description:
-              'Offer it only while `isCancellable` is true. The timeline quotes `cancelNote`; scheduled ' +
-              'appointments are cancelled with it.',
+              'Offer it only while `isCancellable` is true. `reasonCode` is a code of GET /reason-codes for ' +
+              '`cancel`; the timeline quotes `cancelNote`, required without a code and with a code that says ' +
+              'so. Scheduled appointments are cancelled with it.',
           }),
           headers: GuardedPostHeaders,
           params: ReferralIdParams,
           body: Type.Object(
-            { ...ActingFor, cancelNote: Reason, cancelledByName: Type.Optional(PersonName) },
+            {
+              ...ActingFor,
+              reasonCode: Type.Optional(ReasonCodeField),
+              cancelNote: Type.Optional(Reason),
+              cancelledByName: Type.Optional(PersonName),
+            },
             { additionalProperties: false },
           ),
           response: {
@@ -359,7 +368,7 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
         const summary = await deps.referralCommands.cancel(
           caller,
           request.params.referralId,
-          { cancelNote: body.cancelNote, cancelledByName: body.cancelledByName },
+          { reasonCode: body.reasonCode, cancelNote: body.cancelNote, cancelledByName: body.cancelledByName },
           ifMatchOf(request),
         );
         return summary;
@@ -378,11 +387,15 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
             summary: 'Return a referral to draft',
             description:
               'For a referral that is pending acceptance or awaits the sender. It loses its `submittedAt` ' +
-              'and can be edited and submitted again.',
+              'and can be edited and submitted again. `reasonCode` (a code of GET /reason-codes for ' +
+              '`back-to-draft`) and `comment` are optional; a code may require the comment.',
           }),
           headers: GuardedPostHeaders,
           params: ReferralIdParams,
-          body: Type.Object(ActingFor, { additionalProperties: false }),
+          body: Type.Object(
+            { ...ActingFor, reasonCode: Type.Optional(ReasonCodeField), comment: Type.Optional(Reason) },
+            { additionalProperties: false },
+          ),
           response: {
             200: success(ref(ReferralSummary), 'The referral, a draft again.', {
               etag: true,
@@ -394,7 +407,58 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
       },
       async (request) => {
         const caller = callerOf(request, institutionOf(request.body), request.body.requesterIdentifier);
-        return await deps.referralCommands.backToDraft(caller, request.params.referralId, ifMatchOf(request));
+        return await deps.referralCommands.backToDraft(
+          caller,
+          request.params.referralId,
+          ifMatchOf(request),
+          {
+            reasonCode: request.body.reasonCode,
+            comment: request.body.comment,
+          },
+        );
+      },
+    );
+
+    app.get(
+      '/reason-codes',
+      {
+        config: { action: 'catalog.reason-codes' },
+        schema: {
+          ...operation({
+            operationId: 'listReasonCodes',
+            tag: 'Referrals',
+            scope: 'system/Referral.read',
+            summary: 'List the reasons a referral may be rejected, sent back, cancelled or redirected for',
+            description:
+              "The catalog's reason codes in use, in the catalog's order, with words for people, the " +
+              'operations each is for and whether a comment must come with it: what `reasonCode` takes on ' +
+              'reject, request-action, cancel, back-to-draft and redirect. `action` keeps the codes of one.',
+          }),
+          querystring: Type.Object(
+            { ...InstitutionParams.properties, action: Type.Optional(Type.Enum([...REASON_ACTIONS])) },
+            { additionalProperties: false },
+          ),
+          response: {
+            200: success(Type.Object({ data: Type.Array(ref(ReasonCode)) }), 'The reason codes.'),
+            ...problems(),
+          },
+        },
+      },
+      async (request) => {
+        // The key must act for the institution it names, as on every read.
+        callerOf(request, institutionOf(request.query), undefined);
+        const action = request.query.action;
+        const codes = await deps.catalog.listReasonCodes();
+        return {
+          data: codes
+            .filter((c) => c.active && (action === undefined || c.actions.includes(action)))
+            .map(({ code, display, actions, commentRequired }) => ({
+              code,
+              display,
+              actions: [...actions],
+              commentRequired,
+            })),
+        };
       },
     );
 

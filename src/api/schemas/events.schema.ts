@@ -4,6 +4,7 @@
 import { Type } from 'typebox';
 import { InstitutionId, Timestamp } from './primitives.ts';
 import { named, ref } from './named.ts';
+import { CodedReason } from './referral.schema.ts';
 
 export const EventInstitution = named(
   'EventInstitution',
@@ -47,6 +48,7 @@ export const ReferralEvent = named(
           'reason, an appointment’s location), which may name the patient. The referral’s ' +
           '`timelineEvents[]` quote it.',
       }),
+      reason: Type.Optional(ref(CodedReason)),
     },
     { additionalProperties: false },
   ),

@@ -100,9 +100,16 @@ const OPERATIONS: Readonly<Record<string, OperationExamples>> = {
   deleteReferral: {},
   submitReferral: { body: bySender },
   cancelReferral: {
-    body: { ...bySender, cancelNote: 'Patient recovered.', cancelledByName: 'Dr Lim Wei Ming' },
+    body: {
+      ...bySender,
+      reasonCode: 'no-longer-needed',
+      cancelNote: 'Patient recovered.',
+      cancelledByName: 'Dr Lim Wei Ming',
+    },
   },
-  returnReferralToDraft: { body: bySender },
+  returnReferralToDraft: {
+    body: { ...bySender, reasonCode: 'details-to-correct', comment: 'The date of birth was wrong.' },
+  },
   acknowledgeReferralOutcome: { body: { ...bySender, acknowledgedByName: 'Dr Lim Wei Ming' } },
   addReferralNote: {
     body: {
@@ -116,6 +123,7 @@ const OPERATIONS: Readonly<Record<string, OperationExamples>> = {
     parameters: asProvider,
     body: {
       ...byProvider,
+      reasonCode: 'manage-in-primary-care',
       reason: 'Please refer to the polyclinic first.',
       rejectedByName: 'Dr Wong Mei Ling',
     },
@@ -124,6 +132,7 @@ const OPERATIONS: Readonly<Record<string, OperationExamples>> = {
     parameters: asProvider,
     body: {
       ...byProvider,
+      reasonCode: 'more-information-needed',
       reason: 'Please add the results of the recent blood tests.',
       requestedByName: 'Dr Wong Mei Ling',
     },
@@ -140,6 +149,7 @@ const OPERATIONS: Readonly<Record<string, OperationExamples>> = {
     },
   },
   listOutcomeCodes: { parameters: asProvider },
+  listReasonCodes: { parameters: { ...asProvider, action: 'reject' } },
   upsertAppointment: {
     parameters: asProvider,
     body: {

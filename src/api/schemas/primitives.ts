@@ -1,5 +1,6 @@
 // Bounded building blocks for every route schema: each string has a maxLength, each array a maxItems.
 import { Type } from 'typebox';
+import { REASON_CODE_PATTERN } from '../../domain/reasons.ts';
 import { INSTITUTION_ID_TYPES } from '../../domain/statuses.ts';
 import { MULTILINE } from '../../services/input-rules.ts';
 
@@ -35,6 +36,12 @@ export const RequesterIdentifier = Type.String({
 });
 export const ReferralId = Type.String({ format: 'uuid', maxLength: 36 });
 export const Reason = Type.String({ minLength: 1, maxLength: 2000, [MULTILINE]: true });
+/** A code of the catalog's reasons (GET /reason-codes), for the operation it is given to. */
+export const ReasonCodeField = Type.String({
+  pattern: REASON_CODE_PATTERN,
+  maxLength: 64,
+  description: 'A code of GET /reason-codes that names this operation among its `actions`.',
+});
 
 /** The institution a write acts for, and who is behind it. */
 export const ActingFor = {

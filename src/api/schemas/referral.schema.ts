@@ -2,6 +2,7 @@
 // schemas (see named.ts): clients get `Referral`, `ReferralSummary`, `Note`, … by these names.
 import { Type } from 'typebox';
 import { ACTIONS, BLOCK_REASONS } from '../../domain/actions.ts';
+import { REASON_ACTIONS } from '../../domain/reasons.ts';
 import { APPOINTMENT_STATUSES, CORE_STATUSES, OFFERING_CATEGORIES, STATUSES } from '../../domain/statuses.ts';
 import {
   Gender,
@@ -247,6 +248,46 @@ export const OutcomeCode = named(
   ),
 );
 
+export const CodedReason = named(
+  'CodedReason',
+  Type.Object(
+    {
+      code: Type.String({
+        maxLength: 64,
+        description: "A code of the catalog's reasons (GET /reason-codes).",
+      }),
+      display: Type.String({
+        maxLength: 200,
+        description: 'Its words for people, as the catalog had them when the reason was given.',
+      }),
+    },
+    {
+      additionalProperties: false,
+      description:
+        'The coded reason a step was given for (a rejection, a request to act, a cancellation, a return to ' +
+        'draft, a redirect). What the person wrote beside it is quoted in the timeline alone.',
+    },
+  ),
+);
+
+export const ReasonCode = named(
+  'ReasonCode',
+  Type.Object(
+    {
+      code: Type.String({ maxLength: 64 }),
+      display: Type.String({ maxLength: 200, description: 'Words for people.' }),
+      actions: Type.Array(Type.Enum([...REASON_ACTIONS]), {
+        maxItems: REASON_ACTIONS.length,
+        description: 'The operations the code may be given for.',
+      }),
+      commentRequired: Type.Boolean({
+        description: 'Whether a comment must come with the code (`reason`, `cancelNote` or `comment`).',
+      }),
+    },
+    { description: 'A reason the catalog offers for the operations it names.' },
+  ),
+);
+
 export const TimelineEvent = named(
   'TimelineEvent',
   Type.Object({
@@ -259,6 +300,7 @@ export const TimelineEvent = named(
     }),
     description: Type.String({ description: 'A complete sentence to display to users.' }),
     producedAt: At(),
+    reason: Type.Optional(ref(CodedReason)),
   }),
 );
 

@@ -48,7 +48,16 @@ export interface ChangeRecord {
  * What the CTE `timeline` of a change's statement returns: what the feed copies from each row. Not
  * the sentence: the feed has its own (`FeedOf`).
  */
-export const TIMELINE_RETURNING = ['seq', 'id', 'referral_id', 'type', 'system', 'produced_at'] as const;
+export const TIMELINE_RETURNING = [
+  'seq',
+  'id',
+  'referral_id',
+  'type',
+  'system',
+  'produced_at',
+  'reason_code',
+  'reason_display',
+] as const;
 
 /** The feed rows of a statement's CTE `timeline`. */
 export interface FeedOf {
@@ -95,7 +104,8 @@ function feedInsert(feed: FeedOf): RawBuilder<unknown> {
     select t.id, t.referral_id, r.version, t.type, t.system, e.description, t.produced_at,
       r.sender_id_type, r.sender_id,
       case when ${providerSees('r')} then r.provider_id_type end,
-      case when ${providerSees('r')} then r.provider_id end
+      case when ${providerSees('r')} then r.provider_id end,
+      t.reason_code, t.reason_display
     from timeline t
     join unnest(${ids}::uuid[], ${sentences}::text[]) as e (id, description) on e.id = t.id
     join ${sql.table(feed.from)} r on r.id = t.referral_id

@@ -3,6 +3,7 @@
 // They are read and written only after the referral itself passed the tenancy check.
 import { sql, type Insertable, type RawBuilder } from 'kysely';
 import type { OutcomeView } from '../../domain/outcome.ts';
+import type { ReasonView } from '../../domain/reasons.ts';
 import type { AppointmentView, NoteView, TimelineEventView } from '../../domain/referral-view.ts';
 import type { AppointmentStatus } from '../../domain/statuses.ts';
 import type { FieldCipher } from '../../domain/data-keys.ts';
@@ -51,6 +52,8 @@ export interface NewTimelineEvent {
   /** The event feed's sentence: the same, without free text (domain/timeline.ts). */
   readonly eventDescription: string;
   readonly producedAt: Date;
+  /** The coded reason, which the timeline row and its feed row both keep (not patient data). */
+  readonly reason?: ReasonView | undefined;
 }
 
 /** The writes of a referral's parts, as statements for a change's statement (change.ts). */
@@ -157,6 +160,8 @@ export function timelineRows(
     system: e.system,
     description: sealedDescription(e, cipher),
     produced_at: e.producedAt,
+    reason_code: e.reason?.code ?? null,
+    reason_display: e.reason?.display ?? null,
   }));
 }
 
@@ -211,7 +216,15 @@ export interface ReferralPartsColumns {
     acknowledgedByName: string | null;
     acknowledgedAt: string | null;
   } | null;
-  timelineEvents: { id: string; type: string; system: string; description: string; producedAt: string }[];
+  timelineEvents: {
+    id: string;
+    type: string;
+    system: string;
+    description: string;
+    producedAt: string;
+    reasonCode: string | null;
+    reasonDisplay: string | null;
+  }[];
 }
 
 /**
@@ -246,7 +259,8 @@ export function referralPartsColumns(referralId: string | RawBuilder<unknown>) {
     sql<ReferralPartsColumns['timelineEvents']>`(
       select coalesce(json_agg(json_build_object(
                'id', t.id, 'type', t.type, 'system', t.system, 'description', t.description,
-               'producedAt', t.produced_at) order by t.seq), '[]'::json)
+               'producedAt', t.produced_at, 'reasonCode', t.reason_code, 'reasonDisplay', t.reason_display)
+               order by t.seq), '[]'::json)
         from timeline_events t where t.referral_id = ${referralId})`.as('timelineEvents'),
   ] as const;
 }
@@ -295,6 +309,9 @@ export function toReferralParts(
       system: t.system,
       description: cipher.open(t.description, { table: 'timeline_events', column: 'description', row: t.id }),
       producedAt: dateOf(t.producedAt).toISOString(),
+      ...(t.reasonCode === null || t.reasonDisplay === null
+        ? {}
+        : { reason: { code: t.reasonCode, display: t.reasonDisplay } }),
     })),
   };
 }

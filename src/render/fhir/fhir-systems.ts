@@ -54,6 +54,11 @@ export const REFHUB_CODE_SYSTEMS = {
   taskOutputType: `${REFHUB}:CodeSystem:task-output-type`,
   /** The provider's outcome: the codes of the catalog's outcome list (`GET /api/v1/outcome-codes`). */
   outcome: `${REFHUB}:CodeSystem:outcome`,
+  /**
+   * Why a referral was rejected, sent back, cancelled, returned to draft or redirected: the codes of the
+   * catalog's reasons (`GET /api/v1/reason-codes`).
+   */
+  reason: `${REFHUB}:CodeSystem:reason`,
 } as const;
 
 export const REFHUB_EXTENSIONS = {

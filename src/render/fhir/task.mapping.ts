@@ -44,7 +44,8 @@ function outcomeReasonOf(outcome: OutcomeView): CodeableConcept | undefined {
 
 /**
  * Why the Task stands as it does: for a completed referral, its outcome; for a rejected, cancelled or
- * on-hold one, the sentence of the latest event that brought it into its status.
+ * on-hold one, the latest event that brought it into its status: its coded reason, when it had one,
+ * and its sentence as the text.
  */
 function statusReasonOf(referral: ReferralSource): CodeableConcept | undefined {
   if (referral.outcome !== undefined) return outcomeReasonOf(referral.outcome);
@@ -52,7 +53,13 @@ function statusReasonOf(referral: ReferralSource): CodeableConcept | undefined {
   const types = eventsInto(referral.status);
   const event = referral.timelineEvents.findLast((e) => types.has(e.type));
   const text = fhirString(event?.description);
-  return text === undefined ? undefined : { text };
+  if (text === undefined) return undefined;
+  const reason = event?.reason;
+  if (reason === undefined) return { text };
+  return codeableConceptOf(
+    codingOf(REFHUB_CODE_SYSTEMS.reason, reason.code, fhirString(reason.display)),
+    text,
+  );
 }
 
 export interface TaskParties {

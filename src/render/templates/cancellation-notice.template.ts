@@ -26,7 +26,15 @@ export const cancellationNotice: EhrTemplate = {
                 </p>
                 <blockquote style="margin: 0;">
                   ${blockField('cancellation.description', event.description)}
-                </blockquote>`
+                </blockquote>
+                ${
+                  event.reason === undefined
+                    ? html``
+                    : html`<p style="${STYLE.paragraph}">
+                        Reason: ${field('cancellation.reason', event.reason.display)} (code
+                        ${field('cancellation.reasonCode', event.reason.code)})
+                      </p>`
+                }`
         }
       </div>`;
   },

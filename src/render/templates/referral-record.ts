@@ -121,7 +121,10 @@ function timeline(source: EhrFormSource, display: DisplayTime): SafeHtml {
       .map((e) => [
         timestampField('timeline.producedAt', e.producedAt, display),
         field('timeline.system', systemLabel(e.system)),
-        field('timeline.description', e.description),
+        e.reason === undefined
+          ? field('timeline.description', e.description)
+          : html`${field('timeline.description', e.description)} (reason code
+            ${field('timeline.reasonCode', e.reason.code)})`,
       ]),
     'No events recorded.',
   )}`;

@@ -1,5 +1,5 @@
-// Loads the catalog (contract §1): systems, institutions, offerings and the providers' outcome codes
-// from a JSON document. The
+// Loads the catalog (contract §1): systems, institutions, offerings, the providers' outcome codes and
+// the reason codes of the lifecycle's operations from a JSON document. The
 // document is checked whole before anything is written, and loading is one transaction and an
 // upsert by ID, so loading the same file twice changes nothing and a bad file changes nothing.
 import fs from 'node:fs/promises';
@@ -7,6 +7,7 @@ import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
 import { REFHUB_SYSTEM } from '../../domain/lifecycle.ts';
 import { OUTCOME_CODE_PATTERN } from '../../domain/outcome.ts';
+import { REASON_ACTIONS, REASON_CODE_PATTERN } from '../../domain/reasons.ts';
 import { INSTITUTION_ID_TYPES, OFFERING_CATEGORIES } from '../../domain/statuses.ts';
 import { ValidationError } from '../../errors.ts';
 import type { CatalogRepository } from '../../db/catalog.repository.ts';
@@ -61,6 +62,21 @@ export const CatalogDocument = Type.Object(
         { maxItems: 200 },
       ),
     ),
+    reasons: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            code: Type.String({ pattern: REASON_CODE_PATTERN }),
+            display: Text(200),
+            actions: Type.Array(Type.Enum([...REASON_ACTIONS]), { minItems: 1, uniqueItems: true }),
+            commentRequired: Type.Optional(Type.Boolean()),
+            active: Type.Optional(Type.Boolean()),
+          },
+          { additionalProperties: false },
+        ),
+        { maxItems: 500 },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -71,6 +87,7 @@ export interface CatalogSummary {
   readonly institutions: number;
   readonly offerings: number;
   readonly outcomes: number;
+  readonly reasons: number;
 }
 
 /** What the database already holds, so a file may refer to systems and institutions loaded before. */
@@ -140,6 +157,12 @@ export function parseCatalog(
       problems.push({ path: `/outcomes/${index}/code`, message: `repeats outcome ${o.code}` });
     codes.add(o.code);
   });
+  const reasons = new Set<string>();
+  (document.reasons ?? []).forEach((r, index) => {
+    if (reasons.has(r.code))
+      problems.push({ path: `/reasons/${index}/code`, message: `repeats reason ${r.code}` });
+    reasons.add(r.code);
+  });
   if (problems.length > 0) throw new ValidationError(problems);
   return document;
 }
@@ -172,11 +195,16 @@ export async function loadCatalogIn(repo: CatalogRepository, document: unknown):
   await repo.upsertOutcomeCodes(
     outcomes.map((o) => ({ ...o, summaryRequired: o.summaryRequired ?? true, active: o.active ?? true })),
   );
+  const reasons = catalog.reasons ?? [];
+  await repo.upsertReasonCodes(
+    reasons.map((r) => ({ ...r, commentRequired: r.commentRequired ?? false, active: r.active ?? true })),
+  );
   return {
     systems: catalog.systems.length,
     institutions: catalog.institutions.length,
     offerings: catalog.offerings.length,
     outcomes: outcomes.length,
+    reasons: reasons.length,
   };
 }
 
@@ -211,6 +239,9 @@ export function createCatalogService(deps: { stores: Pick<Stores, 'catalog' | 't
 
     /** Every outcome code, in use or withdrawn, in the catalog file's order. */
     listOutcomeCodes: () => deps.stores.catalog.listOutcomeCodes(),
+
+    /** Every reason code, in use or withdrawn, in the catalog file's order. */
+    listReasonCodes: () => deps.stores.catalog.listReasonCodes(),
   };
 }
 

@@ -9,7 +9,8 @@ import type { OutcomeView } from '../../domain/outcome.ts';
 import type { NoteView, ReferralSummaryView, ReferralView } from '../../domain/referral-view.ts';
 import type { AppointmentStatus, Party } from '../../domain/statuses.ts';
 import { missingForSubmit } from '../../domain/submission.ts';
-import { timeline } from '../../domain/timeline.ts';
+import { timeline, type GivenReason } from '../../domain/timeline.ts';
+import { checkReason, type ReasonAction } from '../../domain/reasons.ts';
 import {
   ForbiddenRoleError,
   IncompleteReferralError,
@@ -56,6 +57,15 @@ export interface OutcomeInput {
   /** The provider's own attachments of this referral that are part of the outcome. */
   readonly attachmentIds?: readonly string[] | undefined;
   readonly completedByName?: string | undefined;
+}
+
+/**
+ * Why a step is taken: a code of the catalog's reasons (GET /api/v1/reason-codes), and what the person
+ * wrote, under the body field the operation has for it (`reason`, `cancelNote` or `comment`).
+ */
+export interface ReasonInput {
+  readonly reasonCode?: string | undefined;
+  readonly comment?: string | undefined;
 }
 
 export interface AppointmentInput {
@@ -179,12 +189,22 @@ export function createReferralCommands(deps: CommandDeps) {
       );
     },
 
-    cancel(
+    async cancel(
       caller: Caller,
       id: string,
-      input: { cancelNote: string; cancelledByName?: string | undefined },
+      input: {
+        cancelNote?: string | undefined;
+        reasonCode?: string | undefined;
+        cancelledByName?: string | undefined;
+      },
       ifMatch?: number,
     ): Promise<ReferralSummaryView> {
+      const given = await checkedReason(
+        deps.stores,
+        'cancel',
+        { reasonCode: input.reasonCode, comment: input.cancelNote },
+        { field: 'cancelNote', needed: true },
+      );
       return mutate(
         caller,
         id,
@@ -197,7 +217,7 @@ export function createReferralCommands(deps: CommandDeps) {
           return Promise.resolve({
             decision,
             events: [
-              timeline.cancelled(actor, input.cancelNote),
+              timeline.cancelled(actor, given),
               ...scheduled.map((a) =>
                 timeline.appointment(actor, 'cancelled', a.startAt, a.location, deps.displayTime),
               ),
@@ -217,7 +237,16 @@ export function createReferralCommands(deps: CommandDeps) {
       );
     },
 
-    backToDraft(caller: Caller, id: string, ifMatch?: number): Promise<ReferralSummaryView> {
+    async backToDraft(
+      caller: Caller,
+      id: string,
+      ifMatch?: number,
+      input: ReasonInput = {},
+    ): Promise<ReferralSummaryView> {
+      const given = await checkedReason(deps.stores, 'back-to-draft', input, {
+        field: 'comment',
+        needed: false,
+      });
       return mutate(
         caller,
         id,
@@ -227,7 +256,7 @@ export function createReferralCommands(deps: CommandDeps) {
           Promise.resolve({
             decision: decide('back-to-draft', party, statusInput(record)),
             patch: { submittedAt: null },
-            events: [timeline.backToDraft(actorName(record, party))],
+            events: [timeline.backToDraft(actorName(record, party), given)],
           }),
         summaryView(caller, 'after'),
       );
@@ -237,29 +266,34 @@ export function createReferralCommands(deps: CommandDeps) {
       return simple(caller, id, 'accept', ifMatch, timeline.accepted, personName);
     },
 
-    reject(
+    async reject(
       caller: Caller,
       id: string,
-      reason: string,
+      input: ReasonInput,
       ifMatch?: number,
       personName?: string,
     ): Promise<ReferralView> {
-      return simple(caller, id, 'reject', ifMatch, (actor) => timeline.rejected(actor, reason), personName);
+      const given = await checkedReason(deps.stores, 'reject', input, { field: 'reason', needed: true });
+      return simple(caller, id, 'reject', ifMatch, (actor) => timeline.rejected(actor, given), personName);
     },
 
-    requestAction(
+    async requestAction(
       caller: Caller,
       id: string,
-      reason: string,
+      input: ReasonInput,
       ifMatch?: number,
       personName?: string,
     ): Promise<ReferralView> {
+      const given = await checkedReason(deps.stores, 'request-action', input, {
+        field: 'reason',
+        needed: true,
+      });
       return simple(
         caller,
         id,
         'request-action',
         ifMatch,
-        (actor) => timeline.actionRequested(actor, reason),
+        (actor) => timeline.actionRequested(actor, given),
         personName,
       );
     },
@@ -531,6 +565,43 @@ export async function newDraft(
       parts: { appointments: [], notes: [], outcome: null, timelineEvents: timelineViewsOf(events) },
     },
   };
+}
+
+/**
+ * The reason `input` gives for `action`, checked against the catalog's reasons: a code in use for the
+ * action, and the comment its code requires, under the body field `comment.field`. An operation whose
+ * comment was required before reasons had codes (`comment.needed`) takes a code, a comment or both.
+ */
+async function checkedReason(
+  stores: CommandStores,
+  action: ReasonAction,
+  input: ReasonInput,
+  comment: { readonly field: string; readonly needed: boolean },
+): Promise<GivenReason> {
+  const text = input.comment?.trim() ? input.comment : undefined;
+  if (input.reasonCode === undefined) {
+    // As before reasons had codes: the comment is what is missing, and a code would also do.
+    if (comment.needed && text === undefined) {
+      throw new ValidationError(
+        [{ path: `body.${comment.field}`, message: 'is required' }],
+        `body.${comment.field} is required, or a reasonCode of GET /api/v1/reason-codes`,
+      );
+    }
+    return { comment: text };
+  }
+  const checked = checkReason(await stores.catalog.listReasonCodes(), action, {
+    reasonCode: input.reasonCode,
+    comment: text,
+  });
+  if (checked.problems.length > 0) {
+    throw new ValidationError(
+      checked.problems.map((p) => ({
+        path: `body.${p.field === 'comment' ? comment.field : 'reasonCode'}`,
+        message: p.message,
+      })),
+    );
+  }
+  return { reason: checked.reason, comment: text };
 }
 
 /**

@@ -91,6 +91,7 @@ export function timelineEventsOf(
     description: e.description,
     eventDescription: e.eventDescription,
     producedAt: now,
+    reason: e.reason,
   }));
 }
 
@@ -102,6 +103,7 @@ export function timelineViewsOf(events: readonly NewTimelineEvent[]): TimelineEv
     system: e.system,
     description: e.description,
     producedAt: e.producedAt.toISOString(),
+    ...(e.reason === undefined ? {} : { reason: e.reason }),
   }));
 }
 
