@@ -1,6 +1,8 @@
 // The API call behind each action of allowedActions/blockedActions (docs/api.md, "Allowed and
 // blocked actions"), with a valid body: a test calls an action as a client would after reading it.
+import fs from 'node:fs';
 import type { InjectOptions } from 'fastify';
+import { DEMO_CATALOG_FILE } from '../../src/composition/demo-setup.ts';
 import { REQUESTER } from './referral-routes.ts';
 import type { TestParty } from './test-app.ts';
 
@@ -19,12 +21,37 @@ export type ActionName =
   | 'add-note'
   | 'add-attachment';
 
-/** What varies in a valid call: the texts it sends and the appointment it writes. */
+/** What varies in a valid call: the texts it sends, the reason it gives and the appointment it writes. */
 export interface ActionInput {
   readonly text: string;
   readonly appointmentId: string;
   readonly appointmentStatus: 'scheduled' | 'actualized' | 'no-show' | 'cancelled';
   readonly startAt: string;
+  /**
+   * For an action that takes a reason: which of the demo catalog's codes for it to give (an index,
+   * taken modulo their number), beside the text; undefined gives the text alone.
+   */
+  readonly reasonPick?: number | undefined;
+}
+
+/** The operations that take a coded reason, as the API names them. */
+export type ReasonedAction = Extract<ActionName, 'back-to-draft' | 'cancel' | 'reject' | 'request-action'>;
+
+const DEMO_REASONS = (
+  JSON.parse(fs.readFileSync(DEMO_CATALOG_FILE, 'utf8')) as {
+    reasons: { code: string; display: string; actions: string[] }[];
+  }
+).reasons;
+
+/** The demo catalog's reason for `action` that `pick` chooses, or undefined without a pick. */
+export function reasonOf(
+  action: ReasonedAction,
+  pick: number | undefined,
+): { readonly code: string; readonly display: string } | undefined {
+  if (pick === undefined) return undefined;
+  const codes = DEMO_REASONS.filter((r) => r.actions.includes(action));
+  const chosen = codes[pick % codes.length];
+  return chosen === undefined ? undefined : { code: chosen.code, display: chosen.display };
 }
 
 export const DEFAULT_ACTION_INPUT: ActionInput = {
@@ -58,6 +85,10 @@ export function actionRequest(
   input: ActionInput = DEFAULT_ACTION_INPUT,
 ): InjectOptions {
   const url = `/api/v1/referrals/${id}`;
+  const coded = (reasoned: ReasonedAction) => {
+    const reason = reasonOf(reasoned, input.reasonPick);
+    return reason === undefined ? {} : { reasonCode: reason.code };
+  };
   const post = (path: string, body: Record<string, unknown> = {}): InjectOptions => ({
     method: 'POST',
     url: `${url}/${path}`,
@@ -71,15 +102,15 @@ export function actionRequest(
     case 'delete':
       return { method: 'DELETE', url, query: { ...as.institution } };
     case 'back-to-draft':
-      return post('back-to-draft');
+      return post('back-to-draft', { ...coded('back-to-draft'), comment: input.text });
     case 'cancel':
-      return post('cancel', { cancelNote: input.text });
+      return post('cancel', { ...coded('cancel'), cancelNote: input.text });
     case 'accept':
       return post('accept');
     case 'reject':
-      return post('reject', { reason: input.text });
+      return post('reject', { ...coded('reject'), reason: input.text });
     case 'request-action':
-      return post('request-action', { reason: input.text });
+      return post('request-action', { ...coded('request-action'), reason: input.text });
     case 'upsert-appointment':
       return {
         method: 'PUT',

@@ -11,6 +11,7 @@ export interface FeedEvent {
   institution: { idType: string; id: string };
   system: string;
   description: string;
+  reason?: { code: string; display: string };
 }
 
 export interface FeedPageJson {

@@ -1,9 +1,12 @@
 // Property: whatever state a referral is in and whoever asks, an action is in the caller's
 // allowedActions exactly when calling it succeeds, and an action in blockedActions fails with the
-// listed reason (and sentence) in its problem+json. Random referrals (any status, a cancellable
+// listed reason (and sentence) in its problem+json. A reject, a request to act, a cancel or a return to
+// draft gives a random code of the demo catalog's reasons for it, or none; each code given comes back on
+// the timeline, in the event feed (without the comment) and in the FHIR view's Task.statusReason. Random referrals (any status, a cancellable
 // offering or not) are driven through random calls of random actions by four callers: the sender,
 // the provider, and a key of each role acting for the other side's institution. Each call is made
 // with a valid body, as a client that read the referral would make it.
+import type { Task } from '@medplum/fhirtypes';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STATUSES, type Status } from '../../../src/domain/statuses.ts';
@@ -11,14 +14,27 @@ import {
   SUCCESS_STATUS,
   actionRequest,
   getRequest,
+  reasonOf,
   type ActionInput,
   type ActionName,
+  type ReasonedAction,
 } from '../../support/action-calls.ts';
+import { readFeedToEnd } from '../../support/event-feed.ts';
+import { readFhir, resourcesOf } from '../../support/fhir-view.ts';
 import { expectProblem } from '../../support/api-assertions.ts';
 import { DOCUMENTED_ACTIONS, type ReferralBody } from '../../support/referral-shapes.ts';
 import { ENGINES } from '../../support/engines.ts';
 import { call, referralIn } from '../../support/scenarios.ts';
 import { createTestApp, type TestApp, type TestParty } from '../../support/test-app.ts';
+
+/** The timeline event each action that takes a reason writes. */
+const REASONED_EVENT: Readonly<Record<ReasonedAction, string>> = {
+  'back-to-draft': 'referral.back-to-draft',
+  cancel: 'referral.cancelled',
+  reject: 'referral.rejected',
+  'request-action': 'referral.sender-action-required',
+};
+const REASONED_ACTIONS: ReadonlySet<ActionName> = new Set(Object.keys(REASONED_EVENT) as ActionName[]);
 
 /** Random referrals per engine; each takes up to MAX_STEPS calls after reaching its status. */
 const RUNS = 25;
@@ -68,6 +84,7 @@ const step: fc.Arbitrary<Step> = fc.record({
     appointmentId: fc.constantFrom('appt-1', 'appt-2'),
     appointmentStatus: fc.constantFrom('scheduled', 'actualized', 'no-show', 'cancelled'),
     startAt,
+    reasonPick: fc.option(fc.nat({ max: 50 }), { nil: undefined }),
   }),
 });
 
@@ -113,6 +130,28 @@ describe.each(ENGINES)('actions listed against calls made, on %s', (engine) => {
     return id;
   }
 
+  /** The coded reason each timeline event was given, by event ID: the feed must carry the same. */
+  const coded = new Map<string, { code: string; display: string }>();
+
+  /** After a call that gave a code: the timeline's latest event and the FHIR view carry it. */
+  async function expectReasonKept(id: string, as: TestParty, action: ReasonedAction, input: ActionInput) {
+    const reason = reasonOf(action, input.reasonPick);
+    if (reason === undefined) return;
+    const read = await t.request(as, getRequest(id, as));
+    expect(read.statusCode, read.body).toBe(200);
+    const view = read.json<ReferralBody>();
+    // The step's own event: a cancel writes its appointments' cancellations after it.
+    const last = view.timelineEvents.findLast((e) => e.type === REASONED_EVENT[action]);
+    expect(last?.reason, `${action} ${reason.code}`).toEqual(reason);
+    expect(last?.description).toContain(reason.display);
+    coded.set(last!.id, reason);
+    if (['rejected', 'cancelled', 'sender-action-required'].includes(view.status)) {
+      const [task] = resourcesOf<Task>((await readFhir(t, as, id)).bundle, 'Task');
+      expect(task?.statusReason?.coding?.[0]).toMatchObject({ code: reason.code, display: reason.display });
+    }
+    tally('coded');
+  }
+
   /** How often each kind of answer was checked, so the property cannot pass on refusals alone. */
   const seen = new Map<string, number>();
   const tally = (kind: string) => seen.set(kind, (seen.get(kind) ?? 0) + 1);
@@ -139,6 +178,7 @@ describe.each(ENGINES)('actions listed against calls made, on %s', (engine) => {
         SUCCESS_STATUS[action],
       );
       tally('allowed');
+      if (REASONED_ACTIONS.has(action)) await expectReasonKept(id, as, action as ReasonedAction, input);
     } else if (blocked !== undefined) {
       const problem =
         blocked.reason === 'not-your-side'
@@ -170,8 +210,16 @@ describe.each(ENGINES)('actions listed against calls made, on %s', (engine) => {
       // Each run makes a referral over the API; a failure is reported as found, without shrinking.
       { numRuns: RUNS, endOnFailure: true },
     );
-    for (const kind of ['allowed', 'not-in-status', 'not-your-side', 'never']) {
+    for (const kind of ['allowed', 'not-in-status', 'not-your-side', 'never', 'coded']) {
       expect(seen.get(kind) ?? 0, kind).toBeGreaterThan(0);
+    }
+    // Every coded step is in both sides' feeds with its code and words, and no comment.
+    for (const party of [t.sender, t.provider]) {
+      const { events } = await readFeedToEnd(t, party, undefined, 500);
+      for (const event of events.filter((e) => coded.has(e.id))) {
+        expect(event.reason, event.type).toEqual(coded.get(event.id));
+        expect(event.description).toContain(coded.get(event.id)!.display);
+      }
     }
   }, 120_000);
 });
