@@ -49,7 +49,9 @@ export function offeringChoices(
 /** The latest request from the provider, which the sender is responding to. */
 function providerRequest(view: ReferralView, display: DisplayTime): ReferralFormModel['providerRequest'] {
   const event = view.timelineEvents.findLast((e) => e.type === 'referral.sender-action-required');
-  return event === undefined ? null : { text: event.description, at: display.dateTime(event.producedAt) };
+  return event === undefined
+    ? null
+    : { text: event.description, at: display.dateTime(event.producedAt), reason: event.reason ?? null };
 }
 
 export interface FormPageInput {

@@ -98,6 +98,7 @@ legend { padding: 0; }
 .banner__title { display: block; font-weight: 700; margin: 0 0 4px; }
 .request { border: 2px solid #c26a00; border-left-width: 8px; background: var(--warn-bg); padding: 16px 20px; margin: 0 0 24px; border-radius: 4px; }
 .request__title { margin: 0 0 6px; font-size: 1.125rem; color: var(--warn); }
+.request__reason { margin: 0 0 6px; font-weight: 600; }
 .request__text { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0 0 6px; }
 
 .error-summary { border: 5px solid var(--error); background: #fff; padding: 18px 22px 6px; margin: 0 0 28px; }

@@ -7,6 +7,7 @@
 //
 // The referral's files sit between the clinical information and the buttons, in forms of their own
 // (an upload is multipart; a form cannot hold another), so the buttons name the referral's form.
+import type { ReasonView } from '../../domain/reasons.ts';
 import type { Status } from '../../domain/statuses.ts';
 import { html, type SafeHtml } from '../html.ts';
 import {
@@ -56,7 +57,12 @@ export interface ReferralFormModel {
   readonly offerings: readonly OfferingChoice[];
   /** The service, when it cannot change (respond), or null when none was chosen. */
   readonly fixedOffering: OfferingChoice | null;
-  readonly providerRequest: { readonly text: string; readonly at: string } | null;
+  /** The provider's latest request: its sentence, when, and the coded reason it gave, if any. */
+  readonly providerRequest: {
+    readonly text: string;
+    readonly at: string;
+    readonly reason: ReasonView | null;
+  } | null;
   readonly countries: readonly Choice[];
   readonly files: FormFiles;
 }
@@ -220,6 +226,13 @@ function providerRequest(model: ReferralFormModel): SafeHtml | null {
   if (request === null) return null;
   return html`<section class="request" aria-labelledby="provider-request-title">
     <h2 class="request__title" id="provider-request-title">The provider asked you to act</h2>
+    ${
+      request.reason === null
+        ? null
+        : html`<p class="request__reason" data-reason-code="${request.reason.code}">
+            Reason: ${request.reason.display}
+          </p>`
+    }
     <p class="request__text">${request.text}</p>
     <p class="muted">${request.at}</p>
   </section>`;

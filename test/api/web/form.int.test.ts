@@ -550,6 +550,20 @@ describe.each(ENGINES)('the referral form on %s', (engine) => {
       expect((view.offering as { id: string }).id).toBe('cgh-gastro');
     });
 
+    it('shows the reason the provider gave, in its words, with its code beside them', async () => {
+      const pending = await referralIn(t, 'pending-acceptance');
+      await call(t, t.provider, 'POST', `/api/v1/referrals/${pending.id}/request-action`, {
+        reasonCode: 'advice-given',
+        reason: 'Start omeprazole 20 mg daily and refer again in 8 weeks if symptoms persist.',
+      });
+      const session = await redeem(t, (await linksOf(t, pending.id)).respond!);
+      const $ = cheerio.load((await getPage(t, session)).body);
+      const reason = $('.request [data-reason-code]');
+      expect(reason.attr('data-reason-code')).toBe('advice-given');
+      expect(reason.text().replace(/\s+/g, ' ').trim()).toBe('Reason: Returned to the referrer with advice');
+      expect($('.request__text').text()).toContain('Start omeprazole 20 mg daily');
+    });
+
     it('names a service deactivated meanwhile in the summary alone, since it cannot change here', async () => {
       const draft = await call(
         t,
