@@ -66,7 +66,10 @@ export interface ApiDeps {
   readonly pingScanner: ScannerPing;
   readonly links: LinkService;
   readonly linkRedemption: Pick<LinkRedemption, 'redeem'>;
-  readonly catalog: Pick<CatalogService, 'listOfferings' | 'listOutcomeCodes' | 'listReasonCodes'>;
+  readonly catalog: Pick<
+    CatalogService,
+    'listOfferings' | 'listOutcomeCodes' | 'listReasonCodes' | 'listPriorityCodes'
+  >;
   readonly ehrForwarding: Pick<EhrForwarding, 'submissions' | 'formOfAttempt'>;
   readonly eventFeed: EventFeed;
   readonly webhookSubscriptions: WebhookSubscriptions;

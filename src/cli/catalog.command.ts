@@ -11,6 +11,6 @@ export interface LoadCatalogDeps {
 export async function loadCatalog(deps: LoadCatalogDeps, file: string): Promise<void> {
   const loaded = await deps.catalog.loadFile(file);
   process.stdout.write(
-    `Loaded ${plural(loaded.systems, 'system')}, ${plural(loaded.institutions, 'institution')}, ${plural(loaded.offerings, 'offering')}, ${plural(loaded.outcomes, 'outcome code')} and ${plural(loaded.reasons, 'reason code')}.\n`,
+    `Loaded ${plural(loaded.systems, 'system')}, ${plural(loaded.institutions, 'institution')}, ${plural(loaded.offerings, 'offering')}, ${plural(loaded.priorities, 'priority', 'priorities')}, ${plural(loaded.outcomes, 'outcome code')} and ${plural(loaded.reasons, 'reason code')}.\n`,
   );
 }

@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
 import { REFHUB_SYSTEM } from '../domain/lifecycle.ts';
 import type { OutcomeCode } from '../domain/outcome.ts';
+import type { FhirPriority, PriorityCode } from '../domain/priorities.ts';
 import type { ReasonAction, ReasonCode } from '../domain/reasons.ts';
 import type { InstitutionView, OfferingView } from '../domain/referral-view.ts';
 import type { OfferingCategory } from '../domain/statuses.ts';
@@ -26,11 +27,15 @@ export interface CatalogOffering {
   readonly system: string;
   readonly cancellable: boolean;
   readonly active: boolean;
+  /** The priority codes it takes; null: every one in use. */
+  readonly priorities: readonly string[] | null;
 }
 
 export interface OfferingRecord extends OfferingView {
   readonly cancellable: boolean;
   readonly active: boolean;
+  /** The priority codes it takes; null: every one in use (domain/priorities.ts). */
+  readonly priorities: readonly string[] | null;
 }
 
 export function catalogRepository(db: Executor) {
@@ -50,6 +55,7 @@ export function catalogRepository(db: Executor) {
         'o.system',
         'o.cancellable',
         'o.active',
+        'o.priorities',
         'i.id_type as institution_id_type',
         'i.id as institution_id',
         'i.name as institution_name',
@@ -100,6 +106,7 @@ export function catalogRepository(db: Executor) {
             system: o.system,
             cancellable: o.cancellable,
             active: o.active,
+            priorities: o.priorities === null ? null : [...o.priorities],
           })),
         )
         .onConflict((oc) =>
@@ -116,16 +123,17 @@ export function catalogRepository(db: Executor) {
               system: eb.ref('excluded.system'),
               cancellable: eb.ref('excluded.cancellable'),
               active: eb.ref('excluded.active'),
+              priorities: eb.ref('excluded.priorities'),
               updated_at: sql<Date>`now()`,
             }))
             // An unchanged row is left alone, so loading the same file twice changes nothing.
             .where(
               sql<boolean>`(offerings.name, offerings.category, offerings.description, offerings.specialty,
                 offerings.ehr_code, offerings.institution_id_type, offerings.institution_id, offerings.system,
-                offerings.cancellable, offerings.active)
+                offerings.cancellable, offerings.active, offerings.priorities)
               is distinct from (excluded.name, excluded.category, excluded.description, excluded.specialty,
                 excluded.ehr_code, excluded.institution_id_type, excluded.institution_id, excluded.system,
-                excluded.cancellable, excluded.active)`,
+                excluded.cancellable, excluded.active, excluded.priorities)`,
             ),
         )
         .execute();
@@ -183,6 +191,56 @@ export function catalogRepository(db: Executor) {
         .orderBy(sql`code collate "C"`)
         .execute();
       return rows.map(toOutcomeCode);
+    },
+
+    /** The file's priority codes, in its order (the order people are offered them). */
+    async upsertPriorityCodes(codes: readonly PriorityCode[]): Promise<void> {
+      if (codes.length === 0) return;
+      await db
+        .insertInto('priority_codes')
+        .values(
+          codes.map((c, position) => ({
+            code: c.code,
+            display: c.display,
+            fhir_priority: c.fhirPriority,
+            active: c.active,
+            position,
+          })),
+        )
+        .onConflict((oc) =>
+          oc
+            .column('code')
+            .doUpdateSet((eb) => ({
+              display: eb.ref('excluded.display'),
+              fhir_priority: eb.ref('excluded.fhir_priority'),
+              active: eb.ref('excluded.active'),
+              position: eb.ref('excluded.position'),
+              updated_at: sql<Date>`now()`,
+            }))
+            // An unchanged row is left alone, so loading the same file twice changes nothing.
+            .where(
+              sql<boolean>`(priority_codes.display, priority_codes.fhir_priority, priority_codes.active,
+                priority_codes.position)
+              is distinct from (excluded.display, excluded.fhir_priority, excluded.active, excluded.position)`,
+            ),
+        )
+        .execute();
+    },
+
+    async listPriorityCodes(): Promise<PriorityCode[]> {
+      const rows = await db
+        .selectFrom('priority_codes')
+        .select(['code', 'display', 'fhir_priority', 'active'])
+        .orderBy('position')
+        .orderBy(sql`code collate "C"`)
+        .execute();
+      return rows.map((r) => ({
+        code: r.code,
+        display: r.display,
+        // Only the catalog's own check writes them (services/catalog), and the table's CHECK holds them.
+        fhirPriority: r.fhir_priority as FhirPriority,
+        active: r.active,
+      }));
     },
 
     /** The file's reason codes, in its order (the order people are offered them). */
@@ -315,6 +373,7 @@ interface OfferingRow {
   system: string;
   cancellable: boolean;
   active: boolean;
+  priorities: string[] | null;
   institution_id_type: string;
   institution_id: string;
   institution_name: string;
@@ -331,6 +390,7 @@ function toOfferingRecord(row: OfferingRow): OfferingRecord {
     system: row.system,
     cancellable: row.cancellable,
     active: row.active,
+    priorities: row.priorities,
     institution: { idType: row.institution_id_type, id: row.institution_id, name: row.institution_name },
   };
 }

@@ -31,6 +31,8 @@ export interface OfferingsTable {
   system: string;
   cancellable: boolean;
   active: boolean;
+  /** The priority codes it takes (migration 0023); null: every code in use. */
+  priorities: ColumnType<string[] | null, string[] | null | undefined, string[] | null>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
 }
@@ -110,6 +112,10 @@ export interface ReferralsTable {
    */
   personal_data: string | null;
   is_urgent: Generated<boolean>;
+  /** The priority's code, words and FHIR priority as the catalog had them when set (migration 0023). */
+  priority: ColumnType<string | null, string | null | undefined, string | null>;
+  priority_display: ColumnType<string | null, string | null | undefined, string | null>;
+  priority_fhir: ColumnType<string | null, string | null | undefined, string | null>;
   ehr_state: Generated<string>;
   ehr_attempts: Generated<number>;
   ehr_last_attempt_at: Date | null;
@@ -167,6 +173,16 @@ export interface OutcomeCodesTable {
   code: string;
   display: string;
   summary_required: boolean;
+  active: boolean;
+  position: number;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface PriorityCodesTable {
+  code: string;
+  display: string;
+  fhir_priority: string;
   active: boolean;
   position: number;
   created_at: Generated<Date>;
@@ -452,6 +468,7 @@ export interface Database {
   attachment_contents: AttachmentContentsTable;
   outcome_codes: OutcomeCodesTable;
   reason_codes: ReasonCodesTable;
+  priority_codes: PriorityCodesTable;
   referral_outcomes: ReferralOutcomesTable;
   timeline_events: TimelineEventsTable;
   audit_events: AuditEventsTable;

@@ -109,6 +109,7 @@ export const REFERRAL_FIELD_LABELS = {
   offeringId: 'Service',
   clinicalInfo: 'Clinical information',
   isUrgent: 'Urgency',
+  priority: 'Priority',
 } as const;
 
 /** Systems are shown by name; `Manual` is a person in refhub's own web form. */

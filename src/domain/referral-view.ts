@@ -4,6 +4,7 @@ import type { FormAttachment } from './attachments.ts';
 import type { Action, BlockedAction } from './actions.ts';
 import type { SenderActionReason } from './lifecycle.ts';
 import type { OutcomeView } from './outcome.ts';
+import type { ReferralPriority } from './priorities.ts';
 import type { ReasonView } from './reasons.ts';
 import type { AppointmentStatus, CoreStatus, OfferingCategory, Status } from './statuses.ts';
 
@@ -57,6 +58,8 @@ export interface ReferralSummaryView {
   readonly referrer: ReferrerView;
   readonly clinicalInfo: string | null;
   readonly isUrgent: boolean;
+  /** The catalog's priority the sender set, in its words; null until one is set. */
+  readonly priority: ReferralPriority | null;
   readonly status: Status;
   readonly coreStatus: CoreStatus;
   /** The sender's answer (contract §4): equal to whether `cancel` is in the sender's allowedActions. */

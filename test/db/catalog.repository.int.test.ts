@@ -28,6 +28,7 @@ interface DemoCatalog {
   institutions: { idType: string; id: string; name: string }[];
   offerings: DemoOffering[];
   outcomes: { code: string; display: string; summaryRequired?: boolean; active?: boolean }[];
+  priorities: { code: string; display: string; fhirPriority: string; active?: boolean }[];
   reasons: {
     code: string;
     display: string;
@@ -57,6 +58,7 @@ async function snapshot(store: Store) {
     offerings: await store.db.selectFrom('offerings').selectAll().orderBy('id').execute(),
     outcomes: await store.db.selectFrom('outcome_codes').selectAll().orderBy('code').execute(),
     reasons: await store.db.selectFrom('reason_codes').selectAll().orderBy('code').execute(),
+    priorities: await store.db.selectFrom('priority_codes').selectAll().orderBy('code').execute(),
   };
 }
 
@@ -129,6 +131,7 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
       institutions: DEMO.institutions.length,
       offerings: DEMO.offerings.length,
       outcomes: DEMO.outcomes.length,
+      priorities: DEMO.priorities.length,
       reasons: DEMO.reasons.length,
     });
     const repo = catalogRepository(store.db);
@@ -145,6 +148,7 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
       system: 'Epic',
       cancellable: true,
       active: true,
+      priorities: null,
       institution: { idType: 'hci', id: 'S9001Z', name: 'Central General Hospital' },
     });
     expect((await repo.findOffering('cgh-ae'))?.cancellable).toBe(false);
@@ -163,6 +167,14 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
       active: true,
     });
     expect(await repo.findOutcomeCode('nope')).toBeUndefined();
+    // The priorities, in the file's order; an offering's list of them, or none (every one).
+    expect((await repo.listPriorityCodes()).map((p) => p.code)).toEqual([
+      'routine',
+      'urgent',
+      'two-week-wait',
+    ]);
+    expect((await repo.findOffering('cgh-ae'))?.priorities).toEqual(['urgent']);
+    expect((await repo.findOffering('cgh-gastro'))?.priorities).toBeNull();
     // The reason codes, in the file's order, with their defaults (no comment required, in use).
     const reasons = await repo.listReasonCodes();
     expect(reasons.map((r) => r.code)).toEqual(DEMO.reasons.map((r) => r.code));
@@ -251,6 +263,7 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
       system: 'HAS',
       cancellable: false,
       active: false,
+      priorities: ['routine', 'two-week-wait'],
       institution: { idType: 'hci', id: 'S9002Y' },
     });
     await catalog.load(changed);
@@ -268,6 +281,7 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
       system: 'HAS',
       cancellable: false,
       active: false,
+      priorities: ['routine', 'two-week-wait'],
       institution: { idType: 'hci', id: 'S9002Y', name: 'Eastside Regional Hospital' },
     });
     const rows = await snapshot(store);
@@ -390,6 +404,24 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
       (doc) => (doc.outcomes[2]!.display = ''),
       '/outcomes/2/display',
       /fewer|least|short/,
+    ],
+    [
+      'a duplicate priority code',
+      (doc) => doc.priorities.push({ ...doc.priorities[0]!, display: 'Another' }),
+      `/priorities/${DEMO.priorities.length}/code`,
+      /routine/,
+    ],
+    [
+      'a priority mapped to no FHIR priority',
+      (doc) => (doc.priorities[0]!.fhirPriority = 'whenever'),
+      '/priorities/0/fhirPriority',
+      /allowed values|whenever/,
+    ],
+    [
+      'an offering naming a priority nobody listed',
+      (doc) => ((doc.offerings[0] as DemoOffering & { priorities?: string[] }).priorities = ['soonish']),
+      '/offerings/0/priorities/0',
+      /soonish/,
     ],
     [
       'a duplicate reason code',

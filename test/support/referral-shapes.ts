@@ -33,6 +33,7 @@ export interface SummaryJson {
   referrer: Record<string, unknown>;
   clinicalInfo: string | null;
   isUrgent: boolean;
+  priority: { code: string; display: string; fhirPriority: string } | null;
   status: Status;
   coreStatus: string;
   isCancellable: boolean;
@@ -148,6 +149,7 @@ const SUMMARY_KEYS = [
   'referrer',
   'clinicalInfo',
   'isUrgent',
+  'priority',
   'status',
   'coreStatus',
   'isCancellable',
@@ -183,6 +185,11 @@ function expectSummaryFields(body: SummaryJson): void {
   expect(body.patient).not.toHaveProperty('isHsgEnrolled');
   expect(keysOf(body.referrer)).toEqual(sorted(['id', 'idType', 'name', 'email', 'contactNumber']));
   expect(typeof body.isUrgent).toBe('boolean');
+  if (body.priority !== null) {
+    expect(keysOf(body.priority)).toEqual(['code', 'display', 'fhirPriority']);
+    // The priority decides the urgency.
+    expect(body.isUrgent).toBe(body.priority.fhirPriority !== 'routine');
+  }
   expect(typeof body.isCancellable).toBe('boolean');
   for (const action of body.allowedActions) expect(DOCUMENTED_ACTIONS).toContain(action);
   for (const blocked of body.blockedActions) {

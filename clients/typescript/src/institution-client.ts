@@ -10,6 +10,7 @@ import type {
   OutcomeCode,
   PatientAccess,
   PatientAccessReport,
+  PriorityCode,
   ReasonAction,
   ReasonCode,
   Referral,
@@ -72,6 +73,20 @@ export class InstitutionClient {
     const { data } = await answerOf(
       this.#api.GET('/api/v1/outcome-codes', {
         params: { query: { institutionIdType, institutionId } },
+        signal,
+      }),
+    );
+    return data.data;
+  }
+
+  /** The priorities a referral may have, in the catalog's order; with `offeringId`, those it takes. */
+  async priorities(offeringId?: string, signal?: AbortSignal): Promise<PriorityCode[]> {
+    const { institutionIdType, institutionId } = this.actingFor;
+    const { data } = await answerOf(
+      this.#api.GET('/api/v1/priorities', {
+        params: {
+          query: { institutionIdType, institutionId, ...(offeringId === undefined ? {} : { offeringId }) },
+        },
         signal,
       }),
     );

@@ -149,6 +149,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/priorities': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the priorities a referral may have
+     * @description The catalog's priorities in use, in the catalog's order, with words for people and the FHIR request priority each maps to: what a referral's `priority` takes. `offeringId` keeps those the offering takes; an offering the catalog does not have is a 400.
+     */
+    get: operations['listPriorities'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/reason-codes': {
     parameters: {
       query?: never;
@@ -716,7 +736,9 @@ export interface components {
       patient: components['schemas']['Patient'];
       referrer: components['schemas']['Referrer'];
       clinicalInfo: string | null;
+      /** @description Routine or urgent; with a `priority`, whether it is more pressing than routine. */
       isUrgent: boolean;
+      priority: components['schemas']['Priority'] | null;
       /**
        * @deprecated
        * @description Deprecated since v0.0.66: use coreStatus. The fine-grained status; it may be removed.
@@ -795,7 +817,9 @@ export interface components {
       patient: components['schemas']['Patient'];
       referrer: components['schemas']['Referrer'];
       clinicalInfo: string | null;
+      /** @description Routine or urgent; with a `priority`, whether it is more pressing than routine. */
       isUrgent: boolean;
+      priority: components['schemas']['Priority'] | null;
       /**
        * @deprecated
        * @description Deprecated since v0.0.66: use coreStatus. The fine-grained status; it may be removed.
@@ -949,6 +973,29 @@ export interface components {
       code: string;
       /** @description Its words for people, as the catalog had them when the reason was given. */
       display: string;
+    };
+    /** @description The referral's priority, set by the sender. */
+    Priority: {
+      /** @description A code of the catalog's priorities (GET /priorities). */
+      code: string;
+      /** @description Its words, as the catalog had them when it was set. */
+      display: string;
+      /**
+       * @description FHIR's request priority it maps to, as the catalog had it when it was set.
+       * @enum {unknown}
+       */
+      fhirPriority: 'routine' | 'urgent' | 'asap' | 'stat';
+    };
+    /** @description A priority the catalog offers. */
+    PriorityCode: {
+      code: string;
+      /** @description Words for people. */
+      display: string;
+      /**
+       * @description FHIR's request priority it maps to: what the FHIR view gives, and what decides `isUrgent`.
+       * @enum {unknown}
+       */
+      fhirPriority: 'routine' | 'urgent' | 'asap' | 'stat';
     };
     /** @description A reason the catalog offers for the operations it names. */
     ReasonCode: {
@@ -1449,6 +1496,8 @@ export interface operations {
          * @example sender
          */
         role?: 'sender' | 'provider';
+        /** @description Priority codes (GET /priorities); repeatable. Only referrals with one of these priorities. */
+        priority?: string[];
         /** @example 0 */
         offset?: number;
         /** @example 10 */
@@ -1615,6 +1664,8 @@ export interface operations {
            * @enum {unknown}
            */
           role?: 'sender' | 'provider';
+          /** @description Priority codes (GET /priorities); repeatable. Only referrals with one of these priorities. */
+          priority?: string[];
           /** @default 0 */
           offset?: number;
           /** @default 10 */
@@ -2271,6 +2322,7 @@ export interface operations {
           residentialStatus?: ('SC' | 'PR' | 'Foreigner') | null;
           clinicalInfo?: string | null;
           isUrgent?: boolean | null;
+          priority?: string | null;
         };
       };
     };
@@ -2678,6 +2730,7 @@ export interface operations {
           residentialStatus?: ('SC' | 'PR' | 'Foreigner') | null;
           clinicalInfo?: string | null;
           isUrgent?: boolean | null;
+          priority?: string | null;
         };
       };
     };
@@ -3180,6 +3233,115 @@ export interface operations {
           'Retry-After'?: number;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
           'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  listPriorities: {
+    parameters: {
+      query: {
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
+        institutionIdType: 'hci';
+        /** @example S1234A */
+        institutionId: string;
+        /** @example cgh-gastro */
+        offeringId?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The priorities. */
+      200: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['PriorityCode'][];
+          };
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -5385,6 +5547,7 @@ export interface operations {
           residentialStatus?: ('SC' | 'PR' | 'Foreigner') | null;
           clinicalInfo?: string | null;
           isUrgent?: boolean | null;
+          priority?: string | null;
         };
       };
     };

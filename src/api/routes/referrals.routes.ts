@@ -5,6 +5,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ValidationError } from '../../errors.ts';
 import type { ApiDeps } from '../api-deps.ts';
+import { prioritiesOf } from '../../domain/priorities.ts';
 import { REASON_ACTIONS } from '../../domain/reasons.ts';
 import type { CoreStatus } from '../../domain/statuses.ts';
 import { callerOf } from '../plugins/auth.ts';
@@ -14,6 +15,7 @@ import {
   InstitutionId,
   InstitutionIdType,
   MULTILINE,
+  OfferingId,
   PersonName,
   Reason,
   ReasonCodeField,
@@ -31,6 +33,7 @@ import {
   Note,
   Referral,
   ReferralFields,
+  PriorityCode,
   ReasonCode,
   ReferralPage,
   ReferralSummary,
@@ -41,6 +44,7 @@ const ADDITIONAL_FIELDS = ['ehrForm'] as const;
 
 type ListQueryInput = {
   status?: CoreStatus[] | undefined;
+  priority?: string[] | undefined;
   role?: 'sender' | 'provider' | undefined;
   offset?: number | undefined;
   pageSize?: number | undefined;
@@ -50,6 +54,7 @@ type ListQueryInput = {
 function listQuery(input: ListQueryInput, patientUin?: string) {
   return {
     coreStatuses: input.status ?? [],
+    ...(input.priority === undefined ? {} : { priorities: input.priority }),
     ...(input.role === undefined ? {} : { side: input.role }),
     ...(patientUin === undefined ? {} : { patientUin }),
     sort: input.sort ?? 'updatedAt',
@@ -416,6 +421,53 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
             comment: request.body.comment,
           },
         );
+      },
+    );
+
+    app.get(
+      '/priorities',
+      {
+        config: { action: 'catalog.priorities' },
+        schema: {
+          ...operation({
+            operationId: 'listPriorities',
+            tag: 'Referrals',
+            scope: 'system/Referral.read',
+            summary: 'List the priorities a referral may have',
+            description:
+              "The catalog's priorities in use, in the catalog's order, with words for people and the FHIR " +
+              "request priority each maps to: what a referral's `priority` takes. `offeringId` keeps those the " +
+              'offering takes; an offering the catalog does not have is a 400.',
+          }),
+          querystring: Type.Object(
+            { ...InstitutionParams.properties, offeringId: Type.Optional(OfferingId) },
+            { additionalProperties: false },
+          ),
+          response: {
+            200: success(Type.Object({ data: Type.Array(ref(PriorityCode)) }), 'The priorities.'),
+            ...problems(),
+          },
+        },
+      },
+      async (request) => {
+        // The key must act for the institution it names, as on every read.
+        callerOf(request, institutionOf(request.query), undefined);
+        const { offeringId } = request.query;
+        const codes = await deps.catalog.listPriorityCodes();
+        let offering: { readonly priorities: readonly string[] | null } = { priorities: null };
+        if (offeringId !== undefined) {
+          const found = (await deps.catalog.listOfferings()).find((o) => o.id === offeringId);
+          if (found === undefined)
+            throw new ValidationError([{ path: 'query.offeringId', message: 'is not a known offering' }]);
+          offering = found;
+        }
+        return {
+          data: prioritiesOf(codes, offering).map(({ code, display, fhirPriority }) => ({
+            code,
+            display,
+            fhirPriority,
+          })),
+        };
       },
     );
 

@@ -88,7 +88,7 @@ interface OperationExamples {
 
 /** The examples of each operation, by operationId. A POST's Idempotency-Key is added below. */
 const OPERATIONS: Readonly<Record<string, OperationExamples>> = {
-  listReferrals: {},
+  listReferrals: { parameters: { priority: ['two-week-wait'] } },
   searchReferrals: {
     body: { status: ['pending'], role: 'sender', pageSize: 10, patientUin: 'S1234567D' },
   },
@@ -150,6 +150,7 @@ const OPERATIONS: Readonly<Record<string, OperationExamples>> = {
   },
   listOutcomeCodes: { parameters: asProvider },
   listReasonCodes: { parameters: { ...asProvider, action: 'reject' } },
+  listPriorities: { parameters: { ...bySender, offeringId: EXAMPLE_OFFERING } },
   upsertAppointment: {
     parameters: asProvider,
     body: {

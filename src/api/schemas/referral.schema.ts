@@ -2,6 +2,7 @@
 // schemas (see named.ts): clients get `Referral`, `ReferralSummary`, `Note`, … by these names.
 import { Type } from 'typebox';
 import { ACTIONS, BLOCK_REASONS } from '../../domain/actions.ts';
+import { FHIR_PRIORITIES, PRIORITY_CODE_PATTERN } from '../../domain/priorities.ts';
 import { REASON_ACTIONS } from '../../domain/reasons.ts';
 import { APPOINTMENT_STATUSES, CORE_STATUSES, OFFERING_CATEGORIES, STATUSES } from '../../domain/statuses.ts';
 import {
@@ -108,6 +109,41 @@ export const BlockedAction = named(
   ),
 );
 
+export const Priority = named(
+  'Priority',
+  Type.Object(
+    {
+      code: Type.String({
+        maxLength: 64,
+        description: "A code of the catalog's priorities (GET /priorities).",
+      }),
+      display: Type.String({
+        maxLength: 200,
+        description: 'Its words, as the catalog had them when it was set.',
+      }),
+      fhirPriority: Type.Enum([...FHIR_PRIORITIES], {
+        description: "FHIR's request priority it maps to, as the catalog had it when it was set.",
+      }),
+    },
+    { additionalProperties: false, description: "The referral's priority, set by the sender." },
+  ),
+);
+
+export const PriorityCode = named(
+  'PriorityCode',
+  Type.Object(
+    {
+      code: Type.String({ maxLength: 64 }),
+      display: Type.String({ maxLength: 200, description: 'Words for people.' }),
+      fhirPriority: Type.Enum([...FHIR_PRIORITIES], {
+        description:
+          "FHIR's request priority it maps to: what the FHIR view gives, and what decides `isUrgent`.",
+      }),
+    },
+    { description: 'A priority the catalog offers.' },
+  ),
+);
+
 const summaryProperties = {
   id: ReferralId,
   version: Type.Integer({
@@ -126,7 +162,10 @@ const summaryProperties = {
   patient: ref(Patient),
   referrer: ref(Referrer),
   clinicalInfo: Nullable(Type.String()),
-  isUrgent: Type.Boolean(),
+  isUrgent: Type.Boolean({
+    description: 'Routine or urgent; with a `priority`, whether it is more pressing than routine.',
+  }),
+  priority: Nullable(ref(Priority)),
   status: Type.Enum([...STATUSES], {
     deprecated: true,
     description: 'Deprecated since v0.0.66: use coreStatus. The fine-grained status; it may be removed.',
@@ -366,6 +405,13 @@ export const ListFilters = {
   ),
   role: Type.Optional(
     Type.Enum(['sender', 'provider'], { description: 'Only referrals the institution sends, or receives.' }),
+  ),
+  priority: Type.Optional(
+    Type.Array(Type.String({ pattern: PRIORITY_CODE_PATTERN, maxLength: 64 }), {
+      maxItems: 20,
+      description:
+        'Priority codes (GET /priorities); repeatable. Only referrals with one of these priorities.',
+    }),
   ),
   offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 })),
   pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 10 })),

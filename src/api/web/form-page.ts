@@ -86,6 +86,7 @@ export function formPageModel(input: FormPageInput): ReferralFormModel {
     senderName: view.sender.name,
     person: input.session.requesterIdentifier,
     lastSaved: input.display.dateTime(view.updatedAt),
+    priority: view.priority?.display ?? null,
     sessionEnds: input.display.time(input.session.expiresAt),
     csrfToken: input.csrfToken,
     action: `/form/${view.id}`,

@@ -243,6 +243,7 @@ export function formRoutes(
           serviceName: view.offering?.name ?? 'Not chosen',
           providerName: view.offering?.institution.name ?? 'the provider',
           urgent: view.isUrgent,
+          priority: view.priority?.display ?? null,
           submittedAt:
             view.submittedAt === undefined ? 'Not submitted' : deps.displayTime.dateTime(view.submittedAt),
           sessionEnds: deps.displayTime.time(open.session.expiresAt),

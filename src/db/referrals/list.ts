@@ -44,6 +44,7 @@ function listShape(filter: ListFilter): string {
   return JSON.stringify([
     filter.side ?? 'both',
     [...filter.coreStatuses].sort(),
+    [...(filter.priorities ?? [])].sort(),
     filter.patientUin !== undefined,
     filter.sort,
   ]);
@@ -87,6 +88,17 @@ function sideMatches(
         ),
       );
     }
+    // Priority codes are literals like the statuses: part of the shape, each a code the API checked
+    // against PRIORITY_CODE_PATTERN, and a catalog has few of them.
+    const priorities = filter.priorities ?? [];
+    if (priorities.length > 0)
+      conditions.push(
+        eb(
+          'r.priority',
+          'in',
+          priorities.map((code) => sql.lit(code)),
+        ),
+      );
     // The patient is found by the blind index of the UIN: the UIN itself is sealed.
     if (patientUin !== undefined) conditions.push(eb('r.patient_uin_index', '=', patientUin));
     return eb.and(conditions);

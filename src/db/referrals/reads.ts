@@ -48,6 +48,7 @@ export function baseQuery(db: Executor) {
       'o.system as o_system',
       'o.cancellable as o_cancellable',
       'o.active as o_active',
+      'o.priorities as o_priorities',
       'p.name as p_name',
     ])
     .where('r.deleted_at', 'is', null);

@@ -2,6 +2,7 @@
 // new draft or a patch writes, and where the patient data in them is sealed and opened (as one value,
 // db/data-keys/data-keys.repository.ts). Shared by the reads, the list and the writes of db/referrals/.
 import type { Insertable, Selectable } from 'kysely';
+import type { FhirPriority, ReferralPriority } from '../../domain/priorities.ts';
 import type { InstitutionRef } from '../../domain/access.ts';
 import type { FieldCipher } from '../../domain/data-keys.ts';
 import type {
@@ -29,6 +30,7 @@ export interface ReferralRecord {
   readonly referrer: ReferrerView;
   readonly clinicalInfo: string | null;
   readonly isUrgent: boolean;
+  readonly priority: ReferralPriority | null;
   readonly ehr: {
     readonly state: EhrForwardingState;
     readonly attempts: number;
@@ -61,6 +63,8 @@ export interface ReferralContent {
   readonly referrerContactNumber: string | null;
   readonly clinicalInfo: string | null;
   readonly isUrgent: boolean;
+  /** The priority as the catalog had it when set; null until the sender sets one. */
+  readonly priority: ReferralPriority | null;
 }
 
 export interface NewReferral extends ReferralContent {
@@ -100,6 +104,8 @@ export interface ListFilter {
   readonly institution: InstitutionRef;
   readonly side?: 'sender' | 'provider';
   readonly coreStatuses: readonly CoreStatus[];
+  /** Priority codes (PRIORITY_CODE_PATTERN, checked by the API): only referrals with one of them. */
+  readonly priorities?: readonly string[];
   readonly patientUin?: string;
   readonly sort: ListSort;
   readonly offset: number;
@@ -119,6 +125,7 @@ export type Row = Omit<Selectable<ReferralsTable>, 'patient_uin_index'> & {
   o_system: string | null;
   o_cancellable: boolean | null;
   o_active: boolean | null;
+  o_priorities: string[] | null;
   p_name: string | null;
 };
 
@@ -151,6 +158,7 @@ export function toRecord(row: Row): ReferralRecord {
           system: row.o_system ?? '',
           cancellable: row.o_cancellable ?? true,
           active: row.o_active ?? true,
+          priorities: row.o_priorities,
           institution: {
             idType: row.provider_id_type ?? '',
             id: row.provider_id ?? '',
@@ -186,6 +194,14 @@ export function toRecord(row: Row): ReferralRecord {
     },
     clinicalInfo: row.clinical_info,
     isUrgent: row.is_urgent,
+    priority:
+      row.priority === null || row.priority_display === null || row.priority_fhir === null
+        ? null
+        : {
+            code: row.priority,
+            display: row.priority_display,
+            fhirPriority: row.priority_fhir as FhirPriority,
+          },
     ehr: {
       state: row.ehr_state as EhrForwardingState,
       attempts: row.ehr_attempts,
@@ -229,6 +245,9 @@ export const REFERRAL_COLUMNS = [
   'r.clinical_info',
   'r.personal_data',
   'r.is_urgent',
+  'r.priority',
+  'r.priority_display',
+  'r.priority_fhir',
   'r.ehr_state',
   'r.ehr_attempts',
   'r.ehr_last_attempt_at',
@@ -253,6 +272,7 @@ export const READ_COLUMNS = [
   'o_system',
   'o_cancellable',
   'o_active',
+  'o_priorities',
   'p_name',
 ];
 
@@ -291,6 +311,8 @@ export function offeringColumns(offering: OfferingRecord | null) {
     o_system: offering?.system ?? null,
     o_cancellable: offering?.cancellable ?? null,
     o_active: offering?.active ?? null,
+    o_priorities:
+      offering?.priorities === undefined || offering.priorities === null ? null : [...offering.priorities],
     p_name: offering?.institution.name ?? null,
   };
 }
@@ -344,5 +366,12 @@ export function contentColumns(content: Partial<ReferralContent>) {
     referrer_contact_number: content.referrerContactNumber,
     clinical_info: content.clinicalInfo,
     is_urgent: content.isUrgent,
+    ...(content.priority === undefined
+      ? {}
+      : {
+          priority: content.priority?.code ?? null,
+          priority_display: content.priority?.display ?? null,
+          priority_fhir: content.priority?.fhirPriority ?? null,
+        }),
   };
 }

@@ -10,6 +10,7 @@ import type {
   Reference,
   ServiceRequest,
 } from '@medplum/fhirtypes';
+import type { FhirPriority } from '../../domain/priorities.ts';
 import type { OfferingCategory } from '../../domain/statuses.ts';
 import { codeableConceptOf, codingOf, fhirString, present } from './fhir-datatypes.ts';
 import { FHIR_SYSTEMS, REFHUB_CODE_SYSTEMS, REFHUB_NAMING_SYSTEMS } from './fhir-systems.ts';
@@ -42,7 +43,9 @@ export interface ServiceRequestParties {
   readonly supportingInfo: readonly Reference<DocumentReference>[];
 }
 
-export function priorityOf(referral: ReferralSource): 'urgent' | 'routine' {
+/** FHIR's request priority: the referral's priority's, or, without one, routine or urgent. */
+export function priorityOf(referral: ReferralSource): FhirPriority {
+  if (referral.priority !== null) return referral.priority.fhirPriority;
   return referral.isUrgent ? 'urgent' : 'routine';
 }
 

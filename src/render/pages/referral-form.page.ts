@@ -45,6 +45,8 @@ export interface ReferralFormModel {
   readonly person: string;
   /** Already formatted for display, like every time on this page. */
   readonly lastSaved: string;
+  /** The priority the clinic system set, in its words; it decides the urgency (domain/priorities.ts). */
+  readonly priority: string | null;
   readonly sessionEnds: string;
   readonly csrfToken: string;
   /** Where the form posts: a path with the referral ID, never patient data. */
@@ -197,7 +199,13 @@ function clinicalSection(model: ReferralFormModel): SafeHtml {
       rows: 8,
       maxLength: 8000,
     })}
-    ${radios({ ...control(model, 'isUrgent'), choices: URGENCY_CHOICES })}
+    ${radios({
+      ...control(model, 'isUrgent'),
+      choices: URGENCY_CHOICES,
+      ...(model.priority === null
+        ? {}
+        : { hint: `Priority: ${model.priority}, set by your clinic system. It decides the urgency.` }),
+    })}
   </section>`;
 }
 

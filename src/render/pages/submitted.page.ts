@@ -15,6 +15,8 @@ export interface SubmittedModel {
   readonly serviceName: string;
   readonly providerName: string;
   readonly urgent: boolean;
+  /** The priority's words, when the referral has one. */
+  readonly priority: string | null;
   /** Already formatted for display. */
   readonly submittedAt: string;
   readonly sessionEnds: string;
@@ -46,6 +48,7 @@ export function renderSubmittedPage(model: SubmittedModel): string {
         ${summaryRow('Patient', model.patientName)} ${summaryRow('Service', model.serviceName)}
         ${summaryRow('Provider', model.providerName)}
         ${summaryRow('Urgency', model.urgent ? 'Urgent' : 'Routine')}
+        ${model.priority === null ? null : summaryRow('Priority', model.priority)}
         ${summaryRow('Submitted', model.submittedAt)}
       </dl>
     </section>

@@ -50,9 +50,14 @@ function providerName(offering: OfferingView | null): string {
 }
 
 function urgency(source: EhrFormSource): SafeHtml {
-  return source.isUrgent
-    ? html`<div style="${STYLE.urgent}">${field('urgency', 'Urgent referral')}</div>`
-    : html`<div style="${STYLE.routine}">${field('urgency', 'Routine referral')}</div>`;
+  const words = source.isUrgent ? 'Urgent referral' : 'Routine referral';
+  const style = source.isUrgent ? STYLE.urgent : STYLE.routine;
+  // A referral without a priority keeps the form it had before priorities.
+  if (source.priority === null) return html`<div style="${style}">${field('urgency', words)}</div>`;
+  return html`<div style="${style}">
+    ${field('urgency', words)}: priority ${field('priority', source.priority.display)}
+    (${field('priorityCode', source.priority.code)})
+  </div>`;
 }
 
 /**

@@ -7,6 +7,7 @@ import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
 import { REFHUB_SYSTEM } from '../../domain/lifecycle.ts';
 import { OUTCOME_CODE_PATTERN } from '../../domain/outcome.ts';
+import { FHIR_PRIORITIES, PRIORITY_CODE_PATTERN } from '../../domain/priorities.ts';
 import { REASON_ACTIONS, REASON_CODE_PATTERN } from '../../domain/reasons.ts';
 import { INSTITUTION_ID_TYPES, OFFERING_CATEGORIES } from '../../domain/statuses.ts';
 import { ValidationError } from '../../errors.ts';
@@ -43,6 +44,13 @@ export const CatalogDocument = Type.Object(
           system: Text(64),
           cancellable: Type.Optional(Type.Boolean()),
           active: Type.Optional(Type.Boolean()),
+          priorities: Type.Optional(
+            Type.Array(Type.String({ pattern: PRIORITY_CODE_PATTERN }), {
+              minItems: 1,
+              maxItems: 50,
+              uniqueItems: true,
+            }),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -60,6 +68,20 @@ export const CatalogDocument = Type.Object(
           { additionalProperties: false },
         ),
         { maxItems: 200 },
+      ),
+    ),
+    priorities: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            code: Type.String({ pattern: PRIORITY_CODE_PATTERN }),
+            display: Text(200),
+            fhirPriority: Type.Enum([...FHIR_PRIORITIES]),
+            active: Type.Optional(Type.Boolean()),
+          },
+          { additionalProperties: false },
+        ),
+        { maxItems: 50 },
       ),
     ),
     reasons: Type.Optional(
@@ -87,6 +109,7 @@ export interface CatalogSummary {
   readonly institutions: number;
   readonly offerings: number;
   readonly outcomes: number;
+  readonly priorities: number;
   readonly reasons: number;
 }
 
@@ -94,6 +117,8 @@ export interface CatalogSummary {
 export interface KnownCatalog {
   readonly systems: readonly string[];
   readonly institutions: ReadonlySet<string>;
+  /** The priority codes already loaded, which offerings may name without this file listing them. */
+  readonly priorities?: ReadonlySet<string>;
 }
 
 /** Checks the document's shape and references; throws ValidationError naming every problem. */
@@ -157,6 +182,21 @@ export function parseCatalog(
       problems.push({ path: `/outcomes/${index}/code`, message: `repeats outcome ${o.code}` });
     codes.add(o.code);
   });
+  const priorities = new Set<string>();
+  (document.priorities ?? []).forEach((p, index) => {
+    if (priorities.has(p.code))
+      problems.push({ path: `/priorities/${index}/code`, message: `repeats priority ${p.code}` });
+    priorities.add(p.code);
+  });
+  document.offerings.forEach((o, index) => {
+    (o.priorities ?? []).forEach((code, at) => {
+      if (!priorities.has(code) && !(known.priorities?.has(code) ?? false))
+        problems.push({
+          path: `/offerings/${index}/priorities/${at}`,
+          message: `names priority ${code}, which is neither in this file nor loaded`,
+        });
+    });
+  });
   const reasons = new Set<string>();
   (document.reasons ?? []).forEach((r, index) => {
     if (reasons.has(r.code))
@@ -185,11 +225,20 @@ export async function loadCatalogIn(repo: CatalogRepository, document: unknown):
   const catalog = parseCatalog(document, {
     systems: await repo.listSystems(),
     institutions: await knownInstitutions(repo, document),
+    priorities: new Set((await repo.listPriorityCodes()).map((p) => p.code)),
   });
   await repo.upsertSystems(catalog.systems);
   await repo.upsertInstitutions(catalog.institutions);
+  // Priorities first: the offerings name them.
+  const priorityCodes = catalog.priorities ?? [];
+  await repo.upsertPriorityCodes(priorityCodes.map((p) => ({ ...p, active: p.active ?? true })));
   await repo.upsertOfferings(
-    catalog.offerings.map((o) => ({ ...o, cancellable: o.cancellable ?? true, active: o.active ?? true })),
+    catalog.offerings.map((o) => ({
+      ...o,
+      cancellable: o.cancellable ?? true,
+      active: o.active ?? true,
+      priorities: o.priorities ?? null,
+    })),
   );
   const outcomes = catalog.outcomes ?? [];
   await repo.upsertOutcomeCodes(
@@ -204,6 +253,7 @@ export async function loadCatalogIn(repo: CatalogRepository, document: unknown):
     institutions: catalog.institutions.length,
     offerings: catalog.offerings.length,
     outcomes: outcomes.length,
+    priorities: priorityCodes.length,
     reasons: reasons.length,
   };
 }
@@ -239,6 +289,9 @@ export function createCatalogService(deps: { stores: Pick<Stores, 'catalog' | 't
 
     /** Every outcome code, in use or withdrawn, in the catalog file's order. */
     listOutcomeCodes: () => deps.stores.catalog.listOutcomeCodes(),
+
+    /** Every priority code, in use or withdrawn, in the catalog file's order. */
+    listPriorityCodes: () => deps.stores.catalog.listPriorityCodes(),
 
     /** Every reason code, in use or withdrawn, in the catalog file's order. */
     listReasonCodes: () => deps.stores.catalog.listReasonCodes(),

@@ -11,6 +11,7 @@ import type { AppointmentStatus, Party } from '../../domain/statuses.ts';
 import { missingForSubmit } from '../../domain/submission.ts';
 import { timeline, type GivenReason } from '../../domain/timeline.ts';
 import { checkReason, type ReasonAction } from '../../domain/reasons.ts';
+import { resolvePriority, type PriorityRequest, type ReferralPriority } from '../../domain/priorities.ts';
 import {
   ForbiddenRoleError,
   IncompleteReferralError,
@@ -533,6 +534,11 @@ export async function newDraft(
   const { content, offering = null } = await resolveContent(clock, input, () =>
     Promise.resolve(catalog.offering),
   );
+  const priority = await checkedPriority(stores.catalog, input, {
+    offering,
+    offeringChanged: false,
+    current: null,
+  });
   const id = uuidv7();
   const events = timelineEventsOf(
     id,
@@ -550,6 +556,7 @@ export async function newDraft(
         now,
         ...EMPTY_CONTENT,
         ...content,
+        ...priority,
       },
       names: { sender: catalog.senderName ?? '', offering },
     },
@@ -565,6 +572,26 @@ export async function newDraft(
       parts: { appointments: [], notes: [], outcome: null, timelineEvents: timelineViewsOf(events) },
     },
   };
+}
+
+/**
+ * The priority and urgency `input` leaves the referral with, checked against the catalog's priorities
+ * and the offering the referral will have (domain/priorities.ts): the columns to write.
+ */
+async function checkedPriority(
+  catalog: Pick<Stores['catalog'], 'listPriorityCodes'>,
+  input: ReferralFieldsInput,
+  context: Pick<PriorityRequest, 'offering' | 'offeringChanged' | 'current'>,
+): Promise<{ priority?: ReferralPriority | null; isUrgent?: boolean }> {
+  if (input.priority === undefined && context.current === null && !context.offeringChanged) return {};
+  const { change, problems } = resolvePriority(await catalog.listPriorityCodes(), {
+    ...context,
+    priority: input.priority,
+    isUrgent: input.isUrgent,
+  });
+  if (problems.length > 0)
+    throw new ValidationError(problems.map((p) => ({ path: `body.${p.field}`, message: p.message })));
+  return change;
 }
 
 /**
@@ -645,7 +672,7 @@ function statusInput(record: ReferralRecord) {
 }
 
 async function planUpdate(
-  catalog: Pick<Stores['catalog'], 'findOffering'>,
+  catalog: Pick<Stores['catalog'], 'findOffering' | 'listPriorityCodes'>,
   clock: Clock,
   { record, party }: PlanContext,
   input: ReferralFieldsInput,
@@ -666,10 +693,15 @@ async function planUpdate(
     );
   }
   const { content, offering } = await resolveContent(clock, input, (id) => catalog.findOffering(id));
+  const priority = await checkedPriority(catalog, input, {
+    offering: offering === undefined ? record.offering : offering,
+    offeringChanged: offering !== undefined && (offering?.id ?? null) !== (record.offering?.id ?? null),
+    current: record.priority,
+  });
   const fields = fieldsIn(input);
   return {
     decision,
-    patch: content,
+    patch: { ...content, ...priority },
     ...(offering === undefined ? {} : { offering }),
     unchanged: fields.length === 0,
     events: [timeline.updated(actorName(record, party, person), fieldWords(fields))],

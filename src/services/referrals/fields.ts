@@ -5,6 +5,7 @@
 import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
 import formats from 'ajv-formats';
 import { Type, type TSchema } from 'typebox';
+import { PRIORITY_CODE_PATTERN } from '../../domain/priorities.ts';
 import { COUNTRY_CODES } from '../../domain/countries.ts';
 import type { FieldError } from '../../errors.ts';
 import { addInputRules, EARLIEST_DATE, MULTILINE, withInputRules } from '../input-rules.ts';
@@ -49,7 +50,22 @@ export const ReferralFields = {
   nationality: Type.Optional(Nullable(Nationality)),
   residentialStatus: Type.Optional(Nullable(ResidentialStatus)),
   clinicalInfo: Type.Optional(Nullable(Type.String({ maxLength: 8000, [MULTILINE]: true }))),
-  isUrgent: Type.Optional(Nullable(Type.Boolean())),
+  isUrgent: Type.Optional(
+    Nullable(
+      Type.Boolean({
+        description: 'Routine or urgent; with a `priority`, it follows it and must agree with it.',
+      }),
+    ),
+  ),
+  priority: Type.Optional(
+    Nullable(
+      Type.String({
+        pattern: PRIORITY_CODE_PATTERN,
+        maxLength: 64,
+        description: "A code of GET /priorities that the referral's offering takes; null clears it.",
+      }),
+    ),
+  ),
 };
 
 export type RequestSchemaCompiler = <T = unknown>(schema: object) => ValidateFunction<T>;

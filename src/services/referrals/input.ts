@@ -24,6 +24,8 @@ export interface ReferralFieldsInput {
   readonly residentialStatus?: string | null;
   readonly clinicalInfo?: string | null;
   readonly isUrgent?: boolean | null;
+  /** A code of the catalog's priorities that the offering takes (domain/priorities.ts). */
+  readonly priority?: string | null;
 }
 
 const FIELD_COLUMNS = {
@@ -66,6 +68,7 @@ export const EMPTY_CONTENT: ReferralContent = {
   referrerContactNumber: null,
   clinicalInfo: null,
   isUrgent: false,
+  priority: null,
 };
 
 export function fieldWords(fields: readonly (keyof ReferralFieldsInput)[]): string[] {

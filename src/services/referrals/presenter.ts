@@ -68,6 +68,7 @@ export function toStoredSummary(record: ReferralRecord): StoredSummaryView {
     referrer: record.referrer,
     clinicalInfo: record.clinicalInfo,
     isUrgent: record.isUrgent,
+    priority: record.priority,
     status: record.status,
     coreStatus: CORE_STATUS_OF[record.status],
     isCancellable: isCancellable(record.status, record.offering?.cancellable ?? true),

@@ -37,6 +37,8 @@ export interface QueryDeps {
 export interface ListQuery {
   readonly side?: 'sender' | 'provider';
   readonly coreStatuses: readonly CoreStatus[];
+  /** Priority codes: only referrals with one of them (none: any priority, or none). */
+  readonly priorities?: readonly string[];
   readonly patientUin?: string;
   readonly sort: ListSort;
   readonly offset: number;
@@ -139,6 +141,7 @@ export function ehrFormSourceOf(view: EhrFormSource): EhrFormSource {
     referrer: view.referrer,
     clinicalInfo: view.clinicalInfo,
     isUrgent: view.isUrgent,
+    priority: view.priority,
     status: view.status,
     coreStatus: view.coreStatus,
     isCancellable: view.isCancellable,

@@ -156,6 +156,23 @@ describe.each(ENGINES)('the referral form on %s', (engine) => {
   });
 
   describe('saving a draft', () => {
+    it('says the priority a clinic system set decides the urgency, and refuses a change of urgency against it', async () => {
+      const session = await newFormSession(t, { priority: 'two-week-wait' });
+      const $ = cheerio.load((await getPage(t, session)).body);
+      expect($('#section-clinical').parent().text()).toContain(
+        'Priority: Two-week wait (suspected cancer), set by your clinic system. It decides the urgency.',
+      );
+      const res = await postForm(t, session, 'save', { isUrgent: 'false' });
+      expect(res.statusCode).toBe(400);
+      expect(errorSummaryOf(res.body)).toEqual([
+        {
+          text: 'Urgency disagrees with the priority Two-week wait (suspected cancer), which decides it',
+          href: '#field-isUrgent',
+        },
+      ]);
+      expect(await senderView(t, session.referralId)).toMatchObject({ isUrgent: true });
+    });
+
     it('saves only what changed, with a Manual timeline event naming the requester and an audit row for the key', async () => {
       const session = await newFormSession(t);
       const res = await postForm(t, session, 'save', { clinicalInfo: 'Epigastric pain.\r\nWorse at night.' });

@@ -247,6 +247,7 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
       referrerContactNumber: '61234567',
       clinicalInfo: 'Epigastric pain for 3 weeks.',
       isUrgent: false,
+      priority: null,
     };
   }
 
@@ -359,6 +360,7 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
           system: 'Epic',
           cancellable: true,
           active: true,
+          priorities: null,
           institution: { idType: 'hci', id: 'S9001Z', name: 'Central General Hospital' },
         },
         patient: {
@@ -379,6 +381,7 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
         },
         clinicalInfo: 'Epigastric pain for 3 weeks.',
         isUrgent: false,
+        priority: null,
         ehr: {
           state: 'not-sent',
           attempts: 0,

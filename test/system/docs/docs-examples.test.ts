@@ -181,8 +181,12 @@ function catalogFields(schema: TSchema, prefix = ''): [string, boolean][] {
     const required = node.required?.includes(name) === true;
     const inner = catalogFields(child, field);
     const childType = (child as { type?: string }).type;
-    // An object field (an offering's institution) is one row; a list is described by its items.
-    if (childType === 'array') return inner;
+    // An object field (an offering's institution) is one row; a list is described by its items, and a
+    // list of values (an offering's priorities) by one row, required as the list is.
+    if (childType === 'array') {
+      const items = (child as { items?: { type?: string } }).items;
+      return items?.type === 'object' ? inner : [[`${field}[]`, required] as [string, boolean]];
+    }
     return [[field, required] as [string, boolean]];
   });
 }
