@@ -87,6 +87,15 @@ export const timeline = {
     ),
   accepted: (actor: string): TimelineEntry =>
     entry(LIFECYCLE.accept.event, `${actor} accepted the referral.`),
+  /** Triage accepted it with another priority: from what (null: none set) to what, and why. */
+  acceptedWithPriority: (actor: string, from: string | null, to: string, comment: string): TimelineEntry =>
+    quoting(
+      LIFECYCLE.accept.event,
+      from === null
+        ? `${actor} accepted the referral with the priority ${quote(to)}`
+        : `${actor} accepted the referral, changing its priority from ${quote(from)} to ${quote(to)}`,
+      comment,
+    ),
   rejected: (actor: string, given: GivenReason): TimelineEntry =>
     reasoned(LIFECYCLE.reject.event, `${actor} rejected the referral`, given.reason, given.comment),
   actionRequested: (actor: string, given: GivenReason): TimelineEntry =>

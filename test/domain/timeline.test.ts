@@ -19,6 +19,7 @@ const ENTRIES: readonly [string, TimelineEntry][] = [
   ['cancelled', timeline.cancelled(ACTOR, { comment: FREE_TEXT })],
   ['backToDraft', timeline.backToDraft(ACTOR)],
   ['accepted', timeline.accepted(ACTOR)],
+  ['acceptedWithPriority', timeline.acceptedWithPriority(ACTOR, 'Routine', 'Urgent', FREE_TEXT)],
   ['rejected', timeline.rejected(ACTOR, { comment: FREE_TEXT })],
   ['actionRequested', timeline.actionRequested(ACTOR, { comment: FREE_TEXT })],
   ...APPOINTMENT_STATUSES.map(
@@ -53,6 +54,7 @@ describe('timeline sentences', () => {
     const quoting = ENTRIES.filter(([, entry]) => entry.description.includes(FREE_TEXT));
     expect(quoting.map(([name]) => name)).toEqual([
       'cancelled',
+      'acceptedWithPriority',
       'rejected',
       'actionRequested',
       ...APPOINTMENT_STATUSES.map((status) => `appointment ${status}`),
@@ -134,5 +136,18 @@ describe('timeline sentences with a coded reason', () => {
     expect(timeline.backToDraft(ACTOR, {})).toEqual(timeline.backToDraft(ACTOR));
     expect(timeline.backToDraft(ACTOR).description).toBe(`${ACTOR} returned the referral to draft.`);
     expect(timeline.rejected(ACTOR, { comment: FREE_TEXT })).not.toHaveProperty('reason');
+  });
+});
+
+describe('triage’s change of priority on the timeline', () => {
+  it('says who changed it from what to what, quoting why on the timeline alone', () => {
+    expect(timeline.acceptedWithPriority(ACTOR, 'Routine', 'Two-week wait', FREE_TEXT)).toEqual({
+      type: 'referral.accepted',
+      description: `${ACTOR} accepted the referral, changing its priority from Routine to Two-week wait: ${FREE_TEXT}`,
+      eventDescription: `${ACTOR} accepted the referral, changing its priority from Routine to Two-week wait.`,
+    });
+    expect(timeline.acceptedWithPriority(ACTOR, null, 'Urgent', 'x').eventDescription).toBe(
+      `${ACTOR} accepted the referral with the priority Urgent.`,
+    );
   });
 });

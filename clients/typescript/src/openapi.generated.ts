@@ -240,7 +240,7 @@ export interface paths {
     put?: never;
     /**
      * Accept a referral
-     * @description For a referral pending acceptance. Book appointments next.
+     * @description For a referral pending acceptance. Book appointments next. Triage may change its priority: `priority` (a code of GET /priorities the offering takes) with a `comment` saying why, which the timeline quotes; the timeline says who changed it from what to what.
      */
     post: operations['acceptReferral'];
     delete?: never;
@@ -1496,7 +1496,12 @@ export interface operations {
          * @example sender
          */
         role?: 'sender' | 'provider';
-        /** @description Priority codes (GET /priorities); repeatable. Only referrals with one of these priorities. */
+        /**
+         * @description Priority codes (GET /priorities); repeatable. Only referrals with one of these priorities.
+         * @example [
+         *       "two-week-wait"
+         *     ]
+         */
         priority?: string[];
         /** @example 0 */
         offset?: number;
@@ -3803,6 +3808,9 @@ export interface operations {
           /** @description The person using the client system; an email address is preferred. Audited with every call. */
           requesterIdentifier?: string;
           acceptedByName?: string;
+          /** @description The priority the provider accepts it with, when it differs from the sender’s. */
+          priority?: string;
+          comment?: string;
         };
       };
     };

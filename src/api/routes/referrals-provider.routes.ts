@@ -6,6 +6,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { ApiDeps } from '../api-deps.ts';
 import { MAX_OUTCOME_SUMMARY, OUTCOME_CODE_PATTERN } from '../../domain/outcome.ts';
+import { PRIORITY_CODE_PATTERN } from '../../domain/priorities.ts';
 import { APPOINTMENT_STATUSES } from '../../domain/statuses.ts';
 import { callerOf } from '../plugins/auth.ts';
 import { ifMatchOf, institutionOf, referralHeaders } from '../http.ts';
@@ -42,12 +43,27 @@ export function providerRoutes(deps: ProviderRoutesDeps) {
             tag: 'Provider',
             scope: 'system/Referral.write',
             summary: 'Accept a referral',
-            description: 'For a referral pending acceptance. Book appointments next.',
+            description:
+              'For a referral pending acceptance. Book appointments next. Triage may change its priority: ' +
+              '`priority` (a code of GET /priorities the offering takes) with a `comment` saying why, which ' +
+              'the timeline quotes; the timeline says who changed it from what to what.',
           }),
           headers: GuardedPostHeaders,
           params: ReferralIdParams,
           body: Type.Object(
-            { ...ActingFor, acceptedByName: Type.Optional(PersonName) },
+            {
+              ...ActingFor,
+              acceptedByName: Type.Optional(PersonName),
+              priority: Type.Optional(
+                Type.String({
+                  pattern: PRIORITY_CODE_PATTERN,
+                  maxLength: 64,
+                  description:
+                    'The priority the provider accepts it with, when it differs from the sender’s.',
+                }),
+              ),
+              comment: Type.Optional(Reason),
+            },
             { additionalProperties: false },
           ),
           response: {
@@ -64,6 +80,7 @@ export function providerRoutes(deps: ProviderRoutesDeps) {
           request.params.referralId,
           ifMatchOf(request),
           body.acceptedByName,
+          { priority: body.priority, comment: body.comment },
         );
         return view;
       },

@@ -263,8 +263,52 @@ export function createReferralCommands(deps: CommandDeps) {
       );
     },
 
-    accept(caller: Caller, id: string, ifMatch?: number, personName?: string): Promise<ReferralView> {
-      return simple(caller, id, 'accept', ifMatch, timeline.accepted, personName);
+    /**
+     * Accepts the referral; triage may change its priority on the way (`triage.priority`, one the
+     * offering takes), which needs a comment saying why.
+     */
+    accept(
+      caller: Caller,
+      id: string,
+      ifMatch?: number,
+      personName?: string,
+      triage: { priority?: string | undefined; comment?: string | undefined } = {},
+    ): Promise<ReferralView> {
+      if (triage.priority === undefined)
+        return simple(caller, id, 'accept', ifMatch, timeline.accepted, personName);
+      return mutate(
+        caller,
+        id,
+        'accept',
+        ifMatch,
+        async ({ record, party }) => {
+          const decision = decide('accept', party, statusInput(record));
+          const actor = actorName(record, party, personName);
+          if (triage.priority === record.priority?.code)
+            return { decision, events: [timeline.accepted(actor)] };
+          const comment = triage.comment?.trim() ? triage.comment : undefined;
+          if (comment === undefined)
+            throw new ValidationError([
+              { path: 'body.comment', message: 'is required when triage changes the priority' },
+            ]);
+          const change = await checkedPriority(
+            deps.stores.catalog,
+            { priority: triage.priority },
+            { offering: record.offering, offeringChanged: false, current: record.priority },
+          );
+          const to = change.priority;
+          if (to === undefined || to === null)
+            throw new Error('a priority was asked for and none was resolved');
+          return {
+            decision,
+            patch: change,
+            events: [
+              timeline.acceptedWithPriority(actor, record.priority?.display ?? null, to.display, comment),
+            ],
+          };
+        },
+        fullView(caller),
+      );
     },
 
     async reject(

@@ -6,6 +6,7 @@ import type { ServiceRequest, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem } from '../../support/api-assertions.ts';
 import { ENGINES } from '../../support/engines.ts';
+import { readFeedToEnd } from '../../support/event-feed.ts';
 import { readFhir, resourcesOf } from '../../support/fhir-view.ts';
 import { REQUESTER } from '../../support/referral-routes.ts';
 import { expectReferralShape, type ReferralBody } from '../../support/referral-shapes.ts';
@@ -178,5 +179,56 @@ describe.each(ENGINES)('referral priorities on %s', (engine) => {
     // Moving with a priority the new service takes works in one request.
     const ok = await patch(tww.id, { offeringId: 'cgh-ae', priority: 'urgent' });
     expect(ok.statusCode, ok.body).toBe(200);
+  });
+
+  it('lets triage accept with another priority, saying why, and puts who changed it from what to what on the timeline', async () => {
+    const pending = await referralIn(t, 'pending-acceptance', { priority: 'routine' });
+    const accept = (body: Record<string, unknown>) =>
+      t.request(t.provider, {
+        method: 'POST',
+        url: `${url(pending.id)}/accept`,
+        payload: { ...t.provider.institution, requesterIdentifier: REQUESTER, ...body },
+      });
+    const noWhy = expectProblem(await accept({ priority: 'two-week-wait' }), 400, 'validation_failed');
+    expect(noWhy.errors).toEqual([
+      { path: 'body.comment', message: 'is required when triage changes the priority' },
+    ]);
+    const notTaken = expectProblem(
+      await accept({ priority: 'soonish', comment: 'x' }),
+      400,
+      'validation_failed',
+    );
+    expect(notTaken.errors?.[0]?.path).toBe('body.priority');
+    expect((await read(pending.id)).status).toBe('pending-acceptance');
+
+    const res = await accept({
+      priority: 'two-week-wait',
+      comment: 'Weight loss and anaemia: suspected cancer pathway.',
+      acceptedByName: 'Dr Wong Mei Ling',
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const accepted = await read(pending.id);
+    expect(accepted).toMatchObject({ status: 'accepted', priority: TWO_WEEK_WAIT, isUrgent: true });
+    const last = accepted.timelineEvents.at(-1);
+    expect(last?.description).toBe(
+      'Dr Wong Mei Ling (Central General Hospital) accepted the referral, changing its priority from Routine to ' +
+        'Two-week wait (suspected cancer): Weight loss and anaemia: suspected cancer pathway.',
+    );
+    const { events } = await readFeedToEnd(t, t.sender);
+    const event = events.find((e) => e.id === last?.id);
+    expect(event?.description).toBe(
+      'Dr Wong Mei Ling (Central General Hospital) accepted the referral, changing its priority from Routine to ' +
+        'Two-week wait (suspected cancer).',
+    );
+
+    // The same priority is a plain acceptance, with nothing to explain.
+    const same = await referralIn(t, 'pending-acceptance', { priority: 'urgent' });
+    const plain = await t.request(t.provider, {
+      method: 'POST',
+      url: `${url(same.id)}/accept`,
+      payload: { ...t.provider.institution, requesterIdentifier: REQUESTER, priority: 'urgent' },
+    });
+    expect(plain.statusCode, plain.body).toBe(200);
+    expect((await read(same.id)).timelineEvents.at(-1)?.description).toMatch(/accepted the referral\.$/);
   });
 });
