@@ -140,38 +140,17 @@ export function catalogRepository(db: Executor) {
     },
 
     /** The file's outcome codes, in its order (the order people are offered them). */
-    async upsertOutcomeCodes(codes: readonly OutcomeCode[]): Promise<void> {
-      if (codes.length === 0) return;
-      await db
-        .insertInto('outcome_codes')
-        .values(
-          codes.map((c, position) => ({
-            code: c.code,
-            display: c.display,
-            summary_required: c.summaryRequired,
-            active: c.active,
-            position,
-          })),
-        )
-        .onConflict((oc) =>
-          oc
-            .column('code')
-            .doUpdateSet((eb) => ({
-              display: eb.ref('excluded.display'),
-              summary_required: eb.ref('excluded.summary_required'),
-              active: eb.ref('excluded.active'),
-              position: eb.ref('excluded.position'),
-              updated_at: sql<Date>`now()`,
-            }))
-            // An unchanged row is left alone, so loading the same file twice changes nothing.
-            .where(
-              sql<boolean>`(outcome_codes.display, outcome_codes.summary_required, outcome_codes.active,
-                outcome_codes.position)
-              is distinct from (excluded.display, excluded.summary_required, excluded.active,
-                excluded.position)`,
-            ),
-        )
-        .execute();
+    upsertOutcomeCodes(codes: readonly OutcomeCode[]): Promise<void> {
+      return upsertCodes(
+        db,
+        'outcome_codes',
+        codes.map((c) => ({
+          code: c.code,
+          display: c.display,
+          summary_required: c.summaryRequired,
+          active: c.active,
+        })),
+      );
     },
 
     async findOutcomeCode(code: string): Promise<OutcomeCode | undefined> {
@@ -194,37 +173,17 @@ export function catalogRepository(db: Executor) {
     },
 
     /** The file's priority codes, in its order (the order people are offered them). */
-    async upsertPriorityCodes(codes: readonly PriorityCode[]): Promise<void> {
-      if (codes.length === 0) return;
-      await db
-        .insertInto('priority_codes')
-        .values(
-          codes.map((c, position) => ({
-            code: c.code,
-            display: c.display,
-            fhir_priority: c.fhirPriority,
-            active: c.active,
-            position,
-          })),
-        )
-        .onConflict((oc) =>
-          oc
-            .column('code')
-            .doUpdateSet((eb) => ({
-              display: eb.ref('excluded.display'),
-              fhir_priority: eb.ref('excluded.fhir_priority'),
-              active: eb.ref('excluded.active'),
-              position: eb.ref('excluded.position'),
-              updated_at: sql<Date>`now()`,
-            }))
-            // An unchanged row is left alone, so loading the same file twice changes nothing.
-            .where(
-              sql<boolean>`(priority_codes.display, priority_codes.fhir_priority, priority_codes.active,
-                priority_codes.position)
-              is distinct from (excluded.display, excluded.fhir_priority, excluded.active, excluded.position)`,
-            ),
-        )
-        .execute();
+    upsertPriorityCodes(codes: readonly PriorityCode[]): Promise<void> {
+      return upsertCodes(
+        db,
+        'priority_codes',
+        codes.map((c) => ({
+          code: c.code,
+          display: c.display,
+          fhir_priority: c.fhirPriority,
+          active: c.active,
+        })),
+      );
     },
 
     async listPriorityCodes(): Promise<PriorityCode[]> {
@@ -244,40 +203,18 @@ export function catalogRepository(db: Executor) {
     },
 
     /** The file's reason codes, in its order (the order people are offered them). */
-    async upsertReasonCodes(codes: readonly ReasonCode[]): Promise<void> {
-      if (codes.length === 0) return;
-      await db
-        .insertInto('reason_codes')
-        .values(
-          codes.map((c, position) => ({
-            code: c.code,
-            display: c.display,
-            actions: [...c.actions],
-            comment_required: c.commentRequired,
-            active: c.active,
-            position,
-          })),
-        )
-        .onConflict((oc) =>
-          oc
-            .column('code')
-            .doUpdateSet((eb) => ({
-              display: eb.ref('excluded.display'),
-              actions: eb.ref('excluded.actions'),
-              comment_required: eb.ref('excluded.comment_required'),
-              active: eb.ref('excluded.active'),
-              position: eb.ref('excluded.position'),
-              updated_at: sql<Date>`now()`,
-            }))
-            // An unchanged row is left alone, so loading the same file twice changes nothing.
-            .where(
-              sql<boolean>`(reason_codes.display, reason_codes.actions, reason_codes.comment_required,
-                reason_codes.active, reason_codes.position)
-              is distinct from (excluded.display, excluded.actions, excluded.comment_required,
-                excluded.active, excluded.position)`,
-            ),
-        )
-        .execute();
+    upsertReasonCodes(codes: readonly ReasonCode[]): Promise<void> {
+      return upsertCodes(
+        db,
+        'reason_codes',
+        codes.map((c) => ({
+          code: c.code,
+          display: c.display,
+          actions: [...c.actions],
+          comment_required: c.commentRequired,
+          active: c.active,
+        })),
+      );
     },
 
     async listReasonCodes(): Promise<ReasonCode[]> {
@@ -361,6 +298,43 @@ export function catalogRepository(db: Executor) {
       return row === undefined;
     },
   };
+}
+
+/** The catalog's lists of codes (outcomes, priorities, reasons): a row per code, kept in the file's order. */
+type CodeTable = 'outcome_codes' | 'priority_codes' | 'reason_codes';
+
+/**
+ * Upserts a list of codes by `code`, each taking its place in the list as `position` (the order people
+ * are offered them in). A row whose values are unchanged is left alone, so loading the same file twice
+ * changes nothing; a code the file no longer lists stays, since what was given with it keeps it.
+ */
+async function upsertCodes(
+  db: Executor,
+  table: CodeTable,
+  codes: readonly ({ readonly code: string } & Readonly<Record<string, unknown>>)[],
+): Promise<void> {
+  const first = codes[0];
+  if (first === undefined) return;
+  const rows = codes.map((c, position) => ({ ...c, position }));
+  const columns = Object.keys({ ...first, position: 0 }).filter((c) => c !== 'code');
+  const excluded = columns.map((c) => sql.ref(`excluded.${c}`));
+  await db
+    .insertInto(table)
+    // Each caller names its table's own columns; the union of tables leaves Kysely no one row type.
+    .values(rows as never)
+    .onConflict((oc) =>
+      oc
+        .column('code')
+        .doUpdateSet({
+          ...Object.fromEntries(columns.map((c, i) => [c, excluded[i]])),
+          updated_at: sql<Date>`now()`,
+        } as never)
+        .where(
+          sql<boolean>`(${sql.join(columns.map((c) => sql.ref(`${table}.${c}`)))})
+            is distinct from (${sql.join(excluded)})`,
+        ),
+    )
+    .execute();
 }
 
 interface OfferingRow {
