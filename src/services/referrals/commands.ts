@@ -627,7 +627,13 @@ async function checkedPriority(
   input: ReferralFieldsInput,
   context: Pick<PriorityRequest, 'offering' | 'offeringChanged' | 'current'>,
 ): Promise<{ priority?: ReferralPriority | null; isUrgent?: boolean }> {
-  if (input.priority === undefined && context.current === null && !context.offeringChanged) return {};
+  // Nothing to check (and no read of the catalog) unless the request touches the priority: sets it,
+  // moves the referral to another offering, or sends an urgency a priority decides.
+  const touches =
+    input.priority !== undefined ||
+    context.offeringChanged ||
+    (context.current !== null && input.isUrgent !== undefined && input.isUrgent !== null);
+  if (!touches) return {};
   const { change, problems } = resolvePriority(await catalog.listPriorityCodes(), {
     ...context,
     priority: input.priority,
