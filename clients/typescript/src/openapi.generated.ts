@@ -1499,7 +1499,7 @@ export interface operations {
         /**
          * @description Priority codes (GET /priorities); repeatable. Only referrals with one of these priorities.
          * @example [
-         *       "two-week-wait"
+         *       "routine"
          *     ]
          */
         priority?: string[];
@@ -2048,7 +2048,7 @@ export interface operations {
          *       "institutionId": "S1234A",
          *       "requesterIdentifier": "dr.lim@bukittimah.example",
          *       "clinicalInfo": "Dyspepsia for 3 months; weight loss of 3 kg.",
-         *       "isUrgent": true
+         *       "priority": "urgent"
          *     }
          */
         'application/json': {
@@ -2456,7 +2456,8 @@ export interface operations {
          *       "nationality": "SG",
          *       "residentialStatus": "SC",
          *       "clinicalInfo": "Dyspepsia for 3 months, not relieved by antacids.",
-         *       "isUrgent": false
+         *       "isUrgent": false,
+         *       "priority": "routine"
          *     }
          */
         'application/json': {

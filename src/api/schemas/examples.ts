@@ -69,6 +69,7 @@ const REFERRAL_CONTENT = {
   residentialStatus: 'SC',
   clinicalInfo: 'Dyspepsia for 3 months, not relieved by antacids.',
   isUrgent: false,
+  priority: 'routine',
 };
 
 const bySender = { ...EXAMPLE_SENDER, requesterIdentifier: SENDER_PERSON };
@@ -88,14 +89,14 @@ interface OperationExamples {
 
 /** The examples of each operation, by operationId. A POST's Idempotency-Key is added below. */
 const OPERATIONS: Readonly<Record<string, OperationExamples>> = {
-  listReferrals: { parameters: { priority: ['two-week-wait'] } },
+  listReferrals: { parameters: { priority: ['routine'] } },
   searchReferrals: {
     body: { status: ['pending'], role: 'sender', pageSize: 10, patientUin: 'S1234567D' },
   },
   getReferral: {},
   createReferral: { body: { ...bySender, ...REFERRAL_CONTENT } },
   updateReferral: {
-    body: { ...bySender, clinicalInfo: 'Dyspepsia for 3 months; weight loss of 3 kg.', isUrgent: true },
+    body: { ...bySender, clinicalInfo: 'Dyspepsia for 3 months; weight loss of 3 kg.', priority: 'urgent' },
   },
   deleteReferral: {},
   submitReferral: { body: bySender },
