@@ -177,8 +177,8 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * List the reasons a referral may be rejected, sent back, cancelled or redirected for
-     * @description The catalog's reason codes in use, in the catalog's order, with words for people, the operations each is for and whether a comment must come with it: what `reasonCode` takes on reject, request-action, cancel, back-to-draft and redirect. `action` keeps the codes of one.
+     * List the reasons a referral may be rejected, sent back, cancelled or returned to draft for
+     * @description The catalog's reason codes in use, in the catalog's order, with words for people, the operations each is for and whether a comment must come with it: what `reasonCode` takes on reject, request-action, cancel and back-to-draft. `action` keeps the codes of one. A catalog may also name `redirect`, redirecting a referral to another service, which this version of the API does not offer.
      */
     get: operations['listReasonCodes'];
     put?: never;

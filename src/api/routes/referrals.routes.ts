@@ -480,11 +480,14 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
             operationId: 'listReasonCodes',
             tag: 'Referrals',
             scope: 'system/Referral.read',
-            summary: 'List the reasons a referral may be rejected, sent back, cancelled or redirected for',
+            summary:
+              'List the reasons a referral may be rejected, sent back, cancelled or returned to draft for',
             description:
               "The catalog's reason codes in use, in the catalog's order, with words for people, the " +
               'operations each is for and whether a comment must come with it: what `reasonCode` takes on ' +
-              'reject, request-action, cancel, back-to-draft and redirect. `action` keeps the codes of one.',
+              'reject, request-action, cancel and back-to-draft. `action` keeps the codes of one. A catalog ' +
+              'may also name `redirect`, redirecting a referral to another service, which this version of ' +
+              'the API does not offer.',
           }),
           querystring: Type.Object(
             { ...InstitutionParams.properties, action: Type.Optional(Type.Enum([...REASON_ACTIONS])) },
