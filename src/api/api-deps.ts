@@ -68,7 +68,7 @@ export interface ApiDeps {
   readonly linkRedemption: Pick<LinkRedemption, 'redeem'>;
   readonly catalog: Pick<
     CatalogService,
-    'listOfferings' | 'listOutcomeCodes' | 'listReasonCodes' | 'listPriorityCodes'
+    'listOfferings' | 'findOffering' | 'listOutcomeCodes' | 'listReasonCodes' | 'listPriorityCodes'
   >;
   readonly ehrForwarding: Pick<EhrForwarding, 'submissions' | 'formOfAttempt'>;
   readonly eventFeed: EventFeed;

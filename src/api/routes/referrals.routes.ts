@@ -456,7 +456,7 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
         const codes = await deps.catalog.listPriorityCodes();
         let offering: { readonly priorities: readonly string[] | null } = { priorities: null };
         if (offeringId !== undefined) {
-          const found = (await deps.catalog.listOfferings()).find((o) => o.id === offeringId);
+          const found = await deps.catalog.findOffering(offeringId);
           if (found === undefined)
             throw new ValidationError([{ path: 'query.offeringId', message: 'is not a known offering' }]);
           offering = found;

@@ -290,6 +290,9 @@ export function createCatalogService(deps: { stores: Pick<Stores, 'catalog' | 't
     /** Every outcome code, in use or withdrawn, in the catalog file's order. */
     listOutcomeCodes: () => deps.stores.catalog.listOutcomeCodes(),
 
+    /** One offering with its provider, active or not. */
+    findOffering: (id: string) => deps.stores.catalog.findOffering(id),
+
     /** Every priority code, in use or withdrawn, in the catalog file's order. */
     listPriorityCodes: () => deps.stores.catalog.listPriorityCodes(),
 
