@@ -44,6 +44,12 @@ export const TAGS = [
       'and complete it with its outcome (a code of the catalog’s outcome list and the consult summary).',
   },
   {
+    name: 'Worklists',
+    description:
+      'The named lists a provider triages and books from and a sender follows up from, each item with ' +
+      'the triage due time the service’s level gives it, and every list’s count.',
+  },
+  {
     name: 'Attachments',
     description:
       'Files that travel with a referral: added by the sender or the provider, scanned for malware, and ' +

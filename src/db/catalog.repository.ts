@@ -8,6 +8,7 @@ import type { FhirPriority, PriorityCode } from '../domain/priorities.ts';
 import type { ReasonAction, ReasonCode } from '../domain/reasons.ts';
 import type { InstitutionView, OfferingView } from '../domain/referral-view.ts';
 import type { OfferingCategory } from '../domain/statuses.ts';
+import type { TriageWithin } from '../domain/worklists.ts';
 import type { Executor } from './executor.ts';
 
 export interface CatalogInstitution {
@@ -29,6 +30,17 @@ export interface CatalogOffering {
   readonly active: boolean;
   /** The priority codes it takes; null: every one in use. */
   readonly priorities: readonly string[] | null;
+  /** Its triage service levels, working days by priority code; null: none. */
+  readonly triageWithin: TriageWithin | null;
+}
+
+/** A day the catalog says is not a working day (domain/worklists.ts). */
+export interface PublicHoliday {
+  /** "YYYY-MM-DD" */
+  readonly date: string;
+  readonly name: string;
+  /** A withdrawn day is a working day again. */
+  readonly active: boolean;
 }
 
 export interface OfferingRecord extends OfferingView {
@@ -36,6 +48,8 @@ export interface OfferingRecord extends OfferingView {
   readonly active: boolean;
   /** The priority codes it takes; null: every one in use (domain/priorities.ts). */
   readonly priorities: readonly string[] | null;
+  /** Its triage service levels, working days by priority code; null: none (domain/worklists.ts). */
+  readonly triageWithin: TriageWithin | null;
 }
 
 export function catalogRepository(db: Executor) {
@@ -56,6 +70,7 @@ export function catalogRepository(db: Executor) {
         'o.cancellable',
         'o.active',
         'o.priorities',
+        'o.triage_within',
         'i.id_type as institution_id_type',
         'i.id as institution_id',
         'i.name as institution_name',
@@ -107,6 +122,7 @@ export function catalogRepository(db: Executor) {
             cancellable: o.cancellable,
             active: o.active,
             priorities: o.priorities === null ? null : [...o.priorities],
+            triage_within: o.triageWithin === null ? null : JSON.stringify(o.triageWithin),
           })),
         )
         .onConflict((oc) =>
@@ -124,16 +140,17 @@ export function catalogRepository(db: Executor) {
               cancellable: eb.ref('excluded.cancellable'),
               active: eb.ref('excluded.active'),
               priorities: eb.ref('excluded.priorities'),
+              triage_within: eb.ref('excluded.triage_within'),
               updated_at: sql<Date>`now()`,
             }))
             // An unchanged row is left alone, so loading the same file twice changes nothing.
             .where(
               sql<boolean>`(offerings.name, offerings.category, offerings.description, offerings.specialty,
                 offerings.ehr_code, offerings.institution_id_type, offerings.institution_id, offerings.system,
-                offerings.cancellable, offerings.active, offerings.priorities)
+                offerings.cancellable, offerings.active, offerings.priorities, offerings.triage_within)
               is distinct from (excluded.name, excluded.category, excluded.description, excluded.specialty,
                 excluded.ehr_code, excluded.institution_id_type, excluded.institution_id, excluded.system,
-                excluded.cancellable, excluded.active, excluded.priorities)`,
+                excluded.cancellable, excluded.active, excluded.priorities, excluded.triage_within)`,
             ),
         )
         .execute();
@@ -235,6 +252,49 @@ export function catalogRepository(db: Executor) {
     },
 
     /** The systems of the catalog, `Manual` among them; refhub's own (REFHUB_SYSTEM) is not one. */
+    /** The file's public holidays, upserted by date; a day the file no longer lists stays as it was. */
+    async upsertHolidays(holidays: readonly PublicHoliday[]): Promise<void> {
+      if (holidays.length === 0) return;
+      await db
+        .insertInto('public_holidays')
+        .values(holidays.map((h) => ({ day: h.date, name: h.name, active: h.active })))
+        .onConflict((oc) =>
+          oc
+            .column('day')
+            .doUpdateSet((eb) => ({
+              name: eb.ref('excluded.name'),
+              active: eb.ref('excluded.active'),
+              updated_at: sql<Date>`now()`,
+            }))
+            .where(
+              sql<boolean>`(public_holidays.name, public_holidays.active)
+                is distinct from (excluded.name, excluded.active)`,
+            ),
+        )
+        .execute();
+    },
+
+    /** Every public holiday, in use or withdrawn, by date. */
+    async listHolidays(): Promise<PublicHoliday[]> {
+      const rows = await db
+        .selectFrom('public_holidays')
+        .select([sql<string>`day::text`.as('day'), 'name', 'active'])
+        .orderBy('day')
+        .execute();
+      return rows.map((r) => ({ date: r.day, name: r.name, active: r.active }));
+    },
+
+    /** The days in use as holidays from `from` ("YYYY-MM-DD") on: what a due time counts past. */
+    async holidaysFrom(from: string): Promise<Set<string>> {
+      const rows = await db
+        .selectFrom('public_holidays')
+        .select(sql<string>`day::text`.as('day'))
+        .where('active', '=', true)
+        .where('day', '>=', from)
+        .execute();
+      return new Set(rows.map((r) => r.day));
+    },
+
     async listSystems(): Promise<string[]> {
       const rows = await db
         .selectFrom('systems')
@@ -348,6 +408,7 @@ interface OfferingRow {
   cancellable: boolean;
   active: boolean;
   priorities: string[] | null;
+  triage_within: Record<string, number> | null;
   institution_id_type: string;
   institution_id: string;
   institution_name: string;
@@ -365,6 +426,7 @@ function toOfferingRecord(row: OfferingRow): OfferingRecord {
     cancellable: row.cancellable,
     active: row.active,
     priorities: row.priorities,
+    triageWithin: row.triage_within,
     institution: { idType: row.institution_id_type, id: row.institution_id, name: row.institution_name },
   };
 }

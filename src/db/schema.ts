@@ -33,6 +33,8 @@ export interface OfferingsTable {
   active: boolean;
   /** The priority codes it takes (migration 0023); null: every code in use. */
   priorities: ColumnType<string[] | null, string[] | null | undefined, string[] | null>;
+  /** Its triage service levels, working days by priority code (migration 0024); null: none. */
+  triage_within: ColumnType<Record<string, number> | null, string | null | undefined, string | null>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
 }
@@ -116,6 +118,10 @@ export interface ReferralsTable {
   priority: ColumnType<string | null, string | null | undefined, string | null>;
   priority_display: ColumnType<string | null, string | null | undefined, string | null>;
   priority_fhir: ColumnType<string | null, string | null | undefined, string | null>;
+  /** When its triage is due, set at each submission (migration 0024); null: no service level. */
+  triage_due_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** When `referral.triage-overdue` was recorded for the current due time; null: not yet. */
+  triage_overdue_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   ehr_state: Generated<string>;
   ehr_attempts: Generated<number>;
   ehr_last_attempt_at: Date | null;
@@ -185,6 +191,15 @@ export interface PriorityCodesTable {
   fhir_priority: string;
   active: boolean;
   position: number;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface PublicHolidaysTable {
+  /** A date; read it as `day::text` ("YYYY-MM-DD"): the drivers differ in what they make of a date. */
+  day: ColumnType<string, string, string>;
+  name: string;
+  active: boolean;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
 }
@@ -469,6 +484,7 @@ export interface Database {
   outcome_codes: OutcomeCodesTable;
   reason_codes: ReasonCodesTable;
   priority_codes: PriorityCodesTable;
+  public_holidays: PublicHolidaysTable;
   referral_outcomes: ReferralOutcomesTable;
   timeline_events: TimelineEventsTable;
   audit_events: AuditEventsTable;

@@ -54,6 +54,8 @@ export interface DisplayTime {
   time(instant: Date | string): string;
   /** The day the instant falls on in the zone; undefined for a value that is not an instant. */
   calendarDate(instant: Date | string): CalendarDate | undefined;
+  /** The instant the day starts in the zone: its midnight. */
+  startOfDay(date: CalendarDate): Date;
 }
 
 /**
@@ -199,6 +201,18 @@ export function displayTimeIn(timeZone: string): DisplayTime {
       const instant = instantOf(value);
       const clock = instant === undefined ? undefined : wallClock(instant);
       return clock === undefined ? undefined : { year: clock.year, month: clock.month, day: clock.day };
+    },
+    startOfDay: ({ year, month, day }) => {
+      // Midnight as if the zone were UTC, moved by the zone's offset there; and again by the offset at
+      // the instant found, which differs when the day starts on the other side of a change of offset.
+      const asUtc = new Date(0);
+      asUtc.setUTCFullYear(year, month - 1, day);
+      let instant = asUtc;
+      for (let i = 0; i < 2; i += 1) {
+        const offset = wallClock(instant)?.offsetMinutes ?? 0;
+        instant = new Date(asUtc.getTime() - offset * 60_000);
+      }
+      return instant;
     },
   };
 }

@@ -2,6 +2,7 @@
 // that ships with the project has everything the README's walk-through needs.
 import fs from 'node:fs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import { catalogRepository } from '../../src/db/catalog.repository.ts';
 import type { Store } from '../../src/db/database.ts';
 import { ValidationError, type AppError } from '../../src/errors.ts';
@@ -22,6 +23,8 @@ interface DemoOffering {
   system: string;
   cancellable?: boolean;
   active?: boolean;
+  priorities?: string[];
+  triageWithin?: Record<string, number>;
 }
 interface DemoCatalog {
   systems: string[];
@@ -36,6 +39,7 @@ interface DemoCatalog {
     commentRequired?: boolean;
     active?: boolean;
   }[];
+  holidays: { date: string; name: string; active?: boolean }[];
 }
 
 const DEMO = JSON.parse(fs.readFileSync(DEMO_CATALOG_FILE, 'utf8')) as DemoCatalog;
@@ -59,6 +63,11 @@ async function snapshot(store: Store) {
     outcomes: await store.db.selectFrom('outcome_codes').selectAll().orderBy('code').execute(),
     reasons: await store.db.selectFrom('reason_codes').selectAll().orderBy('code').execute(),
     priorities: await store.db.selectFrom('priority_codes').selectAll().orderBy('code').execute(),
+    holidays: await store.db
+      .selectFrom('public_holidays')
+      .select([sql<string>`day::text`.as('day'), 'name', 'active', 'created_at', 'updated_at'])
+      .orderBy('day')
+      .execute(),
   };
 }
 
@@ -133,6 +142,7 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
       outcomes: DEMO.outcomes.length,
       priorities: DEMO.priorities.length,
       reasons: DEMO.reasons.length,
+      holidays: DEMO.holidays.length,
     });
     const repo = catalogRepository(store.db);
     expect(await repo.listSystems()).toEqual(['Epic', 'HAS', 'Manual', 'PartnersBuddy']);
@@ -149,9 +159,15 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
       cancellable: true,
       active: true,
       priorities: null,
+      triageWithin: { routine: 10, urgent: 2, 'two-week-wait': 1 },
       institution: { idType: 'hci', id: 'S9001Z', name: 'Central General Hospital' },
     });
     expect((await repo.findOffering('cgh-ae'))?.cancellable).toBe(false);
+    // The public holidays, by date, each in use.
+    expect(await repo.listHolidays()).toEqual(DEMO.holidays.map((h) => ({ ...h, active: true })));
+    expect(await repo.holidaysFrom('2027-01-01')).toEqual(
+      new Set(DEMO.holidays.map((h) => h.date).filter((d) => d >= '2027-01-01')),
+    );
     expect(await repo.findInstitution({ idType: 'hci', id: 'S1234A' })).toEqual({
       idType: 'hci',
       id: 'S1234A',
@@ -250,6 +266,31 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
     expect(reasons.map((r) => r.code)).toContain('other');
   });
 
+  it('updates service levels by offering, and holidays by date, withdrawing one with active false', async () => {
+    const doc = demo();
+    doc.offerings[2]!.triageWithin = { routine: 15, 'two-week-wait': 1 };
+    doc.holidays = [
+      { date: '2026-12-25', name: 'Christmas Day', active: false },
+      { date: '2026-12-31', name: 'New Year’s Eve (afternoon)' },
+    ];
+    await catalog.load(doc);
+    const repo = catalogRepository(store.db);
+    expect((await repo.findOffering(doc.offerings[2]!.id))?.triageWithin).toEqual({
+      routine: 15,
+      'two-week-wait': 1,
+    });
+    const holidays = await repo.listHolidays();
+    expect(holidays.find((h) => h.date === '2026-12-25')).toEqual({
+      date: '2026-12-25',
+      name: 'Christmas Day',
+      active: false,
+    });
+    // A day a later file leaves out stays; a withdrawn one is a working day again.
+    expect(holidays.map((h) => h.date)).toEqual(expect.arrayContaining(['2026-12-31', '2027-01-01']));
+    expect(await repo.holidaysFrom('2026-12-01')).not.toContain('2026-12-25');
+    expect(await repo.holidaysFrom('2026-12-01')).toContain('2026-12-31');
+  });
+
   it('updates names and offering fields by ID', async () => {
     const changed = demo();
     changed.institutions[0]!.name = 'Bukit Timah Family Clinic (Upper Bukit Timah)';
@@ -264,6 +305,7 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
       cancellable: false,
       active: false,
       priorities: ['routine', 'two-week-wait'],
+      triageWithin: { routine: 20, 'two-week-wait': 2 },
       institution: { idType: 'hci', id: 'S9002Y' },
     });
     await catalog.load(changed);
@@ -282,6 +324,7 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
       cancellable: false,
       active: false,
       priorities: ['routine', 'two-week-wait'],
+      triageWithin: { routine: 20, 'two-week-wait': 2 },
       institution: { idType: 'hci', id: 'S9002Y', name: 'Eastside Regional Hospital' },
     });
     const rows = await snapshot(store);
@@ -422,6 +465,36 @@ describe.each(ENGINES)('catalog on %s', (engine) => {
       (doc) => ((doc.offerings[0] as DemoOffering & { priorities?: string[] }).priorities = ['soonish']),
       '/offerings/0/priorities/0',
       /soonish/,
+    ],
+    [
+      'a service level for a priority nobody listed',
+      (doc) => (doc.offerings[2]!.triageWithin = { soonish: 3 }),
+      '/offerings/2/triageWithin/soonish',
+      /soonish/,
+    ],
+    [
+      'a service level for a priority the offering does not take',
+      (doc) => (doc.offerings[1]!.triageWithin = { routine: 3 }),
+      '/offerings/1/triageWithin/routine',
+      /does not take/,
+    ],
+    [
+      'a service level of no working days',
+      (doc) => (doc.offerings[2]!.triageWithin = { routine: 0 }),
+      '/offerings/2/triageWithin/routine',
+      /greater|minimum|>=/,
+    ],
+    [
+      'a holiday on a day the calendar does not have',
+      (doc) => doc.holidays.push({ date: '2027-02-30', name: 'Nowhere Day' }),
+      `/holidays/${DEMO.holidays.length}/date`,
+      /not a date/,
+    ],
+    [
+      'a holiday listed twice',
+      (doc) => doc.holidays.push({ ...doc.holidays[0]!, name: 'Again' }),
+      `/holidays/${DEMO.holidays.length}/date`,
+      /repeats holiday/,
     ],
     [
       'a duplicate reason code',

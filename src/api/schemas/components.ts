@@ -22,6 +22,7 @@ import {
   PatientAccessReportMetadata,
 } from './access-report.schema.ts';
 import type { Named } from './named.ts';
+import { WorklistCount, WorklistCounts, WorklistItem, WorklistPage } from './worklists.schema.ts';
 import { FieldError, Problem } from './problem.schema.ts';
 import {
   AllowedAction,
@@ -54,6 +55,10 @@ export const COMPONENT_SCHEMAS: readonly Named[] = [
   ReferralSummary,
   ReferralPage,
   PageMetadata,
+  WorklistItem,
+  WorklistPage,
+  WorklistCount,
+  WorklistCounts,
   Institution,
   Offering,
   Patient,

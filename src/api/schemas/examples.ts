@@ -90,6 +90,8 @@ interface OperationExamples {
 /** The examples of each operation, by operationId. A POST's Idempotency-Key is added below. */
 const OPERATIONS: Readonly<Record<string, OperationExamples>> = {
   listReferrals: { parameters: { priority: ['routine'] } },
+  listWorklists: {},
+  getWorklist: { parameters: { worklistName: 'needs-action' } },
   searchReferrals: {
     body: { status: ['pending'], role: 'sender', pageSize: 10, patientUin: 'S1234567D' },
   },

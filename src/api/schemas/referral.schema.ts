@@ -144,7 +144,7 @@ export const PriorityCode = named(
   ),
 );
 
-const summaryProperties = {
+export const summaryProperties = {
   id: ReferralId,
   version: Type.Integer({
     minimum: 1,

@@ -49,6 +49,7 @@ export function baseQuery(db: Executor) {
       'o.cancellable as o_cancellable',
       'o.active as o_active',
       'o.priorities as o_priorities',
+      'o.triage_within as o_triage_within',
       'p.name as p_name',
     ])
     .where('r.deleted_at', 'is', null);

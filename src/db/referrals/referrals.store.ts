@@ -10,6 +10,7 @@ import type { Executor } from '../executor.ts';
 import { linkTokenRows } from '../links.repository.ts';
 import { pendingChange, recordChange, type ChangeRecord, type ReferralChange } from './change.ts';
 import { listPage } from './list.ts';
+import { worklistCounts, worklistPage, type WorklistFilter } from './worklists.ts';
 import { timelineRepository, toReferralParts } from './parts.ts';
 import {
   readForSystem,
@@ -157,6 +158,13 @@ export function createReferralStore(db: Executor, keys: DataKeys) {
 
     /** A page of an institution's referrals (list.ts), with its audit row when `audit` is given. */
     list: (filter: ListFilter, audit?: AuditEvent) => listPage(db, keys, filter, audit),
+
+    /** A page of a worklist (worklists.ts), with its audit row. */
+    worklist: (filter: WorklistFilter, audit: AuditEvent) => worklistPage(db, keys, filter, audit),
+
+    /** Every worklist's count for an institution at `now`, with the read's audit row. */
+    worklistCounts: (institution: InstitutionRef, now: Date, audit: AuditEvent) =>
+      worklistCounts(db, institution, now, audit),
 
     async insert(referral: NewReferral): Promise<void> {
       await db

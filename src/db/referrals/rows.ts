@@ -42,6 +42,8 @@ export interface ReferralRecord {
   readonly createdAt: Date;
   readonly updatedAt: Date;
   readonly submittedAt: Date | null;
+  /** When its triage is due (domain/worklists.ts), set at submission; null: no service level. */
+  readonly triageDueAt: Date | null;
 }
 
 /** The editable content of a referral, as stored. */
@@ -77,6 +79,8 @@ export interface NewReferral extends ReferralContent {
 export interface ReferralPatch extends Partial<ReferralContent> {
   readonly status?: Status;
   readonly submittedAt?: Date | null;
+  /** A new triage due time (a submission): `referral.triage-overdue` may be recorded for it again. */
+  readonly triageDueAt?: Date | null;
   /** A forward to the EHR is now due for this version: ehrForwarding becomes queued, attempts 0. */
   readonly ehrDue?: number;
 }
@@ -126,6 +130,7 @@ export type Row = Omit<Selectable<ReferralsTable>, 'patient_uin_index'> & {
   o_cancellable: boolean | null;
   o_active: boolean | null;
   o_priorities: string[] | null;
+  o_triage_within: Record<string, number> | null;
   p_name: string | null;
 };
 
@@ -159,6 +164,7 @@ export function toRecord(row: Row): ReferralRecord {
           cancellable: row.o_cancellable ?? true,
           active: row.o_active ?? true,
           priorities: row.o_priorities,
+          triageWithin: row.o_triage_within,
           institution: {
             idType: row.provider_id_type ?? '',
             id: row.provider_id ?? '',
@@ -213,6 +219,7 @@ export function toRecord(row: Row): ReferralRecord {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     submittedAt: row.submitted_at,
+    triageDueAt: row.triage_due_at,
   };
 }
 
@@ -258,6 +265,8 @@ export const REFERRAL_COLUMNS = [
   'r.updated_at',
   'r.submitted_at',
   'r.deleted_at',
+  'r.triage_due_at',
+  'r.triage_overdue_at',
 ] as const;
 
 /** The columns `baseQuery` selects, by name (a prepared statement must not select `*`). */
@@ -273,6 +282,7 @@ export const READ_COLUMNS = [
   'o_cancellable',
   'o_active',
   'o_priorities',
+  'o_triage_within',
   'p_name',
 ];
 
@@ -285,6 +295,7 @@ export function patchColumns(patch: ReferralPatch) {
     ...contentColumns(patch),
     status: patch.status,
     submitted_at: patch.submittedAt,
+    ...(patch.triageDueAt === undefined ? {} : { triage_due_at: patch.triageDueAt, triage_overdue_at: null }),
     ...(patch.ehrDue === undefined
       ? {}
       : { ehr_state: 'queued', ehr_due_version: patch.ehrDue, ehr_attempts: 0 }),
@@ -313,6 +324,7 @@ export function offeringColumns(offering: OfferingRecord | null) {
     o_active: offering?.active ?? null,
     o_priorities:
       offering?.priorities === undefined || offering.priorities === null ? null : [...offering.priorities],
+    o_triage_within: offering?.triageWithin ?? null,
     p_name: offering?.institution.name ?? null,
   };
 }
@@ -343,6 +355,8 @@ export function plainReferralRow(referral: NewReferral) {
     ehr_sha256: null,
     ehr_due_version: null,
     ehr_forwarded_version: null,
+    triage_due_at: null,
+    triage_overdue_at: null,
   };
 }
 

@@ -10,6 +10,8 @@ import { OUTCOME_CODE_PATTERN } from '../../domain/outcome.ts';
 import { FHIR_PRIORITIES, PRIORITY_CODE_PATTERN } from '../../domain/priorities.ts';
 import { REASON_ACTIONS, REASON_CODE_PATTERN } from '../../domain/reasons.ts';
 import { INSTITUTION_ID_TYPES, OFFERING_CATEGORIES } from '../../domain/statuses.ts';
+import { MAX_TRIAGE_WORKING_DAYS } from '../../domain/worklists.ts';
+import { parseCalendarDate } from '../../domain/display-time.ts';
 import { ValidationError } from '../../errors.ts';
 import type { CatalogRepository } from '../../db/catalog.repository.ts';
 import type { Stores } from '../../db/stores.ts';
@@ -51,6 +53,13 @@ export const CatalogDocument = Type.Object(
               uniqueItems: true,
             }),
           ),
+          triageWithin: Type.Optional(
+            Type.Record(
+              Type.String({ pattern: PRIORITY_CODE_PATTERN }),
+              Type.Integer({ minimum: 1, maximum: MAX_TRIAGE_WORKING_DAYS }),
+              { minProperties: 1, maxProperties: 50 },
+            ),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -84,6 +93,19 @@ export const CatalogDocument = Type.Object(
         { maxItems: 50 },
       ),
     ),
+    holidays: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            date: Type.String({ pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' }),
+            name: Text(200),
+            active: Type.Optional(Type.Boolean()),
+          },
+          { additionalProperties: false },
+        ),
+        { maxItems: 10_000 },
+      ),
+    ),
     reasons: Type.Optional(
       Type.Array(
         Type.Object(
@@ -111,6 +133,7 @@ export interface CatalogSummary {
   readonly outcomes: number;
   readonly priorities: number;
   readonly reasons: number;
+  readonly holidays: number;
 }
 
 /** What the database already holds, so a file may refer to systems and institutions loaded before. */
@@ -188,14 +211,35 @@ export function parseCatalog(
       problems.push({ path: `/priorities/${index}/code`, message: `repeats priority ${p.code}` });
     priorities.add(p.code);
   });
+  const isPriority = (code: string) => priorities.has(code) || (known.priorities?.has(code) ?? false);
   document.offerings.forEach((o, index) => {
     (o.priorities ?? []).forEach((code, at) => {
-      if (!priorities.has(code) && !(known.priorities?.has(code) ?? false))
+      if (!isPriority(code))
         problems.push({
           path: `/offerings/${index}/priorities/${at}`,
           message: `names priority ${code}, which is neither in this file nor loaded`,
         });
     });
+    Object.keys(o.triageWithin ?? {}).forEach((code) => {
+      if (!isPriority(code))
+        problems.push({
+          path: `/offerings/${index}/triageWithin/${code}`,
+          message: `names priority ${code}, which is neither in this file nor loaded`,
+        });
+      else if (o.priorities !== undefined && !o.priorities.includes(code))
+        problems.push({
+          path: `/offerings/${index}/triageWithin/${code}`,
+          message: `names priority ${code}, which the offering does not take`,
+        });
+    });
+  });
+  const days = new Set<string>();
+  (document.holidays ?? []).forEach((h, index) => {
+    if (parseCalendarDate(h.date) === undefined)
+      problems.push({ path: `/holidays/${index}/date`, message: `${h.date} is not a date of the calendar` });
+    if (days.has(h.date))
+      problems.push({ path: `/holidays/${index}/date`, message: `repeats holiday ${h.date}` });
+    days.add(h.date);
   });
   const reasons = new Set<string>();
   (document.reasons ?? []).forEach((r, index) => {
@@ -238,8 +282,11 @@ export async function loadCatalogIn(repo: CatalogRepository, document: unknown):
       cancellable: o.cancellable ?? true,
       active: o.active ?? true,
       priorities: o.priorities ?? null,
+      triageWithin: o.triageWithin ?? null,
     })),
   );
+  const holidays = catalog.holidays ?? [];
+  await repo.upsertHolidays(holidays.map((h) => ({ ...h, active: h.active ?? true })));
   const outcomes = catalog.outcomes ?? [];
   await repo.upsertOutcomeCodes(
     outcomes.map((o) => ({ ...o, summaryRequired: o.summaryRequired ?? true, active: o.active ?? true })),
@@ -255,6 +302,7 @@ export async function loadCatalogIn(repo: CatalogRepository, document: unknown):
     outcomes: outcomes.length,
     priorities: priorityCodes.length,
     reasons: reasons.length,
+    holidays: holidays.length,
   };
 }
 
@@ -298,6 +346,9 @@ export function createCatalogService(deps: { stores: Pick<Stores, 'catalog' | 't
 
     /** Every reason code, in use or withdrawn, in the catalog file's order. */
     listReasonCodes: () => deps.stores.catalog.listReasonCodes(),
+
+    /** Every public holiday, in use or withdrawn, by date. */
+    listHolidays: () => deps.stores.catalog.listHolidays(),
   };
 }
 

@@ -12,6 +12,7 @@ import { missingForSubmit } from '../../domain/submission.ts';
 import { timeline, type GivenReason } from '../../domain/timeline.ts';
 import { checkReason, type ReasonAction } from '../../domain/reasons.ts';
 import { resolvePriority, type PriorityRequest, type ReferralPriority } from '../../domain/priorities.ts';
+import { isoDate, triageDueAt, triageWorkingDays, type TriageWithin } from '../../domain/worklists.ts';
 import {
   ForbiddenRoleError,
   IncompleteReferralError,
@@ -88,6 +89,23 @@ export function personIn(caller: Caller): string | null {
   return caller.inWebForm === true ? caller.requesterIdentifier : null;
 }
 
+/**
+ * When the triage of a referral submitted `now` is due, by the offering's service levels and the
+ * catalog's holidays as they are now (domain/worklists.ts); null when the offering has none. Each
+ * submission sets it afresh: time the referral spent with the sender does not count against the provider.
+ */
+async function triageDueFrom(
+  deps: Pick<CommandDeps, 'stores' | 'displayTime'>,
+  levels: TriageWithin | null,
+  referral: Pick<ReferralRecord, 'priority' | 'isUrgent'>,
+  now: Date,
+): Promise<Date | null> {
+  const days = triageWorkingDays(levels, referral);
+  const today = deps.displayTime.calendarDate(now);
+  if (days === null || today === undefined) return null;
+  return triageDueAt(now, days, await deps.stores.catalog.holidaysFrom(isoDate(today)), deps.displayTime);
+}
+
 export function createReferralCommands(deps: CommandDeps) {
   const mutate = createMutationRunner({ referrals: deps.stores.referrals, clock: deps.clock });
   const fullView =
@@ -149,7 +167,7 @@ export function createReferralCommands(deps: CommandDeps) {
         id,
         'submit',
         ifMatch,
-        ({ record, party, now }) => {
+        async ({ record, party, now }) => {
           const decision = decide('submit', party, statusInput(record));
           const missing = missingForSubmit({
             offeringId: record.offering?.id ?? null,
@@ -163,16 +181,19 @@ export function createReferralCommands(deps: CommandDeps) {
               { path: 'offeringId', message: 'is no longer offered; choose another' },
             ]);
           }
-          return Promise.resolve({
+          return {
             decision,
-            patch: { submittedAt: record.submittedAt ?? now },
+            patch: {
+              submittedAt: record.submittedAt ?? now,
+              triageDueAt: await triageDueFrom(deps, record.offering.triageWithin, record, now),
+            },
             events: [
               timeline.submitted(
                 actorName(record, party, personIn(caller)),
                 record.offering.institution.name,
               ),
             ],
-          });
+          };
         },
         fullView(caller),
       );

@@ -14,6 +14,13 @@ import type {
 import type { CoreStatus } from '../../domain/statuses.ts';
 import { toAppointmentView, type ReferralParts } from '../../db/referrals/parts.ts';
 import { auditEventOf } from '../../domain/audit.ts';
+import {
+  isTriageOverdue,
+  WORKLISTS,
+  type WorklistCountView,
+  type WorklistItemView,
+  type WorklistName,
+} from '../../domain/worklists.ts';
 import type { NewLinkToken } from '../../db/links.repository.ts';
 import { type ListSort, type ReferralRecord, type ReferralWithParts } from '../../db/referrals/rows.ts';
 import { ReferralNotFoundError } from '../../errors.ts';
@@ -25,7 +32,7 @@ import { toEhrForwarding, toStoredSummary, toSummary } from './presenter.ts';
 export interface QueryDeps {
   /** The referral, its files (a form shows them) and the forms sent to the EHR. */
   readonly stores: {
-    readonly referrals: Pick<Stores['referrals'], 'readAudited' | 'list'>;
+    readonly referrals: Pick<Stores['referrals'], 'readAudited' | 'list' | 'worklist' | 'worklistCounts'>;
     readonly attachments: Pick<Stores['attachments'], 'readable'>;
     readonly forwarding: { readonly forms: Pick<Stores['forwarding']['forms'], 'ofVersion'> };
   };
@@ -43,6 +50,12 @@ export interface ListQuery {
   readonly sort: ListSort;
   readonly offset: number;
   readonly pageSize: number;
+}
+
+/** A page of a worklist: its items and the list's paging. */
+export interface WorklistPage {
+  readonly data: WorklistItemView[];
+  readonly metadata: ReferralPage['metadata'];
 }
 
 export interface ReferralPage {
@@ -230,6 +243,45 @@ export function createReferralQueries(deps: QueryDeps) {
           hasNext: page.hasNext,
           total: page.total,
         },
+      };
+    },
+
+    /** A page of one of the caller's worklists, most pressing first; audited like the list. */
+    async worklist(
+      caller: Caller,
+      name: WorklistName,
+      paging: { readonly offset: number; readonly pageSize: number },
+    ): Promise<WorklistPage> {
+      const now = deps.clock.now();
+      const page = await deps.stores.referrals.worklist(
+        { institution: caller.institution, name, now, ...paging },
+        auditEventOf(caller, 'referral.worklist', [], now),
+      );
+      return {
+        data: page.records.map((record) => ({
+          ...toSummary(record, caller),
+          ...(record.triageDueAt === null ? {} : { dueAt: record.triageDueAt.toISOString() }),
+          overdue: isTriageOverdue(record, now),
+        })),
+        metadata: { ...paging, hasNext: page.hasNext, total: page.total },
+      };
+    },
+
+    /** The caller's worklists with how many referrals each has now. */
+    async worklists(caller: Caller): Promise<{ data: WorklistCountView[] }> {
+      const now = deps.clock.now();
+      const counts = await deps.stores.referrals.worklistCounts(
+        caller.institution,
+        now,
+        auditEventOf(caller, 'referral.worklists', [], now),
+      );
+      return {
+        data: counts.map(({ name, total }) => ({
+          name,
+          side: WORKLISTS[name].side,
+          title: WORKLISTS[name].title,
+          count: total,
+        })),
       };
     },
   };

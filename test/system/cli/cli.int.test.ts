@@ -441,7 +441,7 @@ describe('refhub CLI', () => {
 
       const loaded = await cli(['catalog', 'load', 'catalog/demo.json']);
       expect(loaded.stdout).toMatch(
-        /Loaded 3 systems, 4 institutions, 7 offerings, 3 priorities, 6 outcome codes and 11 reason codes/,
+        /Loaded 3 systems, 4 institutions, 7 offerings, 3 priorities, 6 outcome codes, 11 reason codes and 5 public holidays/,
       );
 
       // A bad catalog is refused, naming the problem, and nothing of it is loaded.
