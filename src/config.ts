@@ -87,6 +87,8 @@ export interface Config {
   readonly reminderAfterSeconds: number;
   readonly reminderIntervalSeconds: number;
   readonly reminderMax: number;
+  /** How often refhub looks for referrals whose triage passed its due time (referral.triage-overdue). */
+  readonly triageOverdueSweepSeconds: number;
   /** How often the reconciler repairs queue state from the database. */
   readonly reconcileIntervalSeconds: number;
   /** The queue dashboard may retry, promote and remove jobs. */
@@ -417,6 +419,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     reminderAfterSeconds: integer(env, 'REMINDER_AFTER_SECONDS', 86_400, 1, 31_536_000),
     reminderIntervalSeconds: integer(env, 'REMINDER_INTERVAL_SECONDS', 86_400, 1, 31_536_000),
     reminderMax: integer(env, 'REMINDER_MAX', 3, 0, 100),
+    triageOverdueSweepSeconds: integer(env, 'TRIAGE_OVERDUE_SWEEP_SECONDS', 300, 1, 86_400),
     reconcileIntervalSeconds: integer(env, 'RECONCILE_INTERVAL_SECONDS', 60, 1, 86_400),
     opsDashboardWrite: oneOf(env, 'OPS_DASHBOARD_WRITE', ['true', 'false'], 'false') === 'true',
     acceptApiKeys: oneOf(env, 'ACCEPT_API_KEYS', ['true', 'false'], 'true') === 'true',
@@ -663,6 +666,7 @@ const SHOWN: {
   reminderAfterSeconds: ['REMINDER_AFTER_SECONDS', 'value'],
   reminderIntervalSeconds: ['REMINDER_INTERVAL_SECONDS', 'value'],
   reminderMax: ['REMINDER_MAX', 'value'],
+  triageOverdueSweepSeconds: ['TRIAGE_OVERDUE_SWEEP_SECONDS', 'value'],
   reconcileIntervalSeconds: ['RECONCILE_INTERVAL_SECONDS', 'value'],
   opsDashboardWrite: ['OPS_DASHBOARD_WRITE', 'value'],
   acceptApiKeys: ['ACCEPT_API_KEYS', 'value'],

@@ -4,16 +4,24 @@
 // (worker.close()), then stops the relays and the reconciler and closes the connections it opened.
 import type { Worker } from 'bullmq';
 import type { AppContext } from './context.ts';
+import { failureReport } from '../logger.ts';
 import { listenForChanges } from '../db/change-notifications.ts';
 import { createEhrClient, type EhrClient } from '../workers/forwarding/ehr-client.ts';
 import { createEhrCircuit, type CircuitSettings } from '../workers/forwarding/ehr-circuit.ts';
 import { createOutboxRelay, type OutboxRelay } from '../queue/outbox-relay.ts';
 import { outboxBatchHandlers, outboxHandlers } from '../queue/outbox-topics.ts';
 import { createReconciler, type Reconciler } from '../queue/reconciler.ts';
-import { ATTACHMENT_SCAN_QUEUE, FORWARD_QUEUE, REMINDERS_QUEUE, WEBHOOKS_QUEUE } from '../queue/registry.ts';
+import {
+  ATTACHMENT_SCAN_QUEUE,
+  FORWARD_QUEUE,
+  REMINDERS_QUEUE,
+  TRIAGE_OVERDUE_QUEUE,
+  WEBHOOKS_QUEUE,
+} from '../queue/registry.ts';
 import { createWebhookRelay, type WebhookRelay } from '../queue/webhooks-relay.ts';
 import { startEhrForwardWorker } from '../workers/forwarding/forwarding.worker.ts';
 import { startReminderWorker } from '../workers/reminders.worker.ts';
+import { startTriageOverdueWorker } from '../workers/triage-overdue.worker.ts';
 import { startWebhookWorker } from '../workers/webhooks/webhooks.worker.ts';
 import { parseClamdAddress } from '../domain/attachments.ts';
 import { createClamdClient } from '../workers/attachments/clamd-client.ts';
@@ -44,6 +52,7 @@ export function createReconcilerFor(ctx: AppContext): Reconciler {
     producer: ctx.queues,
     metrics: ctx.metrics,
     reminderScheduleFor: (id) => ctx.reminders.scheduleFor(id),
+    triageOverdueEveryMs: ctx.config.triageOverdueSweepSeconds * 1000,
     claim: () => ctx.claimQueues(),
     // The scan worker runs where a scanner is configured (startBackground), and only there.
     scansAttachments: ctx.config.attachmentScanner !== undefined,
@@ -108,6 +117,10 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
       },
       { backend },
     ),
+    startTriageOverdueWorker(
+      { triageOverdue: ctx.triageOverdue, logger: logger.child({ worker: TRIAGE_OVERDUE_QUEUE }) },
+      { backend },
+    ),
     startWebhookWorker(
       { ...ctx.webhookDelivery(), logger: logger.child({ worker: WEBHOOKS_QUEUE }) },
       { backend, retryScheduleMs: config.webhookRetryScheduleMs },
@@ -164,6 +177,17 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
         )
       : undefined;
   const reconciler = createReconcilerFor(ctx);
+  // The sweep is scheduled at once, as the reconciler's first pass is a minute away; each pass puts
+  // the schedule back should the queue store lose it.
+  const sweepScheduled = ctx.queues.ensureTriageOverdueSweep(config.triageOverdueSweepSeconds * 1000).then(
+    () => undefined,
+    (error: unknown) => {
+      logger.warn(
+        { failure: failureReport(error) },
+        'could not schedule the triage-overdue sweep; the reconciler will',
+      );
+    },
+  );
   relay.start();
   webhookRelay.start();
   reconciler.start(options.reconcileEveryMs ?? config.reconcileIntervalSeconds * 1000);
@@ -175,6 +199,7 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
     ehr,
     workers,
     async stop() {
+      await sweepScheduled;
       await Promise.all(workers.map((w) => w.close()));
       await changes?.close();
       await relay.stop();

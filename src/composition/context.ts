@@ -37,6 +37,7 @@ import { createReferralCommands, type ReferralCommands } from '../services/refer
 import { createReferralQueries, type ReferralQueries } from '../services/referrals/queries.ts';
 import { createEhrForwarding, type EhrForwarding } from '../services/forwarding.service.ts';
 import { createReminders, type Reminders } from '../services/reminders.service.ts';
+import { createTriageOverdue, type TriageOverdue } from '../services/triage-overdue.service.ts';
 import { createEventFeed, type EventFeed } from '../services/events.service.ts';
 import { createWebhookClient, type WebhookClient } from '../workers/webhooks/webhooks-client.ts';
 import { deliverOnce, type DeliveryDeps } from '../workers/webhooks/delivery.ts';
@@ -101,6 +102,8 @@ export interface AppContext {
   readonly housekeeping: Housekeeping;
   readonly ehrForwarding: EhrForwarding;
   readonly reminders: Reminders;
+  /** Says, once per due time, that a referral's triage is overdue. */
+  readonly triageOverdue: TriageOverdue;
   /** Each institution's referral events in one total order. */
   readonly eventFeed: EventFeed;
   readonly webhookSubscriptions: WebhookSubscriptions;
@@ -395,6 +398,7 @@ export async function createContext(
         max: config.reminderMax,
       },
     }),
+    triageOverdue: createTriageOverdue({ stores, clock, displayTime, metrics }),
     eventFeed: createEventFeed({ stores, clock }),
     webhookSubscriptions: createWebhookSubscriptions({
       stores,

@@ -168,6 +168,14 @@ export const LIFECYCLE = {
     event: 'referral.provider-patient-create-reminder-sent',
     outbox: [],
   },
+  // The provider's triage passed its due time (domain/worklists.ts): said once for each due time, by
+  // refhub's scheduled sweep, while the referral still waits.
+  'triage-overdue': {
+    from: { system: ['pending-acceptance'] },
+    to: { kind: 'same' },
+    event: 'referral.triage-overdue',
+    outbox: [],
+  },
   // A forward can finish after the referral went back to draft: the EHR has the form all the same,
   // so the timeline says so.
   'ehr-forwarded': {
@@ -204,6 +212,7 @@ export const OPERATION_VERBS: Readonly<Record<Operation, string>> = {
   'add-attachment': 'attach a file to',
   'remove-attachment': 'remove a file from',
   'reminder-sent': 'send a reminder for',
+  'triage-overdue': 'record that triage is overdue for',
   'ehr-forwarded': 'record an EHR forward for',
   'ehr-forward-failed': 'record an EHR forward failure for',
 };

@@ -150,6 +150,11 @@ export const timeline = {
     entry(LIFECYCLE['remove-attachment'].event, `${actor} removed a file (${type}, ${size}).`),
   reminderSent: (provider: string): TimelineEntry =>
     entry(LIFECYCLE['reminder-sent'].event, `Reminder sent to ${provider} to create the patient record.`),
+  triageOverdue: (provider: string, due: string): TimelineEntry =>
+    entry(
+      LIFECYCLE['triage-overdue'].event,
+      `Triage is overdue: ${provider} was to accept or decline the referral by ${due}.`,
+    ),
   ehrForwarded: (reference: string | null): TimelineEntry =>
     entry(
       LIFECYCLE['ehr-forwarded'].event,

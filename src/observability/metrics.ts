@@ -171,6 +171,11 @@ export function createMetrics() {
     help: 'Reminders sent to providers to create the patient record',
     registers: [registry],
   });
+  const triageOverdue = new Counter({
+    name: 'refhub_triage_overdue_total',
+    help: 'Referrals said to be overdue for triage (referral.triage-overdue), once per due time.',
+    registers: [registry],
+  });
   const reconcilerRepairs = new Counter({
     name: 'refhub_reconciler_repairs_total',
     help: 'Queue state the reconciler put back from the database, by kind',
@@ -280,6 +285,9 @@ export function createMetrics() {
     },
     reminderSent(): void {
       remindersSent.inc();
+    },
+    triageOverdue(count: number): void {
+      triageOverdue.inc(count);
     },
     reconcilerRepaired(
       kind: 'forward' | typeof OUTBOX_TOPICS.attachmentScan | 'reminder-schedule',

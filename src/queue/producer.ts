@@ -26,6 +26,7 @@ import {
   scheduleReminders,
   type ReminderSchedule,
 } from './reminders.queue.ts';
+import { ensureTriageOverdueSweep, TRIAGE_OVERDUE_QUEUE } from './triage-overdue.queue.ts';
 import { enqueueWebhooks, WEBHOOKS_QUEUE, type WebhookPayload } from './webhooks.queue.ts';
 
 export type { ReminderSchedule } from './reminders.queue.ts';
@@ -70,6 +71,8 @@ export interface QueueProducer {
   /** Creates or replaces the referral's reminder schedule. */
   scheduleReminders(referralId: string, schedule: ReminderSchedule): Promise<void>;
   removeReminders(referralId: string): Promise<void>;
+  /** Makes sure the triage-overdue sweep is scheduled every `everyMs`; returns whether it added it. */
+  ensureTriageOverdueSweep(everyMs: number): Promise<boolean>;
   /**
    * Adds one delivery job per (event, subscription), in one round trip. `replay` names an operator's
    * replay: the jobs are added again even when the first ones still exist.
@@ -165,6 +168,11 @@ export function createQueueProducer(
     async removeReminders(referralId) {
       await ready();
       await removeReminders(queues[REMINDERS_QUEUE], referralId);
+    },
+
+    async ensureTriageOverdueSweep(everyMs) {
+      await ready();
+      return ensureTriageOverdueSweep(queues[TRIAGE_OVERDUE_QUEUE], everyMs);
     },
 
     async enqueueWebhooks(payloads, replay) {

@@ -6,6 +6,7 @@
 //   reminders.queue.ts        each pending referral's provider reminder schedule
 //   webhooks.queue.ts         one delivery per (event, subscription)
 //   attachment-scan.queue.ts  one malware scan per attachment
+//   triage-overdue.queue.ts   the sweep of referrals whose triage passed its due time
 //
 // This file gathers them into the typed maps producers, workers and the dashboard read, so they cannot
 // disagree. Payloads carry IDs only, never patient data: BullMQ keeps job data in Redis in clear text.
@@ -28,6 +29,12 @@ import {
   type FireResult,
   type ReminderPayload,
 } from './reminders.queue.ts';
+import {
+  TRIAGE_OVERDUE_QUEUE,
+  TRIAGE_OVERDUE_WORKER_DEFAULTS,
+  type SweptOverdue,
+  type TriageOverduePayload,
+} from './triage-overdue.queue.ts';
 import {
   WEBHOOKS_FAIR_SHARE,
   WEBHOOKS_QUEUE,
@@ -61,6 +68,11 @@ export {
   type ReminderSchedule,
 } from './reminders.queue.ts';
 export {
+  TRIAGE_OVERDUE_QUEUE,
+  type SweptOverdue,
+  type TriageOverduePayload,
+} from './triage-overdue.queue.ts';
+export {
   WEBHOOK_BACKOFF,
   webhookJobId,
   webhookMaxAttempts,
@@ -75,6 +87,7 @@ export interface QueuePayloads {
   [REMINDERS_QUEUE]: ReminderPayload;
   [WEBHOOKS_QUEUE]: WebhookPayload;
   [ATTACHMENT_SCAN_QUEUE]: ScanPayload;
+  [TRIAGE_OVERDUE_QUEUE]: TriageOverduePayload;
 }
 
 export type QueueName = keyof QueuePayloads;
@@ -88,6 +101,7 @@ export interface QueueResults {
   [REMINDERS_QUEUE]: FireResult;
   [WEBHOOKS_QUEUE]: SettledWebhook;
   [ATTACHMENT_SCAN_QUEUE]: SettledScan;
+  [TRIAGE_OVERDUE_QUEUE]: SweptOverdue;
 }
 
 export const QUEUE_NAMES = [
@@ -95,6 +109,7 @@ export const QUEUE_NAMES = [
   REMINDERS_QUEUE,
   WEBHOOKS_QUEUE,
   ATTACHMENT_SCAN_QUEUE,
+  TRIAGE_OVERDUE_QUEUE,
 ] as const satisfies readonly QueueName[];
 
 /** Each queue's worker settings, from its definition: the workers read them from here. */
@@ -103,6 +118,7 @@ export const WORKER_DEFAULTS = {
   [REMINDERS_QUEUE]: REMINDERS_WORKER_DEFAULTS,
   [WEBHOOKS_QUEUE]: WEBHOOKS_WORKER_DEFAULTS,
   [ATTACHMENT_SCAN_QUEUE]: SCAN_WORKER_DEFAULTS,
+  [TRIAGE_OVERDUE_QUEUE]: TRIAGE_OVERDUE_WORKER_DEFAULTS,
 } as const satisfies Record<QueueName, WorkerDefaults>;
 
 /**

@@ -49,6 +49,7 @@ const ALLOWED_FROM: Readonly<Record<Operation, Partial<Record<Actor, readonly St
   },
   'remove-attachment': { sender: ['draft'] },
   'reminder-sent': { system: ['pending-acceptance'] },
+  'triage-overdue': { system: ['pending-acceptance'] },
   // A forward may finish after the referral went back to draft; the timeline still records it.
   'ehr-forwarded': { system: [...STATUSES] },
   'ehr-forward-failed': { system: [...STATUSES] },
@@ -71,6 +72,7 @@ const LEADS_TO: Readonly<Record<Exclude<Operation, 'upsert-appointment'>, Status
   'add-attachment': 'same',
   'remove-attachment': 'same',
   'reminder-sent': 'same',
+  'triage-overdue': 'same',
   'ehr-forwarded': 'same',
   'ehr-forward-failed': 'same',
 };
@@ -93,6 +95,7 @@ const EVENTS: Readonly<Record<Operation, string | null>> = {
   'add-attachment': 'referral.attachment-added',
   'remove-attachment': 'referral.attachment-removed',
   'reminder-sent': 'referral.provider-patient-create-reminder-sent',
+  'triage-overdue': 'referral.triage-overdue',
   'ehr-forwarded': 'ehr.forwarded',
   'ehr-forward-failed': 'ehr.forward-failed',
 };
@@ -114,9 +117,9 @@ describe('LIFECYCLE against contract §4', () => {
   });
 
   it('walks every (status, operation, actor) triple', () => {
-    // A guard that the walk below is exhaustive: 9 statuses × 18 operations × 3 actors.
+    // A guard that the walk below is exhaustive: 9 statuses × 19 operations × 3 actors.
     expect(TRIPLES).toHaveLength(STATUSES.length * OPERATIONS.length * ACTORS.length);
-    expect(TRIPLES.length).toBe(486);
+    expect(TRIPLES.length).toBe(513);
   });
 
   describe.each([true, false])('offering cancellable: %s', (cancellable) => {

@@ -35,6 +35,7 @@ const ENTRIES: readonly [string, TimelineEntry][] = [
   ['attachmentAdded', timeline.attachmentAdded(ACTOR, 'PDF', '120 KB')],
   ['attachmentRemoved', timeline.attachmentRemoved(ACTOR, 'PDF', '120 KB')],
   ['reminderSent', timeline.reminderSent('Central General Hospital')],
+  ['triageOverdue', timeline.triageOverdue('Central General Hospital', 'Thu 3 Dec 2026, 00:00 SGT')],
   ['ehrForwarded', timeline.ehrForwarded('EHR-1')],
   ['ehrForwardFailed', timeline.ehrForwardFailed('the EHR answered 500, which is final')],
 ];

@@ -10,6 +10,7 @@ import {
   FORWARD_QUEUE,
   QUEUE_NAMES,
   REMINDERS_QUEUE,
+  TRIAGE_OVERDUE_QUEUE,
   WEBHOOKS_QUEUE,
 } from '../../src/queue/registry.ts';
 
@@ -22,6 +23,7 @@ const DEFINED_IN: Readonly<Record<string, string>> = {
   [REMINDERS_QUEUE]: 'src/domain/lifecycle.ts',
   [ATTACHMENT_SCAN_QUEUE]: 'src/domain/lifecycle.ts',
   [WEBHOOKS_QUEUE]: 'src/queue/webhooks.queue.ts',
+  [TRIAGE_OVERDUE_QUEUE]: 'src/queue/triage-overdue.queue.ts',
 };
 
 function sourceFiles(dir: string): string[] {

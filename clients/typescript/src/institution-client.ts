@@ -18,6 +18,10 @@ import type {
   ReferralPage,
   ReferralSummary,
   SearchFilters,
+  WorklistCount,
+  WorklistItem,
+  WorklistName,
+  WorklistPage,
 } from './models.ts';
 import type { paths } from './openapi.generated.ts';
 import { answerOf } from './problems.ts';
@@ -157,6 +161,45 @@ export class InstitutionClient {
     yield* once(this.referralPages(filters, signal));
   }
 
+  /** The institution's worklists, the provider's and the sender's, each with its count now. */
+  async worklists(signal?: AbortSignal): Promise<WorklistCount[]> {
+    const { institutionIdType, institutionId, requesterIdentifier } = this.#body;
+    const { data } = await answerOf(
+      this.#api.GET('/api/v1/institutions/{institutionIdType}/{institutionId}/worklists', {
+        params: { path: { institutionIdType, institutionId }, query: { requesterIdentifier } },
+        signal,
+      }),
+    );
+    return data.data;
+  }
+
+  /** One worklist, page by page in its order (the provider's most pressing first, the sender's latest change first). */
+  async *worklistPages(name: WorklistName, signal?: AbortSignal): AsyncGenerator<WorklistPage> {
+    const { institutionIdType, institutionId, requesterIdentifier } = this.#body;
+    for (let offset = 0; ;) {
+      const { data } = await answerOf(
+        this.#api.GET('/api/v1/institutions/{institutionIdType}/{institutionId}/worklists/{worklistName}', {
+          params: {
+            path: { institutionIdType, institutionId, worklistName: name },
+            query: { pageSize: PAGE_SIZE, offset, requesterIdentifier },
+          },
+          signal,
+        }),
+      );
+      yield data;
+      if (!data.metadata.hasNext || data.data.length === 0) return;
+      offset = data.metadata.offset + data.data.length;
+    }
+  }
+
+  /**
+   * Every referral of one worklist, in its order, each with its triage due time. A referral that joins
+   * the list during the walk shifts the pages by one; it is then seen twice, and given once.
+   */
+  async *worklist(name: WorklistName, signal?: AbortSignal): AsyncGenerator<WorklistItem> {
+    yield* once(this.worklistPages(name, signal));
+  }
+
   /** The search (patient UIN and the list's filters, all in the body, never in a URL), page by page. */
   async *searchPages(filters: SearchFilters, signal?: AbortSignal): AsyncGenerator<ReferralPage> {
     const { institutionIdType, institutionId, requesterIdentifier } = this.#body;
@@ -226,7 +269,9 @@ export class InstitutionClient {
   }
 }
 
-async function* once(pages: AsyncIterable<ReferralPage>): AsyncGenerator<ReferralSummary> {
+async function* once<T extends { readonly id: string }>(
+  pages: AsyncIterable<{ readonly data: readonly T[] }>,
+): AsyncGenerator<T> {
   const given = new Set<string>();
   for await (const page of pages) {
     for (const referral of page.data) {

@@ -26,6 +26,10 @@ export type Problem = Schemas['Problem'];
 export type FieldError = Schemas['FieldError'];
 export type PatientAccess = Schemas['PatientAccess'];
 export type PatientAccessReport = Schemas['PatientAccessReport'];
+export type WorklistItem = Schemas['WorklistItem'];
+export type WorklistPage = Schemas['WorklistPage'];
+export type WorklistCount = Schemas['WorklistCount'];
+export type WorklistName = WorklistCount['name'];
 
 type JsonBody<Operation> = Operation extends {
   readonly requestBody: { readonly content: { readonly 'application/json': infer Body } };

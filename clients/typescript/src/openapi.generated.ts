@@ -349,6 +349,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/institutions/{institutionIdType}/{institutionId}/worklists': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the worklists with their counts
+     * @description Every worklist of the institution, the provider’s and the sender’s, with how many referrals each has now: what a work queue’s tabs show.
+     */
+    get: operations['listWorklists'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/institutions/{institutionIdType}/{institutionId}/worklists/{worklistName}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a page of a worklist
+     * @description The referrals of one worklist, a page at a time: ask again with `offset` + `pageSize` while `metadata.hasNext` is true. The provider’s lists come most pressing first (the earliest `dueAt`; none last), then the longest waiting; the sender’s, latest change first. Each item is the list’s summary with `dueAt` and `overdue`. Audited as the list is.
+     */
+    get: operations['getWorklist'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/referrals/{referralId}/attachments': {
     parameters: {
       query?: never;
@@ -870,6 +910,105 @@ export interface components {
       hasNext: boolean;
       /** @description How many referrals match. */
       total: number;
+    };
+    /** @description A referral of a worklist: the list’s summary with its due time. */
+    WorklistItem: {
+      /** Format: uuid */
+      id: string;
+      /** @description Increments with every change; sent back as ETag. */
+      version: number;
+      /**
+       * Format: date-time
+       * @description When the draft was first created (not the submission time).
+       */
+      createdAt: string;
+      /**
+       * Format: date-time
+       * @description When the referral last changed.
+       */
+      updatedAt: string;
+      /**
+       * Format: date-time
+       * @description When the referral was submitted; absent for drafts. Sort and display by this.
+       */
+      submittedAt?: string;
+      /** @description `Manual` or a system of the catalog, such as `HAS`. */
+      senderSystem: string;
+      sender: components['schemas']['Institution'];
+      offering: components['schemas']['Offering'] | null;
+      patient: components['schemas']['Patient'];
+      referrer: components['schemas']['Referrer'];
+      clinicalInfo: string | null;
+      /** @description Routine or urgent; with a `priority`, whether it is more pressing than routine. */
+      isUrgent: boolean;
+      priority: components['schemas']['Priority'] | null;
+      /**
+       * @deprecated
+       * @description Deprecated since v0.0.66: use coreStatus. The fine-grained status; it may be removed.
+       * @enum {unknown}
+       */
+      status:
+        | 'draft'
+        | 'pending-acceptance'
+        | 'accepted'
+        | 'sender-action-required'
+        | 'scheduled'
+        | 'rejected'
+        | 'cancelled'
+        | 'completed'
+        | 'outcome-acknowledged';
+      /**
+       * @description The status to display to users.
+       * @enum {unknown}
+       */
+      coreStatus:
+        'draft' | 'pending' | 'confirmed' | 'rejected' | 'cancelled' | 'sender-action-required' | 'completed';
+      /** @description Whether a cancel option may be offered to the caller: equal to whether `cancel` is in its allowedActions. For an ops key, which acts on no referral, the sender's answer. */
+      isCancellable: boolean;
+      /** @description The actions the caller may run now, for the side of the referral its key acts for, by the lifecycle. A call may still be refused for its content (400, 422 incomplete_referral, 409 limit_exceeded, 412). */
+      allowedActions: components['schemas']['AllowedAction'][];
+      /** @description The other actions of the caller's side, with the reason each is not allowed now. Actions the side never has (a sender accepting) are in neither list. */
+      blockedActions: components['schemas']['BlockedAction'][];
+      /** @description Only for the sender, while the referral waits for it: it is then listed under the `sender-action-required` filter. Absent otherwise. */
+      actionRequired?: {
+        /**
+         * @description Stable code: `provider-request` (the provider asked the sender to act; the timeline gives why) or `outcome-to-acknowledge` (the provider completed the referral; read `outcome` and acknowledge it). More may be added.
+         * @enum {unknown}
+         */
+        reason: 'provider-request' | 'outcome-to-acknowledge';
+        /** @description Why, as a sentence for the sender. */
+        description: string;
+      };
+      /**
+       * Format: date-time
+       * @description When the provider’s triage is due: the end of the last working day the service’s level gives the referral’s priority, counted from its latest submission, weekends and the catalog’s public holidays left out. Absent when the service has no service level.
+       */
+      dueAt?: string;
+      /** @description Whether it still waits for acceptance past `dueAt`. */
+      overdue: boolean;
+    };
+    WorklistPage: {
+      data: components['schemas']['WorklistItem'][];
+      metadata: components['schemas']['PageMetadata'];
+    };
+    WorklistCount: {
+      /**
+       * @description The provider’s `to-triage` (waiting for acceptance), `overdue` (waiting past the due time) and `to-book` (accepted, no appointment); the sender’s `needs-action` (sent back for the sender to act on), `outcomes-to-read` (completed, outcome not acknowledged) and `rejected`.
+       * @enum {unknown}
+       */
+      name: 'to-triage' | 'overdue' | 'to-book' | 'needs-action' | 'outcomes-to-read' | 'rejected';
+      /**
+       * @description Whether it lists referrals the institution sends, or receives.
+       * @enum {unknown}
+       */
+      side: 'sender' | 'provider';
+      /** @description What it lists, in words. */
+      title: string;
+      /** @description How many referrals it has now. */
+      count: number;
+    };
+    WorklistCounts: {
+      data: components['schemas']['WorklistCount'][];
     };
     Institution: {
       /** @description The kind of identifier, such as `hci`. */
@@ -4598,6 +4737,237 @@ export interface operations {
       };
     };
   };
+  listWorklists: {
+    parameters: {
+      query?: {
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
+        requesterIdentifier?: string;
+      };
+      header?: never;
+      path: {
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
+        institutionIdType: 'hci';
+        /** @example S1234A */
+        institutionId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The worklists and their counts. */
+      200: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WorklistCounts'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  getWorklist: {
+    parameters: {
+      query?: {
+        /** @example 0 */
+        offset?: number;
+        /** @example 10 */
+        pageSize?: number;
+        /**
+         * @description The person using the client system; an email address is preferred. Audited with every call.
+         * @example dr.lim@bukittimah.example
+         */
+        requesterIdentifier?: string;
+      };
+      header?: never;
+      path: {
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
+        institutionIdType: 'hci';
+        /** @example S1234A */
+        institutionId: string;
+        /**
+         * @description The provider’s `to-triage` (waiting for acceptance), `overdue` (waiting past the due time) and `to-book` (accepted, no appointment); the sender’s `needs-action` (sent back for the sender to act on), `outcomes-to-read` (completed, outcome not acknowledged) and `rejected`.
+         * @example needs-action
+         */
+        worklistName: 'to-triage' | 'overdue' | 'to-book' | 'needs-action' | 'outcomes-to-read' | 'rejected';
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of the worklist. */
+      200: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WorklistPage'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
   listAttachments: {
     parameters: {
       query: {
@@ -6277,7 +6647,7 @@ export interface operations {
         'application/json': {
           /** @description Where deliveries are POSTed: `https` (plain `http` only outside production); in production its host must resolve to public addresses only, unless an operator allowed it (WEBHOOK_ALLOWED_ADDRESSES). */
           url: string;
-          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.completed, referral.created, referral.outcome-acknowledged, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.rejected, referral.sender-action-required, referral.updated. */
+          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.completed, referral.created, referral.outcome-acknowledged, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.rejected, referral.sender-action-required, referral.triage-overdue, referral.updated. */
           eventTypes?: string[];
           /** @description A note for people */
           description?: string;
@@ -6641,7 +7011,7 @@ export interface operations {
         'application/json': {
           /** @description Where deliveries are POSTed: `https` (plain `http` only outside production); in production its host must resolve to public addresses only, unless an operator allowed it (WEBHOOK_ALLOWED_ADDRESSES). */
           url?: string;
-          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.completed, referral.created, referral.outcome-acknowledged, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.rejected, referral.sender-action-required, referral.updated. */
+          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.completed, referral.created, referral.outcome-acknowledged, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.rejected, referral.sender-action-required, referral.triage-overdue, referral.updated. */
           eventTypes?: string[];
           /** @description A note for people */
           description?: string;

@@ -16,6 +16,7 @@ import {
   FORWARD_QUEUE,
   QUEUE_NAMES,
   REMINDERS_QUEUE,
+  TRIAGE_OVERDUE_QUEUE,
   WEBHOOKS_QUEUE,
   type QueueName,
 } from '../../queue/registry.ts';
@@ -65,6 +66,11 @@ const DESCRIPTIONS: Readonly<Record<QueueName, { displayName: string; descriptio
     displayName: 'Webhook deliveries',
     description:
       'Delivers referral events to institutions’ webhook subscriptions. Job: event ID, subscription ID.',
+  },
+  [TRIAGE_OVERDUE_QUEUE]: {
+    displayName: 'Triage overdue',
+    description:
+      'Sweeps the referrals whose triage passed its due time and says so on their timelines. Job: none.',
   },
   [ATTACHMENT_SCAN_QUEUE]: {
     displayName: 'Attachment scans',

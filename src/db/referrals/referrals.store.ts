@@ -10,7 +10,13 @@ import type { Executor } from '../executor.ts';
 import { linkTokenRows } from '../links.repository.ts';
 import { pendingChange, recordChange, type ChangeRecord, type ReferralChange } from './change.ts';
 import { listPage } from './list.ts';
-import { worklistCounts, worklistPage, type WorklistFilter } from './worklists.ts';
+import {
+  markTriageOverdue,
+  triageOverdueDue,
+  worklistCounts,
+  worklistPage,
+  type WorklistFilter,
+} from './worklists.ts';
 import { timelineRepository, toReferralParts } from './parts.ts';
 import {
   readForSystem,
@@ -165,6 +171,12 @@ export function createReferralStore(db: Executor, keys: DataKeys) {
     /** Every worklist's count for an institution at `now`, with the read's audit row. */
     worklistCounts: (institution: InstitutionRef, now: Date, audit: AuditEvent) =>
       worklistCounts(db, institution, now, audit),
+
+    /** Referrals past their triage due time and not yet said to be overdue, earliest due first. */
+    triageOverdueDue: (now: Date, limit: number) => triageOverdueDue(db, now, limit),
+
+    /** Records, once, that the triage due at `dueAt` is overdue. */
+    markTriageOverdue: (id: string, dueAt: Date, now: Date) => markTriageOverdue(db, id, dueAt, now),
 
     async insert(referral: NewReferral): Promise<void> {
       await db

@@ -182,3 +182,36 @@ export async function worklistCounts(
   );
   return WORKLIST_NAMES.map((name) => ({ name, total: Number(row?.[name] ?? 0) }));
 }
+
+/**
+ * Referrals whose triage is past its due time at `now` and not yet said to be overdue, the earliest
+ * due first, at most `limit`: the overdue sweep's work, read along its own index (migration 0024).
+ */
+export async function triageOverdueDue(db: Executor, now: Date, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('referrals')
+    .select('id')
+    .where('status', '=', 'pending-acceptance')
+    .where('triage_overdue_at', 'is', null)
+    .where('deleted_at', 'is', null)
+    .where('triage_due_at', '<=', now)
+    .orderBy('triage_due_at')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Records that the triage due at `dueAt` is overdue, once: false when it was recorded already, or
+ * the referral has another due time now (it was submitted again).
+ */
+export async function markTriageOverdue(db: Executor, id: string, dueAt: Date, now: Date): Promise<boolean> {
+  const result = await db
+    .updateTable('referrals')
+    .set({ triage_overdue_at: now })
+    .where('id', '=', id)
+    .where('triage_due_at', '=', dueAt)
+    .where('triage_overdue_at', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}

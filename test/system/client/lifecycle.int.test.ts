@@ -233,6 +233,35 @@ describe.each(ENGINES)('@refhub/client against refhub on %s', (engine) => {
     expect([...created].sort().reverse()).toEqual(created);
   });
 
+  it("walks a worklist in its order, each item with its due time, and reads every list's count", async () => {
+    const ids: string[] = [];
+    for (const priority of ['routine', 'two-week-wait', 'urgent']) {
+      const referral = clinic.referral(
+        await clinic.createReferral({ offeringId: 'cgh-gastro', ...PATIENT, priority }),
+      );
+      await referral.submit();
+      ids.push(referral.id);
+    }
+    const counts = await hospital.worklists();
+    expect(counts.map((c) => c.name)).toEqual([
+      'to-triage',
+      'overdue',
+      'to-book',
+      'needs-action',
+      'outcomes-to-read',
+      'rejected',
+    ]);
+    const toTriage = counts.find((c) => c.name === 'to-triage')?.count ?? 0;
+    const walked = [];
+    for await (const item of hospital.worklist('to-triage')) walked.push(item);
+    expect(walked).toHaveLength(toTriage);
+    // The most pressing first: the due times never go back.
+    const due = walked.map((item) => item.dueAt ?? '9999');
+    expect([...due].sort()).toEqual(due);
+    expect(walked.map((item) => item.id)).toEqual(expect.arrayContaining(ids));
+    expect(walked.every((item) => typeof item.overdue === 'boolean')).toBe(true);
+  });
+
   it('walks a patient’s access report page by page as the first page saw it, each entry once', async () => {
     const patientUin = 'S2468024C';
     const created = await clinic.createReferral({ offeringId: 'cgh-gastro', ...PATIENT, patientUin });
