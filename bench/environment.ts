@@ -21,7 +21,7 @@ import {
   startSandboxEhr,
   type Service,
 } from './processes.ts';
-import { seedCatalogAndKeys, seedDrafts, type BenchParties } from './seed.ts';
+import { seedCatalogAndKeys, seedDrafts, sendBack, type BenchParties } from './seed.ts';
 
 export interface BenchOptions {
   readonly engine: Engine;
@@ -111,6 +111,8 @@ export async function withAdmin<T>(url: string, work: (client: pg.Client) => Pro
 async function seed(store: Store, options: BenchOptions) {
   const parties = await seedCatalogAndKeys(store.db);
   const readerIds = await seedDrafts(store.db, { party: parties.reader, count: READER_REFERRALS });
+  // A tenth sent back to the reader, for the worklist page of the list scenario (needs-action).
+  await sendBack(store.db, readerIds, 10);
   const writeIds = await seedDrafts(store.db, {
     party: parties.writer,
     count: options.writeDrafts,

@@ -210,6 +210,26 @@ export async function seedDrafts(db: Kysely<Database>, batch: DraftBatch): Promi
   });
 }
 
+/**
+ * Sends every `every`-th of `ids` back to its sender, as a provider asking it to act would leave it:
+ * what the sender's `needs-action` worklist lists, for the list scenario's worklist page.
+ */
+export async function sendBack(db: Kysely<Database>, ids: readonly string[], every: number): Promise<number> {
+  const chosen = ids.filter((_, i) => i % every === 0);
+  for (let start = 0; start < chosen.length; start += ROWS_PER_STATEMENT) {
+    await db
+      .updateTable('referrals')
+      .set((eb) => ({
+        status: 'sender-action-required',
+        submitted_at: eb.ref('created_at'),
+        updated_at: eb.ref('created_at'),
+      }))
+      .where('id', 'in', chosen.slice(start, start + ROWS_PER_STATEMENT))
+      .execute();
+  }
+  return chosen.length;
+}
+
 async function insertAll(
   trx: Transaction<Database>,
   referrals: Insertable<ReferralsTable>[],

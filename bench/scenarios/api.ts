@@ -103,23 +103,33 @@ export function getScenario(env: BenchEnv, plan: RoundPlan): Promise<ResultRow> 
   });
 }
 
-export function listScenario(env: BenchEnv, plan: RoundPlan): Promise<ResultRow> {
+/**
+ * A page of the reader's referrals, and a page of its `needs-action` worklist (a tenth of them, sent
+ * back at seeding): each read pages, counts and writes its audit row, as the baseline reads a row and
+ * inserts one.
+ */
+export async function listScenario(env: BenchEnv, plan: RoundPlan): Promise<ResultRow[]> {
   const { reader } = env.parties;
-  const path = `/api/v1/institutions/${reader.institution.idType}/${reader.institution.id}/referrals?pageSize=50`;
-  return compare(plan, {
-    name: 'list',
-    baselineName: 'the get baseline (read one row + insert one row)',
-    refhub: (seconds) =>
-      measureHttp({
-        service: env.refhub,
-        connections: plan.connections,
-        seconds,
-        headers: jsonHeaders(reader.key),
-        requests: [getEach(() => path)],
-      }),
-    baseline: baselineRead(env, plan),
-    ...(env.engine === 'postgres' ? { goal: (row: ResultRow) => throughputGoal(row, 0.4, 3) } : {}),
-  });
+  const institution = `/api/v1/institutions/${reader.institution.idType}/${reader.institution.id}`;
+  const page = (name: string, path: string) =>
+    compare(plan, {
+      name,
+      baselineName: 'the get baseline (read one row + insert one row)',
+      refhub: (seconds) =>
+        measureHttp({
+          service: env.refhub,
+          connections: plan.connections,
+          seconds,
+          headers: jsonHeaders(reader.key),
+          requests: [getEach(() => path)],
+        }),
+      baseline: baselineRead(env, plan),
+      ...(env.engine === 'postgres' ? { goal: (row: ResultRow) => throughputGoal(row, 0.4, 3) } : {}),
+    });
+  return [
+    await page('list', `${institution}/referrals?pageSize=50`),
+    await page('worklist', `${institution}/worklists/needs-action?pageSize=50`),
+  ];
 }
 
 export function writeScenario(env: BenchEnv, plan: RoundPlan): Promise<ResultRow> {
