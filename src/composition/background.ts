@@ -10,10 +10,17 @@ import { createEhrCircuit, type CircuitSettings } from '../workers/forwarding/eh
 import { createOutboxRelay, type OutboxRelay } from '../queue/outbox-relay.ts';
 import { outboxBatchHandlers, outboxHandlers } from '../queue/outbox-topics.ts';
 import { createReconciler, type Reconciler } from '../queue/reconciler.ts';
-import { ATTACHMENT_SCAN_QUEUE, FORWARD_QUEUE, REMINDERS_QUEUE, WEBHOOKS_QUEUE } from '../queue/registry.ts';
+import {
+  ATTACHMENT_SCAN_QUEUE,
+  FORWARD_QUEUE,
+  REMINDERS_QUEUE,
+  WAIT_TIMES_QUEUE,
+  WEBHOOKS_QUEUE,
+} from '../queue/registry.ts';
 import { createWebhookRelay, type WebhookRelay } from '../queue/webhooks-relay.ts';
 import { startEhrForwardWorker } from '../workers/forwarding/forwarding.worker.ts';
 import { startReminderWorker } from '../workers/reminders.worker.ts';
+import { startWaitTimesWorker } from '../workers/wait-times.worker.ts';
 import { startWebhookWorker } from '../workers/webhooks/webhooks.worker.ts';
 import { parseClamdAddress } from '../domain/attachments.ts';
 import { createClamdClient } from '../workers/attachments/clamd-client.ts';
@@ -48,6 +55,34 @@ export function createReconcilerFor(ctx: AppContext): Reconciler {
     // The scan worker runs where a scanner is configured (startBackground), and only there.
     scansAttachments: ctx.config.attachmentScanner !== undefined,
   });
+}
+
+/**
+ * Sets the wait-times scheduler (WAIT_TIMES_AT in DISPLAY_TIME_ZONE) and asks for a run now, so that a
+ * fresh installation answers soon after it starts. Queues out of reach at start do not stop it: it is
+ * tried again each time they are reachable again.
+ */
+function scheduleWaitTimes(ctx: AppContext): { settled(): Promise<void> } {
+  const schedule = { at: ctx.config.waitTimesAt, timeZone: ctx.config.displayTimeZone };
+  let done = false;
+  let last: Promise<void> = Promise.resolve();
+  const attempt = () => {
+    if (done) return;
+    last = ctx.queues.scheduleWaitTimes(schedule).then(
+      () => {
+        done = true;
+      },
+      (error: unknown) => {
+        ctx.logger.warn(
+          { queue: WAIT_TIMES_QUEUE, err: { message: (error as Error).message } },
+          'the wait times could not be scheduled yet; tried again once the queues are reachable',
+        );
+      },
+    );
+  };
+  ctx.queues.backend.onRestored(attempt);
+  attempt();
+  return { settled: () => last };
 }
 
 /** The EHR circuit's settings from the configuration; a probe may take one attempt and a margin. */
@@ -112,6 +147,10 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
       { ...ctx.webhookDelivery(), logger: logger.child({ worker: WEBHOOKS_QUEUE }) },
       { backend, retryScheduleMs: config.webhookRetryScheduleMs },
     ),
+    startWaitTimesWorker(
+      { waitTimes: ctx.waitTimes, logger: logger.child({ worker: WAIT_TIMES_QUEUE }) },
+      { backend },
+    ),
   ];
   // Attachments are scanned where a scanner is configured; elsewhere none waits for a scan.
   const scanner =
@@ -164,6 +203,7 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
         )
       : undefined;
   const reconciler = createReconcilerFor(ctx);
+  const waitTimesSchedule = scheduleWaitTimes(ctx);
   relay.start();
   webhookRelay.start();
   reconciler.start(options.reconcileEveryMs ?? config.reconcileIntervalSeconds * 1000);
@@ -175,6 +215,7 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
     ehr,
     workers,
     async stop() {
+      await waitTimesSchedule.settled();
       await Promise.all(workers.map((w) => w.close()));
       await changes?.close();
       await relay.stop();

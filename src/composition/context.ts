@@ -37,6 +37,7 @@ import { createReferralCommands, type ReferralCommands } from '../services/refer
 import { createReferralQueries, type ReferralQueries } from '../services/referrals/queries.ts';
 import { createEhrForwarding, type EhrForwarding } from '../services/forwarding.service.ts';
 import { createReminders, type Reminders } from '../services/reminders.service.ts';
+import { createWaitTimes, type WaitTimes } from '../services/wait-times.service.ts';
 import { createEventFeed, type EventFeed } from '../services/events.service.ts';
 import { createWebhookClient, type WebhookClient } from '../workers/webhooks/webhooks-client.ts';
 import { deliverOnce, type DeliveryDeps } from '../workers/webhooks/delivery.ts';
@@ -101,6 +102,8 @@ export interface AppContext {
   readonly housekeeping: Housekeeping;
   readonly ehrForwarding: EhrForwarding;
   readonly reminders: Reminders;
+  /** The offerings' wait times: recomputed by the wait-times job, read by the API and the web form. */
+  readonly waitTimes: WaitTimes;
   /** Each institution's referral events in one total order. */
   readonly eventFeed: EventFeed;
   readonly webhookSubscriptions: WebhookSubscriptions;
@@ -394,6 +397,12 @@ export async function createContext(
         intervalSeconds: config.reminderIntervalSeconds,
         max: config.reminderMax,
       },
+    }),
+    waitTimes: createWaitTimes({
+      stores,
+      clock,
+      metrics,
+      policy: { windowDays: config.waitTimesWindowDays, minReferrals: config.waitTimesMinReferrals },
     }),
     eventFeed: createEventFeed({ stores, clock }),
     webhookSubscriptions: createWebhookSubscriptions({

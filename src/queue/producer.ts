@@ -26,6 +26,12 @@ import {
   scheduleReminders,
   type ReminderSchedule,
 } from './reminders.queue.ts';
+import {
+  computeWaitTimesSoon,
+  scheduleWaitTimes,
+  WAIT_TIMES_QUEUE,
+  type WaitTimesSchedule,
+} from './wait-times.queue.ts';
 import { enqueueWebhooks, WEBHOOKS_QUEUE, type WebhookPayload } from './webhooks.queue.ts';
 
 export type { ReminderSchedule } from './reminders.queue.ts';
@@ -86,6 +92,11 @@ export interface QueueProducer {
    * finished) and adds it under the same ID. Returns whether it added one.
    */
   ensureScan(payload: ScanPayload): Promise<boolean>;
+  /**
+   * Sets the wait-times scheduler (one per installation, upserted by ID) and adds a run now, so that
+   * the figures are computed soon after a start and then on the schedule.
+   */
+  scheduleWaitTimes(schedule: WaitTimesSchedule): Promise<void>;
   health(): Promise<QueueHealth>;
   /**
    * Claims the queues for the installation (backend.ts); throws QueuePrefixTakenError when another
@@ -182,6 +193,12 @@ export function createQueueProducer(
     async ensureScan(payload) {
       await ready();
       return ensureScan(queues[ATTACHMENT_SCAN_QUEUE], payload);
+    },
+
+    async scheduleWaitTimes(schedule) {
+      await ready();
+      await scheduleWaitTimes(queues[WAIT_TIMES_QUEUE], schedule);
+      await computeWaitTimesSoon(queues[WAIT_TIMES_QUEUE]);
     },
 
     health: () => backend.health(),

@@ -6,6 +6,7 @@
 //   reminders.queue.ts        each pending referral's provider reminder schedule
 //   webhooks.queue.ts         one delivery per (event, subscription)
 //   attachment-scan.queue.ts  one malware scan per attachment
+//   wait-times.queue.ts       the offerings' wait times, recomputed on a schedule
 //
 // This file gathers them into the typed maps producers, workers and the dashboard read, so they cannot
 // disagree. Payloads carry IDs only, never patient data: BullMQ keeps job data in Redis in clear text.
@@ -35,6 +36,12 @@ import {
   type SettledWebhook,
   type WebhookPayload,
 } from './webhooks.queue.ts';
+import {
+  WAIT_TIMES_QUEUE,
+  WAIT_TIMES_WORKER_DEFAULTS,
+  type WaitTimesPayload,
+  type WaitTimesRun,
+} from './wait-times.queue.ts';
 
 export {
   ATTACHMENT_SCAN_QUEUE,
@@ -69,12 +76,21 @@ export {
   type WebhookPayload,
 } from './webhooks.queue.ts';
 
+export {
+  WAIT_TIMES_QUEUE,
+  WAIT_TIMES_SCHEDULER_ID,
+  type WaitTimesPayload,
+  type WaitTimesRun,
+  type WaitTimesSchedule,
+} from './wait-times.queue.ts';
+
 /** Each queue's job payload, by the queue's name. */
 export interface QueuePayloads {
   [FORWARD_QUEUE]: ForwardPayload;
   [REMINDERS_QUEUE]: ReminderPayload;
   [WEBHOOKS_QUEUE]: WebhookPayload;
   [ATTACHMENT_SCAN_QUEUE]: ScanPayload;
+  [WAIT_TIMES_QUEUE]: WaitTimesPayload;
 }
 
 export type QueueName = keyof QueuePayloads;
@@ -88,6 +104,7 @@ export interface QueueResults {
   [REMINDERS_QUEUE]: FireResult;
   [WEBHOOKS_QUEUE]: SettledWebhook;
   [ATTACHMENT_SCAN_QUEUE]: SettledScan;
+  [WAIT_TIMES_QUEUE]: WaitTimesRun;
 }
 
 export const QUEUE_NAMES = [
@@ -95,6 +112,7 @@ export const QUEUE_NAMES = [
   REMINDERS_QUEUE,
   WEBHOOKS_QUEUE,
   ATTACHMENT_SCAN_QUEUE,
+  WAIT_TIMES_QUEUE,
 ] as const satisfies readonly QueueName[];
 
 /** Each queue's worker settings, from its definition: the workers read them from here. */
@@ -103,6 +121,7 @@ export const WORKER_DEFAULTS = {
   [REMINDERS_QUEUE]: REMINDERS_WORKER_DEFAULTS,
   [WEBHOOKS_QUEUE]: WEBHOOKS_WORKER_DEFAULTS,
   [ATTACHMENT_SCAN_QUEUE]: SCAN_WORKER_DEFAULTS,
+  [WAIT_TIMES_QUEUE]: WAIT_TIMES_WORKER_DEFAULTS,
 } as const satisfies Record<QueueName, WorkerDefaults>;
 
 /**

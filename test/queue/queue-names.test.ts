@@ -1,6 +1,7 @@
 // Each queue's name is spelled once: in its definition, and at most in one index. The forward,
 // reminder and scan queues take their names from the outbox topics (domain/lifecycle.ts), which are
-// stored in outbox rows; the webhook queue's is its own (queue/webhooks.queue.ts). Every other file
+// stored in outbox rows; the webhook and wait-times queues' are their own (queue/webhooks.queue.ts,
+// queue/wait-times.queue.ts). Every other file
 // reaches a queue by its constant, so a queue cannot be renamed in one place and missed in another.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -10,6 +11,7 @@ import {
   FORWARD_QUEUE,
   QUEUE_NAMES,
   REMINDERS_QUEUE,
+  WAIT_TIMES_QUEUE,
   WEBHOOKS_QUEUE,
 } from '../../src/queue/registry.ts';
 
@@ -22,6 +24,7 @@ const DEFINED_IN: Readonly<Record<string, string>> = {
   [REMINDERS_QUEUE]: 'src/domain/lifecycle.ts',
   [ATTACHMENT_SCAN_QUEUE]: 'src/domain/lifecycle.ts',
   [WEBHOOKS_QUEUE]: 'src/queue/webhooks.queue.ts',
+  [WAIT_TIMES_QUEUE]: 'src/queue/wait-times.queue.ts',
 };
 
 function sourceFiles(dir: string): string[] {
