@@ -37,6 +37,7 @@ import { attachmentsRoutes } from './routes/attachments.routes.ts';
 import { providerRoutes } from './routes/referrals-provider.routes.ts';
 import { referralRoutes } from './routes/referrals.routes.ts';
 import { accessReportRoutes } from './routes/access-report.routes.ts';
+import { waitTimesRoutes } from './routes/wait-times.routes.ts';
 import { webPlugin } from './web/web.plugin.ts';
 import { adminPlugin } from './admin/admin.plugin.ts';
 
@@ -144,6 +145,7 @@ export async function buildApp(deps: ApiDeps, parts: ApiParts): Promise<FastifyI
   await app.register(doctorRoutes(deps));
   await app.register(referralRoutes(deps), { prefix: API_PREFIX });
   await app.register(providerRoutes(deps), { prefix: API_PREFIX });
+  await app.register(waitTimesRoutes(deps), { prefix: API_PREFIX });
   await app.register(attachmentsRoutes(deps, parts.uploads), { prefix: API_PREFIX });
   await app.register(linkRoutes(deps), { prefix: API_PREFIX });
   await app.register(clientCredentialsRoutes(deps, parts.apiKeyFailures));

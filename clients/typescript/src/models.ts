@@ -26,6 +26,9 @@ export type Problem = Schemas['Problem'];
 export type FieldError = Schemas['FieldError'];
 export type PatientAccess = Schemas['PatientAccess'];
 export type PatientAccessReport = Schemas['PatientAccessReport'];
+export type WaitTimes = Schemas['WaitTimes'];
+export type WaitTimeFigure = Schemas['WaitTimeFigure'];
+export type DeclinedShare = Schemas['DeclinedShare'];
 
 type JsonBody<Operation> = Operation extends {
   readonly requestBody: { readonly content: { readonly 'application/json': infer Body } };

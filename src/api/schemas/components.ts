@@ -22,6 +22,7 @@ import {
   PatientAccessReportMetadata,
 } from './access-report.schema.ts';
 import type { Named } from './named.ts';
+import { DeclinedShare, WaitTimeFigure, WaitTimes } from './wait-times.schema.ts';
 import { FieldError, Problem } from './problem.schema.ts';
 import {
   AllowedAction,
@@ -94,6 +95,9 @@ export const COMPONENT_SCHEMAS: readonly Named[] = [
   PatientAccess,
   PatientAccessInstitution,
   PatientAccessClient,
+  WaitTimes,
+  WaitTimeFigure,
+  DeclinedShare,
 ];
 
 export function registerComponentSchemas(app: FastifyInstance): void {
