@@ -1,6 +1,6 @@
 // Everything that runs behind the API: the outbox relay, the webhooks relay, the forwarding,
-// reminder and webhook workers (and the attachment scanner's, where one is configured), and the
-// reconciler. `refhub all` and `refhub worker` start it; stopping it lets active jobs finish
+// reminder, webhook and wait-times workers (and the attachment scanner's, where one is configured),
+// the reconciler, and the wait-times scheduler (set as it starts, and again if the queues lose it). `refhub all` and `refhub worker` start it; stopping it lets active jobs finish
 // (worker.close()), then stops the relays and the reconciler and closes the connections it opened.
 import type { Worker } from 'bullmq';
 import type { AppContext } from './context.ts';
@@ -9,6 +9,7 @@ import { createEhrClient, type EhrClient } from '../workers/forwarding/ehr-clien
 import { createEhrCircuit, type CircuitSettings } from '../workers/forwarding/ehr-circuit.ts';
 import { createOutboxRelay, type OutboxRelay } from '../queue/outbox-relay.ts';
 import { outboxBatchHandlers, outboxHandlers } from '../queue/outbox-topics.ts';
+import { createPeriodicLoop, errorCode, type PollLoop } from '../queue/poll-loop.ts';
 import { createReconciler, type Reconciler } from '../queue/reconciler.ts';
 import {
   ATTACHMENT_SCAN_QUEUE,
@@ -29,7 +30,10 @@ import { startAttachmentScanWorker } from '../workers/attachments/scan.worker.ts
 export interface BackgroundOptions {
   /** Where forms go: EHR_URL, or the in-process sandbox's address. */
   readonly ehrUrl: string;
-  /** Defaults to RECONCILE_INTERVAL_SECONDS. */
+  /**
+   * How often the reconciler runs, and the wait-times scheduler is looked for; defaults to
+   * RECONCILE_INTERVAL_SECONDS.
+   */
   readonly reconcileEveryMs?: number;
 }
 
@@ -59,30 +63,37 @@ export function createReconcilerFor(ctx: AppContext): Reconciler {
 
 /**
  * Sets the wait-times scheduler (WAIT_TIMES_AT in DISPLAY_TIME_ZONE) and asks for a run now, so that a
- * fresh installation answers soon after it starts. Queues out of reach at start do not stop it: it is
- * tried again each time they are reachable again.
+ * fresh installation answers soon after it starts; then, every `everyMs`, sets the scheduler again if
+ * the queues lost it (Redis's data lost). Queues out of reach at start do not stop it: the start's
+ * scheduling is tried again on each pass until it is done.
  */
-function scheduleWaitTimes(ctx: AppContext): { settled(): Promise<void> } {
+function scheduleWaitTimes(ctx: AppContext, everyMs: number): PollLoop {
   const schedule = { at: ctx.config.waitTimesAt, timeZone: ctx.config.displayTimeZone };
-  let done = false;
-  let last: Promise<void> = Promise.resolve();
-  const attempt = () => {
-    if (done) return;
-    last = ctx.queues.scheduleWaitTimes(schedule).then(
-      () => {
-        done = true;
-      },
-      (error: unknown) => {
-        ctx.logger.warn(
-          { queue: WAIT_TIMES_QUEUE, err: { message: (error as Error).message } },
-          'the wait times could not be scheduled yet; tried again once the queues are reachable',
-        );
-      },
+  let started = false;
+  const pass = async () => {
+    if (!started) {
+      await ctx.queues.scheduleWaitTimes(schedule);
+      started = true;
+    } else if (await ctx.queues.ensureWaitTimesSchedule(schedule)) {
+      ctx.logger.warn({ queue: WAIT_TIMES_QUEUE }, 'the wait-times scheduler was missing and is set again');
+    }
+  };
+  const onError = (error: unknown) => {
+    ctx.logger.warn(
+      { queue: WAIT_TIMES_QUEUE, code: errorCode(error) },
+      'the wait times could not be scheduled; tried again on the next pass',
     );
   };
-  ctx.queues.backend.onRestored(attempt);
-  attempt();
-  return { settled: () => last };
+  const loop = createPeriodicLoop(pass, everyMs, onError);
+  // The first pass at once (the loop's own begins after an interval).
+  const first = pass().catch(onError);
+  return {
+    ...loop,
+    stop: async () => {
+      await first;
+      await loop.stop();
+    },
+  };
 }
 
 /** The EHR circuit's settings from the configuration; a probe may take one attempt and a margin. */
@@ -203,10 +214,12 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
         )
       : undefined;
   const reconciler = createReconcilerFor(ctx);
-  const waitTimesSchedule = scheduleWaitTimes(ctx);
+  const reconcileEveryMs = options.reconcileEveryMs ?? config.reconcileIntervalSeconds * 1000;
+  const waitTimesSchedule = scheduleWaitTimes(ctx, reconcileEveryMs);
   relay.start();
   webhookRelay.start();
-  reconciler.start(options.reconcileEveryMs ?? config.reconcileIntervalSeconds * 1000);
+  reconciler.start(reconcileEveryMs);
+  waitTimesSchedule.start();
 
   return {
     relay,
@@ -215,7 +228,7 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
     ehr,
     workers,
     async stop() {
-      await waitTimesSchedule.settled();
+      await waitTimesSchedule.stop();
       await Promise.all(workers.map((w) => w.close()));
       await changes?.close();
       await relay.stop();

@@ -28,6 +28,7 @@ import {
 } from './reminders.queue.ts';
 import {
   computeWaitTimesSoon,
+  hasWaitTimesSchedule,
   scheduleWaitTimes,
   WAIT_TIMES_QUEUE,
   type WaitTimesSchedule,
@@ -97,6 +98,11 @@ export interface QueueProducer {
    * the figures are computed soon after a start and then on the schedule.
    */
   scheduleWaitTimes(schedule: WaitTimesSchedule): Promise<void>;
+  /**
+   * Sets the wait-times scheduler again if the queues lost it (Redis's data lost); returns whether it
+   * did. The figures stay in the database meanwhile, so no run is added.
+   */
+  ensureWaitTimesSchedule(schedule: WaitTimesSchedule): Promise<boolean>;
   health(): Promise<QueueHealth>;
   /**
    * Claims the queues for the installation (backend.ts); throws QueuePrefixTakenError when another
@@ -199,6 +205,13 @@ export function createQueueProducer(
       await ready();
       await scheduleWaitTimes(queues[WAIT_TIMES_QUEUE], schedule);
       await computeWaitTimesSoon(queues[WAIT_TIMES_QUEUE]);
+    },
+
+    async ensureWaitTimesSchedule(schedule) {
+      await ready();
+      if (await hasWaitTimesSchedule(queues[WAIT_TIMES_QUEUE])) return false;
+      await scheduleWaitTimes(queues[WAIT_TIMES_QUEUE], schedule);
+      return true;
     },
 
     health: () => backend.health(),

@@ -53,6 +53,11 @@ export async function scheduleWaitTimes(queue: WaitTimesQueue, schedule: WaitTim
   );
 }
 
+/** Whether the installation's wait-times scheduler is in the queue. */
+export async function hasWaitTimesSchedule(queue: WaitTimesQueue): Promise<boolean> {
+  return (await queue.getJobScheduler(WAIT_TIMES_SCHEDULER_ID)) !== undefined;
+}
+
 /** Adds a run now, unless one added this way still waits or runs (several processes starting). */
 export async function computeWaitTimesSoon(queue: WaitTimesQueue): Promise<void> {
   await queue.add(

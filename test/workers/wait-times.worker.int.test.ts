@@ -2,7 +2,7 @@
 // background sets the nightly scheduler (WAIT_TIMES_AT in DISPLAY_TIME_ZONE) and adds one run at once,
 // the wait-times worker takes it and the figures are in the table, the same as computed here. On each
 // queue backend: BullMQ's PostgreSQL backend in PostgreSQL and in PGlite (the embedded default), and
-// Redis. A start that sets the scheduler again leaves one.
+// Redis. A start that sets the scheduler again leaves one; a scheduler the queues lost is set again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/db/database.ts';
 import { windowEndingAt } from '../../src/domain/wait-times.ts';
@@ -87,5 +87,15 @@ describe.each(SETUPS)('the wait-times job on the %s queue backend (database on %
     await t.ctx.queues.scheduleWaitTimes({ at: '03:15', timeZone: 'Asia/Singapore' });
     const queue = t.ctx.queues.queues[WAIT_TIMES_QUEUE];
     expect(await queue.getJobSchedulersCount()).toBe(1);
+  });
+
+  it('sets the scheduler again when the queues lost it, and leaves one that is there', async () => {
+    const schedule = { at: '03:15', timeZone: 'Asia/Singapore' };
+    const queue = t.ctx.queues.queues[WAIT_TIMES_QUEUE];
+    expect(await t.ctx.queues.ensureWaitTimesSchedule(schedule)).toBe(false);
+    await queue.removeJobScheduler(WAIT_TIMES_SCHEDULER_ID);
+    expect(await queue.getJobScheduler(WAIT_TIMES_SCHEDULER_ID)).toBeUndefined();
+    expect(await t.ctx.queues.ensureWaitTimesSchedule(schedule)).toBe(true);
+    expect(await queue.getJobScheduler(WAIT_TIMES_SCHEDULER_ID)).toMatchObject({ pattern: '15 3 * * *' });
   });
 });
