@@ -91,6 +91,12 @@ export interface Config {
   readonly triageOverdueSweepSeconds: number;
   /** How often the reconciler repairs queue state from the database. */
   readonly reconcileIntervalSeconds: number;
+  /** The offerings' wait times count the referrals first submitted this many days back. */
+  readonly waitTimesWindowDays: number;
+  /** No wait-time figure is given from fewer referrals than this, so that none points at a patient. */
+  readonly waitTimesMinReferrals: number;
+  /** When the wait times are recomputed each day (`HH:MM`, in DISPLAY_TIME_ZONE). */
+  readonly waitTimesAt: string;
   /** The queue dashboard may retry, promote and remove jobs. */
   readonly opsDashboardWrite: boolean;
   /**
@@ -339,6 +345,25 @@ function timeZone(env: Env, name: string, fallback: string): string {
   return raw;
 }
 
+/**
+ * The fewest referrals WAIT_TIMES_MIN_REFERRALS may ask for: a figure from fewer could let a reader
+ * who knows of one or two referrals tell a patient's wait.
+ */
+export const MIN_WAIT_TIMES_REFERRALS = 5;
+
+/** A time of day, `HH:MM` on a 24-hour clock (`02:00`, `23:30`). */
+function timeOfDay(env: Env, name: string, fallback: string): string {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^(?:[01]\d|2[0-3]):[0-5]\d$/.test(raw)) {
+    throw new ConfigError(
+      name,
+      `must be a time of day as HH:MM on a 24-hour clock, such as 02:00, got "${raw}"`,
+    );
+  }
+  return raw;
+}
+
 /** A comma-separated list of durations such as `5s,5m,30m,2h`: milliseconds each. */
 function durations(env: Env, name: string, fallback: readonly number[]): readonly number[] {
   const raw = read(env, name);
@@ -421,6 +446,9 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     reminderMax: integer(env, 'REMINDER_MAX', 3, 0, 100),
     triageOverdueSweepSeconds: integer(env, 'TRIAGE_OVERDUE_SWEEP_SECONDS', 300, 1, 86_400),
     reconcileIntervalSeconds: integer(env, 'RECONCILE_INTERVAL_SECONDS', 60, 1, 86_400),
+    waitTimesWindowDays: integer(env, 'WAIT_TIMES_WINDOW_DAYS', 180, 1, 3650),
+    waitTimesMinReferrals: integer(env, 'WAIT_TIMES_MIN_REFERRALS', 10, MIN_WAIT_TIMES_REFERRALS, 100_000),
+    waitTimesAt: timeOfDay(env, 'WAIT_TIMES_AT', '02:00'),
     opsDashboardWrite: oneOf(env, 'OPS_DASHBOARD_WRITE', ['true', 'false'], 'false') === 'true',
     acceptApiKeys: oneOf(env, 'ACCEPT_API_KEYS', ['true', 'false'], 'true') === 'true',
     auditSigningKey: signingKey,
@@ -668,6 +696,9 @@ const SHOWN: {
   reminderMax: ['REMINDER_MAX', 'value'],
   triageOverdueSweepSeconds: ['TRIAGE_OVERDUE_SWEEP_SECONDS', 'value'],
   reconcileIntervalSeconds: ['RECONCILE_INTERVAL_SECONDS', 'value'],
+  waitTimesWindowDays: ['WAIT_TIMES_WINDOW_DAYS', 'value'],
+  waitTimesMinReferrals: ['WAIT_TIMES_MIN_REFERRALS', 'value'],
+  waitTimesAt: ['WAIT_TIMES_AT', 'value'],
   opsDashboardWrite: ['OPS_DASHBOARD_WRITE', 'value'],
   acceptApiKeys: ['ACCEPT_API_KEYS', 'value'],
   auditSigningKey: ['AUDIT_SIGNING_KEY', 'secret'],

@@ -38,6 +38,7 @@ import { providerRoutes } from './routes/referrals-provider.routes.ts';
 import { referralRoutes } from './routes/referrals.routes.ts';
 import { accessReportRoutes } from './routes/access-report.routes.ts';
 import { worklistRoutes } from './routes/worklists.routes.ts';
+import { waitTimesRoutes } from './routes/wait-times.routes.ts';
 import { webPlugin } from './web/web.plugin.ts';
 import { adminPlugin } from './admin/admin.plugin.ts';
 
@@ -146,6 +147,7 @@ export async function buildApp(deps: ApiDeps, parts: ApiParts): Promise<FastifyI
   await app.register(referralRoutes(deps), { prefix: API_PREFIX });
   await app.register(providerRoutes(deps), { prefix: API_PREFIX });
   await app.register(worklistRoutes(deps), { prefix: API_PREFIX });
+  await app.register(waitTimesRoutes(deps), { prefix: API_PREFIX });
   await app.register(attachmentsRoutes(deps, parts.uploads), { prefix: API_PREFIX });
   await app.register(linkRoutes(deps), { prefix: API_PREFIX });
   await app.register(clientCredentialsRoutes(deps, parts.apiKeyFailures));

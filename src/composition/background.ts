@@ -1,6 +1,6 @@
 // Everything that runs behind the API: the outbox relay, the webhooks relay, the forwarding,
-// reminder and webhook workers (and the attachment scanner's, where one is configured), and the
-// reconciler. `refhub all` and `refhub worker` start it; stopping it lets active jobs finish
+// reminder, webhook and wait-times workers (and the attachment scanner's, where one is configured),
+// the reconciler, and the wait-times scheduler (set as it starts, and again if the queues lose it). `refhub all` and `refhub worker` start it; stopping it lets active jobs finish
 // (worker.close()), then stops the relays and the reconciler and closes the connections it opened.
 import type { Worker } from 'bullmq';
 import type { AppContext } from './context.ts';
@@ -10,18 +10,21 @@ import { createEhrClient, type EhrClient } from '../workers/forwarding/ehr-clien
 import { createEhrCircuit, type CircuitSettings } from '../workers/forwarding/ehr-circuit.ts';
 import { createOutboxRelay, type OutboxRelay } from '../queue/outbox-relay.ts';
 import { outboxBatchHandlers, outboxHandlers } from '../queue/outbox-topics.ts';
+import { createPeriodicLoop, errorCode, type PollLoop } from '../queue/poll-loop.ts';
 import { createReconciler, type Reconciler } from '../queue/reconciler.ts';
 import {
   ATTACHMENT_SCAN_QUEUE,
   FORWARD_QUEUE,
   REMINDERS_QUEUE,
   TRIAGE_OVERDUE_QUEUE,
+  WAIT_TIMES_QUEUE,
   WEBHOOKS_QUEUE,
 } from '../queue/registry.ts';
 import { createWebhookRelay, type WebhookRelay } from '../queue/webhooks-relay.ts';
 import { startEhrForwardWorker } from '../workers/forwarding/forwarding.worker.ts';
 import { startReminderWorker } from '../workers/reminders.worker.ts';
 import { startTriageOverdueWorker } from '../workers/triage-overdue.worker.ts';
+import { startWaitTimesWorker } from '../workers/wait-times.worker.ts';
 import { startWebhookWorker } from '../workers/webhooks/webhooks.worker.ts';
 import { parseClamdAddress } from '../domain/attachments.ts';
 import { createClamdClient } from '../workers/attachments/clamd-client.ts';
@@ -30,7 +33,10 @@ import { startAttachmentScanWorker } from '../workers/attachments/scan.worker.ts
 export interface BackgroundOptions {
   /** Where forms go: EHR_URL, or the in-process sandbox's address. */
   readonly ehrUrl: string;
-  /** Defaults to RECONCILE_INTERVAL_SECONDS. */
+  /**
+   * How often the reconciler runs, and the wait-times scheduler is looked for; defaults to
+   * RECONCILE_INTERVAL_SECONDS.
+   */
   readonly reconcileEveryMs?: number;
 }
 
@@ -57,6 +63,41 @@ export function createReconcilerFor(ctx: AppContext): Reconciler {
     // The scan worker runs where a scanner is configured (startBackground), and only there.
     scansAttachments: ctx.config.attachmentScanner !== undefined,
   });
+}
+
+/**
+ * Sets the wait-times scheduler (WAIT_TIMES_AT in DISPLAY_TIME_ZONE) and asks for a run now, so that a
+ * fresh installation answers soon after it starts; then, every `everyMs`, sets the scheduler again if
+ * the queues lost it (Redis's data lost). Queues out of reach at start do not stop it: the start's
+ * scheduling is tried again on each pass until it is done.
+ */
+function scheduleWaitTimes(ctx: AppContext, everyMs: number): PollLoop {
+  const schedule = { at: ctx.config.waitTimesAt, timeZone: ctx.config.displayTimeZone };
+  let started = false;
+  const pass = async () => {
+    if (!started) {
+      await ctx.queues.scheduleWaitTimes(schedule);
+      started = true;
+    } else if (await ctx.queues.ensureWaitTimesSchedule(schedule)) {
+      ctx.logger.warn({ queue: WAIT_TIMES_QUEUE }, 'the wait-times scheduler was missing and is set again');
+    }
+  };
+  const onError = (error: unknown) => {
+    ctx.logger.warn(
+      { queue: WAIT_TIMES_QUEUE, code: errorCode(error) },
+      'the wait times could not be scheduled; tried again on the next pass',
+    );
+  };
+  const loop = createPeriodicLoop(pass, everyMs, onError);
+  // The first pass at once (the loop's own begins after an interval).
+  const first = pass().catch(onError);
+  return {
+    ...loop,
+    stop: async () => {
+      await first;
+      await loop.stop();
+    },
+  };
 }
 
 /** The EHR circuit's settings from the configuration; a probe may take one attempt and a margin. */
@@ -125,6 +166,10 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
       { ...ctx.webhookDelivery(), logger: logger.child({ worker: WEBHOOKS_QUEUE }) },
       { backend, retryScheduleMs: config.webhookRetryScheduleMs },
     ),
+    startWaitTimesWorker(
+      { waitTimes: ctx.waitTimes, logger: logger.child({ worker: WAIT_TIMES_QUEUE }) },
+      { backend },
+    ),
   ];
   // Attachments are scanned where a scanner is configured; elsewhere none waits for a scan.
   const scanner =
@@ -188,9 +233,12 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
       );
     },
   );
+  const reconcileEveryMs = options.reconcileEveryMs ?? config.reconcileIntervalSeconds * 1000;
+  const waitTimesSchedule = scheduleWaitTimes(ctx, reconcileEveryMs);
   relay.start();
   webhookRelay.start();
-  reconciler.start(options.reconcileEveryMs ?? config.reconcileIntervalSeconds * 1000);
+  reconciler.start(reconcileEveryMs);
+  waitTimesSchedule.start();
 
   return {
     relay,
@@ -200,6 +248,7 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
     workers,
     async stop() {
       await sweepScheduled;
+      await waitTimesSchedule.stop();
       await Promise.all(workers.map((w) => w.close()));
       await changes?.close();
       await relay.stop();

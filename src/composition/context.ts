@@ -38,6 +38,7 @@ import { createReferralQueries, type ReferralQueries } from '../services/referra
 import { createEhrForwarding, type EhrForwarding } from '../services/forwarding.service.ts';
 import { createReminders, type Reminders } from '../services/reminders.service.ts';
 import { createTriageOverdue, type TriageOverdue } from '../services/triage-overdue.service.ts';
+import { createWaitTimes, type WaitTimes } from '../services/wait-times.service.ts';
 import { createEventFeed, type EventFeed } from '../services/events.service.ts';
 import { createWebhookClient, type WebhookClient } from '../workers/webhooks/webhooks-client.ts';
 import { deliverOnce, type DeliveryDeps } from '../workers/webhooks/delivery.ts';
@@ -104,6 +105,8 @@ export interface AppContext {
   readonly reminders: Reminders;
   /** Says, once per due time, that a referral's triage is overdue. */
   readonly triageOverdue: TriageOverdue;
+  /** The offerings' wait times: recomputed by the wait-times job, read by the API and the web form. */
+  readonly waitTimes: WaitTimes;
   /** Each institution's referral events in one total order. */
   readonly eventFeed: EventFeed;
   readonly webhookSubscriptions: WebhookSubscriptions;
@@ -399,6 +402,12 @@ export async function createContext(
       },
     }),
     triageOverdue: createTriageOverdue({ stores, clock, displayTime, metrics }),
+    waitTimes: createWaitTimes({
+      stores,
+      clock,
+      metrics,
+      policy: { windowDays: config.waitTimesWindowDays, minReferrals: config.waitTimesMinReferrals },
+    }),
     eventFeed: createEventFeed({ stores, clock }),
     webhookSubscriptions: createWebhookSubscriptions({
       stores,

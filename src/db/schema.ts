@@ -406,6 +406,22 @@ export interface ReminderNotificationsTable {
   sent_at: Timestamp;
 }
 
+/** An offering's wait times, as the last computation wrote them (migration 0026). */
+export interface WaitTimesTable {
+  offering_id: string;
+  computed_at: Timestamp;
+  window_start: Timestamp;
+  window_end: Timestamp;
+  accepted_referrals: number;
+  accepted_p50_seconds: number | null;
+  accepted_p90_seconds: number | null;
+  appointment_referrals: number;
+  appointment_p50_seconds: number | null;
+  appointment_p90_seconds: number | null;
+  decided_referrals: number;
+  declined_share: number | null;
+}
+
 export interface InstallationSecretsTable {
   name: string;
   value: string;
@@ -497,6 +513,7 @@ export interface Database {
   installation_secrets: InstallationSecretsTable;
   ehr_submissions: EhrSubmissionsTable;
   reminder_notifications: ReminderNotificationsTable;
+  wait_times: WaitTimesTable;
   ehr_forms: EhrFormsTable;
   ehr_circuit: EhrCircuitTable;
   forward_backlog: ForwardBacklogTable;

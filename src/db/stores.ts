@@ -27,6 +27,7 @@ import { outboxRepository } from './outbox.repository.ts';
 import { createReferralStore } from './referrals/referrals.store.ts';
 import { reminderRepository } from './reminders.repository.ts';
 import type { Database } from './schema.ts';
+import { waitTimesRepository } from './wait-times.repository.ts';
 import { webhookAttemptRepository } from './webhooks/attempts.repository.ts';
 import { webhookRelayRepository } from './webhooks/relay.repository.ts';
 import { webhookSubscriptionRepository } from './webhooks/subscriptions.repository.ts';
@@ -57,6 +58,7 @@ const STORES = {
   idempotency: (db: Executor, keys: DataKeys) => idempotencyRepository(db, keys),
   installation: (db: Executor) => installationSecretRepository(db),
   housekeeping: (db: Executor) => housekeepingRepository(db),
+  waitTimes: (db: Executor) => waitTimesRepository(db),
 } as const;
 
 type StoreMakers = typeof STORES;

@@ -218,6 +218,23 @@ export function createMetrics() {
     },
   });
 
+  const waitTimesRuns = new Counter({
+    name: 'refhub_wait_times_computations_total',
+    help: "Computations of the offerings' wait times by this process, by outcome (`success`, `failure`)",
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const waitTimesComputedAt = new Gauge({
+    name: 'refhub_wait_times_last_success_timestamp_seconds',
+    help: "When this process last computed the offerings' wait times (Unix time; 0 before it has)",
+    registers: [registry],
+  });
+  const waitTimesSeconds = new Gauge({
+    name: 'refhub_wait_times_last_duration_seconds',
+    help: "How long this process's last computation of the offerings' wait times took",
+    registers: [registry],
+  });
+
   return {
     registry,
     /** Where the scrape-time gauges read from (set once the queues and the store exist). */
@@ -282,6 +299,14 @@ export function createMetrics() {
     },
     webhookSubscriptionDisabled(reason: 'gone' | 'failing'): void {
       webhookDisabled.inc({ reason });
+    },
+    /** A computation of the wait times ended: when it did, and how long it took when it succeeded. */
+    waitTimesComputed(outcome: 'success' | 'failure', at: Date, seconds: number): void {
+      waitTimesRuns.inc({ outcome });
+      if (outcome === 'success') {
+        waitTimesComputedAt.set(at.getTime() / 1000);
+        waitTimesSeconds.set(seconds);
+      }
     },
     reminderSent(): void {
       remindersSent.inc();

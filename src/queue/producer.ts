@@ -27,6 +27,13 @@ import {
   type ReminderSchedule,
 } from './reminders.queue.ts';
 import { ensureTriageOverdueSweep, TRIAGE_OVERDUE_QUEUE } from './triage-overdue.queue.ts';
+import {
+  computeWaitTimesSoon,
+  hasWaitTimesSchedule,
+  scheduleWaitTimes,
+  WAIT_TIMES_QUEUE,
+  type WaitTimesSchedule,
+} from './wait-times.queue.ts';
 import { enqueueWebhooks, WEBHOOKS_QUEUE, type WebhookPayload } from './webhooks.queue.ts';
 
 export type { ReminderSchedule } from './reminders.queue.ts';
@@ -89,6 +96,16 @@ export interface QueueProducer {
    * finished) and adds it under the same ID. Returns whether it added one.
    */
   ensureScan(payload: ScanPayload): Promise<boolean>;
+  /**
+   * Sets the wait-times scheduler (one per installation, upserted by ID) and adds a run now, so that
+   * the figures are computed soon after a start and then on the schedule.
+   */
+  scheduleWaitTimes(schedule: WaitTimesSchedule): Promise<void>;
+  /**
+   * Sets the wait-times scheduler again if the queues lost it (Redis's data lost); returns whether it
+   * did. The figures stay in the database meanwhile, so no run is added.
+   */
+  ensureWaitTimesSchedule(schedule: WaitTimesSchedule): Promise<boolean>;
   health(): Promise<QueueHealth>;
   /**
    * Claims the queues for the installation (backend.ts); throws QueuePrefixTakenError when another
@@ -190,6 +207,19 @@ export function createQueueProducer(
     async ensureScan(payload) {
       await ready();
       return ensureScan(queues[ATTACHMENT_SCAN_QUEUE], payload);
+    },
+
+    async scheduleWaitTimes(schedule) {
+      await ready();
+      await scheduleWaitTimes(queues[WAIT_TIMES_QUEUE], schedule);
+      await computeWaitTimesSoon(queues[WAIT_TIMES_QUEUE]);
+    },
+
+    async ensureWaitTimesSchedule(schedule) {
+      await ready();
+      if (await hasWaitTimesSchedule(queues[WAIT_TIMES_QUEUE])) return false;
+      await scheduleWaitTimes(queues[WAIT_TIMES_QUEUE], schedule);
+      return true;
     },
 
     health: () => backend.health(),

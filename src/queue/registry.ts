@@ -7,6 +7,7 @@
 //   webhooks.queue.ts         one delivery per (event, subscription)
 //   attachment-scan.queue.ts  one malware scan per attachment
 //   triage-overdue.queue.ts   the sweep of referrals whose triage passed its due time
+//   wait-times.queue.ts       the offerings' wait times, recomputed on a schedule
 //
 // This file gathers them into the typed maps producers, workers and the dashboard read, so they cannot
 // disagree. Payloads carry IDs only, never patient data: BullMQ keeps job data in Redis in clear text.
@@ -42,6 +43,12 @@ import {
   type SettledWebhook,
   type WebhookPayload,
 } from './webhooks.queue.ts';
+import {
+  WAIT_TIMES_QUEUE,
+  WAIT_TIMES_WORKER_DEFAULTS,
+  type WaitTimesPayload,
+  type WaitTimesRun,
+} from './wait-times.queue.ts';
 
 export {
   ATTACHMENT_SCAN_QUEUE,
@@ -81,6 +88,14 @@ export {
   type WebhookPayload,
 } from './webhooks.queue.ts';
 
+export {
+  WAIT_TIMES_QUEUE,
+  WAIT_TIMES_SCHEDULER_ID,
+  type WaitTimesPayload,
+  type WaitTimesRun,
+  type WaitTimesSchedule,
+} from './wait-times.queue.ts';
+
 /** Each queue's job payload, by the queue's name. */
 export interface QueuePayloads {
   [FORWARD_QUEUE]: ForwardPayload;
@@ -88,6 +103,7 @@ export interface QueuePayloads {
   [WEBHOOKS_QUEUE]: WebhookPayload;
   [ATTACHMENT_SCAN_QUEUE]: ScanPayload;
   [TRIAGE_OVERDUE_QUEUE]: TriageOverduePayload;
+  [WAIT_TIMES_QUEUE]: WaitTimesPayload;
 }
 
 export type QueueName = keyof QueuePayloads;
@@ -102,6 +118,7 @@ export interface QueueResults {
   [WEBHOOKS_QUEUE]: SettledWebhook;
   [ATTACHMENT_SCAN_QUEUE]: SettledScan;
   [TRIAGE_OVERDUE_QUEUE]: SweptOverdue;
+  [WAIT_TIMES_QUEUE]: WaitTimesRun;
 }
 
 export const QUEUE_NAMES = [
@@ -110,6 +127,7 @@ export const QUEUE_NAMES = [
   WEBHOOKS_QUEUE,
   ATTACHMENT_SCAN_QUEUE,
   TRIAGE_OVERDUE_QUEUE,
+  WAIT_TIMES_QUEUE,
 ] as const satisfies readonly QueueName[];
 
 /** Each queue's worker settings, from its definition: the workers read them from here. */
@@ -119,6 +137,7 @@ export const WORKER_DEFAULTS = {
   [WEBHOOKS_QUEUE]: WEBHOOKS_WORKER_DEFAULTS,
   [ATTACHMENT_SCAN_QUEUE]: SCAN_WORKER_DEFAULTS,
   [TRIAGE_OVERDUE_QUEUE]: TRIAGE_OVERDUE_WORKER_DEFAULTS,
+  [WAIT_TIMES_QUEUE]: WAIT_TIMES_WORKER_DEFAULTS,
 } as const satisfies Record<QueueName, WorkerDefaults>;
 
 /**

@@ -22,6 +22,7 @@ import type {
   WorklistItem,
   WorklistName,
   WorklistPage,
+  WaitTimes,
 } from './models.ts';
 import type { paths } from './openapi.generated.ts';
 import { answerOf } from './problems.ts';
@@ -95,6 +96,22 @@ export class InstitutionClient {
       }),
     );
     return data.data;
+  }
+
+  /**
+   * How long referrals to the offering waited, as last computed: submit → accepted and submit → the
+   * first appointment booked (p50 and p90 in days), and the share declined, each with its count; a
+   * figure made of too few referrals is absent (`enoughData: false`).
+   */
+  async waitTimes(offeringId: string, signal?: AbortSignal): Promise<WaitTimes> {
+    const { institutionIdType, institutionId } = this.actingFor;
+    const { data } = await answerOf(
+      this.#api.GET('/api/v1/offerings/{offeringId}/wait-times', {
+        params: { path: { offeringId }, query: { institutionIdType, institutionId } },
+        signal,
+      }),
+    );
+    return data;
   }
 
   /**

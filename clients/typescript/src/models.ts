@@ -30,6 +30,9 @@ export type WorklistItem = Schemas['WorklistItem'];
 export type WorklistPage = Schemas['WorklistPage'];
 export type WorklistCount = Schemas['WorklistCount'];
 export type WorklistName = WorklistCount['name'];
+export type WaitTimes = Schemas['WaitTimes'];
+export type WaitTimeFigure = Schemas['WaitTimeFigure'];
+export type DeclinedShare = Schemas['DeclinedShare'];
 
 type JsonBody<Operation> = Operation extends {
   readonly requestBody: { readonly content: { readonly 'application/json': infer Body } };

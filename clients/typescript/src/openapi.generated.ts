@@ -389,6 +389,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/offerings/{offeringId}/wait-times': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read an offering's wait times
+     * @description How long referrals to the offering waited over the rolling window (WAIT_TIMES_WINDOW_DAYS, 180 days by default): submit → accepted and submit → the first appointment booked, the median (p50) and the ninth decile (p90) in days, without the time a referral waited for the sender, and the share declined, each with the number of referrals behind it. A figure made of fewer referrals than `minReferrals` is not given (`enoughData` is false). Computed nightly and soon after refhub starts: `computedAt` says when; before the first computation `computed` is false. An offering the catalog does not have is a 404.
+     */
+    get: operations['getWaitTimes'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/referrals/{referralId}/attachments': {
     parameters: {
       query?: never;
@@ -1601,6 +1621,59 @@ export interface components {
        */
       clientId?: string;
       label: string | null;
+    };
+    /** @description An offering's wait times over the rolling window, as last computed: `accepted`, submit → accepted; `firstAppointment`, submit → the first appointment booked (when it was booked, not the day it is on); `declined`, the share of decided referrals the provider rejected. */
+    WaitTimes: {
+      offeringId: string;
+      /** @description False until the figures were first computed (soon after refhub starts, then nightly): `detail` says so, and no other field but `offeringId` is given. */
+      computed: boolean;
+      /** @description Why there are no figures yet. */
+      detail?: string;
+      /**
+       * Format: date-time
+       * @description When the figures were computed (ISO 8601 UTC).
+       */
+      computedAt?: string;
+      /** @description The rolling window the figures cover. */
+      window?: {
+        /** @description The window in days. */
+        days: number;
+        /**
+         * Format: date-time
+         * @description Referrals first submitted at or after this time are counted.
+         */
+        from: string;
+        /**
+         * Format: date-time
+         * @description and before this one (when the figures were computed).
+         */
+        to: string;
+      };
+      /** @description The fewest referrals a figure is given from (WAIT_TIMES_MIN_REFERRALS). */
+      minReferrals?: number;
+      accepted?: components['schemas']['WaitTimeFigure'];
+      firstAppointment?: components['schemas']['WaitTimeFigure'];
+      declined?: components['schemas']['DeclinedShare'];
+    };
+    /** @description Days from the first submit, without the time the referral waited for the sender (from a request to act or a return to draft until it was submitted again). Percentiles interpolate linearly between the nearest ranks (PostgreSQL's percentile_cont). */
+    WaitTimeFigure: {
+      /** @description How many referrals the figure is made of (those first submitted in the window that got this far). */
+      referrals: number;
+      /** @description Whether there were at least `minReferrals` of them: only then are the figures given. Below it the answer has the count alone, so that no figure can point at one patient. */
+      enoughData: boolean;
+      /** @description Half of them took at most this many days (the median), to 0.1 day. */
+      p50Days?: number;
+      /** @description Nine in ten took at most this many days, to 0.1 day. */
+      p90Days?: number;
+    };
+    /** @description How many referrals the provider declined. */
+    DeclinedShare: {
+      /** @description How many referrals were decided (accepted or rejected at least once). */
+      referrals: number;
+      /** @description Whether there were at least `minReferrals` of them: only then are the figures given. Below it the answer has the count alone, so that no figure can point at one patient. */
+      enoughData: boolean;
+      /** @description Of the referrals decided, the share rejected (accepted and later rejected counts as rejected), to 0.01. Cancelled or returned to draft before a decision: not counted. */
+      share?: number;
     };
   };
   responses: never;
@@ -4899,6 +4972,114 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['WorklistPage'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  getWaitTimes: {
+    parameters: {
+      query: {
+        /**
+         * @description The kind of institution identifier. `hci` is the healthcare institution code.
+         * @example hci
+         */
+        institutionIdType: 'hci';
+        /** @example S1234A */
+        institutionId: string;
+      };
+      header?: never;
+      path: {
+        /** @example cgh-gastro */
+        offeringId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The offering's wait times. */
+      200: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WaitTimes'];
         };
       };
       /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */

@@ -107,6 +107,10 @@ export function redactData(data: Json): Json {
       case 'version':
         out[key] = isCount(value) ? value : NOT_SHOWN;
         break;
+      case 'trigger':
+        // What asked for a wait-times run (queue/wait-times.queue.ts): one of its words.
+        out[key] = value === 'schedule' || value === 'start' ? value : NOT_SHOWN;
+        break;
       default:
         hidden += 1;
     }

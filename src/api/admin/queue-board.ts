@@ -13,6 +13,7 @@ import { BROWSER_TIME_LOCALE, browserDateTimeFormat } from '../../domain/display
 import type { QueueProducer } from '../../queue/producer.ts';
 import {
   ATTACHMENT_SCAN_QUEUE,
+  WAIT_TIMES_QUEUE,
   FORWARD_QUEUE,
   QUEUE_NAMES,
   REMINDERS_QUEUE,
@@ -76,6 +77,12 @@ const DESCRIPTIONS: Readonly<Record<QueueName, { displayName: string; descriptio
     displayName: 'Attachment scans',
     description:
       'Scans each attachment for malware before anyone may read it. Job: attachment ID, referral ID.',
+  },
+  [WAIT_TIMES_QUEUE]: {
+    displayName: 'Wait times',
+    description:
+      "Recomputes every offering's wait times from the timeline, nightly and once as a worker starts. " +
+      'Job: what asked for the run (schedule or start).',
   },
 };
 

@@ -23,6 +23,7 @@ import {
 } from './access-report.schema.ts';
 import type { Named } from './named.ts';
 import { WorklistCount, WorklistCounts, WorklistItem, WorklistPage } from './worklists.schema.ts';
+import { DeclinedShare, WaitTimeFigure, WaitTimes } from './wait-times.schema.ts';
 import { FieldError, Problem } from './problem.schema.ts';
 import {
   AllowedAction,
@@ -99,6 +100,9 @@ export const COMPONENT_SCHEMAS: readonly Named[] = [
   PatientAccess,
   PatientAccessInstitution,
   PatientAccessClient,
+  WaitTimes,
+  WaitTimeFigure,
+  DeclinedShare,
 ];
 
 export function registerComponentSchemas(app: FastifyInstance): void {

@@ -154,6 +154,7 @@ const OPERATIONS: Readonly<Record<string, OperationExamples>> = {
   listOutcomeCodes: { parameters: asProvider },
   listReasonCodes: { parameters: { ...asProvider, action: 'reject' } },
   listPriorities: { parameters: { ...bySender, offeringId: EXAMPLE_OFFERING } },
+  getWaitTimes: { parameters: { ...bySender, offeringId: EXAMPLE_OFFERING } },
   upsertAppointment: {
     parameters: asProvider,
     body: {

@@ -26,8 +26,9 @@ export function filesRemovable(status: Status): boolean {
   return isAllowed('remove-attachment', 'sender', { status, offeringCancellable: true });
 }
 
-function choiceOf(offering: OfferingView, inactive: boolean): OfferingChoice {
+function choiceOf(offering: OfferingView, inactive: boolean, waitHint?: string): OfferingChoice {
   return {
+    ...(waitHint === undefined ? {} : { waitHint }),
     id: offering.id,
     name: offering.name,
     category: offering.category,
@@ -38,12 +39,18 @@ function choiceOf(offering: OfferingView, inactive: boolean): OfferingChoice {
   };
 }
 
-/** The active services, and the referral's own service even if it has since been deactivated. */
+/**
+ * The active services, and the referral's own service even if it has since been deactivated, each with
+ * how soon it usually accepts referrals where its wait times have enough data (`waitHints`).
+ */
 export function offeringChoices(
   catalog: readonly OfferingRecord[],
   currentId: string | null,
+  waitHints: ReadonlyMap<string, string> = new Map(),
 ): OfferingChoice[] {
-  return catalog.filter((o) => o.active || o.id === currentId).map((o) => choiceOf(o, !o.active));
+  return catalog
+    .filter((o) => o.active || o.id === currentId)
+    .map((o) => choiceOf(o, !o.active, waitHints.get(o.id)));
 }
 
 /** The latest request from the provider, which the sender is responding to. */
@@ -66,6 +73,8 @@ export interface FormPageInput {
   /** The version the next save is checked against; the view's own unless a save moved it on. */
   readonly version?: number;
   readonly catalog: readonly OfferingRecord[];
+  /** "Usually accepted within 3 days" by offering, for those whose wait times have enough data. */
+  readonly waitHints?: ReadonlyMap<string, string>;
   readonly countries: readonly Choice[];
   readonly display: DisplayTime;
   readonly files: readonly AttachmentView[];
@@ -99,7 +108,8 @@ export function formPageModel(input: FormPageInput): ReferralFormModel {
       ...(input.uploadError === undefined ? [] : [{ field: 'file' as const, message: input.uploadError }]),
     ],
     ...(input.notice === undefined ? {} : { notice: input.notice }),
-    offerings: mode === 'edit' ? offeringChoices(input.catalog, view.offering?.id ?? null) : [],
+    offerings:
+      mode === 'edit' ? offeringChoices(input.catalog, view.offering?.id ?? null, input.waitHints) : [],
     fixedOffering: view.offering === null ? null : choiceOf(view.offering, false),
     providerRequest: mode === 'respond' ? providerRequest(view, input.display) : null,
     countries: input.countries,

@@ -76,7 +76,7 @@ function noticeOf(query: unknown, attached: Notice): Notice | undefined {
 
 export type FormRoutesDeps = Pick<
   ApiDeps,
-  'catalog' | 'referralQueries' | 'referralCommands' | 'displayTime' | 'attachments' | 'config'
+  'catalog' | 'referralQueries' | 'referralCommands' | 'displayTime' | 'attachments' | 'config' | 'waitTimes'
 >;
 
 export function formRoutes(
@@ -115,6 +115,7 @@ export function formRoutes(
     } = {},
   ): Promise<FastifyReply> {
     const catalog = mode === 'edit' ? await deps.catalog.listOfferings() : [];
+    const waitHints = mode === 'edit' ? await deps.waitTimes.acceptedHints() : new Map<string, string>();
     const files = await deps.attachments.list(open.caller, view.id);
     return sendPage(reply, status, (nonce) =>
       renderReferralFormPage(
@@ -130,6 +131,7 @@ export function formRoutes(
           ...(extra.version === undefined ? {} : { version: extra.version }),
           ...(extra.uploadError === undefined ? {} : { uploadError: extra.uploadError }),
           catalog,
+          waitHints,
           countries,
           display: deps.displayTime,
           files,

@@ -15,11 +15,20 @@ export interface OfferingChoice {
   readonly providerName: string;
   /** Deactivated in the catalog; shown only while the referral still names it. */
   readonly inactive: boolean;
+  /**
+   * How soon the service usually accepts a referral ("Usually accepted within 3 days": its wait
+   * times' p90, domain/wait-times.ts); absent without enough data.
+   */
+  readonly waitHint?: string;
 }
 
 function offeringDetails(offering: OfferingChoice, id: string): SafeHtml {
   return html`<span class="option__provider">${offering.providerName} · ${offering.specialty}</span>
-    <span class="option__description" id="${id}">${linkify(offering.description)}</span>`;
+    <span class="option__description" id="${id}"
+      >${linkify(offering.description)}${
+        offering.waitHint === undefined ? null : html`<span class="option__wait">${offering.waitHint}.</span>`
+      }</span
+    >`;
 }
 
 function offeringOption(

@@ -88,6 +88,7 @@ legend { padding: 0; }
 .option input { margin-top: 2px; }
 .option__name { display: block; font-weight: 700; }
 .option__provider { display: block; color: var(--muted); font-size: 0.9375rem; }
+.option__wait { display: block; color: var(--muted); font-size: 0.9375rem; }
 .option__description { display: block; margin-top: 4px; font-size: 0.9375rem; white-space: pre-line; overflow-wrap: anywhere; }
 .option__inactive { display: inline-block; margin-left: 6px; color: var(--error); font-weight: 700; font-size: 0.875rem; }
 .fixed-offering { padding: 14px 16px; border: 1px solid var(--line); border-radius: 6px; background: #f8fafc; margin: 0 0 20px; }

@@ -115,6 +115,13 @@ describe('redacting error reasons', () => {
 });
 
 describe('redacting return values and options', () => {
+  it('shows what asked for a wait-times run, and nothing else in its place', () => {
+    expect(redactData({ trigger: 'start' })).toEqual({ trigger: 'start' });
+    expect(redactData({ trigger: 'schedule' })).toEqual({ trigger: 'schedule' });
+    expect(redactData({ trigger: CANARY.patientName })).toEqual({ trigger: NOT_SHOWN });
+    expect(redactResult({ offerings: 7, withFigures: 2 })).toEqual({ offerings: 7, withFigures: 2 });
+  });
+
   it('keeps the workers’ result words and numbers', () => {
     expect(redactResult('delivered')).toBe('delivered');
     expect(redactResult('nothing-to-send')).toBe('nothing-to-send');

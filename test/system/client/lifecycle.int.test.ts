@@ -350,6 +350,23 @@ describe.each(ENGINES)('@refhub/client against refhub on %s', (engine) => {
     expect((await mine.update({ clinicalInfo: 'My change.' })).clinicalInfo).toBe('My change.');
   });
 
+  it("reads an offering's wait times, typed, and a typed 404 for an offering the catalog does not have", async () => {
+    expect(await clinic.waitTimes('cgh-gastro')).toEqual({
+      offeringId: 'cgh-gastro',
+      computed: false,
+      detail: expect.stringContaining('not been computed yet') as unknown,
+    });
+    await t.ctx.waitTimes.recompute();
+    const computed = await clinic.waitTimes('cgh-gastro');
+    expect(computed.computed).toBe(true);
+    // The referrals of the tests above are too few for a figure.
+    expect(computed.accepted?.enoughData).toBe(false);
+    expect(computed.accepted?.p50Days).toBeUndefined();
+    const unknown = await problemOf(clinic.waitTimes('no-such-offering'));
+    expect(unknown.status).toBe(404);
+    expect(unknown.problem.code).toBe('not_found');
+  });
+
   it('surfaces refusals as typed problem+json errors', async () => {
     const invalid = await problemOf(
       clinic.createReferral({ offeringId: 'cgh-gastro', patientUin: 'not a UIN' }),
