@@ -84,6 +84,17 @@ export const REFERRAL_ROUTES: readonly ReferralRoute[] = [
     request: post('/api/v1/referrals/:id/cancel', { cancelNote: 'Patient recovered' }),
   },
   {
+    name: 'POST redirect',
+    owner: 'provider',
+    status: 'pending-acceptance',
+    ifMatch: true,
+    request: post('/api/v1/referrals/:id/redirect', {
+      offeringId: 'erh-cardio',
+      reasonCode: 'wrong-service',
+      comment: 'Our cardiology colleagues at Eastside will see him.',
+    }),
+  },
+  {
     name: 'POST back-to-draft',
     owner: 'sender',
     status: 'pending-acceptance',

@@ -23,6 +23,7 @@ import * as m0020 from './0020-audit-claims-and-forms.ts';
 import * as m0021 from './0021-forward-backlog.ts';
 import * as m0022 from './0022-reason-codes.ts';
 import * as m0023 from './0023-priorities.ts';
+import * as m0025 from './0025-redirect.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -48,4 +49,5 @@ export const migrations: Record<string, Migration> = {
   '0021-forward-backlog': m0021,
   '0022-reason-codes': m0022,
   '0023-priorities': m0023,
+  '0025-redirect': m0025,
 };
