@@ -17,6 +17,7 @@ import { REQUESTER } from '../../support/referral-routes.ts';
 import { expectReferralShape, expectSummaryShape, type ReferralBody } from '../../support/referral-shapes.ts';
 import { call, createDraft, referralIn } from '../../support/scenarios.ts';
 import { createTestApp, type TestApp, type TestParty } from '../../support/test-app.ts';
+import { getPage, linksOf, redeem } from '../../support/web.ts';
 
 // Words a person wrote that name the patient: the timelines quote them, nothing else may.
 const COMMENT = 'Tan Ah Kow (S1234567D) has chest pain on exertion; cardiology should see him first.';
@@ -558,6 +559,25 @@ describe.each(ENGINES)('redirecting a referral on %s', (engine) => {
     const old = cheerio.load((await read(t.sender, pending.id, '&additionalField=ehrForm')).ehrForm!);
     expect(old('[data-field="redirectedTo"]').text()).toBe(successorId);
     expect(old('[data-field="redirectedFrom"]')).toHaveLength(0);
+  });
+
+  it('the web pages show both links: the view of the successor names where it came from, the other its successor', async () => {
+    const pending = await referralIn(t, 'pending-acceptance');
+    const successorId = (await redirect(t.provider, pending.id, TO_CARDIOLOGY)).json<ReferralBody>()
+      .redirectedTo!;
+    const successorView = await getPage(
+      t,
+      await redeem(t, (await linksOf(t, successorId, t.otherProvider)).view!),
+    );
+    expect(successorView.statusCode, successorView.body).toBe(200);
+    const page = cheerio.load(successorView.body);
+    expect(page('[data-field="redirectedFrom"]').text()).toBe(pending.id);
+    expect(page('[data-field="timeline.fromReferralId"]').length).toBeGreaterThan(0);
+    const oldView = await getPage(t, await redeem(t, (await linksOf(t, pending.id)).view!));
+    expect(oldView.statusCode, oldView.body).toBe(200);
+    const old = cheerio.load(oldView.body);
+    expect(old('[data-field="redirectedTo"]').text()).toBe(successorId);
+    expect(old.text()).toContain('Redirected to another service');
   });
 
   it('GET /reason-codes lists the codes for redirect', async () => {
