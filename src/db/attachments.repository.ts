@@ -59,6 +59,14 @@ export interface AttachmentRecord extends Omit<NewAttachment, 'scanState'> {
   readonly scannedAt: Date | null;
 }
 
+/** A file a redirect's successor carries: the predecessor's attachment `from`, as the attachment `id`. */
+export interface CarriedAttachment {
+  readonly id: string;
+  readonly from: string;
+  /** Its name, opened (it is sealed again for the new attachment). */
+  readonly fileName: string;
+}
+
 /** An attachment as a change's statement adds it: numbered by the change, which read the others. */
 export interface NumberedAttachment extends NewAttachment {
   readonly number: number;
@@ -103,6 +111,57 @@ export const attachmentWrites = {
         content: cipher.sealBytes(content, contentPlace(attachment.id)),
       }),
     ];
+  },
+
+  /**
+   * The files a redirect's successor carries (db/referrals/change.ts): for each, the predecessor's
+   * attachment as it is when the statement runs (its number, type, size, digest and scan, its author),
+   * under its own ID and with its name sealed for it, reading the bytes the first of them stored
+   * (`content_of`): no file is copied, and none sealed again.
+   */
+  carry(
+    db: Executor,
+    cipher: FieldCipher,
+    fromReferralId: string,
+    toReferralId: string,
+    files: readonly CarriedAttachment[],
+  ): Compilable {
+    const ids = files.map((f) => f.id);
+    const froms = files.map((f) => f.from);
+    const names = files.map(
+      (f) => sealColumns('attachments', { id: f.id }, { file_name: f.fileName }, cipher).file_name,
+    );
+    return db
+      .insertInto('attachments')
+      .columns([
+        'id',
+        'referral_id',
+        'number',
+        'file_name',
+        'media_type',
+        'size_bytes',
+        'sha256',
+        'scan_state',
+        'scan_signature',
+        'scanned_at',
+        'added_by',
+        'author_institution_id_type',
+        'author_institution_id',
+        'requester_identifier',
+        'system',
+        'created_at',
+        'content_of',
+      ])
+      .expression(
+        sql`select c.id, ${toReferralId}::uuid, a.number, c.file_name, a.media_type, a.size_bytes, a.sha256,
+            a.scan_state, a.scan_signature, a.scanned_at, a.added_by, a.author_institution_id_type,
+            a.author_institution_id, a.requester_identifier, a.system, a.created_at,
+            coalesce(a.content_of, a.id)
+          from attachments a
+          join unnest(${ids}::uuid[], ${froms}::uuid[], ${names}::text[]) as c (id, from_id, file_name)
+            on c.from_id = a.id
+          where a.referral_id = ${fromReferralId}`,
+      );
   },
 
   /** Removes the attachment; its bytes go with it (ON DELETE CASCADE). */
@@ -226,7 +285,8 @@ export type AttachmentScanQueue = ReturnType<typeof scanQueue>;
 
 /**
  * A piece of an attachment's stored bytes, with what shows they changed since an earlier piece: their
- * whole length, and their first `headBytes` (a sealed value's header), as the same statement saw them.
+ * whole length, and their first `headBytes` (a sealed value's header), as the same statement saw them;
+ * and the attachment they were stored for (`contentId`), whose place they are sealed under.
  */
 async function storedPiece(db: Executor, id: string, offset: number, bytes: number, headBytes = 0) {
   const row = await db
@@ -237,7 +297,13 @@ async function storedPiece(db: Executor, id: string, offset: number, bytes: numb
       sql<number>`octet_length(content)`.as('length'),
       sql<Buffer>`substring(content from 1 for ${headBytes})`.as('head'),
     ])
-    .where('attachment_id', '=', id)
+    // A successor's file reads the bytes its predecessor's stored (`content_of`); any other, its own.
+    .where(
+      'attachment_id',
+      '=',
+      sql<string>`(select coalesce(a.content_of, a.id) from attachments a where a.id = ${id})`,
+    )
+    .select('attachment_id as contentId')
     .executeTakeFirst();
   if (row === undefined) throw new Error(`attachment_content_missing: ${id}`);
   return row;
@@ -332,19 +398,21 @@ function withKeys(db: Executor, keys: DataKeys) {
   async function* content(id: string, sizeBytes: number, pieceBytes = 1024 * 1024): AsyncGenerator<Buffer> {
     if (sizeBytes === 0) return;
     const first = await storedPiece(db, id, 0, Math.max(pieceBytes, SEALED_BYTES_HEADER_MAX));
+    // The bytes are those of the attachment that stored them: the same one, or a predecessor's.
+    const stored = first.contentId;
     const layout = sealedBytesLayout(first.piece);
     if (layout !== undefined && first.length === sealedBytesLength(layout, sizeBytes)) {
-      yield* openedChunks(id, sizeBytes, layout, first, pieceBytes);
+      yield* openedChunks(stored, sizeBytes, layout, first, pieceBytes);
       return;
     }
     // A header over bytes of another length: chunks were cut off, or added.
     if (layout !== undefined && first.length !== sizeBytes) {
-      throw new FieldTamperedError(contentPlace(id));
+      throw new FieldTamperedError(contentPlace(stored));
     }
     // Stored before field encryption: read as it is.
     yield first.piece.subarray(0, pieceBytes);
     for (let offset = pieceBytes; offset < sizeBytes; offset += pieceBytes) {
-      const next = await storedPiece(db, id, offset, pieceBytes);
+      const next = await storedPiece(db, stored, offset, pieceBytes);
       // Sealed by the sweep since the first piece: what follows is no longer the plaintext.
       if (next.length !== first.length) throw changedMidway(id);
       yield next.piece;

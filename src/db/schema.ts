@@ -128,6 +128,9 @@ export interface ReferralsTable {
   ehr_sha256: string | null;
   ehr_due_version: ColumnType<number | null, number | null | undefined, number | null>;
   ehr_forwarded_version: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The referral this one carries on after a redirect, and the one it was redirected to (migration 0025). */
+  redirected_from: ColumnType<string | null, string | null | undefined, string | null>;
+  redirected_to: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
   submitted_at: Date | null;
@@ -173,6 +176,8 @@ export interface AttachmentsTable {
   requester_identifier: string | null;
   system: string;
   created_at: Timestamp;
+  /** For a file a successor carries, the attachment whose stored bytes it reads (migration 0025). */
+  content_of: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface OutcomeCodesTable {
@@ -246,6 +251,8 @@ export interface TimelineEventsTable {
   /** The reason's code and words (migration 0022); null for events without one. */
   reason_code: ColumnType<string | null, string | null | undefined, string | null>;
   reason_display: ColumnType<string | null, string | null | undefined, string | null>;
+  /** For a step copied in at a redirect, the referral it was taken on (migration 0025); else null. */
+  from_referral_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface AuditEventsTable {

@@ -13,6 +13,8 @@
 //   durations  seconds from the first submit to each mark, less the sender's waits before the mark;
 //   the rest   per offering (every offering, with or without referrals): how many referrals each figure
 //              has, its percentile_cont(0.5) and (0.9), and the referrals decided and declined.
+// Every step read is one taken on the referral itself (`from_referral_id IS NULL`): a redirect's
+// successor carries its predecessor's steps, which happened at another service.
 import { sql } from 'kysely';
 import { WAIT_TIME_STEPS, type ComputedWaitTimes, type OfferingWaitTimes } from '../domain/wait-times.ts';
 import type { Executor } from './executor.ts';
@@ -47,32 +49,36 @@ export function waitTimesRepository(db: Executor) {
         WITH cohort AS (
           SELECT s.referral_id, min(s.produced_at) AS submitted_at
           FROM timeline_events s
-          WHERE s.type = ${submitted}
+          WHERE s.type = ${submitted} AND s.from_referral_id IS NULL
             AND s.produced_at >= ${window.start} AND s.produced_at < ${window.end}
             AND NOT EXISTS (
               SELECT 1 FROM timeline_events e
-              WHERE e.referral_id = s.referral_id AND e.type = ${submitted} AND e.produced_at < ${window.start}
+              WHERE e.referral_id = s.referral_id AND e.type = ${submitted} AND e.from_referral_id IS NULL
+                AND e.produced_at < ${window.start}
             )
           GROUP BY s.referral_id
         ),
         marks AS (
           SELECT c.referral_id, c.submitted_at,
             (SELECT min(e.produced_at) FROM timeline_events e
-              WHERE e.referral_id = c.referral_id AND e.type = ${sql.lit(WAIT_TIME_STEPS.accepted)}) AS accepted_at,
+              WHERE e.referral_id = c.referral_id AND e.from_referral_id IS NULL
+                AND e.type = ${sql.lit(WAIT_TIME_STEPS.accepted)}) AS accepted_at,
             (SELECT min(e.produced_at) FROM timeline_events e
-              WHERE e.referral_id = c.referral_id
+              WHERE e.referral_id = c.referral_id AND e.from_referral_id IS NULL
                 AND e.type IN (${steps(WAIT_TIME_STEPS.appointmentBooked)})) AS appointment_at,
             EXISTS (SELECT 1 FROM timeline_events e
-              WHERE e.referral_id = c.referral_id AND e.type = ${sql.lit(WAIT_TIME_STEPS.rejected)}) AS rejected
+              WHERE e.referral_id = c.referral_id AND e.from_referral_id IS NULL
+                AND e.type = ${sql.lit(WAIT_TIME_STEPS.rejected)}) AS rejected
           FROM cohort c
         ),
         wait_steps AS (
           SELECT w.referral_id, w.produced_at AS started_at,
             (SELECT min(p.produced_at) FROM timeline_events p
-              WHERE p.referral_id = w.referral_id AND p.type = ${submitted} AND p.seq > w.seq) AS ended_at
+              WHERE p.referral_id = w.referral_id AND p.type = ${submitted} AND p.from_referral_id IS NULL
+                AND p.seq > w.seq) AS ended_at
           FROM timeline_events w
           JOIN cohort c ON c.referral_id = w.referral_id
-          WHERE w.type IN (${steps(WAIT_TIME_STEPS.senderWaits)})
+          WHERE w.type IN (${steps(WAIT_TIME_STEPS.senderWaits)}) AND w.from_referral_id IS NULL
         ),
         waits AS (
           SELECT referral_id, min(started_at) AS started_at, ended_at

@@ -35,6 +35,7 @@ export const STATUS_LABELS: Readonly<Record<Status, string>> = {
   cancelled: 'Cancelled',
   completed: 'Completed, outcome awaiting acknowledgement',
   'outcome-acknowledged': 'Completed, outcome acknowledged',
+  redirected: 'Redirected to another service',
 };
 
 /** The same, for the sender in its own form, where the action is the reader's. */

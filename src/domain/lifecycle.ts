@@ -58,6 +58,7 @@ const SUBMITTED: readonly Status[] = [
   'cancelled',
   'completed',
   'outcome-acknowledged',
+  'redirected',
 ];
 const ALL: readonly Status[] = ['draft', ...SUBMITTED];
 
@@ -101,6 +102,17 @@ export const LIFECYCLE = {
     to: { kind: 'status', status: 'draft' },
     event: 'referral.back-to-draft',
     outbox: [],
+  },
+  // The referral ends here and a successor carries it on at another offering (docs/api.md,
+  // "Redirecting a referral"): the successor is a referral of its own, submitted, whose own opening
+  // event is the submit's (`referral.pending-acceptance`). The EHR gets the final form of this one,
+  // and the successor's first. The sender may redirect only while it may cancel.
+  redirect: {
+    from: { sender: ['pending-acceptance'], provider: ['pending-acceptance', 'accepted'] },
+    to: { kind: 'status', status: 'redirected' },
+    event: 'referral.redirected',
+    outbox: [OUTBOX_TOPICS.forward],
+    senderNeedsCancellableOffering: true,
   },
   accept: {
     from: { provider: ['pending-acceptance'] },
@@ -202,6 +214,7 @@ export const OPERATION_VERBS: Readonly<Record<Operation, string>> = {
   delete: 'delete',
   cancel: 'cancel',
   'back-to-draft': 'return to draft',
+  redirect: 'redirect',
   accept: 'accept',
   reject: 'reject',
   'request-action': 'request sender action on',

@@ -73,6 +73,10 @@ export interface ReferralSummaryView {
    * why, as a code and in words. Absent otherwise.
    */
   readonly actionRequired?: { readonly reason: SenderActionReason; readonly description: string };
+  /** The referral this one carries on after a redirect; absent for one its sender submitted. */
+  readonly redirectedFrom?: string;
+  /** The referral this one was redirected to; absent unless it is `redirected`. */
+  readonly redirectedTo?: string;
 }
 
 /** The summary as stored, the same for every caller: what the ehrForm and the FHIR view draw from. */
@@ -113,6 +117,11 @@ export interface TimelineEventView {
   readonly producedAt: string;
   /** The coded reason the step was given for (domain/reasons.ts); absent when it had none. */
   readonly reason?: ReasonView;
+  /**
+   * For a step of the referral this one was redirected from, copied into its timeline at the
+   * redirect: that referral's ID. Absent for the referral's own steps.
+   */
+  readonly fromReferralId?: string;
 }
 
 export type EhrForwardingState = 'not-sent' | 'queued' | 'forwarded' | 'failed';

@@ -11,6 +11,7 @@ export const STATUSES = [
   'cancelled',
   'completed',
   'outcome-acknowledged',
+  'redirected',
 ] as const;
 export type Status = (typeof STATUSES)[number];
 
@@ -22,6 +23,7 @@ export const CORE_STATUSES = [
   'cancelled',
   'sender-action-required',
   'completed',
+  'redirected',
 ] as const;
 export type CoreStatus = (typeof CORE_STATUSES)[number];
 
@@ -35,6 +37,7 @@ export const CORE_STATUS_OF: Readonly<Record<Status, CoreStatus>> = {
   cancelled: 'cancelled',
   completed: 'completed',
   'outcome-acknowledged': 'completed',
+  redirected: 'redirected',
 };
 
 /** The statuses whose coreStatus is `core`. */

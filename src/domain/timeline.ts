@@ -85,6 +85,26 @@ export const timeline = {
       given.reason,
       given.comment,
     ),
+  /** The referral ends here: `to` (the provider and its offering) has its successor. */
+  redirected: (actor: string, to: string, given: GivenReason): TimelineEntry =>
+    reasoned(
+      LIFECYCLE.redirect.event,
+      `${actor} redirected the referral to ${to}`,
+      given.reason,
+      given.comment,
+    ),
+  /**
+   * A redirect's successor opens with it (after the steps copied from `from`, its predecessor's
+   * provider and offering): it is submitted, as a submit leaves a referral, so its event is the
+   * submit's.
+   */
+  redirectedHere: (actor: string, from: string, to: string, given: GivenReason): TimelineEntry =>
+    reasoned(
+      LIFECYCLE.submit.event,
+      `${actor} redirected the referral from ${from} to ${to}, where it is awaiting acceptance`,
+      given.reason,
+      given.comment,
+    ),
   accepted: (actor: string): TimelineEntry =>
     entry(LIFECYCLE.accept.event, `${actor} accepted the referral.`),
   /** Triage accepted it with another priority: from what (null: none set) to what, and why. */

@@ -1,11 +1,15 @@
 // The attachments' store on both engines: listed in the order added, the bytes read back in pieces
 // exactly as stored (sealed, or in the clear as before field encryption), a scan's result recorded
-// once, and a removal that takes the bytes with it. (The number and the limit are kept by the change
+// once, a removal that takes the bytes with it, and a file carried to a redirect's successor. (The number and the limit are kept by the change
 // that adds a file: test/api/routes/attachments.int.test.ts; the sealing itself:
 // test/db/sealed-parts.int.test.ts.)
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attachmentRepository, type NewAttachment } from '../../src/db/attachments.repository.ts';
+import {
+  attachmentRepository,
+  attachmentWrites,
+  type NewAttachment,
+} from '../../src/db/attachments.repository.ts';
 import { ENGINES } from '../support/engines.ts';
 import { createDraft } from '../support/scenarios.ts';
 import { deleteAttachment, insertAttachment } from '../support/stored-attachments.ts';
@@ -133,5 +137,44 @@ describe.each(ENGINES)('attachments repository on %s', (engine) => {
       .where('attachment_id', '=', added.id)
       .execute();
     expect(left).toEqual([]);
+  });
+
+  it('a file carried to a redirect’s successor reads the bytes the first one stored, which stay while it does', async () => {
+    const repo = repository();
+    const from = await createDraft(t);
+    const to = await createDraft(t);
+    // Several chunks, read a piece at a time through the successor's own attachment.
+    const bytes = randomBytes(300_000);
+    const original = await add(attachment(from.id, bytes, 'Tan Ah Kow ECG.pdf'), bytes);
+    const carried = { id: randomUUID(), from: original.id, fileName: original.fileName };
+    const cipher = await t.ctx.dataKeys.cipher(t.ctx.db);
+    await t.ctx.db.executeQuery(
+      attachmentWrites.carry(t.ctx.db, cipher, from.id, to.id, [carried]).compile(),
+    );
+
+    const found = await repo.find(to.id, carried.id);
+    expect(found).toEqual({ ...original, id: carried.id, referralId: to.id });
+    const pieces = await collect(repo.content(carried.id, original.sizeBytes, 100_000));
+    expect(pieces.length).toBeGreaterThan(1);
+    expect(Buffer.concat(pieces).equals(bytes)).toBe(true);
+    // Its name is sealed for it: the stored value is not the original's.
+    const names = await t.ctx.db
+      .selectFrom('attachments')
+      .select(['id', 'file_name', 'content_of'])
+      .where('id', 'in', [original.id, carried.id])
+      .execute();
+    const stored = new Map(names.map((n) => [n.id, n]));
+    expect(stored.get(carried.id)?.file_name).not.toBe(stored.get(original.id)?.file_name);
+    expect(stored.get(carried.id)?.content_of).toBe(original.id);
+    // Its scan is its own.
+    expect(await repo.recordScan(carried.id, { kind: 'clean' }, now)).toMatchObject({
+      scanState: 'available',
+    });
+    expect((await repo.find(from.id, original.id))?.scanState).toBe('pending-scan');
+    // The bytes cannot go while a carried file reads them.
+    await expect(deleteAttachment(t.ctx.db, from.id, original.id)).rejects.toThrow();
+    expect(Buffer.concat(await collect(repo.content(carried.id, original.sizeBytes))).equals(bytes)).toBe(
+      true,
+    );
   });
 });

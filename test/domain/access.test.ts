@@ -29,6 +29,7 @@ const SENDER_OPERATIONS: readonly Operation[] = [
   'submit',
   'delete',
   'cancel',
+  'redirect',
   'back-to-draft',
   'acknowledge-outcome',
   'add-note',
@@ -37,6 +38,7 @@ const SENDER_OPERATIONS: readonly Operation[] = [
 ];
 const PROVIDER_OPERATIONS: readonly Operation[] = [
   'cancel',
+  'redirect',
   'accept',
   'reject',
   'request-action',

@@ -103,9 +103,9 @@ describe('actionsFor every (party, status, offering cancellable)', () => {
         });
         const offeringBlocks =
           party === 'sender' &&
-          b.action === 'cancel' &&
+          (b.action === 'cancel' || b.action === 'redirect') &&
           !offeringCancellable &&
-          ALLOWED.sender[status].includes('cancel');
+          ALLOWED.sender[status].includes(b.action);
         expect(b.reason).toBe(offeringBlocks ? 'offering-not-cancellable' : 'not-in-status');
         if (b.reason === 'not-in-status') expect(b.detail).toContain(`whose status is ${status}`);
         else expect(b.detail).toMatch(/isCancellable is false/);

@@ -89,6 +89,7 @@ describe('clinical timeline events', () => {
         'referral.back-to-draft',
         'referral.accepted',
         'referral.rejected',
+        'referral.redirected',
         'referral.sender-action-required',
         'referral.completed',
         'referral.outcome-acknowledged',

@@ -35,6 +35,8 @@ const ALLOWED_FROM: Readonly<Record<Operation, Partial<Record<Actor, readonly St
     provider: ['pending-acceptance', 'accepted', 'sender-action-required', 'scheduled'],
   },
   'back-to-draft': { sender: ['pending-acceptance', 'sender-action-required'] },
+  // The sender only while it awaits acceptance (and only while it may cancel, see expectedAllowed).
+  redirect: { sender: ['pending-acceptance'], provider: ['pending-acceptance', 'accepted'] },
   accept: { provider: ['pending-acceptance'] },
   reject: { provider: ['pending-acceptance', 'accepted'] },
   'request-action': { provider: ['pending-acceptance', 'accepted'] },
@@ -63,6 +65,7 @@ const LEADS_TO: Readonly<Record<Exclude<Operation, 'upsert-appointment'>, Status
   delete: undefined,
   cancel: 'cancelled',
   'back-to-draft': 'draft',
+  redirect: 'redirected',
   accept: 'accepted',
   reject: 'rejected',
   'request-action': 'sender-action-required',
@@ -85,6 +88,7 @@ const EVENTS: Readonly<Record<Operation, string | null>> = {
   delete: null,
   cancel: 'referral.cancelled',
   'back-to-draft': 'referral.back-to-draft',
+  redirect: 'referral.redirected',
   accept: 'referral.accepted',
   reject: 'referral.rejected',
   'request-action': 'referral.sender-action-required',
@@ -104,7 +108,7 @@ function expectedAllowed(op: Operation, actor: Actor, status: Status, cancellabl
   const from = ALLOWED_FROM[op][actor] ?? [];
   if (!from.includes(status)) return false;
   // "and isCancellable" binds the sender only; the provider may cancel a non-cancellable offering.
-  return !(op === 'cancel' && actor === 'sender' && !cancellable);
+  return !((op === 'cancel' || op === 'redirect') && actor === 'sender' && !cancellable);
 }
 
 const TRIPLES = STATUSES.flatMap((status) =>
@@ -117,9 +121,9 @@ describe('LIFECYCLE against contract §4', () => {
   });
 
   it('walks every (status, operation, actor) triple', () => {
-    // A guard that the walk below is exhaustive: 9 statuses × 19 operations × 3 actors.
+    // A guard that the walk below is exhaustive: 10 statuses × 20 operations × 3 actors.
     expect(TRIPLES).toHaveLength(STATUSES.length * OPERATIONS.length * ACTORS.length);
-    expect(TRIPLES.length).toBe(513);
+    expect(TRIPLES.length).toBe(600);
   });
 
   describe.each([true, false])('offering cancellable: %s', (cancellable) => {
@@ -149,7 +153,11 @@ describe('LIFECYCLE against contract §4', () => {
       expect(error.code).toBe('invalid_transition');
       expect(error.status).toBe(409);
       expect(error.extra.currentStatus).toBe(status);
-      if (operation === 'cancel' && actor === 'sender' && ALLOWED_FROM.cancel.sender?.includes(status)) {
+      if (
+        (operation === 'cancel' || operation === 'redirect') &&
+        actor === 'sender' &&
+        ALLOWED_FROM[operation].sender?.includes(status)
+      ) {
         // Allowed by status but the offering forbids it: the detail says why, not just the status.
         expect(error.message).toMatch(/isCancellable is false/);
       } else {
@@ -239,12 +247,13 @@ describe('outbox topics', () => {
     }
   });
 
-  it('enqueues ehr-forward for submit, cancel and complete, and for nothing else (contract §7)', () => {
-    // Complete sends the national record the form again, with the provider's outcome.
+  it('enqueues ehr-forward for submit, cancel, complete and redirect, and for nothing else (contract §7)', () => {
+    // Complete sends the national record the form again, with the provider's outcome; a redirect
+    // sends the redirected referral's final form (its successor's first goes as a submit's).
     const forwarding = OPERATIONS.filter((op) =>
       (LIFECYCLE[op].outbox as readonly string[]).includes('ehr-forward'),
     );
-    expect(forwarding.sort()).toEqual(['cancel', 'complete', 'submit']);
+    expect(forwarding.sort()).toEqual(['cancel', 'complete', 'redirect', 'submit']);
   });
 });
 

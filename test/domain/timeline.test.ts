@@ -22,6 +22,21 @@ const ENTRIES: readonly [string, TimelineEntry][] = [
   ['acceptedWithPriority', timeline.acceptedWithPriority(ACTOR, 'Routine', 'Urgent', FREE_TEXT)],
   ['rejected', timeline.rejected(ACTOR, { comment: FREE_TEXT })],
   ['actionRequested', timeline.actionRequested(ACTOR, { comment: FREE_TEXT })],
+  [
+    'redirected',
+    timeline.redirected(ACTOR, 'Eastside Regional Hospital (Cardiology)', { comment: FREE_TEXT }),
+  ],
+  [
+    'redirectedHere',
+    timeline.redirectedHere(
+      ACTOR,
+      'Central General Hospital (Gastroenterology)',
+      'Eastside Regional Hospital (Cardiology)',
+      {
+        comment: FREE_TEXT,
+      },
+    ),
+  ],
   ...APPOINTMENT_STATUSES.map(
     (status) =>
       [`appointment ${status}`, timeline.appointment(ACTOR, status, START, FREE_TEXT, display)] as [
@@ -58,6 +73,8 @@ describe('timeline sentences', () => {
       'acceptedWithPriority',
       'rejected',
       'actionRequested',
+      'redirected',
+      'redirectedHere',
       ...APPOINTMENT_STATUSES.map((status) => `appointment ${status}`),
     ]);
   });
@@ -137,6 +154,40 @@ describe('timeline sentences with a coded reason', () => {
     expect(timeline.backToDraft(ACTOR, {})).toEqual(timeline.backToDraft(ACTOR));
     expect(timeline.backToDraft(ACTOR).description).toBe(`${ACTOR} returned the referral to draft.`);
     expect(timeline.rejected(ACTOR, { comment: FREE_TEXT })).not.toHaveProperty('reason');
+  });
+});
+
+describe('a redirect on both timelines', () => {
+  const reason = { code: 'wrong-service', display: 'Referred to the wrong service' };
+  it('says where the referral went, and where its successor came from, with the reason and the comment', () => {
+    expect(
+      timeline.redirected(ACTOR, 'Eastside Regional Hospital (Cardiology)', { reason, comment: FREE_TEXT }),
+    ).toEqual({
+      type: 'referral.redirected',
+      description: `${ACTOR} redirected the referral to Eastside Regional Hospital (Cardiology) (Referred to the wrong service): ${FREE_TEXT}`,
+      eventDescription: `${ACTOR} redirected the referral to Eastside Regional Hospital (Cardiology) (Referred to the wrong service).`,
+      reason,
+    });
+    // The successor's opening step is the submit's event: it enters pending-acceptance.
+    expect(
+      timeline.redirectedHere(
+        ACTOR,
+        'Central General Hospital (Gastroenterology)',
+        'Eastside Regional Hospital (Cardiology)',
+        {
+          reason,
+        },
+      ),
+    ).toEqual({
+      type: 'referral.pending-acceptance',
+      description:
+        `${ACTOR} redirected the referral from Central General Hospital (Gastroenterology) to Eastside Regional ` +
+        'Hospital (Cardiology), where it is awaiting acceptance (Referred to the wrong service).',
+      eventDescription:
+        `${ACTOR} redirected the referral from Central General Hospital (Gastroenterology) to Eastside Regional ` +
+        'Hospital (Cardiology), where it is awaiting acceptance (Referred to the wrong service).',
+      reason,
+    });
   });
 });
 

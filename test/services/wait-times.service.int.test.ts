@@ -6,6 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { windowEndingAt } from '../../src/domain/wait-times.ts';
 import { NOT_COMPUTED_DETAIL } from '../../src/services/wait-times.service.ts';
+import { waitTimesRepository } from '../../src/db/wait-times.repository.ts';
+import { PATIENT } from '../support/fixtures/patients.ts';
+import { call } from '../support/scenarios.ts';
 import { ENGINES } from '../support/engines.ts';
 import { createTestApp, type TestApp } from '../support/test-app.ts';
 import {
@@ -150,5 +153,53 @@ describe.each(ENGINES)('wait times on %s', (engine) => {
       status: 404,
       code: 'not_found',
     });
+  });
+
+  it("counts a redirect's successor at its new service from the redirect, not from the first submit", async () => {
+    // Five referrals accepted at cgh-gastro after a day, redirected to erh-cardio the next day, and
+    // accepted there half a day later: erh-cardio's figure is half a day, whatever the successors
+    // carry of their history, and cgh-gastro's own acceptances still count for it.
+    const start = new Date(NOW.getTime() - 20 * 86_400_000);
+    const successors: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      clock.set(new Date(start.getTime() + i * 3_600_000));
+      const draft = await call(
+        t,
+        t.sender,
+        'POST',
+        '/api/v1/referrals',
+        { offeringId: 'cgh-gastro', ...PATIENT },
+        201,
+      );
+      const id = String(draft.id);
+      await call(t, t.sender, 'POST', `/api/v1/referrals/${id}/submit`, {});
+      clock.set(new Date(clock.now().getTime() + 86_400_000));
+      await call(t, t.provider, 'POST', `/api/v1/referrals/${id}/accept`, {});
+      clock.set(new Date(clock.now().getTime() + 86_400_000));
+      const redirected = await call(t, t.provider, 'POST', `/api/v1/referrals/${id}/redirect`, {
+        offeringId: 'erh-cardio',
+        reasonCode: 'wrong-service',
+      });
+      successors.push(String(redirected.redirectedTo));
+      clock.set(new Date(clock.now().getTime() + 43_200_000));
+      await call(
+        t,
+        t.otherProvider,
+        'POST',
+        `/api/v1/referrals/${String(redirected.redirectedTo)}/accept`,
+        {},
+      );
+    }
+    clock.set(NOW);
+    // The figures before the threshold hides them (five are fewer than ten).
+    const computed = await waitTimesRepository(t.ctx.db).compute(windowEndingAt(NOW, 180));
+    const cardio = computed.find((c) => c.offeringId === 'erh-cardio');
+    expect(cardio?.accepted).toEqual({ referrals: 5, p50Seconds: 43_200, p90Seconds: 43_200 });
+    // The five redirected referrals were accepted at cgh-gastro a day after they were submitted there.
+    const gastro = computed.find((c) => c.offeringId === 'cgh-gastro');
+    expect(gastro?.accepted.referrals).toBe(
+      expectedFigures(plans, 'cgh-gastro', windowEndingAt(NOW, 180)).acceptedSeconds.length + 5,
+    );
+    expect(successors).toHaveLength(5);
   });
 });

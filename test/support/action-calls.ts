@@ -12,6 +12,7 @@ export type ActionName =
   | 'delete'
   | 'back-to-draft'
   | 'cancel'
+  | 'redirect'
   | 'accept'
   | 'reject'
   | 'request-action'
@@ -35,7 +36,10 @@ export interface ActionInput {
 }
 
 /** The operations that take a coded reason, as the API names them. */
-export type ReasonedAction = Extract<ActionName, 'back-to-draft' | 'cancel' | 'reject' | 'request-action'>;
+export type ReasonedAction = Extract<
+  ActionName,
+  'back-to-draft' | 'cancel' | 'redirect' | 'reject' | 'request-action'
+>;
 
 const DEMO_REASONS = (
   JSON.parse(fs.readFileSync(DEMO_CATALOG_FILE, 'utf8')) as {
@@ -54,6 +58,9 @@ export function reasonOf(
   return chosen === undefined ? undefined : { code: chosen.code, display: chosen.display };
 }
 
+/** The offering the redirect of a test referral hands it on to: another provider's (Eastside's). */
+export const REDIRECT_OFFERING = 'erh-cardio';
+
 export const DEFAULT_ACTION_INPUT: ActionInput = {
   text: 'Patient recovered',
   appointmentId: 'appt-1',
@@ -68,6 +75,7 @@ export const SUCCESS_STATUS: Readonly<Record<ActionName, number>> = {
   delete: 200,
   'back-to-draft': 200,
   cancel: 200,
+  redirect: 200,
   accept: 200,
   reject: 200,
   'request-action': 200,
@@ -105,6 +113,14 @@ export function actionRequest(
       return post('back-to-draft', { ...coded('back-to-draft'), comment: input.text });
     case 'cancel':
       return post('cancel', { ...coded('cancel'), cancelNote: input.text });
+    case 'redirect':
+      // The test referrals are for cgh-gastro (Central General Hospital): to Eastside's cardiology,
+      // which takes every priority. A redirect always gives a code: the first one without a pick.
+      return post('redirect', {
+        offeringId: REDIRECT_OFFERING,
+        reasonCode: reasonOf('redirect', input.reasonPick ?? 0)?.code,
+        comment: input.text,
+      });
     case 'accept':
       return post('accept');
     case 'reject':

@@ -12,12 +12,14 @@ export const PARTY_ACTIONS: Readonly<Record<Party, readonly ActionName[]>> = {
     'delete',
     'back-to-draft',
     'cancel',
+    'redirect',
     'acknowledge-outcome',
     'add-note',
     'add-attachment',
   ],
   provider: [
     'cancel',
+    'redirect',
     'accept',
     'reject',
     'request-action',
@@ -31,7 +33,7 @@ export const PARTY_ACTIONS: Readonly<Record<Party, readonly ActionName[]>> = {
 export const CONTRACT_ALLOWED: Readonly<Record<Party, Readonly<Record<Status, readonly ActionName[]>>>> = {
   sender: {
     draft: ['edit', 'submit', 'delete', 'add-note', 'add-attachment'],
-    'pending-acceptance': ['back-to-draft', 'cancel', 'add-note'],
+    'pending-acceptance': ['back-to-draft', 'cancel', 'redirect', 'add-note'],
     accepted: ['cancel', 'add-note'],
     'sender-action-required': ['edit', 'submit', 'back-to-draft', 'cancel', 'add-note', 'add-attachment'],
     scheduled: ['add-note'],
@@ -39,13 +41,15 @@ export const CONTRACT_ALLOWED: Readonly<Record<Party, Readonly<Record<Status, re
     cancelled: ['add-note'],
     completed: ['acknowledge-outcome', 'add-note'],
     'outcome-acknowledged': ['add-note'],
+    redirected: ['add-note'],
   },
   provider: {
     // A provider never sees a draft (contract §2); the table gives it nothing there either.
     draft: [],
-    'pending-acceptance': ['cancel', 'accept', 'reject', 'request-action', 'add-note'],
+    'pending-acceptance': ['cancel', 'redirect', 'accept', 'reject', 'request-action', 'add-note'],
     accepted: [
       'cancel',
+      'redirect',
       'reject',
       'request-action',
       'upsert-appointment',
@@ -59,12 +63,16 @@ export const CONTRACT_ALLOWED: Readonly<Record<Party, Readonly<Record<Status, re
     cancelled: ['add-note'],
     completed: ['add-note'],
     'outcome-acknowledged': ['add-note'],
+    redirected: ['add-note'],
   },
 };
 
-/** What `party` may do in `status`: "and isCancellable" binds the sender's cancel only. */
+/**
+ * What `party` may do in `status`: "and isCancellable" binds the sender's cancel only, and its
+ * redirect, which takes the referral from its provider as a cancel does.
+ */
 export function contractAllowed(party: Party, status: Status, offeringCancellable: boolean): ActionName[] {
   return CONTRACT_ALLOWED[party][status].filter(
-    (action) => offeringCancellable || party !== 'sender' || action !== 'cancel',
+    (action) => offeringCancellable || party !== 'sender' || (action !== 'cancel' && action !== 'redirect'),
   );
 }

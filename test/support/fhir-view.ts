@@ -22,6 +22,7 @@ export const REQUEST_STATUS: Readonly<Record<Status, string>> = {
   cancelled: 'revoked',
   completed: 'completed',
   'outcome-acknowledged': 'completed',
+  redirected: 'revoked',
 };
 export const TASK_STATUS: Readonly<Record<Status, string>> = {
   draft: 'draft',
@@ -33,6 +34,7 @@ export const TASK_STATUS: Readonly<Record<Status, string>> = {
   cancelled: 'cancelled',
   completed: 'completed',
   'outcome-acknowledged': 'completed',
+  redirected: 'cancelled',
 };
 export const APPOINTMENT_STATUS: Readonly<Record<AppointmentStatus, string>> = {
   scheduled: 'booked',

@@ -18,6 +18,11 @@ export interface ReferralRoute {
   readonly status: Status;
   /** Whether the route takes If-Match (compare-and-set on the referral's version). */
   readonly ifMatch: boolean;
+  /**
+   * The reads, besides the referral's, of what the command checks before it writes (the catalog's
+   * reason codes and offering, the referral's files): one statement each. None unless said.
+   */
+  readonly checks?: number;
   request(referralId: string, as: TestParty, headers?: Record<string, string>): RouteRequest;
 }
 
@@ -82,6 +87,19 @@ export const REFERRAL_ROUTES: readonly ReferralRoute[] = [
     status: 'pending-acceptance',
     ifMatch: true,
     request: post('/api/v1/referrals/:id/cancel', { cancelNote: 'Patient recovered' }),
+  },
+  {
+    name: 'POST redirect',
+    owner: 'provider',
+    status: 'pending-acceptance',
+    ifMatch: true,
+    // The reason codes, the new offering, and the files the successor carries.
+    checks: 3,
+    request: post('/api/v1/referrals/:id/redirect', {
+      offeringId: 'erh-cardio',
+      reasonCode: 'wrong-service',
+      comment: 'Our cardiology colleagues at Eastside will see him.',
+    }),
   },
   {
     name: 'POST back-to-draft',

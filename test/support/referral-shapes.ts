@@ -40,6 +40,8 @@ export interface SummaryJson {
   allowedActions: string[];
   blockedActions: BlockedActionJson[];
   actionRequired?: { reason: string; description: string };
+  redirectedFrom?: string;
+  redirectedTo?: string;
 }
 
 export interface BlockedActionJson {
@@ -55,6 +57,7 @@ export const DOCUMENTED_ACTIONS = [
   'delete',
   'back-to-draft',
   'cancel',
+  'redirect',
   'accept',
   'reject',
   'request-action',
@@ -100,8 +103,10 @@ export interface TimelineEventJson {
   system: string;
   description: string;
   producedAt: string;
-  /** The coded reason of a step given for one (reject, request-action, cancel, back-to-draft). */
+  /** The coded reason of a step given for one (reject, request-action, cancel, back-to-draft, redirect). */
   reason?: { code: string; display: string };
+  /** A step copied into a redirect's successor: the referral it was taken on. */
+  fromReferralId?: string;
 }
 
 export interface ReferralBody extends SummaryJson {
@@ -131,6 +136,7 @@ export const CONTRACT_CORE_STATUS: Readonly<Record<Status, string>> = {
   cancelled: 'cancelled',
   completed: 'completed',
   'outcome-acknowledged': 'completed',
+  redirected: 'redirected',
 };
 
 export const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -171,6 +177,8 @@ function expectSummaryFields(body: SummaryJson): void {
   if (body.status === 'draft') expect(body).not.toHaveProperty('submittedAt');
   else expect(body.submittedAt).toMatch(ISO_MS);
   expect(body.coreStatus).toBe(CONTRACT_CORE_STATUS[body.status]);
+  if (body.redirectedTo !== undefined) expect(body.redirectedTo).toMatch(UUID);
+  if (body.redirectedFrom !== undefined) expect(body.redirectedFrom).toMatch(UUID);
   expect(SYSTEMS).toContain(body.senderSystem);
   expect(keysOf(body.sender)).toEqual(['id', 'idType', 'name']);
   if (body.offering !== null) {
@@ -219,6 +227,9 @@ function summaryKeys(body: SummaryJson): string[] {
     ...SUMMARY_KEYS,
     ...(body.status === 'draft' ? [] : ['submittedAt']),
     ...(body.actionRequired === undefined ? [] : ['actionRequired']),
+    // A redirected referral names its successor, and only it; a successor names where it came from.
+    ...(body.status === 'redirected' ? ['redirectedTo'] : []),
+    ...(body.redirectedFrom === undefined ? [] : ['redirectedFrom']),
   ];
 }
 
@@ -262,6 +273,7 @@ export function expectReferralShape(value: unknown, options: { ehrForm?: boolean
         'description',
         'producedAt',
         ...(e.reason === undefined ? [] : ['reason']),
+        ...(e.fromReferralId === undefined ? [] : ['fromReferralId']),
       ]),
     );
     if (e.reason !== undefined) {

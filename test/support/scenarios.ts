@@ -85,6 +85,14 @@ export async function referralIn(
       if (status === 'outcome-acknowledged')
         current = (await call(t, t.sender, 'POST', url('acknowledge-outcome'), {})) as ReferralJson;
       break;
+    case 'redirected':
+      // To Eastside Regional Hospital (t.otherProvider), which takes every priority.
+      current = (await call(t, t.provider, 'POST', url('redirect'), {
+        offeringId: 'erh-cardio',
+        reasonCode: 'wrong-service',
+        comment: 'Our cardiology colleagues at Eastside will see him.',
+      })) as ReferralJson;
+      break;
     case 'cancelled':
       await call(t, t.sender, 'POST', url('cancel'), { cancelNote: 'Patient recovered' });
       current = (await call(

@@ -115,8 +115,8 @@ export class InstitutionClient {
   }
 
   /**
-   * The reasons the catalog offers for rejecting, sending back, cancelling or returning a referral to
-   * draft, in its order; with `action`, those of that operation alone.
+   * The reasons the catalog offers for rejecting, sending back, cancelling, returning a referral to
+   * draft or redirecting it, in its order; with `action`, those of that operation alone.
    */
   async reasonCodes(action?: ReasonAction, signal?: AbortSignal): Promise<ReasonCode[]> {
     const { institutionIdType, institutionId } = this.actingFor;

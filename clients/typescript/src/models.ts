@@ -56,6 +56,7 @@ export type ReferralFields = WithoutActingFor<JsonBody<operations['createReferra
 export type LinkPrefill = WithoutActingFor<Omit<JsonBody<operations['upsertLink']>, 'referralId'>>;
 export type CancelInput = WithoutActingFor<JsonBody<operations['cancelReferral']>>;
 export type BackToDraftInput = WithoutActingFor<JsonBody<operations['returnReferralToDraft']>>;
+export type RedirectInput = WithoutActingFor<JsonBody<operations['redirectReferral']>>;
 /** The operations a reason code may be given for (`ReasonCode.actions`). */
 export type ReasonAction = ReasonCode['actions'][number];
 export type NoteInput = WithoutActingFor<JsonBody<operations['addReferralNote']>>;

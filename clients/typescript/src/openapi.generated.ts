@@ -129,6 +129,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/referrals/{referralId}/redirect': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Redirect a referral to another service
+     * @description The provider, from pending acceptance or accepted, or the sender while it awaits acceptance (and may cancel it), hands the referral on to another offering: it ends as `redirected`, and a successor for `offeringId`, submitted, carries its patient, clinical information, priority and files, with `redirectedTo`/`redirectedFrom` naming each other. `reasonCode` is a code of GET /reason-codes for `redirect`; the timeline quotes `comment`, required with a code that says so. `priority` (a code the new offering takes) is needed when the new offering does not take the referral's. The answer is the redirected referral.
+     */
+    post: operations['redirectReferral'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/referrals/{referralId}/back-to-draft': {
     parameters: {
       query?: never;
@@ -177,8 +197,8 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * List the reasons a referral may be rejected, sent back, cancelled or returned to draft for
-     * @description The catalog's reason codes in use, in the catalog's order, with words for people, the operations each is for and whether a comment must come with it: what `reasonCode` takes on reject, request-action, cancel and back-to-draft. `action` keeps the codes of one. A catalog may also name `redirect`, redirecting a referral to another service, which this version of the API does not offer.
+     * List the reasons a referral may be rejected, sent back, cancelled, returned to draft or redirected for
+     * @description The catalog's reason codes in use, in the catalog's order, with words for people, the operations each is for and whether a comment must come with it: what `reasonCode` takes on reject, request-action, cancel, back-to-draft and redirect. `action` keeps the codes of one.
      */
     get: operations['listReasonCodes'];
     put?: never;
@@ -813,13 +833,21 @@ export interface components {
         | 'rejected'
         | 'cancelled'
         | 'completed'
-        | 'outcome-acknowledged';
+        | 'outcome-acknowledged'
+        | 'redirected';
       /**
        * @description The status to display to users.
        * @enum {unknown}
        */
       coreStatus:
-        'draft' | 'pending' | 'confirmed' | 'rejected' | 'cancelled' | 'sender-action-required' | 'completed';
+        | 'draft'
+        | 'pending'
+        | 'confirmed'
+        | 'rejected'
+        | 'cancelled'
+        | 'sender-action-required'
+        | 'completed'
+        | 'redirected';
       /** @description Whether a cancel option may be offered to the caller: equal to whether `cancel` is in its allowedActions. For an ops key, which acts on no referral, the sender's answer. */
       isCancellable: boolean;
       /** @description The actions the caller may run now, for the side of the referral its key acts for, by the lifecycle. A call may still be refused for its content (400, 422 incomplete_referral, 409 limit_exceeded, 412). */
@@ -836,6 +864,16 @@ export interface components {
         /** @description Why, as a sentence for the sender. */
         description: string;
       };
+      /**
+       * Format: uuid
+       * @description The referral this one carries on after a redirect (POST /referrals/{id}/redirect). Absent for a referral its sender submitted. Its new provider cannot read that referral: the timeline holds its steps.
+       */
+      redirectedFrom?: string;
+      /**
+       * Format: uuid
+       * @description The successor this referral was redirected to; present exactly when it is `redirected`.
+       */
+      redirectedTo?: string;
       appointments: components['schemas']['Appointment'][];
       /** @description What the requester can do now, one button each. Minted for the requesterIdentifier. */
       links: components['schemas']['Link'][];
@@ -894,13 +932,21 @@ export interface components {
         | 'rejected'
         | 'cancelled'
         | 'completed'
-        | 'outcome-acknowledged';
+        | 'outcome-acknowledged'
+        | 'redirected';
       /**
        * @description The status to display to users.
        * @enum {unknown}
        */
       coreStatus:
-        'draft' | 'pending' | 'confirmed' | 'rejected' | 'cancelled' | 'sender-action-required' | 'completed';
+        | 'draft'
+        | 'pending'
+        | 'confirmed'
+        | 'rejected'
+        | 'cancelled'
+        | 'sender-action-required'
+        | 'completed'
+        | 'redirected';
       /** @description Whether a cancel option may be offered to the caller: equal to whether `cancel` is in its allowedActions. For an ops key, which acts on no referral, the sender's answer. */
       isCancellable: boolean;
       /** @description The actions the caller may run now, for the side of the referral its key acts for, by the lifecycle. A call may still be refused for its content (400, 422 incomplete_referral, 409 limit_exceeded, 412). */
@@ -917,6 +963,16 @@ export interface components {
         /** @description Why, as a sentence for the sender. */
         description: string;
       };
+      /**
+       * Format: uuid
+       * @description The referral this one carries on after a redirect (POST /referrals/{id}/redirect). Absent for a referral its sender submitted. Its new provider cannot read that referral: the timeline holds its steps.
+       */
+      redirectedFrom?: string;
+      /**
+       * Format: uuid
+       * @description The successor this referral was redirected to; present exactly when it is `redirected`.
+       */
+      redirectedTo?: string;
     };
     ReferralPage: {
       data: components['schemas']['ReferralSummary'][];
@@ -976,13 +1032,21 @@ export interface components {
         | 'rejected'
         | 'cancelled'
         | 'completed'
-        | 'outcome-acknowledged';
+        | 'outcome-acknowledged'
+        | 'redirected';
       /**
        * @description The status to display to users.
        * @enum {unknown}
        */
       coreStatus:
-        'draft' | 'pending' | 'confirmed' | 'rejected' | 'cancelled' | 'sender-action-required' | 'completed';
+        | 'draft'
+        | 'pending'
+        | 'confirmed'
+        | 'rejected'
+        | 'cancelled'
+        | 'sender-action-required'
+        | 'completed'
+        | 'redirected';
       /** @description Whether a cancel option may be offered to the caller: equal to whether `cancel` is in its allowedActions. For an ops key, which acts on no referral, the sender's answer. */
       isCancellable: boolean;
       /** @description The actions the caller may run now, for the side of the referral its key acts for, by the lifecycle. A call may still be refused for its content (400, 422 incomplete_referral, 409 limit_exceeded, 412). */
@@ -999,6 +1063,16 @@ export interface components {
         /** @description Why, as a sentence for the sender. */
         description: string;
       };
+      /**
+       * Format: uuid
+       * @description The referral this one carries on after a redirect (POST /referrals/{id}/redirect). Absent for a referral its sender submitted. Its new provider cannot read that referral: the timeline holds its steps.
+       */
+      redirectedFrom?: string;
+      /**
+       * Format: uuid
+       * @description The successor this referral was redirected to; present exactly when it is `redirected`.
+       */
+      redirectedTo?: string;
       /**
        * Format: date-time
        * @description When the provider’s triage is due: the end of the last working day the service’s level gives the referral’s priority, counted from its latest submission, weekends and the catalog’s public holidays left out. Absent when the service has no service level.
@@ -1178,6 +1252,11 @@ export interface components {
       /** Format: date-time */
       producedAt: string;
       reason?: components['schemas']['CodedReason'];
+      /**
+       * Format: uuid
+       * @description For a step of the referral this one was redirected from, copied into its timeline at the redirect: that referral's ID. Absent for the referral's own steps.
+       */
+      fromReferralId?: string;
     };
     /**
      * @description An operation of the lifecycle a party runs on a referral: `edit` (PATCH, or the link upsert naming the referral), `submit`, `delete`, `back-to-draft`, `cancel`, `accept`, `reject`, `request-action`, `upsert-appointment` (PUT of an appointment), `complete` (the provider reports the outcome), `acknowledge-outcome` (the sender read it), `add-note` (POST of a note) and `add-attachment` (POST of a file). More may be added.
@@ -1189,6 +1268,7 @@ export interface components {
       | 'delete'
       | 'back-to-draft'
       | 'cancel'
+      | 'redirect'
       | 'accept'
       | 'reject'
       | 'request-action'
@@ -1702,6 +1782,7 @@ export interface operations {
           | 'cancelled'
           | 'sender-action-required'
           | 'completed'
+          | 'redirected'
         )[];
         /**
          * @description Only referrals the institution sends, or receives.
@@ -1875,6 +1956,7 @@ export interface operations {
             | 'cancelled'
             | 'sender-action-required'
             | 'completed'
+            | 'redirected'
           )[];
           /**
            * @description Only referrals the institution sends, or receives.
@@ -3263,6 +3345,157 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['ReferralSummary'];
+        };
+      };
+      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      429: {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      '4XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Seconds to wait before retrying. */
+          'Retry-After'?: number;
+          /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST with the same Idempotency-Key. */
+      '5XX': {
+        headers: {
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  redirectReferral: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description The `ETag` of the referral as last read, such as `W/"3"` (or its strong form `"3"`). The change is made only if the referral is still at that version; otherwise 412 `version_mismatch`. Without it the change is made whatever the version.
+         * @example W/"1"
+         */
+        'If-Match'?: string;
+        /**
+         * @description A key the client chooses for this request, such as a UUID. Retrying with the same key and body within 24 hours replays the first response (`Idempotent-Replayed: true`) instead of acting twice; the same key with another body is 422 `idempotency_key_reused`; while the first request still runs, 409.
+         * @example 9eb55a19-37c0-53e2-907c-f62afc9e09b0
+         */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        /** @example 01970a4d-0b1a-7c2d-9e30-0123456789ab */
+        referralId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "institutionIdType": "hci",
+         *       "institutionId": "S9001Z",
+         *       "requesterIdentifier": "dr.wong@centralgeneral.example",
+         *       "offeringId": "erh-cardio",
+         *       "reasonCode": "wrong-service",
+         *       "comment": "The symptoms point to a cardiac cause; our cardiology colleagues at Eastside will see him.",
+         *       "redirectedByName": "Dr Wong Mei Ling"
+         *     }
+         */
+        'application/json': {
+          /**
+           * @description The kind of institution identifier. `hci` is the healthcare institution code.
+           * @enum {unknown}
+           */
+          institutionIdType: 'hci';
+          institutionId: string;
+          /** @description The person using the client system; an email address is preferred. Audited with every call. */
+          requesterIdentifier?: string;
+          /** @description The offering the successor is for. */
+          offeringId: string;
+          /** @description A code of GET /reason-codes that names this operation among its `actions`. */
+          reasonCode: string;
+          comment?: string;
+          /** @description The successor's priority, a code of GET /priorities the new offering takes; absent: the referral's own. */
+          priority?: string;
+          redirectedByName?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The referral, redirected; `redirectedTo` names its successor. */
+      200: {
+        headers: {
+          /** @description The version of the referral as a weak ETag, such as `W/"3"`: it changes with every change to the referral, not with the bridge's bookkeeping. Send it back as `If-Match` to guard a change. */
+          ETag?: string;
+          /** @description The version of the interface that answered, such as `0.0.71`. */
+          'API-Version'?: string;
+          /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
+          'X-Request-Id'?: string;
+          /** @description Requests allowed per minute for this API key. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current minute. */
+          'RateLimit-Remaining'?: number;
+          /** @description Seconds until the current minute ends. */
+          'RateLimit-Reset'?: number;
+          /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
+          'Webhook-Subscriptions-Disabled'?: string;
+          /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
+          'Idempotent-Replayed'?: 'true';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Referral'];
         };
       };
       /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
@@ -6828,7 +7061,7 @@ export interface operations {
         'application/json': {
           /** @description Where deliveries are POSTed: `https` (plain `http` only outside production); in production its host must resolve to public addresses only, unless an operator allowed it (WEBHOOK_ALLOWED_ADDRESSES). */
           url: string;
-          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.completed, referral.created, referral.outcome-acknowledged, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.rejected, referral.sender-action-required, referral.triage-overdue, referral.updated. */
+          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.completed, referral.created, referral.outcome-acknowledged, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.redirected, referral.rejected, referral.sender-action-required, referral.triage-overdue, referral.updated. */
           eventTypes?: string[];
           /** @description A note for people */
           description?: string;
@@ -7192,7 +7425,7 @@ export interface operations {
         'application/json': {
           /** @description Where deliveries are POSTed: `https` (plain `http` only outside production); in production its host must resolve to public addresses only, unless an operator allowed it (WEBHOOK_ALLOWED_ADDRESSES). */
           url?: string;
-          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.completed, referral.created, referral.outcome-acknowledged, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.rejected, referral.sender-action-required, referral.triage-overdue, referral.updated. */
+          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.completed, referral.created, referral.outcome-acknowledged, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.redirected, referral.rejected, referral.sender-action-required, referral.triage-overdue, referral.updated. */
           eventTypes?: string[];
           /** @description A note for people */
           description?: string;

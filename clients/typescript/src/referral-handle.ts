@@ -15,6 +15,7 @@ import type {
   AttachmentContent,
   AttachmentUpload,
   BackToDraftInput,
+  RedirectInput,
   CancelInput,
   EhrSubmission,
   LinkPrefill,
@@ -129,6 +130,22 @@ export class ReferralHandle {
     return this.#seen(
       await answerOf(
         this.#api.POST('/api/v1/referrals/{referralId}/cancel', {
+          params: this.#post(options),
+          body: { ...this.#body, ...input },
+          signal: options.signal,
+        }),
+      ),
+    );
+  }
+
+  /**
+   * Redirects the referral to another offering, with a code of `reasonCodes('redirect')`: it ends as
+   * `redirected`, and its `redirectedTo` names the successor, which `client.referral(id)` opens.
+   */
+  async redirect(input: RedirectInput, options: WriteOptions = {}): Promise<Referral> {
+    return this.#seen(
+      await answerOf(
+        this.#api.POST('/api/v1/referrals/{referralId}/redirect', {
           params: this.#post(options),
           body: { ...this.#body, ...input },
           signal: options.signal,

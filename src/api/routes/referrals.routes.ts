@@ -5,7 +5,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ValidationError } from '../../errors.ts';
 import type { ApiDeps } from '../api-deps.ts';
-import { prioritiesOf } from '../../domain/priorities.ts';
+import { PRIORITY_CODE_PATTERN, prioritiesOf } from '../../domain/priorities.ts';
 import { REASON_ACTIONS } from '../../domain/reasons.ts';
 import type { CoreStatus } from '../../domain/statuses.ts';
 import { callerOf } from '../plugins/auth.ts';
@@ -381,6 +381,73 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
     );
 
     app.post(
+      '/referrals/:referralId/redirect',
+      {
+        config: { action: 'referral.redirect', responseHeaders: referralHeaders },
+        schema: {
+          ...operation({
+            operationId: 'redirectReferral',
+            tag: 'Referrals',
+            scope: 'system/Referral.write',
+            summary: 'Redirect a referral to another service',
+            description:
+              'The provider, from pending acceptance or accepted, or the sender while it awaits acceptance ' +
+              '(and may cancel it), hands the referral on to another offering: it ends as `redirected`, and a ' +
+              'successor for `offeringId`, submitted, carries its patient, clinical information, priority ' +
+              'and files, with `redirectedTo`/`redirectedFrom` naming each other. `reasonCode` is a code of ' +
+              'GET /reason-codes for `redirect`; the timeline quotes `comment`, required with a code that ' +
+              'says so. `priority` (a code the new offering takes) is needed when the new offering does not ' +
+              "take the referral's. The answer is the redirected referral.",
+          }),
+          headers: GuardedPostHeaders,
+          params: ReferralIdParams,
+          body: Type.Object(
+            {
+              ...ActingFor,
+              offeringId: { ...OfferingId, description: 'The offering the successor is for.' },
+              reasonCode: ReasonCodeField,
+              comment: Type.Optional(Reason),
+              priority: Type.Optional(
+                Type.String({
+                  pattern: PRIORITY_CODE_PATTERN,
+                  maxLength: 64,
+                  description:
+                    "The successor's priority, a code of GET /priorities the new offering takes; absent: " +
+                    "the referral's own.",
+                }),
+              ),
+              redirectedByName: Type.Optional(PersonName),
+            },
+            { additionalProperties: false },
+          ),
+          response: {
+            200: success(ref(Referral), 'The referral, redirected; `redirectedTo` names its successor.', {
+              etag: true,
+              idempotent: true,
+            }),
+            ...problems({ idempotent: true }),
+          },
+        },
+      },
+      async (request) => {
+        const { body } = request;
+        const caller = callerOf(request, institutionOf(body), body.requesterIdentifier);
+        return await deps.referralCommands.redirect(
+          caller,
+          request.params.referralId,
+          {
+            offeringId: body.offeringId,
+            reasonCode: body.reasonCode,
+            comment: body.comment,
+            priority: body.priority,
+            redirectedByName: body.redirectedByName,
+          },
+          ifMatchOf(request),
+        );
+      },
+    );
+
+    app.post(
       '/referrals/:referralId/back-to-draft',
       {
         config: { action: 'referral.back-to-draft', responseHeaders: referralHeaders },
@@ -481,13 +548,11 @@ export function referralRoutes(deps: ReferralRoutesDeps) {
             tag: 'Referrals',
             scope: 'system/Referral.read',
             summary:
-              'List the reasons a referral may be rejected, sent back, cancelled or returned to draft for',
+              'List the reasons a referral may be rejected, sent back, cancelled, returned to draft or redirected for',
             description:
               "The catalog's reason codes in use, in the catalog's order, with words for people, the " +
               'operations each is for and whether a comment must come with it: what `reasonCode` takes on ' +
-              'reject, request-action, cancel and back-to-draft. `action` keeps the codes of one. A catalog ' +
-              'may also name `redirect`, redirecting a referral to another service, which this version of ' +
-              'the API does not offer.',
+              'reject, request-action, cancel, back-to-draft and redirect. `action` keeps the codes of one.',
           }),
           querystring: Type.Object(
             { ...InstitutionParams.properties, action: Type.Optional(Type.Enum([...REASON_ACTIONS])) },

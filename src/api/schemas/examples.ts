@@ -113,6 +113,17 @@ const OPERATIONS: Readonly<Record<string, OperationExamples>> = {
   returnReferralToDraft: {
     body: { ...bySender, reasonCode: 'details-to-correct', comment: 'The date of birth was wrong.' },
   },
+  // A referral pending acceptance at cgh-gastro, handed on to Eastside Regional Hospital's cardiology.
+  redirectReferral: {
+    parameters: asProvider,
+    body: {
+      ...byProvider,
+      offeringId: 'erh-cardio',
+      reasonCode: 'wrong-service',
+      comment: 'The symptoms point to a cardiac cause; our cardiology colleagues at Eastside will see him.',
+      redirectedByName: 'Dr Wong Mei Ling',
+    },
+  },
   acknowledgeReferralOutcome: { body: { ...bySender, acknowledgedByName: 'Dr Lim Wei Ming' } },
   addReferralNote: {
     body: {

@@ -207,6 +207,21 @@ export const summaryProperties = {
       },
     ),
   ),
+  redirectedFrom: Type.Optional(
+    Type.String({
+      format: 'uuid',
+      description:
+        'The referral this one carries on after a redirect (POST /referrals/{id}/redirect). Absent for a ' +
+        'referral its sender submitted. Its new provider cannot read that referral: the timeline ' +
+        'holds its steps.',
+    }),
+  ),
+  redirectedTo: Type.Optional(
+    Type.String({
+      format: 'uuid',
+      description: 'The successor this referral was redirected to; present exactly when it is `redirected`.',
+    }),
+  ),
 };
 
 export const ReferralSummary = named(
@@ -340,6 +355,14 @@ export const TimelineEvent = named(
     description: Type.String({ description: 'A complete sentence to display to users.' }),
     producedAt: At(),
     reason: Type.Optional(ref(CodedReason)),
+    fromReferralId: Type.Optional(
+      Type.String({
+        format: 'uuid',
+        description:
+          'For a step of the referral this one was redirected from, copied into its timeline at the ' +
+          "redirect: that referral's ID. Absent for the referral's own steps.",
+      }),
+    ),
   }),
 );
 

@@ -24,6 +24,7 @@ import * as m0021 from './0021-forward-backlog.ts';
 import * as m0022 from './0022-reason-codes.ts';
 import * as m0023 from './0023-priorities.ts';
 import * as m0024 from './0024-worklists.ts';
+import * as m0025 from './0025-redirect.ts';
 import * as m0026 from './0026-wait-times.ts';
 
 export const migrations: Record<string, Migration> = {
@@ -51,5 +52,6 @@ export const migrations: Record<string, Migration> = {
   '0022-reason-codes': m0022,
   '0023-priorities': m0023,
   '0024-worklists': m0024,
+  '0025-redirect': m0025,
   '0026-wait-times': m0026,
 };

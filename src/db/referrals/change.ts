@@ -21,7 +21,11 @@ import type { FieldCipher } from '../../domain/data-keys.ts';
 import type { DataKeys } from '../data-keys/data-keys.repository.ts';
 import { auditInsert, type AuditEvent } from '../audit/audit.repository.ts';
 import type { Executor } from '../executor.ts';
-import { attachmentWrites, type NumberedAttachment } from '../attachments.repository.ts';
+import {
+  attachmentWrites,
+  type CarriedAttachment,
+  type NumberedAttachment,
+} from '../attachments.repository.ts';
 import { keyClaimInsert, type IdempotentWrite, type StoredKey } from '../idempotency.repository.ts';
 import { linkTokenRows, type NewLinkToken } from '../links.repository.ts';
 import { outboxRows, type NewOutboxMessage } from '../outbox.repository.ts';
@@ -35,7 +39,7 @@ import {
   type NewOutcome,
   type NewTimelineEvent,
 } from './parts.ts';
-import type { ReferralRecord } from './rows.ts';
+import type { NewDraftNames, NewReferral, ReferralRecord } from './rows.ts';
 import { rowWrite, type RowChange } from './writes.ts';
 
 export interface ChangeRecord {
@@ -160,6 +164,16 @@ export interface ReferralWrite extends ChangeRecord {
   readonly referral?: (guard: RawBuilder<boolean>) => Compilable;
   /** Writes to the referral's other tables (notes, appointments). */
   readonly children?: readonly Compilable[];
+  /**
+   * A redirect's successor, inserted by the same statement (returning REFERRAL_WRITE_RETURNING), with
+   * the writes of its own other rows (the files it carries). Its timeline rows are among `timeline`.
+   */
+  readonly successor?: { readonly insert: Compilable; readonly children: readonly Compilable[] };
+  /**
+   * The timeline events that also go to the feed; all of `timeline` unless said (the steps copied
+   * into a successor's timeline happened before, and were in the feed then).
+   */
+  readonly feedEvents?: readonly NewTimelineEvent[];
   /** The one-time links the answer hands out. */
   readonly links: readonly NewLinkToken[];
   /** A second audit row, for what the answer hands out besides the referral (a link upsert's link). */
@@ -198,7 +212,15 @@ export async function writeReferralChange(db: Executor, write: ReferralWrite): P
     guard = sql<boolean>`(select lock_timeout from settings) is not null`;
   }
   if (write.referral !== undefined) ctes.push(sql`referral as (${write.referral(guard)})`);
-  (write.children ?? []).forEach((child, i) => ctes.push(sql`${sql.id(`child_${i}`)} as (${child})`));
+  const children = [...(write.children ?? [])];
+  if (write.successor !== undefined) {
+    if (write.referral === undefined) throw new Error('a successor needs the referral it carries on');
+    ctes.push(sql`successor as (${write.successor.insert})`);
+    // The feed reads both referrals' versions and parties.
+    ctes.push(sql`written as (select * from referral union all select * from successor)`);
+    children.push(...write.successor.children);
+  }
+  children.forEach((child, i) => ctes.push(sql`${sql.id(`child_${i}`)} as (${child})`));
   const timeline = write.timeline.length > 0;
   if (timeline) {
     if (write.referral === undefined) throw new Error('timeline events need the referral they belong to');
@@ -211,7 +233,12 @@ export async function writeReferralChange(db: Executor, write: ReferralWrite): P
   }
   ctes.push(
     ...changeLogCtes(db, {
-      feed: timeline ? { from: 'referral', events: write.timeline } : undefined,
+      feed: timeline
+        ? {
+            from: write.successor === undefined ? 'referral' : 'written',
+            events: write.feedEvents ?? write.timeline,
+          }
+        : undefined,
       outbox: write.outbox,
       audit: write.alsoAudit === undefined ? write.audit : [write.audit, write.alsoAudit],
     }),
@@ -293,11 +320,28 @@ function partWrites(db: Executor, cipher: FieldCipher, referralId: string, part:
   }
 }
 
+/**
+ * A redirect's successor, written in the statement of its predecessor's change (the referral's
+ * `update`): its row, the files it carries, its own timeline events (in the feed), the predecessor's
+ * steps copied into its timeline (not in the feed: they were there when they happened) and its outbox
+ * rows. The change's own `timeline` and `outbox` are the predecessor's.
+ */
+export interface SuccessorChange {
+  readonly referral: NewReferral & { readonly redirectedFrom: string };
+  readonly names: NewDraftNames;
+  readonly attachments: readonly CarriedAttachment[];
+  readonly history: readonly NewTimelineEvent[];
+  readonly timeline: readonly NewTimelineEvent[];
+  readonly outbox: readonly NewOutboxMessage[];
+}
+
 /** A command's change of one referral, as the referral store writes it: one statement. */
 export interface ReferralChange extends ChangeRecord {
   /** The referral's own row; undefined for a command that changes nothing (it stores its audit row, links and key). */
   readonly referral?: RowChange;
   readonly parts?: readonly PartChange[];
+  /** A redirect's successor; only with the referral's compare-and-set (`update`). */
+  readonly successor?: SuccessorChange;
 }
 
 /** What a write answers, and what the answer hands out that the write's statement must store. */
@@ -339,13 +383,42 @@ export function pendingChange(db: Executor, keys: DataKeys, change: ReferralChan
       if (change.parts !== undefined && change.parts.length > 0 && referralId === undefined) {
         throw new Error('a change of a referral’s parts needs the referral’s compare-and-set');
       }
+      const successor = change.successor;
+      if (successor !== undefined && change.referral?.kind !== 'update') {
+        throw new Error('a successor is written with its predecessor’s compare-and-set');
+      }
       let won: boolean;
       try {
         won = await writeReferralChange(db, {
           ...(row === undefined ? {} : { referral: (guard) => row.query(cipher, guard) }),
           children: (change.parts ?? []).flatMap((part) => partWrites(db, cipher, referralId ?? '', part)),
-          timeline: change.timeline,
-          outbox: change.outbox,
+          ...(successor === undefined
+            ? { timeline: change.timeline }
+            : {
+                successor: {
+                  insert: rowWrite(
+                    db,
+                    { kind: 'insert', referral: successor.referral, names: successor.names },
+                    REFERRAL_WRITE_RETURNING,
+                  ).query(cipher, sql<boolean>`true`),
+                  children:
+                    successor.attachments.length === 0
+                      ? []
+                      : [
+                          attachmentWrites.carry(
+                            db,
+                            cipher,
+                            successor.referral.redirectedFrom,
+                            successor.referral.id,
+                            successor.attachments,
+                          ),
+                        ],
+                },
+                // The predecessor's steps, then the successor's steps copied from them, then its own.
+                timeline: [...change.timeline, ...successor.history, ...successor.timeline],
+                feedEvents: [...change.timeline, ...successor.timeline],
+              }),
+          outbox: [...change.outbox, ...(successor?.outbox ?? [])],
           audit: change.audit,
           cipher,
           links: answer.links,

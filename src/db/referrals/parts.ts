@@ -54,6 +54,8 @@ export interface NewTimelineEvent {
   readonly producedAt: Date;
   /** The coded reason, which the timeline row and its feed row both keep (not patient data). */
   readonly reason?: ReasonView | undefined;
+  /** For a step copied into a redirect's successor, the referral it was taken on. */
+  readonly fromReferralId?: string | undefined;
 }
 
 /** The writes of a referral's parts, as statements for a change's statement (change.ts). */
@@ -162,6 +164,7 @@ export function timelineRows(
     produced_at: e.producedAt,
     reason_code: e.reason?.code ?? null,
     reason_display: e.reason?.display ?? null,
+    from_referral_id: e.fromReferralId ?? null,
   }));
 }
 
@@ -224,6 +227,7 @@ export interface ReferralPartsColumns {
     producedAt: string;
     reasonCode: string | null;
     reasonDisplay: string | null;
+    fromReferralId: string | null;
   }[];
 }
 
@@ -259,7 +263,8 @@ export function referralPartsColumns(referralId: string | RawBuilder<unknown>) {
     sql<ReferralPartsColumns['timelineEvents']>`(
       select coalesce(json_agg(json_build_object(
                'id', t.id, 'type', t.type, 'system', t.system, 'description', t.description,
-               'producedAt', t.produced_at, 'reasonCode', t.reason_code, 'reasonDisplay', t.reason_display)
+               'producedAt', t.produced_at, 'reasonCode', t.reason_code, 'reasonDisplay', t.reason_display,
+               'fromReferralId', t.from_referral_id)
                order by t.seq), '[]'::json)
         from timeline_events t where t.referral_id = ${referralId})`.as('timelineEvents'),
   ] as const;
@@ -312,6 +317,7 @@ export function toReferralParts(
       ...(t.reasonCode === null || t.reasonDisplay === null
         ? {}
         : { reason: { code: t.reasonCode, display: t.reasonDisplay } }),
+      ...(t.fromReferralId === null ? {} : { fromReferralId: t.fromReferralId }),
     })),
   };
 }

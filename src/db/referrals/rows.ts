@@ -44,6 +44,10 @@ export interface ReferralRecord {
   readonly submittedAt: Date | null;
   /** When its triage is due (domain/worklists.ts), set at submission; null: no service level. */
   readonly triageDueAt: Date | null;
+  /** The referral this one carries on after a redirect; null for one its sender submitted. */
+  readonly redirectedFrom: string | null;
+  /** The successor this one was redirected to; null unless it is `redirected`. */
+  readonly redirectedTo: string | null;
 }
 
 /** The editable content of a referral, as stored. */
@@ -74,6 +78,14 @@ export interface NewReferral extends ReferralContent {
   readonly sender: InstitutionRef;
   readonly senderSystem: string;
   readonly now: Date;
+  /**
+   * For a redirect's successor, the referral it carries on: the successor is written submitted
+   * (`pending-acceptance`, submitted now), with its first version's forward to the EHR due. A new
+   * referral without it is a draft.
+   */
+  readonly redirectedFrom?: string;
+  /** For a redirect's successor: when its triage is due at its new offering (null: no service level). */
+  readonly triageDueAt?: Date | null;
 }
 
 export interface ReferralPatch extends Partial<ReferralContent> {
@@ -81,6 +93,8 @@ export interface ReferralPatch extends Partial<ReferralContent> {
   readonly submittedAt?: Date | null;
   /** A new triage due time (a submission): `referral.triage-overdue` may be recorded for it again. */
   readonly triageDueAt?: Date | null;
+  /** The successor a redirect hands the referral on to. */
+  readonly redirectedTo?: string;
   /** A forward to the EHR is now due for this version: ehrForwarding becomes queued, attempts 0. */
   readonly ehrDue?: number;
 }
@@ -220,6 +234,8 @@ export function toRecord(row: Row): ReferralRecord {
     updatedAt: row.updated_at,
     submittedAt: row.submitted_at,
     triageDueAt: row.triage_due_at,
+    redirectedFrom: row.redirected_from,
+    redirectedTo: row.redirected_to,
   };
 }
 
@@ -261,6 +277,8 @@ export const REFERRAL_COLUMNS = [
   'r.ehr_sha256',
   'r.ehr_due_version',
   'r.ehr_forwarded_version',
+  'r.redirected_from',
+  'r.redirected_to',
   'r.created_at',
   'r.updated_at',
   'r.submitted_at',
@@ -296,6 +314,7 @@ export function patchColumns(patch: ReferralPatch) {
     status: patch.status,
     submitted_at: patch.submittedAt,
     ...(patch.triageDueAt === undefined ? {} : { triage_due_at: patch.triageDueAt, triage_overdue_at: null }),
+    redirected_to: patch.redirectedTo,
     ...(patch.ehrDue === undefined
       ? {}
       : { ehr_state: 'queued', ehr_due_version: patch.ehrDue, ehr_attempts: 0 }),
@@ -334,29 +353,33 @@ export function newReferralRow(referral: NewReferral, cipher: FieldCipher): Inse
   return sealed(referral.id, plainReferralRow(referral), cipher);
 }
 
-/** The row of a new draft, its patient data in the clear. */
+/** The row of a new referral (a draft, or a redirect's successor), its patient data in the clear. */
 export function plainReferralRow(referral: NewReferral) {
+  const successorOf = referral.redirectedFrom ?? null;
   return {
     id: referral.id,
-    // Every column named, defaults too: the record of a new draft is made from this row.
+    // Every column named, defaults too: the record of a new referral is made from this row.
     version: 1,
-    status: 'draft',
+    status: successorOf === null ? 'draft' : 'pending-acceptance',
     sender_id_type: referral.sender.idType,
     sender_id: referral.sender.id,
     sender_system: referral.senderSystem,
     ...contentColumns(referral),
     created_at: referral.now,
     updated_at: referral.now,
-    submitted_at: null,
+    submitted_at: successorOf === null ? null : referral.now,
     deleted_at: null,
-    ehr_state: 'not-sent',
+    // A successor's first version is due at the EHR, as a submit's is (the outbox row goes with it).
+    ehr_state: successorOf === null ? 'not-sent' : 'queued',
     ehr_attempts: 0,
     ehr_last_attempt_at: null,
     ehr_sha256: null,
-    ehr_due_version: null,
+    ehr_due_version: successorOf === null ? null : 1,
     ehr_forwarded_version: null,
-    triage_due_at: null,
+    triage_due_at: referral.triageDueAt ?? null,
     triage_overdue_at: null,
+    redirected_from: successorOf,
+    redirected_to: null,
   };
 }
 

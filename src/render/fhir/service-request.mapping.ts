@@ -73,6 +73,18 @@ export function serviceRequestOf(
     id: resourceIdOf('ServiceRequest', referral.id),
     meta: { versionId: String(referral.version), lastUpdated: referral.updatedAt },
     identifier: [{ use: 'official', system: REFHUB_NAMING_SYSTEMS.referralId, value: referral.id }],
+    // A redirect's successor replaces the referral it carries on. That one is not in the bundle (the
+    // new provider may not read it), so the reference is logical: its refhub ID.
+    ...(referral.redirectedFrom === undefined
+      ? {}
+      : {
+          replaces: [
+            {
+              type: 'ServiceRequest',
+              identifier: { system: REFHUB_NAMING_SYSTEMS.referralId, value: referral.redirectedFrom },
+            },
+          ],
+        }),
     status: SERVICE_REQUEST_STATUS[referral.status],
     intent: 'order',
     category: [{ coding: [PATIENT_REFERRAL] }, ...(category === undefined ? [] : [category])],

@@ -10,7 +10,9 @@ import type { AppointmentStatus, CoreStatus, Status } from '../../domain/statuse
  * with it: `active`. Rejected and cancelled referrals are `revoked` ("terminated prior to the known
  * full completion ... no further activity should occur"): both are final in refhub. Not
  * `entered-in-error`, which says the request should never have existed: a rejected referral was a
- * real request, made for a real patient, and stays part of the record. sender-action-required is the
+ * real request, made for a real patient, and stays part of the record. A redirected referral is
+ * `revoked` too: the request no longer stands at its provider; its successor's ServiceRequest, which
+ * `replaces` it, is the one that stands. sender-action-required is the
  * provider's pause, not the sender's withdrawal, so the request stays `active` and the Task is on hold.
  */
 export const SERVICE_REQUEST_STATUS: Readonly<Record<Status, ServiceRequest['status']>> = {
@@ -23,6 +25,7 @@ export const SERVICE_REQUEST_STATUS: Readonly<Record<Status, ServiceRequest['sta
   cancelled: 'revoked',
   completed: 'completed',
   'outcome-acknowledged': 'completed',
+  redirected: 'revoked',
 };
 
 /**
@@ -30,7 +33,9 @@ export const SERVICE_REQUEST_STATUS: Readonly<Record<Status, ServiceRequest['sta
  * stands. `scheduled` is `in-progress` (an appointment is booked or has taken place: the provider is
  * fulfilling the request). Once the provider reported its outcome the Task is `completed`, whether or
  * not the sender has read it yet (businessStatus tells the two apart). sender-action-required is
- * `on-hold`: the provider waits for the sender, and businessStatus and statusReason say why.
+ * `on-hold`: the provider waits for the sender, and businessStatus and statusReason say why. A
+ * redirected referral's Task is `cancelled` (its provider does no more with it, whoever redirected
+ * it); businessStatus says `redirected` and statusReason gives the redirect's reason.
  */
 export const TASK_STATUS: Readonly<Record<Status, Task['status']>> = {
   draft: 'draft',
@@ -42,6 +47,7 @@ export const TASK_STATUS: Readonly<Record<Status, Task['status']>> = {
   cancelled: 'cancelled',
   completed: 'completed',
   'outcome-acknowledged': 'completed',
+  redirected: 'cancelled',
 };
 
 /** appointmentstatus. */
@@ -75,6 +81,7 @@ export const STATUS_DISPLAY: Readonly<Record<Status, string>> = {
   cancelled: 'Cancelled',
   completed: 'Completed',
   'outcome-acknowledged': 'Outcome acknowledged',
+  redirected: 'Redirected',
 };
 
 export const CORE_STATUS_DISPLAY: Readonly<Record<CoreStatus, string>> = {
@@ -85,4 +92,5 @@ export const CORE_STATUS_DISPLAY: Readonly<Record<CoreStatus, string>> = {
   cancelled: 'Cancelled',
   'sender-action-required': 'Sender action required',
   completed: 'Completed',
+  redirected: 'Redirected',
 };

@@ -25,7 +25,12 @@ import { priorityOf } from './service-request.mapping.ts';
 import { CORE_STATUS_DISPLAY, STATUS_DISPLAY, TASK_STATUS } from './status-mapping.ts';
 
 /** The statuses whose reason a person gave (the reason is quoted in the timeline event). */
-const REASONED: ReadonlySet<Status> = new Set(['rejected', 'cancelled', 'sender-action-required']);
+const REASONED: ReadonlySet<Status> = new Set([
+  'rejected',
+  'cancelled',
+  'sender-action-required',
+  'redirected',
+]);
 
 /** The timeline event types of the operations that lead into `status`, read from the lifecycle table. */
 function eventsInto(status: Status): ReadonlySet<string> {

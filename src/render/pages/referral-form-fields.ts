@@ -82,4 +82,5 @@ export const STATUS_TEXT: Readonly<
   cancelled: { label: STATUS_LABELS_FOR_SENDER.cancelled, tone: 'stopped' },
   completed: { label: STATUS_LABELS_FOR_SENDER.completed, tone: 'action' },
   'outcome-acknowledged': { label: STATUS_LABELS_FOR_SENDER['outcome-acknowledged'], tone: 'confirmed' },
+  redirected: { label: STATUS_LABELS_FOR_SENDER.redirected, tone: 'stopped' },
 };

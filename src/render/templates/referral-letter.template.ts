@@ -108,7 +108,28 @@ function referralDetails(source: EhrFormSource, display: DisplayTime): SafeHtml 
         : timestampField('submittedAt', source.submittedAt, display),
     ],
     ['Created', timestampField('createdAt', source.createdAt, display)],
+    // Only a redirect's successor, and the referral it carries on, have these rows: the forms of
+    // referrals never redirected are as they were.
+    ...(source.redirectedFrom === undefined
+      ? []
+      : ([['Redirected from', redirectedFrom(source, source.redirectedFrom)]] as const)),
+    ...(source.redirectedTo === undefined
+      ? []
+      : ([['Redirected to', html`Referral ${field('redirectedTo', source.redirectedTo)}`]] as const)),
   ])}`;
+}
+
+/**
+ * Where a successor came from: the referral it carries on, and the sentence of its opening step, its
+ * first own one after those copied from that referral (who redirected it from which provider and
+ * offering to which, and why).
+ */
+function redirectedFrom(source: EhrFormSource, id: string): SafeHtml {
+  const opening = source.timelineEvents.find((e) => e.fromReferralId === undefined);
+  return html`Referral
+  ${field('redirectedFrom', id)}${
+    opening === undefined ? null : html`: ${blockField('redirectedFrom.description', opening.description)}`
+  }`;
 }
 
 function sender(source: EhrFormSource): SafeHtml {

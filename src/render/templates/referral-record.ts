@@ -121,10 +121,17 @@ function timeline(source: EhrFormSource, display: DisplayTime): SafeHtml {
       .map((e) => [
         timestampField('timeline.producedAt', e.producedAt, display),
         field('timeline.system', systemLabel(e.system)),
-        e.reason === undefined
-          ? field('timeline.description', e.description)
-          : html`${field('timeline.description', e.description)} (reason code
-            ${field('timeline.reasonCode', e.reason.code)})`,
+        html`${
+          e.reason === undefined
+            ? field('timeline.description', e.description)
+            : html`${field('timeline.description', e.description)} (reason code
+              ${field('timeline.reasonCode', e.reason.code)})`
+        }${
+          // A step copied in at a redirect says which referral it was taken on.
+          e.fromReferralId === undefined
+            ? null
+            : html` (on referral ${field('timeline.fromReferralId', e.fromReferralId)}, before the redirect)`
+        }`,
       ]),
     'No events recorded.',
   )}`;

@@ -4,7 +4,8 @@ import { v7 as uuidv7 } from 'uuid';
 import { APPOINTMENT_WINDOW_YEARS, isWithinAppointmentWindow } from '../../domain/appointment-window.ts';
 import type { Clock } from '../../domain/clock.ts';
 import type { DisplayTime } from '../../domain/display-time.ts';
-import { decide } from '../../domain/lifecycle.ts';
+import { isClinicalEvent } from '../../domain/clinical-events.ts';
+import { decide, LIFECYCLE, OUTBOX_TOPICS, outboxTopics } from '../../domain/lifecycle.ts';
 import type { OutcomeView } from '../../domain/outcome.ts';
 import type { NoteView, ReferralSummaryView, ReferralView } from '../../domain/referral-view.ts';
 import type { AppointmentStatus, Party } from '../../domain/statuses.ts';
@@ -22,6 +23,7 @@ import {
 } from '../../errors.ts';
 import type { InstitutionRef } from '../../domain/access.ts';
 import { auditEventOf } from '../../domain/audit.ts';
+import type { OfferingRecord } from '../../db/catalog.repository.ts';
 import type { AppointmentRecord } from '../../db/referrals/parts.ts';
 import type { ReferralRecord, ReferralWithParts } from '../../db/referrals/rows.ts';
 import type { PendingChange } from '../../db/referrals/change.ts';
@@ -68,6 +70,18 @@ export interface OutcomeInput {
 export interface ReasonInput {
   readonly reasonCode?: string | undefined;
   readonly comment?: string | undefined;
+}
+
+/** Where a redirect hands the referral on to, why, and who did it. */
+export interface RedirectInput extends ReasonInput {
+  /** The offering the successor is for: active, and not the referral's own. */
+  readonly offeringId: string;
+  /**
+   * The successor's priority, a code the new offering takes; needed when it does not take the
+   * referral's. Absent: the referral's own.
+   */
+  readonly priority?: string | undefined;
+  readonly redirectedByName?: string | undefined;
 }
 
 export interface AppointmentInput {
@@ -361,6 +375,102 @@ export function createReferralCommands(deps: CommandDeps) {
         ifMatch,
         (actor) => timeline.actionRequested(actor, given),
         personName,
+      );
+    },
+
+    /**
+     * Ends the referral as `redirected` and hands it on to a successor at another offering, in one
+     * statement: the successor is submitted, carries the patient, the referrer, the clinical
+     * information, the priority and the files, opens its timeline with this referral's steps, and is
+     * forwarded to the EHR, as this one's final state is. The answer is this referral, which names
+     * its successor in `redirectedTo`.
+     */
+    async redirect(
+      caller: Caller,
+      id: string,
+      input: RedirectInput,
+      ifMatch?: number,
+    ): Promise<ReferralView> {
+      if (input.reasonCode === undefined)
+        throw new ValidationError([{ path: 'body.reasonCode', message: 'is required' }]);
+      const given = await checkedReason(deps.stores, 'redirect', input, { field: 'comment', needed: false });
+      return mutate(
+        caller,
+        id,
+        'redirect',
+        ifMatch,
+        async ({ record, parts, party, now }) => {
+          const decision = decide('redirect', party, statusInput(record));
+          const offering = await checkedRedirectOffering(deps.stores.catalog, record, input.offeringId);
+          const priority = await checkedRedirectPriority(
+            deps.stores.catalog,
+            record,
+            offering,
+            input.priority,
+          );
+          const successorPriority = priority.priority === undefined ? record.priority : priority.priority;
+          const successorUrgency = priority.isUrgent ?? record.isUrgent;
+          const files = await deps.stores.attachments.list(record.id);
+          const successorId = uuidv7();
+          const actor = actorName(record, party, input.redirectedByName ?? personIn(caller));
+          const to = `${offering.institution.name} (${offering.name})`;
+          const from =
+            record.offering === null
+              ? 'another service'
+              : `${record.offering.institution.name} (${record.offering.name})`;
+          // The successor enters pending-acceptance as a submit leaves a referral: its forward and its
+          // provider's reminders are due; and the scans its files still wait for.
+          const topics = outboxTopics({ rule: LIFECYCLE.submit, next: 'pending-acceptance' }, 'draft');
+          if (files.some((f) => f.scanState === 'pending-scan')) topics.push(OUTBOX_TOPICS.attachmentScan);
+          return {
+            decision,
+            patch: { redirectedTo: successorId },
+            events: [timeline.redirected(actor, to, given)],
+            successor: {
+              referral: {
+                id: successorId,
+                sender: { idType: record.sender.idType, id: record.sender.id },
+                senderSystem: record.senderSystem,
+                now,
+                redirectedFrom: record.id,
+                offeringId: offering.id,
+                providerIdType: offering.institution.idType,
+                providerId: offering.institution.id,
+                patientUin: record.patient.uin,
+                patientName: record.patient.name,
+                patientDob: record.patient.dob,
+                patientGender: record.patient.gender,
+                patientNationality: record.patient.nationality,
+                patientPhoneNumber: record.patient.phoneNumber,
+                patientResidentialStatus: record.patient.residentialStatus,
+                referrerId: record.referrer.id,
+                referrerIdType: record.referrer.idType,
+                referrerName: record.referrer.name,
+                referrerEmail: record.referrer.email,
+                referrerContactNumber: record.referrer.contactNumber,
+                clinicalInfo: record.clinicalInfo,
+                isUrgent: successorUrgency,
+                priority: successorPriority,
+                // Its triage is due by its new offering's service level, counted from now.
+                triageDueAt: await triageDueFrom(
+                  deps,
+                  offering.triageWithin,
+                  { priority: successorPriority, isUrgent: successorUrgency },
+                  now,
+                ),
+              },
+              offering,
+              senderName: record.sender.name,
+              // What people did; refhub's bookkeeping (this referral's deliveries, its reminders) is
+              // not the successor's history.
+              history: parts.timelineEvents.filter((e) => isClinicalEvent(e.type)),
+              events: [timeline.redirectedHere(actor, from, to, given)],
+              attachments: files.map((f) => ({ id: uuidv7(), from: f.id, fileName: f.fileName })),
+              outbox: topics,
+            },
+          };
+        },
+        fullView(caller),
       );
     },
 
@@ -736,6 +846,60 @@ async function checkedOutcome(stores: CommandStores, referralId: string, input: 
   }
   if (problems.length > 0 || code === undefined) throw new ValidationError(problems);
   return { code: code.code, display: code.display, summary, attachmentIds: ids };
+}
+
+/**
+ * The offering a redirect names, as the catalog has it: one it offers now, and not the referral's
+ * own. Refusals name `body.offeringId` and never quote it.
+ */
+async function checkedRedirectOffering(
+  catalog: Pick<Stores['catalog'], 'findOffering'>,
+  record: ReferralRecord,
+  offeringId: string,
+) {
+  const offering = await catalog.findOffering(offeringId);
+  const refuse = (message: string) => new ValidationError([{ path: 'body.offeringId', message }]);
+  if (offering === undefined) throw refuse('is not a known offering');
+  if (!offering.active) throw refuse('is no longer offered; choose another');
+  if (offering.id === record.offering?.id)
+    throw refuse("is the referral's own offering; redirect it to another");
+  return offering;
+}
+
+/**
+ * The successor's priority: the one the body gives (a code the new offering takes), or else the
+ * referral's, which the new offering must take. A priority it does not take names the field that can
+ * fix it: `body.priority` when one was given, `body.offeringId` when none was.
+ */
+async function checkedRedirectPriority(
+  catalog: Pick<Stores['catalog'], 'listPriorityCodes'>,
+  record: ReferralRecord,
+  offering: OfferingRecord,
+  priority: string | undefined,
+): Promise<{ priority?: ReferralPriority | null; isUrgent?: boolean }> {
+  // A referral without a priority (made before priorities) keeps its isUrgent, as an update does.
+  if (priority === undefined && record.priority === null) return {};
+  const { change, problems } = resolvePriority(await catalog.listPriorityCodes(), {
+    priority,
+    isUrgent: undefined,
+    offering,
+    offeringChanged: true,
+    current: record.priority,
+  });
+  if (problems.length > 0) {
+    if (priority === undefined && record.priority !== null) {
+      throw new ValidationError([
+        {
+          path: 'body.offeringId',
+          message:
+            `does not take the referral's priority ${record.priority.display}; ` +
+            'give a priority it takes (GET /api/v1/priorities)',
+        },
+      ]);
+    }
+    throw new ValidationError(problems.map((p) => ({ path: `body.${p.field}`, message: p.message })));
+  }
+  return change;
 }
 
 function statusInput(record: ReferralRecord) {

@@ -16,7 +16,13 @@
 import { v7 as uuidv7 } from 'uuid';
 import { actingParty } from '../../domain/access.ts';
 import type { Clock } from '../../domain/clock.ts';
-import { OUTBOX_TOPICS, outboxTopics, type Decision, type Operation } from '../../domain/lifecycle.ts';
+import {
+  OUTBOX_TOPICS,
+  outboxTopics,
+  type Decision,
+  type Operation,
+  type OutboxTopic,
+} from '../../domain/lifecycle.ts';
 import type { TimelineEventView } from '../../domain/referral-view.ts';
 import type { Party } from '../../domain/statuses.ts';
 import type { TimelineEntry } from '../../domain/timeline.ts';
@@ -24,10 +30,12 @@ import { ConcurrentModificationError, ReferralNotFoundError, VersionMismatchErro
 import { auditEventOf } from '../../domain/audit.ts';
 import type { OfferingRecord } from '../../db/catalog.repository.ts';
 import type { NewOutboxMessage } from '../../db/outbox.repository.ts';
-import type { Answer, PartChange } from '../../db/referrals/change.ts';
+import type { CarriedAttachment } from '../../db/attachments.repository.ts';
+import type { Answer, PartChange, SuccessorChange } from '../../db/referrals/change.ts';
 import type { NewTimelineEvent, ReferralParts } from '../../db/referrals/parts.ts';
 import type { ReferralStore } from '../../db/referrals/referrals.store.ts';
 import type {
+  NewReferral,
   ReferralPatch,
   ReferralRecord,
   ReferralSnapshot,
@@ -46,6 +54,23 @@ export interface ChildChanges {
   readonly parts: (before: ReferralParts) => ReferralParts;
 }
 
+/**
+ * A referral a redirect hands this one on to, written in the same statement (db/referrals/change.ts):
+ * a new referral, submitted, at `offering`, that opens with this one's steps and then its own.
+ */
+export interface SuccessorPlan {
+  readonly referral: NewReferral & { readonly redirectedFrom: string };
+  readonly offering: OfferingRecord;
+  readonly senderName: string;
+  /** This referral's steps as read, copied to the successor's timeline, marked as taken on it. */
+  readonly history: readonly TimelineEventView[];
+  /** Its own steps, by the caller's system, after them. */
+  readonly events: readonly TimelineEntry[];
+  readonly attachments: readonly CarriedAttachment[];
+  /** Its outbox topics, for its first version. */
+  readonly outbox: readonly OutboxTopic[];
+}
+
 export interface Plan {
   readonly decision: Decision;
   /** Content changes; status, version and updatedAt are set by the runner. */
@@ -57,6 +82,8 @@ export interface Plan {
   readonly children?: ChildChanges;
   /** Nothing would change: skip the write and answer with the current state. */
   readonly unchanged?: boolean;
+  /** A redirect's successor (the referral's patch names it in `redirectedTo`). */
+  readonly successor?: SuccessorPlan;
 }
 
 export interface PlanContext {
@@ -104,7 +131,44 @@ export function timelineViewsOf(events: readonly NewTimelineEvent[]): TimelineEv
     description: e.description,
     producedAt: e.producedAt.toISOString(),
     ...(e.reason === undefined ? {} : { reason: e.reason }),
+    ...(e.fromReferralId === undefined ? {} : { fromReferralId: e.fromReferralId }),
   }));
+}
+
+/** The successor `plan` describes, as the change of its predecessor `from` writes it. */
+function successorChange(
+  plan: SuccessorPlan,
+  from: ReferralRecord,
+  caller: Caller,
+  now: Date,
+): SuccessorChange {
+  const id = plan.referral.id;
+  return {
+    referral: plan.referral,
+    names: { sender: plan.senderName, offering: plan.offering },
+    attachments: plan.attachments,
+    // Copied as they were: their system, time, sentence and reason; their own IDs; each marked with
+    // the referral it was taken on (a step copied into `from` keeps the one it came from).
+    history: plan.history.map((step) => ({
+      id: uuidv7(),
+      referralId: id,
+      type: step.type,
+      system: step.system,
+      description: step.description,
+      eventDescription: step.description,
+      producedAt: new Date(step.producedAt),
+      reason: step.reason,
+      fromReferralId: step.fromReferralId ?? from.id,
+    })),
+    timeline: timelineEventsOf(id, caller.system, plan.events, now),
+    outbox: plan.outbox.map((topic) => ({
+      topic,
+      referralId: id,
+      version: 1,
+      requestId: caller.requestId,
+      at: now,
+    })),
+  };
 }
 
 export interface MutationOptions {
@@ -137,7 +201,12 @@ export function createMutationRunner(deps: MutationDeps) {
       const party = actingParty(operation, caller.role, record, caller.institution);
       const now = deps.clock.now();
       const planned = await plan({ record, parts: before.parts, party, now });
-      const audit = auditEventOf(caller, options.auditAction ?? `referral.${operation}`, [record.id], now);
+      const audit = auditEventOf(
+        caller,
+        options.auditAction ?? `referral.${operation}`,
+        planned.successor === undefined ? [record.id] : [record.id, planned.successor.referral.id],
+        now,
+      );
       if (planned.unchanged === true) {
         const answer = respond({ before, after: before });
         await deps.referrals.change({ timeline: [], outbox: [], audit }).write(answer, caller.idempotency);
@@ -174,6 +243,9 @@ export function createMutationRunner(deps: MutationDeps) {
         timeline,
         outbox,
         audit,
+        ...(planned.successor === undefined
+          ? {}
+          : { successor: successorChange(planned.successor, record, caller, now) }),
       });
       const parts = planned.children?.parts(before.parts) ?? before.parts;
       const after: ReferralWithParts = {

@@ -72,6 +72,8 @@ export function toStoredSummary(record: ReferralRecord): StoredSummaryView {
     status: record.status,
     coreStatus: CORE_STATUS_OF[record.status],
     isCancellable: isCancellable(record.status, record.offering?.cancellable ?? true),
+    ...(record.redirectedFrom === null ? {} : { redirectedFrom: record.redirectedFrom }),
+    ...(record.redirectedTo === null ? {} : { redirectedTo: record.redirectedTo }),
   };
 }
 

@@ -158,6 +158,8 @@ export function ehrFormSourceOf(view: EhrFormSource): EhrFormSource {
     status: view.status,
     coreStatus: view.coreStatus,
     isCancellable: view.isCancellable,
+    ...(view.redirectedFrom === undefined ? {} : { redirectedFrom: view.redirectedFrom }),
+    ...(view.redirectedTo === undefined ? {} : { redirectedTo: view.redirectedTo }),
     appointments: view.appointments,
     notes: view.notes,
     ...(view.outcome === undefined ? {} : { outcome: view.outcome }),

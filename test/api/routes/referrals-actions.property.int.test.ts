@@ -1,7 +1,7 @@
 // Property: whatever state a referral is in and whoever asks, an action is in the caller's
 // allowedActions exactly when calling it succeeds, and an action in blockedActions fails with the
-// listed reason (and sentence) in its problem+json. A reject, a request to act, a cancel or a return to
-// draft gives a random code of the demo catalog's reasons for it, or none; each code given comes back on
+// listed reason (and sentence) in its problem+json. A reject, a request to act, a cancel, a return to
+// draft or a redirect (to another provider's offering) gives a random code of the demo catalog's reasons for it, or none; each code given comes back on
 // the timeline, in the event feed (without the comment) and in the FHIR view's Task.statusReason. Random referrals (any status, a cancellable
 // offering or not) are driven through random calls of random actions by four callers: the sender,
 // the provider, and a key of each role acting for the other side's institution. Each call is made
@@ -31,6 +31,7 @@ import { createTestApp, type TestApp, type TestParty } from '../../support/test-
 const REASONED_EVENT: Readonly<Record<ReasonedAction, string>> = {
   'back-to-draft': 'referral.back-to-draft',
   cancel: 'referral.cancelled',
+  redirect: 'referral.redirected',
   reject: 'referral.rejected',
   'request-action': 'referral.sender-action-required',
 };
@@ -145,7 +146,7 @@ describe.each(ENGINES)('actions listed against calls made, on %s', (engine) => {
     expect(last?.reason, `${action} ${reason.code}`).toEqual(reason);
     expect(last?.description).toContain(reason.display);
     coded.set(last!.id, reason);
-    if (['rejected', 'cancelled', 'sender-action-required'].includes(view.status)) {
+    if (['rejected', 'cancelled', 'sender-action-required', 'redirected'].includes(view.status)) {
       const [task] = resourcesOf<Task>((await readFhir(t, as, id)).bundle, 'Task');
       expect(task?.statusReason?.coding?.[0]).toMatchObject({ code: reason.code, display: reason.display });
     }

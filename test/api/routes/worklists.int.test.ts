@@ -170,4 +170,18 @@ describe.each(ENGINES)('worklists on %s', (engine) => {
     });
     expect(res.statusCode).toBe(403);
   });
+
+  it("puts a redirect's successor on its new provider's list, due by its new service's level", async () => {
+    now = new Date('2026-12-07T02:00:00Z'); // Monday, 10:00 in Singapore
+    const id = made.routine?.id ?? '';
+    const answer = await call(t, t.provider, 'POST', `/api/v1/referrals/${id}/redirect`, {
+      offeringId: 'erh-cardio',
+      reasonCode: 'wrong-service',
+    });
+    const successor = String(answer.redirectedTo);
+    expect((await items(t.provider, 'to-triage')).map((i) => i.id)).not.toContain(id);
+    const theirs = await items(t.otherProvider, 'to-triage');
+    // Ten working days at Eastside's cardiology from Monday: the end of Monday 21 Dec.
+    expect(theirs.find((i) => i.id === successor)?.dueAt).toBe('2026-12-21T16:00:00.000Z');
+  });
 });

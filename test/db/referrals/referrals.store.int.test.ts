@@ -393,6 +393,8 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
         createdAt: at(6),
         updatedAt: at(13),
         submittedAt: at(12),
+        redirectedFrom: null,
+        redirectedTo: null,
       });
       const draft = await repo.findVisible(ids.get('a-draft-no-offering')!, CLINIC_A);
       expect(draft).toMatchObject({

@@ -151,6 +151,7 @@ describe('the ServiceRequest and the Task', () => {
     cancelled: ['revoked', 'cancelled'],
     completed: ['completed', 'completed'],
     'outcome-acknowledged': ['completed', 'completed'],
+    redirected: ['revoked', 'cancelled'],
   };
 
   it.each(STATUSES)(
