@@ -4,7 +4,6 @@
 // (worker.close()), then stops the relays and the reconciler and closes the connections it opened.
 import type { Worker } from 'bullmq';
 import type { AppContext } from './context.ts';
-import { failureReport } from '../logger.ts';
 import { listenForChanges } from '../db/change-notifications.ts';
 import { createEhrClient, type EhrClient } from '../workers/forwarding/ehr-client.ts';
 import { createEhrCircuit, type CircuitSettings } from '../workers/forwarding/ehr-circuit.ts';
@@ -58,7 +57,6 @@ export function createReconcilerFor(ctx: AppContext): Reconciler {
     producer: ctx.queues,
     metrics: ctx.metrics,
     reminderScheduleFor: (id) => ctx.reminders.scheduleFor(id),
-    triageOverdueEveryMs: ctx.config.triageOverdueSweepSeconds * 1000,
     claim: () => ctx.claimQueues(),
     // The scan worker runs where a scanner is configured (startBackground), and only there.
     scansAttachments: ctx.config.attachmentScanner !== undefined,
@@ -66,26 +64,37 @@ export function createReconcilerFor(ctx: AppContext): Reconciler {
 }
 
 /**
- * Sets the wait-times scheduler (WAIT_TIMES_AT in DISPLAY_TIME_ZONE) and asks for a run now, so that a
- * fresh installation answers soon after it starts; then, every `everyMs`, sets the scheduler again if
- * the queues lost it (Redis's data lost). Queues out of reach at start do not stop it: the start's
- * scheduling is tried again on each pass until it is done.
+ * Keeps the queues' two job schedulers in place: the wait-times computation (WAIT_TIMES_AT in
+ * DISPLAY_TIME_ZONE, with a run asked for at once so that a fresh installation answers soon after it
+ * starts) and the triage-overdue sweep (every TRIAGE_OVERDUE_SWEEP_SECONDS). The first pass sets both;
+ * then every `everyMs` each is set again if the queues lost it (Redis's data lost). Queues out of
+ * reach at start do not stop it: the first pass is tried again on each pass until it is done.
  */
-function scheduleWaitTimes(ctx: AppContext, everyMs: number): PollLoop {
-  const schedule = { at: ctx.config.waitTimesAt, timeZone: ctx.config.displayTimeZone };
+function keepSchedules(ctx: AppContext, everyMs: number): PollLoop {
+  const waitTimes = { at: ctx.config.waitTimesAt, timeZone: ctx.config.displayTimeZone };
+  const sweepEveryMs = ctx.config.triageOverdueSweepSeconds * 1000;
   let started = false;
   const pass = async () => {
     if (!started) {
-      await ctx.queues.scheduleWaitTimes(schedule);
+      await ctx.queues.scheduleWaitTimes(waitTimes);
+      await ctx.queues.ensureTriageOverdueSweep(sweepEveryMs);
       started = true;
-    } else if (await ctx.queues.ensureWaitTimesSchedule(schedule)) {
+      return;
+    }
+    if (await ctx.queues.ensureWaitTimesSchedule(waitTimes)) {
       ctx.logger.warn({ queue: WAIT_TIMES_QUEUE }, 'the wait-times scheduler was missing and is set again');
+    }
+    if (await ctx.queues.ensureTriageOverdueSweep(sweepEveryMs)) {
+      ctx.logger.warn(
+        { queue: TRIAGE_OVERDUE_QUEUE },
+        'the triage-overdue sweep was missing and is set again',
+      );
     }
   };
   const onError = (error: unknown) => {
     ctx.logger.warn(
-      { queue: WAIT_TIMES_QUEUE, code: errorCode(error) },
-      'the wait times could not be scheduled; tried again on the next pass',
+      { code: errorCode(error) },
+      'the queues’ schedules could not be set; tried again on the next pass',
     );
   };
   const loop = createPeriodicLoop(pass, everyMs, onError);
@@ -222,23 +231,12 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
         )
       : undefined;
   const reconciler = createReconcilerFor(ctx);
-  // The sweep is scheduled at once, as the reconciler's first pass is a minute away; each pass puts
-  // the schedule back should the queue store lose it.
-  const sweepScheduled = ctx.queues.ensureTriageOverdueSweep(config.triageOverdueSweepSeconds * 1000).then(
-    () => undefined,
-    (error: unknown) => {
-      logger.warn(
-        { failure: failureReport(error) },
-        'could not schedule the triage-overdue sweep; the reconciler will',
-      );
-    },
-  );
   const reconcileEveryMs = options.reconcileEveryMs ?? config.reconcileIntervalSeconds * 1000;
-  const waitTimesSchedule = scheduleWaitTimes(ctx, reconcileEveryMs);
+  const schedules = keepSchedules(ctx, reconcileEveryMs);
   relay.start();
   webhookRelay.start();
   reconciler.start(reconcileEveryMs);
-  waitTimesSchedule.start();
+  schedules.start();
 
   return {
     relay,
@@ -247,8 +245,7 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
     ehr,
     workers,
     async stop() {
-      await sweepScheduled;
-      await waitTimesSchedule.stop();
+      await schedules.stop();
       await Promise.all(workers.map((w) => w.close()));
       await changes?.close();
       await relay.stop();

@@ -1,9 +1,8 @@
 // The reconciler: Postgres is the truth and Redis only a work queue, so losing Redis's data must be
 // a delay, not a loss. Every minute (and once with `refhub reconcile`) it re-enqueues each referral
 // whose forward is due but has no live job, re-enqueues the scan of each attachment still waiting for
-// one with no live job (where a scanner is configured), rebuilds each missing reminder schedule from
-// the database, and makes sure the triage-overdue sweep is scheduled. Everything it calls is
-// idempotent, so several reconcilers may run at once.
+// one with no live job (where a scanner is configured), and rebuilds each missing reminder schedule
+// from the database. Everything it calls is idempotent, so several reconcilers may run at once.
 //
 // It counts (metric and log) a repair only for work that was really missing, never for work the outbox
 // relay or a worker is about to do or has just done. A referral with an outbox row of the topic still
@@ -43,11 +42,6 @@ export interface ReconcilerDeps {
   /** The schedule a referral should have now (the reminder service's). */
   readonly reminderScheduleFor: (referralId: string) => Promise<ReminderSchedule | null>;
   readonly metrics: Pick<Metrics, 'reconcilerRepaired'>;
-  /**
-   * The interval of the triage-overdue sweep's schedule, which each pass makes sure of (a fresh queue
-   * store has none, and one that lost its data lost it); absent: the pass leaves it alone.
-   */
-  readonly triageOverdueEveryMs?: number;
   /**
    * Claims the queue prefix for this installation before each pass (prefix-claim.ts), so that a claim
    * lost with Redis's data is put back, and a prefix another installation holds stops the pass.
@@ -162,10 +156,6 @@ export function createReconciler(deps: ReconcilerDeps) {
         scansRequeued: await requeueScans(),
         schedulersRebuilt: await rebuildSchedulers(),
       };
-      const everyMs = deps.triageOverdueEveryMs;
-      if (everyMs !== undefined && (await deps.producer.ensureTriageOverdueSweep(everyMs))) {
-        deps.logger.info({ everyMs }, 'triage-overdue sweep scheduled');
-      }
       deps.metrics.reconcilerRepaired('forward', repairs.forwardsRequeued);
       deps.metrics.reconcilerRepaired(ATTACHMENT_SCAN_QUEUE, repairs.scansRequeued);
       deps.metrics.reconcilerRepaired('reminder-schedule', repairs.schedulersRebuilt);

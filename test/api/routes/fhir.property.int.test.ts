@@ -242,7 +242,11 @@ const providerAccepts = (status: Status, acceptFirst: boolean) =>
   status === 'accepted' ||
   status === 'scheduled' ||
   COMPLETED.includes(status) ||
-  (acceptFirst && (status === 'rejected' || status === 'sender-action-required' || status === 'cancelled'));
+  (acceptFirst &&
+    (status === 'rejected' ||
+      status === 'sender-action-required' ||
+      status === 'cancelled' ||
+      status === 'redirected'));
 
 /** An outcome naming some of the provider's `files` in any order; a summary unless the code needs none. */
 const outcomeFor = (files: number): fc.Arbitrary<OutcomePlan> =>
@@ -373,6 +377,12 @@ describe.each(ENGINES)('the FHIR view of random referrals on %s', (engine) => {
       await op('provider', 'request-action', { reason: 'Attach the ECG.' });
     if (plan.status === 'cancelled')
       await op(plan.cancelledBy, 'cancel', { cancelNote: 'Patient recovered' });
+    // The provider hands it on to another service that takes its priority.
+    if (plan.status === 'redirected')
+      await op('provider', 'redirect', {
+        offeringId: plan.fields.offeringId === 'cgh-gastro' ? 'erh-cardio' : 'cgh-gastro',
+        reasonCode: 'wrong-service',
+      });
     if (plan.outcome !== undefined) {
       const { documents, acknowledgedByName, ...outcome } = plan.outcome;
       await op('provider', 'complete', {

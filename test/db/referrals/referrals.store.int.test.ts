@@ -361,6 +361,7 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
           cancellable: true,
           active: true,
           priorities: null,
+          triageWithin: { routine: 10, urgent: 2, 'two-week-wait': 1 },
           institution: { idType: 'hci', id: 'S9001Z', name: 'Central General Hospital' },
         },
         patient: {
@@ -395,6 +396,7 @@ describe.each(ENGINES)('referral repository on %s', (engine) => {
         submittedAt: at(12),
         redirectedFrom: null,
         redirectedTo: null,
+        triageDueAt: null,
       });
       const draft = await repo.findVisible(ids.get('a-draft-no-offering')!, CLINIC_A);
       expect(draft).toMatchObject({
