@@ -20,7 +20,8 @@ export interface ReferralRoute {
   readonly ifMatch: boolean;
   /**
    * The reads, besides the referral's, of what the command checks before it writes (the catalog's
-   * reason codes and offering, the referral's files): one statement each. None unless said.
+   * reason codes and offering, its public holidays, the referral's files): one statement each. None
+   * unless said.
    */
   readonly checks?: number;
   request(referralId: string, as: TestParty, headers?: Record<string, string>): RouteRequest;
@@ -79,6 +80,8 @@ export const REFERRAL_ROUTES: readonly ReferralRoute[] = [
     owner: 'sender',
     status: 'draft',
     ifMatch: true,
+    // The public holidays its triage due time counts past (its offering has service levels).
+    checks: 1,
     request: post('/api/v1/referrals/:id/submit'),
   },
   {
@@ -93,8 +96,9 @@ export const REFERRAL_ROUTES: readonly ReferralRoute[] = [
     owner: 'provider',
     status: 'pending-acceptance',
     ifMatch: true,
-    // The reason codes, the new offering, and the files the successor carries.
-    checks: 3,
+    // The reason codes, the new offering, the files the successor carries, and the public holidays its
+    // triage due time counts past.
+    checks: 4,
     request: post('/api/v1/referrals/:id/redirect', {
       offeringId: 'erh-cardio',
       reasonCode: 'wrong-service',
