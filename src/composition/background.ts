@@ -167,13 +167,13 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
       },
       { backend },
     ),
-    startTriageOverdueWorker(
-      { triageOverdue: ctx.triageOverdue, logger: logger.child({ worker: TRIAGE_OVERDUE_QUEUE }) },
-      { backend },
-    ),
     startWebhookWorker(
       { ...ctx.webhookDelivery(), logger: logger.child({ worker: WEBHOOKS_QUEUE }) },
       { backend, retryScheduleMs: config.webhookRetryScheduleMs },
+    ),
+    startTriageOverdueWorker(
+      { triageOverdue: ctx.triageOverdue, logger: logger.child({ worker: TRIAGE_OVERDUE_QUEUE }) },
+      { backend },
     ),
     startWaitTimesWorker(
       { waitTimes: ctx.waitTimes, logger: logger.child({ worker: WAIT_TIMES_QUEUE }) },
