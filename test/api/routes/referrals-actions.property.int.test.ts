@@ -37,8 +37,11 @@ const REASONED_EVENT: Readonly<Record<ReasonedAction, string>> = {
 };
 const REASONED_ACTIONS: ReadonlySet<ActionName> = new Set(Object.keys(REASONED_EVENT) as ActionName[]);
 
-/** Random referrals per engine; each takes up to MAX_STEPS calls after reaching its status. */
-const RUNS = 25;
+/**
+ * Random referrals per engine; each takes up to MAX_STEPS calls after reaching its status. Enough of
+ * them that a coded step (a reason given on a call that succeeds) is all but sure among them.
+ */
+const RUNS = 60;
 const MAX_STEPS = 8;
 
 type CallerName = 'sender' | 'provider' | 'senderKeyAtProvider' | 'providerKeyAtSender';
