@@ -10,6 +10,7 @@ import type { Engine } from '../../src/db/database.ts';
 import { testDatabaseUrl } from './engines.ts';
 import { QUEUE_NAMES, type QueuePayloads } from '../../src/queue/registry.ts';
 import { startBackground, type Background } from '../../src/composition/background.ts';
+import { forwardBackoff } from '../../src/workers/forwarding/forward-policy.ts';
 import { startSandboxEhrProcess, type SandboxEhrProcess } from './sandbox-ehr-process.ts';
 import { call, createDraft } from './scenarios.ts';
 import { createTestApp, type TestApp, type TestAppOptions } from './test-app.ts';
@@ -24,6 +25,12 @@ export interface BridgeApp extends TestApp {
   /** Starts the relay, workers and reconciler (tests may act before the background runs). */
   startBackground(options?: { reconcileEveryMs?: number }): Background;
   readonly background: Background | undefined;
+  /**
+   * How long a forward may take once its job runs, by the app's settings: every attempt to its
+   * deadline (EHR_ATTEMPT_TIMEOUT_SECONDS) and the longest backoff after it (EHR_MAX_ATTEMPTS,
+   * EHR_BACKOFF_BASE_MS). A wait for a delivery is bounded by this, not by a guess at the machine's speed.
+   */
+  readonly forwardWithinMs: number;
   /** Every key under this app's queue prefix, as text: for searching Redis for patient data. */
   redisDump(): Promise<string>;
 }
@@ -113,6 +120,7 @@ export async function createBridgeApp(
     ...t,
     prefix,
     ehr,
+    forwardWithinMs: forwardBoundMs(t.ctx.config),
     get background() {
       return background;
     },
@@ -154,6 +162,20 @@ export async function createBridgeApp(
       await t.close();
     },
   };
+}
+
+/** The time every attempt of one forward may take, to its deadline and the longest backoff after it. */
+function forwardBoundMs(config: {
+  readonly ehrMaxAttempts: number;
+  readonly ehrAttemptTimeoutSeconds: number;
+  readonly ehrBackoffBaseMs: number;
+}): number {
+  const longestBackoff = forwardBackoff(config.ehrBackoffBaseMs, () => 1);
+  let total = 0;
+  for (let attempt = 1; attempt <= config.ehrMaxAttempts; attempt += 1) {
+    total += config.ehrAttemptTimeoutSeconds * 1000 + longestBackoff(attempt);
+  }
+  return total;
 }
 
 /** Polls `probe` until it returns a value that is not undefined, or fails after `timeoutMs`. */

@@ -30,6 +30,11 @@ interface LedgerRow {
   messageId: string;
 }
 
+// A forward's attempts may each take EHR_ATTEMPT_TIMEOUT_SECONDS: a wait for a delivery is bounded by
+// the attempts and their backoff (t.forwardWithinMs), and the test by its two forwards.
+const SETTINGS = { EHR_MAX_ATTEMPTS: '3', EHR_ATTEMPT_TIMEOUT_SECONDS: '10' };
+const TIMEOUT = { timeout: 2 * 3 * (10_000 + 1_000) + 30_000 };
+
 describe.each(ENGINES)('forwarding a completed referral on %s', (engine) => {
   let ehr: SandboxEhrProcess;
   let t: BridgeApp;
@@ -68,12 +73,16 @@ describe.each(ENGINES)('forwarding a completed referral on %s', (engine) => {
     };
   /** Waits until the forward of `version` is delivered and recorded. */
   const deliveredAt = (id: string, version: number) =>
-    eventually(`the delivery of v${version}`, async () => {
-      const row = (await ledger(id)).find((r) => r.version === version && r.outcome === 'delivered');
-      if (row === undefined) return undefined;
-      const referral = await read(id);
-      return referral.ehrForwarding.state === 'forwarded' ? row : undefined;
-    });
+    eventually(
+      `the delivery of v${version}`,
+      async () => {
+        const row = (await ledger(id)).find((r) => r.version === version && r.outcome === 'delivered');
+        if (row === undefined) return undefined;
+        const referral = await read(id);
+        return referral.ehrForwarding.state === 'forwarded' ? row : undefined;
+      },
+      t.forwardWithinMs,
+    );
   const attach = async (who: TestParty, id: string, bytes: Buffer, fileName: string) => {
     const res = await t.request(who, {
       method: 'POST',
@@ -89,67 +98,71 @@ describe.each(ENGINES)('forwarding a completed referral on %s', (engine) => {
     return res.json<{ id: string; number: number }>();
   };
 
-  it('sends the version the provider completed, whose form carries the Outcome section', async () => {
-    t = await createBridgeApp(engine, ehr, { env: { EHR_MAX_ATTEMPTS: '3' } });
-    const draft = await createDraft(t);
-    const submitted = (await call(t, t.sender, 'POST', url(draft.id, 'submit'), {})) as ReferralJson;
-    t.startBackground();
-    const first = await deliveredAt(draft.id, submitted.version);
-    expect(cheerio.load((await sentForm(draft.id, first.id)).ehrForm)('h2:contains("Outcome")')).toHaveLength(
-      0,
-    );
+  it(
+    'sends the version the provider completed, whose form carries the Outcome section',
+    TIMEOUT,
+    async () => {
+      t = await createBridgeApp(engine, ehr, { env: SETTINGS });
+      const draft = await createDraft(t);
+      const submitted = (await call(t, t.sender, 'POST', url(draft.id, 'submit'), {})) as ReferralJson;
+      t.startBackground();
+      const first = await deliveredAt(draft.id, submitted.version);
+      expect(
+        cheerio.load((await sentForm(draft.id, first.id)).ehrForm)('h2:contains("Outcome")'),
+      ).toHaveLength(0);
 
-    await call(t, t.provider, 'POST', url(draft.id, 'accept'), {});
-    const letter = await attach(t.provider, draft.id, CONSULT_LETTER, 'consult letter.pdf');
-    const completed = (await call(t, t.provider, 'POST', url(draft.id, 'complete'), {
-      outcomeCode: 'seen-discharged',
-      summary: SUMMARY,
-      attachmentIds: [letter.id],
-      completedByName: 'Dr Tan Wei Ming',
-    })) as ReferralJson;
-    expect(completed.status).toBe('completed');
+      await call(t, t.provider, 'POST', url(draft.id, 'accept'), {});
+      const letter = await attach(t.provider, draft.id, CONSULT_LETTER, 'consult letter.pdf');
+      const completed = (await call(t, t.provider, 'POST', url(draft.id, 'complete'), {
+        outcomeCode: 'seen-discharged',
+        summary: SUMMARY,
+        attachmentIds: [letter.id],
+        completedByName: 'Dr Tan Wei Ming',
+      })) as ReferralJson;
+      expect(completed.status).toBe('completed');
 
-    // `complete` makes the new version due; the worker delivers it, with the outcome's file.
-    const attempt = await deliveredAt(draft.id, completed.version);
-    const form = `${draft.id}.v${completed.version}`;
-    expect(attempt.messageId).toBe(form);
-    const deliveries = await ehr.deliveries({ referralId: draft.id });
-    const sent = await sentForm(draft.id, attempt.id);
-    expect(deliveries.find((d) => d.messageId === form)?.sha256).toBe(sha256(sent.ehrForm));
-    expect(deliveries.find((d) => d.messageId === `${form}.a${letter.number}`)).toMatchObject({
-      sha256: sha256(CONSULT_LETTER),
-      document: { formMessageId: form, number: letter.number },
-    });
-    expect(sent.attachments).toEqual([
-      expect.objectContaining({ attachmentId: letter.id, messageId: `${form}.a${letter.number}` }),
-    ]);
+      // `complete` makes the new version due; the worker delivers it, with the outcome's file.
+      const attempt = await deliveredAt(draft.id, completed.version);
+      const form = `${draft.id}.v${completed.version}`;
+      expect(attempt.messageId).toBe(form);
+      const deliveries = await ehr.deliveries({ referralId: draft.id });
+      const sent = await sentForm(draft.id, attempt.id);
+      expect(deliveries.find((d) => d.messageId === form)?.sha256).toBe(sha256(sent.ehrForm));
+      expect(deliveries.find((d) => d.messageId === `${form}.a${letter.number}`)).toMatchObject({
+        sha256: sha256(CONSULT_LETTER),
+        document: { formMessageId: form, number: letter.number },
+      });
+      expect(sent.attachments).toEqual([
+        expect.objectContaining({ attachmentId: letter.id, messageId: `${form}.a${letter.number}` }),
+      ]);
 
-    // The bytes the EHR received are the ehrForm a client reads at that version.
-    const after = await read(draft.id);
-    expect(after.version).toBe(completed.version);
-    expect(after.ehrForm).toBe(sent.ehrForm);
+      // The bytes the EHR received are the ehrForm a client reads at that version.
+      const after = await read(draft.id);
+      expect(after.version).toBe(completed.version);
+      expect(after.ehrForm).toBe(sent.ehrForm);
 
-    const $ = cheerio.load(sent.ehrForm);
-    const text = (field: string) => $(`[data-field="${field}"]`).first().text();
-    expect($('h2:contains("Outcome")')).toHaveLength(1);
-    expect(text('status')).toBe('Completed, outcome awaiting acknowledgement');
-    expect(text('outcome.display')).toBe('Seen and discharged to the referring clinic');
-    expect(text('outcome.code')).toBe('seen-discharged');
-    expect(text('outcome.summary')).toBe(SUMMARY);
-    expect(text('outcome.completedByName')).toBe('Dr Tan Wei Ming');
-    expect(text('outcome.completedAt')).toMatch(/^\w{3} \d{1,2} \w{3} \d{4}, \d{2}:\d{2} SGT$/);
-    expect(text('outcome.attachment.number')).toBe(String(letter.number));
-    expect(text('outcome.attachment.fileName')).toBe('consult letter.pdf');
+      const $ = cheerio.load(sent.ehrForm);
+      const text = (field: string) => $(`[data-field="${field}"]`).first().text();
+      expect($('h2:contains("Outcome")')).toHaveLength(1);
+      expect(text('status')).toBe('Completed, outcome awaiting acknowledgement');
+      expect(text('outcome.display')).toBe('Seen and discharged to the referring clinic');
+      expect(text('outcome.code')).toBe('seen-discharged');
+      expect(text('outcome.summary')).toBe(SUMMARY);
+      expect(text('outcome.completedByName')).toBe('Dr Tan Wei Ming');
+      expect(text('outcome.completedAt')).toMatch(/^\w{3} \d{1,2} \w{3} \d{4}, \d{2}:\d{2} SGT$/);
+      expect(text('outcome.attachment.number')).toBe(String(letter.number));
+      expect(text('outcome.attachment.fileName')).toBe('consult letter.pdf');
 
-    // The sender's acknowledgement is no reason to forward: nothing becomes due.
-    const acknowledged = (await call(
-      t,
-      t.sender,
-      'POST',
-      url(draft.id, 'acknowledge-outcome'),
-      {},
-    )) as Forwarded;
-    expect(acknowledged.status).toBe('outcome-acknowledged');
-    expect((await read(draft.id)).ehrForwarding.state).toBe('forwarded');
-  });
+      // The sender's acknowledgement is no reason to forward: nothing becomes due.
+      const acknowledged = (await call(
+        t,
+        t.sender,
+        'POST',
+        url(draft.id, 'acknowledge-outcome'),
+        {},
+      )) as Forwarded;
+      expect(acknowledged.status).toBe('outcome-acknowledged');
+      expect((await read(draft.id)).ehrForwarding.state).toBe('forwarded');
+    },
+  );
 });
