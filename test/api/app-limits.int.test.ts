@@ -5,7 +5,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
-import { ENGINES } from '../support/engines.ts';
+import { APP_ENGINES } from '../support/engines.ts';
 import { CANARY } from '../support/fixtures/patients.ts';
 import { countRows } from '../support/store-inspection.ts';
 import { createTestApp, type TestApp, type TestParty } from '../support/test-app.ts';
@@ -99,7 +99,7 @@ function expectEdgeProblem(answer: RawAnswer, status: number, code: string, sent
   for (const value of sent) expect(answer.text).not.toContain(value);
 }
 
-describe.each(ENGINES)('limits on %s', (engine) => {
+describe.each(APP_ENGINES)('limits on %s', (engine) => {
   describe(`rate limit of ${LIMIT} requests a minute`, () => {
     let t: TestApp;
     beforeAll(async () => {

@@ -6,7 +6,7 @@
 import { Ajv } from 'ajv';
 import formats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES } from '../support/engines.ts';
+import { APP_ENGINES } from '../support/engines.ts';
 import { PATIENT } from '../support/fixtures/patients.ts';
 import { REFERRAL_ROUTES } from '../support/referral-routes.ts';
 import { referralIn } from '../support/scenarios.ts';
@@ -192,7 +192,7 @@ describe('OpenAPI conventions', () => {
   });
 });
 
-describe.each(ENGINES)('the document matches what the API sends, on %s', (engine) => {
+describe.each(APP_ENGINES)('the document matches what the API sends, on %s', (engine) => {
   let t: TestApp;
   let doc: Document;
   let ajv: Ajv;
