@@ -161,6 +161,15 @@ export interface Config {
    */
   readonly webhookAllowedAddresses: ReadonlySet<string>;
   /**
+   * Where refhub sends its ops webhooks: one signed event when an incident opens and one when it
+   * resolves (docs/operations.md, "Alerts"). Without it incidents are kept and shown, and none is sent.
+   */
+  readonly opsWebhookUrl: string | undefined;
+  /** The Standard Webhooks secret (`whsec_…`) the ops webhooks are signed with; set with the URL. */
+  readonly opsWebhookSecret: string | undefined;
+  /** How often refhub looks at the conditions an operator must act on (the incident sweep). */
+  readonly incidentSweepSeconds: number;
+  /**
    * Where ClamAV's daemon scans attachments, as `clamd://host:port`; without it no attachment is
    * scanned by refhub.
    */
@@ -314,6 +323,28 @@ function keyEncryptionKeys(env: Env, name: string): LocalKeyEncryptionKey[] | un
   } catch (error) {
     throw new ConfigError(name, (error as Error).message);
   }
+}
+
+/**
+ * OPS_WEBHOOK_URL (https in production) and OPS_WEBHOOK_SECRET, set together; the secret is a Standard
+ * Webhooks one, `whsec_` and the base64 of at least 24 bytes (`refhub webhooks` makes them of 32).
+ */
+function opsWebhook(env: Env, mode: Config['env']): Pick<Config, 'opsWebhookUrl' | 'opsWebhookSecret'> {
+  const opsWebhookUrl = url(env, 'OPS_WEBHOOK_URL', mode === 'production' ? ['https:'] : ['http:', 'https:']);
+  const opsWebhookSecret = read(env, 'OPS_WEBHOOK_SECRET');
+  if (opsWebhookUrl !== undefined && opsWebhookSecret === undefined) {
+    throw new ConfigError('OPS_WEBHOOK_SECRET', 'must be set with OPS_WEBHOOK_URL, to sign its events');
+  }
+  if (opsWebhookSecret !== undefined) {
+    const key = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(opsWebhookSecret)?.[1];
+    if (key === undefined || Buffer.from(key, 'base64').length < 24) {
+      throw new ConfigError(
+        'OPS_WEBHOOK_SECRET',
+        'must be `whsec_` and the base64 of at least 24 random bytes (as a webhook secret is)',
+      );
+    }
+  }
+  return { opsWebhookUrl, opsWebhookSecret };
 }
 
 function secret(env: Env, name: string, minLength: number): string | undefined {
@@ -472,6 +503,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     webhookAttemptTimeoutSeconds: integer(env, 'WEBHOOK_ATTEMPT_TIMEOUT_SECONDS', 15, 1, 120),
     webhookDisableAfterSeconds: integer(env, 'WEBHOOK_DISABLE_AFTER_SECONDS', 5 * 86_400, 1, 365 * 86_400),
     webhookAllowedAddresses: list(env, 'WEBHOOK_ALLOWED_ADDRESSES'),
+    ...opsWebhook(env, mode),
+    incidentSweepSeconds: integer(env, 'INCIDENT_SWEEP_SECONDS', 60, 1, 3600),
     attachmentScanner: scannerAddress(env, 'ATTACHMENT_SCANNER'),
     attachmentScanTimeoutSeconds: integer(env, 'ATTACHMENT_SCAN_TIMEOUT_SECONDS', 60, 1, 600),
     attachmentsScannedElsewhere:
@@ -717,6 +750,9 @@ const SHOWN: {
   webhookAttemptTimeoutSeconds: ['WEBHOOK_ATTEMPT_TIMEOUT_SECONDS', 'value'],
   webhookDisableAfterSeconds: ['WEBHOOK_DISABLE_AFTER_SECONDS', 'value'],
   webhookAllowedAddresses: ['WEBHOOK_ALLOWED_ADDRESSES', 'value'],
+  opsWebhookUrl: ['OPS_WEBHOOK_URL', 'url'],
+  opsWebhookSecret: ['OPS_WEBHOOK_SECRET', 'secret'],
+  incidentSweepSeconds: ['INCIDENT_SWEEP_SECONDS', 'value'],
   attachmentScanner: ['ATTACHMENT_SCANNER', 'value'],
   attachmentScanTimeoutSeconds: ['ATTACHMENT_SCAN_TIMEOUT_SECONDS', 'value'],
   attachmentsScannedElsewhere: ['ATTACHMENT_SCANNING', (elsewhere) => (elsewhere ? 'elsewhere' : 'refhub')],

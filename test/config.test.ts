@@ -523,3 +523,33 @@ describe('a production start', () => {
     ).toEqual(names);
   });
 });
+
+describe('the ops webhook', () => {
+  const secret = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
+
+  it('takes a URL with its secret, and a sweep interval', () => {
+    const config = loadConfig({
+      OPS_WEBHOOK_URL: 'https://ops.example.org/refhub',
+      OPS_WEBHOOK_SECRET: secret,
+      INCIDENT_SWEEP_SECONDS: '30',
+    });
+    expect(config.opsWebhookUrl).toBe('https://ops.example.org/refhub');
+    expect(config.opsWebhookSecret).toBe(secret);
+    expect(config.incidentSweepSeconds).toBe(30);
+    expect(loadConfig({}).incidentSweepSeconds).toBe(60);
+  });
+
+  it('refuses a URL without a secret, and a secret that is not a webhook secret, naming the variable', () => {
+    expect(() => loadConfig({ OPS_WEBHOOK_URL: 'https://ops.example.org/refhub' })).toThrow(
+      /OPS_WEBHOOK_SECRET.*must be set with OPS_WEBHOOK_URL/,
+    );
+    for (const bad of ['not-a-secret', 'whsec_c2hvcnQ=', `whsec_${'!'.repeat(44)}`]) {
+      expect(() =>
+        loadConfig({ OPS_WEBHOOK_URL: 'https://ops.example.org/refhub', OPS_WEBHOOK_SECRET: bad }),
+      ).toThrow(/OPS_WEBHOOK_SECRET/);
+    }
+    expect(() =>
+      loadConfig({ OPS_WEBHOOK_URL: 'ftp://ops.example.org/', OPS_WEBHOOK_SECRET: secret }),
+    ).toThrow(/OPS_WEBHOOK_URL/);
+  });
+});

@@ -1,5 +1,6 @@
 // Everything that runs behind the API: the outbox relay, the webhooks relay, the forwarding,
-// reminder, webhook and wait-times workers (and the attachment scanner's, where one is configured),
+// reminder, webhook, triage-overdue, wait-times and incidents workers (and the attachment scanner's,
+// where one is configured),
 // the reconciler, and the wait-times scheduler (set as it starts, and again if the queues lose it). `refhub all` and `refhub worker` start it; stopping it lets active jobs finish
 // (worker.close()), then stops the relays and the reconciler and closes the connections it opened.
 import type { Worker } from 'bullmq';
@@ -14,6 +15,7 @@ import { createReconciler, type Reconciler } from '../queue/reconciler.ts';
 import {
   ATTACHMENT_SCAN_QUEUE,
   FORWARD_QUEUE,
+  INCIDENTS_QUEUE,
   REMINDERS_QUEUE,
   TRIAGE_OVERDUE_QUEUE,
   WAIT_TIMES_QUEUE,
@@ -22,6 +24,7 @@ import {
 import { createWebhookRelay, type WebhookRelay } from '../queue/webhooks-relay.ts';
 import { startEhrForwardWorker } from '../workers/forwarding/forwarding.worker.ts';
 import { startReminderWorker } from '../workers/reminders.worker.ts';
+import { startIncidentsWorker } from '../workers/incidents.worker.ts';
 import { startTriageOverdueWorker } from '../workers/triage-overdue.worker.ts';
 import { startWaitTimesWorker } from '../workers/wait-times.worker.ts';
 import { startWebhookWorker } from '../workers/webhooks/webhooks.worker.ts';
@@ -64,20 +67,23 @@ export function createReconcilerFor(ctx: AppContext): Reconciler {
 }
 
 /**
- * Keeps the queues' two job schedulers in place: the wait-times computation (WAIT_TIMES_AT in
+ * Keeps the queues' three job schedulers in place: the wait-times computation (WAIT_TIMES_AT in
  * DISPLAY_TIME_ZONE, with a run asked for at once so that a fresh installation answers soon after it
- * starts) and the triage-overdue sweep (every TRIAGE_OVERDUE_SWEEP_SECONDS). The first pass sets both;
+ * starts), the triage-overdue sweep (every TRIAGE_OVERDUE_SWEEP_SECONDS) and the incident sweep (every
+ * INCIDENT_SWEEP_SECONDS). The first pass sets them all;
  * then every `everyMs` each is set again if the queues lost it (Redis's data lost). Queues out of
  * reach at start do not stop it: the first pass is tried again on each pass until it is done.
  */
 function keepSchedules(ctx: AppContext, everyMs: number): PollLoop {
   const waitTimes = { at: ctx.config.waitTimesAt, timeZone: ctx.config.displayTimeZone };
   const sweepEveryMs = ctx.config.triageOverdueSweepSeconds * 1000;
+  const incidentsEveryMs = ctx.config.incidentSweepSeconds * 1000;
   let started = false;
   const pass = async () => {
     if (!started) {
       await ctx.queues.scheduleWaitTimes(waitTimes);
       await ctx.queues.ensureTriageOverdueSweep(sweepEveryMs);
+      await ctx.queues.ensureIncidentsSweep(incidentsEveryMs);
       started = true;
       return;
     }
@@ -89,6 +95,9 @@ function keepSchedules(ctx: AppContext, everyMs: number): PollLoop {
         { queue: TRIAGE_OVERDUE_QUEUE },
         'the triage-overdue sweep was missing and is set again',
       );
+    }
+    if (await ctx.queues.ensureIncidentsSweep(incidentsEveryMs)) {
+      ctx.logger.warn({ queue: INCIDENTS_QUEUE }, 'the incident sweep was missing and is set again');
     }
   };
   const onError = (error: unknown) => {
@@ -177,6 +186,10 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
     ),
     startWaitTimesWorker(
       { waitTimes: ctx.waitTimes, logger: logger.child({ worker: WAIT_TIMES_QUEUE }) },
+      { backend },
+    ),
+    startIncidentsWorker(
+      { incidents: ctx.incidents, logger: logger.child({ worker: INCIDENTS_QUEUE }) },
       { backend },
     ),
   ];

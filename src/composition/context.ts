@@ -38,6 +38,7 @@ import { createReferralQueries, type ReferralQueries } from '../services/referra
 import { createEhrForwarding, type EhrForwarding } from '../services/forwarding.service.ts';
 import { createReminders, type Reminders } from '../services/reminders.service.ts';
 import { createTriageOverdue, type TriageOverdue } from '../services/triage-overdue.service.ts';
+import { createIncidents, type Incidents, type OpsWebhook } from '../services/incidents.service.ts';
 import { createWaitTimes, type WaitTimes } from '../services/wait-times.service.ts';
 import { createEventFeed, type EventFeed } from '../services/events.service.ts';
 import { createWebhookClient, type WebhookClient } from '../workers/webhooks/webhooks-client.ts';
@@ -61,8 +62,9 @@ import { QUEUE_NAMES } from '../queue/registry.ts';
 import { createReferralFhir, type ReferralFhir } from '../services/fhir.service.ts';
 import { createAttachments, type Attachments } from '../services/attachments/attachments.service.ts';
 import { createPdfChecker } from '../services/attachments/pdf.ts';
-import type { ScannerPing } from '../services/doctor-checks.ts';
+import { SCANNER_PING_TIMEOUT_MS, type ScannerPing } from '../services/doctor-checks.ts';
 import { createClamdClient } from '../workers/attachments/clamd-client.ts';
+import { parseClamdAddress } from '../domain/attachments.ts';
 import { openDataKeys, type DataKeys, type DataKeysOptions } from '../db/data-keys/data-keys.repository.ts';
 import { keyRingOf } from './key-ring.ts';
 import { createDataKeyRotation, type DataKeyRotation } from '../services/data-keys.service.ts';
@@ -105,6 +107,8 @@ export interface AppContext {
   readonly reminders: Reminders;
   /** Says, once per due time, that a referral's triage is overdue. */
   readonly triageOverdue: TriageOverdue;
+  /** The conditions an operator must act on: incidents opened and resolved, and the ops webhooks. */
+  readonly incidents: Incidents;
   /** The offerings' wait times: recomputed by the wait-times job, read by the API and the web form. */
   readonly waitTimes: WaitTimes;
   /** Each institution's referral events in one total order. */
@@ -302,19 +306,61 @@ export async function createContext(
   const claimQueues = async () => queueProducer().claim(await installationId(), claimLease);
   const releaseQueues = async () => queueProducer().release(await installationId());
   let claimed: Promise<void> | undefined;
-  metrics.setSources({
-    queueCounts: async () =>
-      Object.fromEntries(
-        await Promise.all(
-          QUEUE_NAMES.map(async (name) => [name, await queueProducer().jobCounts(name)] as const),
-        ),
+  // Whether clamd answers PING now, where a scanner is configured: a scrape-time gauge and an incident.
+  const scannerAddress =
+    config.attachmentScanner === undefined ? undefined : parseClamdAddress(config.attachmentScanner);
+  const scannerReachable =
+    scannerAddress === undefined
+      ? undefined
+      : () =>
+          pingScanner({ ...scannerAddress, timeoutMs: SCANNER_PING_TIMEOUT_MS }).then(
+            () => true,
+            () => false,
+          );
+  const queueCounts = async () =>
+    Object.fromEntries(
+      await Promise.all(
+        QUEUE_NAMES.map(async (name) => [name, await queueProducer().jobCounts(name)] as const),
       ),
+    );
+  const production = config.env === 'production';
+  // The ops webhooks go through a client of their own, to the one receiver the operator named.
+  let opsClient: WebhookClient | undefined;
+  const opsUrl = config.opsWebhookUrl;
+  const opsSecret = config.opsWebhookSecret;
+  const opsWebhook: OpsWebhook | undefined =
+    opsUrl === undefined || opsSecret === undefined
+      ? undefined
+      : {
+          secret: opsSecret,
+          post: (body, headers) =>
+            (opsClient ??= createWebhookClient({
+              attemptTimeoutMs: config.webhookAttemptTimeoutSeconds * 1000,
+              loopback: !production,
+              allowed: new Set([
+                ...config.webhookAllowedAddresses,
+                new URL(opsUrl).hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase(),
+              ]),
+            })).post({ url: opsUrl, body, headers }),
+        };
+  const incidents = createIncidents({
+    stores,
+    clock,
+    logger: logger.child({ component: 'incident-sweep' }),
+    queueCounts,
+    scannerReachable,
+    opsWebhook,
+    sendLeaseMs: (config.webhookAttemptTimeoutSeconds + 5) * 1000,
+  });
+  metrics.setSources({
+    queueCounts,
+    openIncidents: () => incidents.openConditions(),
     outboxBacklog: () => stores.outbox.backlogWithEvents(clock.now()),
     disabledWebhookSubscriptions: () => stores.webhooks.subscriptions.disabledCounts(),
     ehrCircuitOpen: async () => (await stores.forwarding.circuit.read()).state === 'open',
+    ...(scannerReachable === undefined ? {} : { scannerReachable }),
   });
   let webhookClient: WebhookClient | undefined;
-  const production = config.env === 'production';
   const webhookDelivery = (): DeliveryDeps => ({
     stores,
     clock,
@@ -375,6 +421,7 @@ export async function createContext(
       clock,
       signingKey: config.auditSigningKey,
       earlierPublicKeys: config.auditPublicKeys,
+      metrics,
     }),
     clientCredentials: createClientCredentials({
       stores,
@@ -402,6 +449,7 @@ export async function createContext(
       },
     }),
     triageOverdue: createTriageOverdue({ stores, clock, displayTime, metrics }),
+    incidents,
     waitTimes: createWaitTimes({
       stores,
       clock,
@@ -443,6 +491,7 @@ export async function createContext(
     close: async () => {
       await queues?.close();
       await webhookClient?.close();
+      await opsClient?.close();
       await store.close();
     },
   };

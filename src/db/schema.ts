@@ -429,6 +429,20 @@ export interface WaitTimesTable {
   declined_share: number | null;
 }
 
+/** An incident of a condition refhub watches (migration 0030, domain/incidents.ts). */
+export interface IncidentsTable {
+  id: string;
+  condition: string;
+  opened_at: Timestamp;
+  resolved_at: Date | null;
+  evidence: ColumnType<Record<string, number | boolean | string>, string, string>;
+  evidence_at: Timestamp;
+  opened_sent_at: Date | null;
+  resolved_sent_at: Date | null;
+  send_attempts: Generated<number>;
+  next_send_at: Date | null;
+}
+
 export interface InstallationSecretsTable {
   name: string;
   value: string;
@@ -521,6 +535,7 @@ export interface Database {
   ehr_submissions: EhrSubmissionsTable;
   reminder_notifications: ReminderNotificationsTable;
   wait_times: WaitTimesTable;
+  incidents: IncidentsTable;
   ehr_forms: EhrFormsTable;
   ehr_circuit: EhrCircuitTable;
   forward_backlog: ForwardBacklogTable;

@@ -21,6 +21,7 @@ import type { Executor } from './executor.ts';
 import { createForwardingStore } from './forwarding/forwarding.store.ts';
 import { housekeepingRepository } from './housekeeping.repository.ts';
 import { idempotencyRepository } from './idempotency.repository.ts';
+import { incidentRepository } from './incidents.repository.ts';
 import { installationSecretRepository } from './installation-secret.repository.ts';
 import { linkTokenRepository } from './links.repository.ts';
 import { outboxRepository } from './outbox.repository.ts';
@@ -59,6 +60,7 @@ const STORES = {
   installation: (db: Executor) => installationSecretRepository(db),
   housekeeping: (db: Executor) => housekeepingRepository(db),
   waitTimes: (db: Executor) => waitTimesRepository(db),
+  incidents: (db: Executor) => incidentRepository(db),
 } as const;
 
 type StoreMakers = typeof STORES;

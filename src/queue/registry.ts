@@ -8,6 +8,7 @@
 //   attachment-scan.queue.ts  one malware scan per attachment
 //   triage-overdue.queue.ts   the sweep of referrals whose triage passed its due time
 //   wait-times.queue.ts       the offerings' wait times, recomputed on a schedule
+//   incidents.queue.ts        the sweep of the conditions an operator must act on, and the ops webhooks
 //
 // This file gathers them into the typed maps producers, workers and the dashboard read, so they cannot
 // disagree. Payloads carry IDs only, never patient data: BullMQ keeps job data in Redis in clear text.
@@ -30,6 +31,12 @@ import {
   type FireResult,
   type ReminderPayload,
 } from './reminders.queue.ts';
+import {
+  INCIDENTS_QUEUE,
+  INCIDENTS_WORKER_DEFAULTS,
+  type IncidentsPayload,
+  type SweptIncidents,
+} from './incidents.queue.ts';
 import {
   TRIAGE_OVERDUE_QUEUE,
   TRIAGE_OVERDUE_WORKER_DEFAULTS,
@@ -66,6 +73,7 @@ export {
   type QueuedForward,
   type SettledForward,
 } from './forward.queue.ts';
+export { INCIDENTS_QUEUE, type IncidentsPayload, type SweptIncidents } from './incidents.queue.ts';
 export { institutionKey } from './job-settings.ts';
 export {
   REMINDERS_QUEUE,
@@ -104,6 +112,7 @@ export interface QueuePayloads {
   [ATTACHMENT_SCAN_QUEUE]: ScanPayload;
   [TRIAGE_OVERDUE_QUEUE]: TriageOverduePayload;
   [WAIT_TIMES_QUEUE]: WaitTimesPayload;
+  [INCIDENTS_QUEUE]: IncidentsPayload;
 }
 
 export type QueueName = keyof QueuePayloads;
@@ -119,6 +128,7 @@ export interface QueueResults {
   [ATTACHMENT_SCAN_QUEUE]: SettledScan;
   [TRIAGE_OVERDUE_QUEUE]: SweptOverdue;
   [WAIT_TIMES_QUEUE]: WaitTimesRun;
+  [INCIDENTS_QUEUE]: SweptIncidents;
 }
 
 export const QUEUE_NAMES = [
@@ -128,6 +138,7 @@ export const QUEUE_NAMES = [
   ATTACHMENT_SCAN_QUEUE,
   TRIAGE_OVERDUE_QUEUE,
   WAIT_TIMES_QUEUE,
+  INCIDENTS_QUEUE,
 ] as const satisfies readonly QueueName[];
 
 /** Each queue's worker settings, from its definition: the workers read them from here. */
@@ -138,6 +149,7 @@ export const WORKER_DEFAULTS = {
   [ATTACHMENT_SCAN_QUEUE]: SCAN_WORKER_DEFAULTS,
   [TRIAGE_OVERDUE_QUEUE]: TRIAGE_OVERDUE_WORKER_DEFAULTS,
   [WAIT_TIMES_QUEUE]: WAIT_TIMES_WORKER_DEFAULTS,
+  [INCIDENTS_QUEUE]: INCIDENTS_WORKER_DEFAULTS,
 } as const satisfies Record<QueueName, WorkerDefaults>;
 
 /**

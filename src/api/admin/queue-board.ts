@@ -14,6 +14,7 @@ import type { QueueProducer } from '../../queue/producer.ts';
 import {
   ATTACHMENT_SCAN_QUEUE,
   WAIT_TIMES_QUEUE,
+  INCIDENTS_QUEUE,
   FORWARD_QUEUE,
   QUEUE_NAMES,
   REMINDERS_QUEUE,
@@ -83,6 +84,12 @@ const DESCRIPTIONS: Readonly<Record<QueueName, { displayName: string; descriptio
     description:
       "Recomputes every offering's wait times from the timeline, nightly and once as a worker starts. " +
       'Job: what asked for the run (schedule or start).',
+  },
+  [INCIDENTS_QUEUE]: {
+    displayName: 'Incidents',
+    description:
+      'Looks at the conditions an operator must act on, opens and resolves incidents, and sends the ' +
+      'ops webhooks. Job: none.',
   },
 };
 

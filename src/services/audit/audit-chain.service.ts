@@ -29,6 +29,7 @@ import type {
   SealingHead,
 } from '../../db/audit/audit-chain.repository.ts';
 import type { Stores } from '../../db/stores.ts';
+import type { Metrics } from '../../observability/metrics.ts';
 import { createPeriodicLoop } from '../../queue/poll-loop.ts';
 import {
   CHECKPOINT_FORM,
@@ -68,6 +69,8 @@ export interface AuditChainDeps {
    * for the checkpoints they signed.
    */
   readonly earlierPublicKeys?: readonly JWK[] | undefined;
+  /** Each round of `start` counted (`refhub_audit_checkpoint_…`), so an alert sees a sealer failing. */
+  readonly metrics?: Pick<Metrics, 'auditSealed'>;
 }
 
 /** What `adopt` did. */
@@ -203,10 +206,20 @@ export function createAuditChain(deps: AuditChainDeps) {
 
     /**
      * Seals every `intervalMs` until the returned function is called; a round that fails is reported
-     * to `onError` and the next one tries again (the rows wait, unsealed, meanwhile).
+     * to `onError` and the next one tries again (the rows wait, unsealed, meanwhile). Each round is
+     * counted in the metrics, a success with its time.
      */
     start(intervalMs: number, onError: (error: unknown) => void): () => void {
-      const loop = createPeriodicLoop(() => this.seal(), intervalMs, onError);
+      const round = async () => {
+        try {
+          await this.seal();
+        } catch (error) {
+          deps.metrics?.auditSealed('failed', deps.clock.now());
+          throw error;
+        }
+        deps.metrics?.auditSealed('succeeded', deps.clock.now());
+      };
+      const loop = createPeriodicLoop(round, intervalMs, onError);
       loop.start();
       return () => {
         void loop.stop();
