@@ -27,6 +27,7 @@ import * as m0024 from './0024-worklists.ts';
 import * as m0025 from './0025-redirect.ts';
 import * as m0026 from './0026-wait-times.ts';
 import * as m0030 from './0030-incidents.ts';
+import * as m0032 from './0032-forward-backlog-walks.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -56,4 +57,5 @@ export const migrations: Record<string, Migration> = {
   '0025-redirect': m0025,
   '0026-wait-times': m0026,
   '0030-incidents': m0030,
+  '0032-forward-backlog-walks': m0032,
 };
