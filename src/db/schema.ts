@@ -429,6 +429,18 @@ export interface WaitTimesTable {
   declined_share: number | null;
 }
 
+/** A month of a partitioned table archived and dropped by retention (migration 0027). */
+export interface RetentionArchivesTable {
+  table_name: string;
+  /** `YYYY-MM`, UTC. */
+  month: string;
+  /** The archive's directory. */
+  archive: string;
+  manifest_sha256: string;
+  rows: ColumnType<string, string, string>;
+  dropped_at: Timestamp;
+}
+
 export interface InstallationSecretsTable {
   name: string;
   value: string;
@@ -521,6 +533,7 @@ export interface Database {
   ehr_submissions: EhrSubmissionsTable;
   reminder_notifications: ReminderNotificationsTable;
   wait_times: WaitTimesTable;
+  retention_archives: RetentionArchivesTable;
   ehr_forms: EhrFormsTable;
   ehr_circuit: EhrCircuitTable;
   forward_backlog: ForwardBacklogTable;

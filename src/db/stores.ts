@@ -26,6 +26,7 @@ import { linkTokenRepository } from './links.repository.ts';
 import { outboxRepository } from './outbox.repository.ts';
 import { createReferralStore } from './referrals/referrals.store.ts';
 import { reminderRepository } from './reminders.repository.ts';
+import { retentionRepository } from './retention.repository.ts';
 import type { Database } from './schema.ts';
 import { waitTimesRepository } from './wait-times.repository.ts';
 import { webhookAttemptRepository } from './webhooks/attempts.repository.ts';
@@ -59,6 +60,7 @@ const STORES = {
   installation: (db: Executor) => installationSecretRepository(db),
   housekeeping: (db: Executor) => housekeepingRepository(db),
   waitTimes: (db: Executor) => waitTimesRepository(db),
+  retention: (db: Executor) => retentionRepository(db),
 } as const;
 
 type StoreMakers = typeof STORES;

@@ -26,6 +26,7 @@ import {
   scheduleReminders,
   type ReminderSchedule,
 } from './reminders.queue.ts';
+import { ensureRetentionSchedule, RETENTION_QUEUE } from './retention.queue.ts';
 import { ensureTriageOverdueSweep, TRIAGE_OVERDUE_QUEUE } from './triage-overdue.queue.ts';
 import {
   computeWaitTimesSoon,
@@ -80,6 +81,8 @@ export interface QueueProducer {
   removeReminders(referralId: string): Promise<void>;
   /** Makes sure the triage-overdue sweep is scheduled every `everyMs`; returns whether it added it. */
   ensureTriageOverdueSweep(everyMs: number): Promise<boolean>;
+  /** Makes sure the retention run is scheduled every `everyMs`; returns whether it added it. */
+  ensureRetentionSchedule(everyMs: number): Promise<boolean>;
   /**
    * Adds one delivery job per (event, subscription), in one round trip. `replay` names an operator's
    * replay: the jobs are added again even when the first ones still exist.
@@ -190,6 +193,11 @@ export function createQueueProducer(
     async ensureTriageOverdueSweep(everyMs) {
       await ready();
       return ensureTriageOverdueSweep(queues[TRIAGE_OVERDUE_QUEUE], everyMs);
+    },
+
+    async ensureRetentionSchedule(everyMs) {
+      await ready();
+      return ensureRetentionSchedule(queues[RETENTION_QUEUE], everyMs);
     },
 
     async enqueueWebhooks(payloads, replay) {
