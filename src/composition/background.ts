@@ -249,7 +249,10 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
   // The month partitions ahead, at once: inserts never wait for them (a DEFAULT partition takes a
   // month that has none), but the scheduled run may be a day away.
   const partitions = ctx.retention.makePartitions().catch((error: unknown) => {
-    logger.warn({ code: errorCode(error) }, 'the month partitions could not be made; the retention run tries again');
+    logger.warn(
+      { code: errorCode(error) },
+      'the month partitions could not be made; the retention run tries again',
+    );
   });
   relay.start();
   webhookRelay.start();

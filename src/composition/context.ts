@@ -403,7 +403,6 @@ export async function createContext(
       stores,
       auditChain,
       clock,
-      logger: logger.child({ component: 'retention' }),
       metrics,
       settings: retentionSettings(config),
     }),

@@ -9,41 +9,16 @@
 // DEFAULT partition, so the lock is asked for with a short `lock_timeout` and a run that does not get
 // it tries again at the next (docs/operations.md, "Retention").
 import { sql } from 'kysely';
+import {
+  monthBounds,
+  PARTITIONED,
+  partitionName,
+  type MonthPartition,
+  type PartitionedTable,
+} from '../domain/retention.ts';
 import type { Executor } from './executor.ts';
 
-/** The partitioned tables, each with the column it is partitioned by and the key its rows are read in. */
-export const PARTITIONED = {
-  audit_events: { column: 'occurred_at', key: 'seq' },
-  referral_events: { column: 'occurred_at', key: 'position' },
-  webhook_attempts: { column: 'attempted_at', key: 'id' },
-  ehr_submissions: { column: 'attempted_at', key: 'id' },
-} as const;
-
-export type PartitionedTable = keyof typeof PARTITIONED;
-
-export const PARTITIONED_TABLES = Object.keys(PARTITIONED) as PartitionedTable[];
-
-/** A month partition: its table, its name and its month (`YYYY-MM`, UTC). */
-export interface MonthPartition {
-  readonly table: PartitionedTable;
-  readonly name: string;
-  readonly month: string;
-}
-
-/** The first instant of the UTC month `month` (`YYYY-MM`), and of the one after. */
-export function monthBounds(month: string): { from: Date; to: Date } {
-  const [year, number] = month.split('-').map(Number) as [number, number];
-  return { from: new Date(Date.UTC(year, number - 1, 1)), to: new Date(Date.UTC(year, number, 1)) };
-}
-
-/** The month (`YYYY-MM`, UTC) `months` after the one `at` is in (before, for a negative count). */
-export function monthOf(at: Date, months = 0): string {
-  return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + months, 1)).toISOString().slice(0, 7);
-}
-
-export function partitionName(table: PartitionedTable, month: string): string {
-  return `${table}_p${month.replace('-', '_')}`;
-}
+export type { MonthPartition, PartitionedTable };
 
 const PARTITION_NAME = /_p(\d{4})_(\d{2})$/;
 
@@ -104,7 +79,9 @@ export function retentionRepository(db: Executor) {
      */
     async makeMonth(table: PartitionedTable, month: string): Promise<boolean> {
       const name = partitionName(table, month);
-      const exists = await sql<{ found: boolean }>`select to_regclass(${name}) is not null as found`.execute(db);
+      const exists = await sql<{ found: boolean }>`select to_regclass(${name}) is not null as found`.execute(
+        db,
+      );
       if (exists.rows[0]?.found === true) return false;
       const { column } = PARTITIONED[table];
       const { from, to } = monthBounds(month);
@@ -122,9 +99,13 @@ export function retentionRepository(db: Executor) {
       await sql`create table ${ident(name)} partition of ${ident(table)} for values ${bounds}`.execute(db);
       await sql`
         insert into ${ident(table)} ${identity ? sql`overriding system value` : sql``}
-        select * from ${ident(fallback)} where ${ident(column)} >= ${from} and ${ident(column)} < ${to}`.execute(db);
+        select * from ${ident(fallback)} where ${ident(column)} >= ${from} and ${ident(column)} < ${to}`.execute(
+        db,
+      );
       await sql`
-        delete from ${ident(fallback)} where ${ident(column)} >= ${from} and ${ident(column)} < ${to}`.execute(db);
+        delete from ${ident(fallback)} where ${ident(column)} >= ${from} and ${ident(column)} < ${to}`.execute(
+        db,
+      );
       await sql`alter table ${ident(table)} attach partition ${ident(fallback)} default`.execute(db);
       return true;
     },
@@ -136,11 +117,7 @@ export function retentionRepository(db: Executor) {
     },
 
     /** Up to `limit` rows of the partition after the key `after`, in the order of its table's key. */
-    async rows(
-      partition: MonthPartition,
-      after: string | undefined,
-      limit: number,
-    ): Promise<PartitionRow[]> {
+    async rows(partition: MonthPartition, after: string | undefined, limit: number): Promise<PartitionRow[]> {
       const key = PARTITIONED[partition.table].key;
       const { rows } = await sql<PartitionRow>`
         select * from ${ident(partition.name)}
@@ -186,10 +163,15 @@ export function retentionRepository(db: Executor) {
      * for with a short timeout. When they are not as many, PartitionChangedError: the transaction
      * rolls back, and nothing is detached or dropped.
      */
-    async dropArchived(partition: MonthPartition, archived: Omit<ArchivedMonth, 'table' | 'month'>): Promise<void> {
+    async dropArchived(
+      partition: MonthPartition,
+      archived: Omit<ArchivedMonth, 'table' | 'month'>,
+    ): Promise<void> {
       await sql`select set_config('lock_timeout', ${LOCK_TIMEOUT}, true)`.execute(db);
       await sql`alter table ${ident(partition.table)} detach partition ${ident(partition.name)}`.execute(db);
-      const { rows } = await sql<{ n: string }>`select count(*) as n from ${ident(partition.name)}`.execute(db);
+      const { rows } = await sql<{ n: string }>`select count(*) as n from ${ident(partition.name)}`.execute(
+        db,
+      );
       const held = Number(rows[0]?.n ?? -1);
       if (held !== archived.rows) throw new PartitionChangedError(partition.name, held, archived.rows);
       await sql`drop table ${ident(partition.name)}`.execute(db);

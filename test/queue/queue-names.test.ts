@@ -1,7 +1,7 @@
 // Each queue's name is spelled once: in its definition, and at most in one index. The forward,
 // reminder and scan queues take their names from the outbox topics (domain/lifecycle.ts), which are
-// stored in outbox rows; the webhook and wait-times queues' are their own (queue/webhooks.queue.ts,
-// queue/wait-times.queue.ts). Every other file
+// stored in outbox rows; the webhook, wait-times and retention queues' are their own
+// (queue/webhooks.queue.ts, queue/wait-times.queue.ts, queue/retention.queue.ts). Every other file
 // reaches a queue by its constant, so a queue cannot be renamed in one place and missed in another.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -11,6 +11,7 @@ import {
   FORWARD_QUEUE,
   QUEUE_NAMES,
   REMINDERS_QUEUE,
+  RETENTION_QUEUE,
   TRIAGE_OVERDUE_QUEUE,
   WAIT_TIMES_QUEUE,
   WEBHOOKS_QUEUE,
@@ -27,6 +28,7 @@ const DEFINED_IN: Readonly<Record<string, string>> = {
   [WEBHOOKS_QUEUE]: 'src/queue/webhooks.queue.ts',
   [TRIAGE_OVERDUE_QUEUE]: 'src/queue/triage-overdue.queue.ts',
   [WAIT_TIMES_QUEUE]: 'src/queue/wait-times.queue.ts',
+  [RETENTION_QUEUE]: 'src/queue/retention.queue.ts',
 };
 
 function sourceFiles(dir: string): string[] {

@@ -291,7 +291,8 @@ export async function readManifest(dir: string): Promise<ArchiveManifest> {
     throw new ArchiveError(`${file}: not JSON`);
   }
   const problem = manifestProblem(parsed);
-  if (problem !== undefined) throw new ArchiveError(`${file}: not a manifest of ${ARCHIVE_FORMAT}: ${problem}`);
+  if (problem !== undefined)
+    throw new ArchiveError(`${file}: not a manifest of ${ARCHIVE_FORMAT}: ${problem}`);
   return parsed as ArchiveManifest;
 }
 

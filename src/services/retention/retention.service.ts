@@ -22,9 +22,8 @@ import {
   PARTITIONED_TABLES,
   type MonthPartition,
   type PartitionedTable,
-} from '../../db/retention.repository.ts';
+} from '../../domain/retention.ts';
 import type { Stores } from '../../db/stores.ts';
-import type { Logger } from '../../logger.ts';
 import type { Metrics } from '../../observability/metrics.ts';
 import { checkpointHashOf } from '../audit/audit-chain-check.ts';
 import type { AuditChain } from '../audit/audit-chain.service.ts';
@@ -61,7 +60,6 @@ export interface RetentionDeps {
   readonly stores: Pick<Stores, 'retention' | 'transaction'>;
   readonly auditChain: Pick<AuditChain, 'exportTrail' | 'publicKeys'>;
   readonly clock: Clock;
-  readonly logger: Logger;
   readonly metrics: Pick<Metrics, 'retentionRun' | 'retentionPartitionDropped'>;
   readonly settings: RetentionSettings;
 }
@@ -122,7 +120,8 @@ export function createRetention(deps: RetentionDeps) {
     for (const table of PARTITIONED_TABLES) {
       const wanted = new Set<string>();
       for (let ahead = 0; ahead <= settings.monthsAhead; ahead++) wanted.add(monthOf(context.now, ahead));
-      for (const month of await stores.retention.monthsInDefault(table)) if (month <= latest) wanted.add(month);
+      for (const month of await stores.retention.monthsInDefault(table))
+        if (month <= latest) wanted.add(month);
       for (const month of [...wanted].sort()) {
         const made = await stores.transaction((tx) => tx.retention.makeMonth(table, month));
         if (made) context.made(1);
@@ -150,7 +149,8 @@ export function createRetention(deps: RetentionDeps) {
       };
       return checkpoints.write(checkpointLine(c));
     });
-    for (const jwk of deps.auditChain.publicKeys) await checkpoints.write(JSON.stringify({ type: 'key', jwk }));
+    for (const jwk of deps.auditChain.publicKeys)
+      await checkpoints.write(JSON.stringify({ type: 'key', jwk }));
     const rowsFile = await rows.close();
     await checkpoints.close();
     const { from, to } = monthBounds(partition.month);
@@ -221,8 +221,7 @@ export function createRetention(deps: RetentionDeps) {
         `${dir}: it holds ${archivedRows} rows of ${partition.name}, which holds ${held}; the partition is kept`,
       );
     const manifestSha256 = await manifestHash(dir);
-    const requestId =
-      `retention.${partition.table}.${partition.month}.rows-${held}.manifest-sha256-${manifestSha256}`;
+    const requestId = `retention.${partition.table}.${partition.month}.rows-${held}.manifest-sha256-${manifestSha256}`;
     await stores.transaction(async (tx) => {
       await tx.retention.dropArchived(partition, {
         archive: dir,
@@ -230,10 +229,18 @@ export function createRetention(deps: RetentionDeps) {
         rows: held,
         droppedAt: context.now,
       });
-      await tx.audit.record(auditEventOf(systemActor(requestId), 'retention.partition-dropped', [], context.now));
+      await tx.audit.record(
+        auditEventOf(systemActor(requestId), 'retention.partition-dropped', [], context.now),
+      );
     });
     deps.metrics.retentionPartitionDropped(partition.table);
-    context.archived({ table: partition.table, month: partition.month, archive: dir, rows: held, manifestSha256 });
+    context.archived({
+      table: partition.table,
+      month: partition.month,
+      archive: dir,
+      rows: held,
+      manifestSha256,
+    });
   }
 
   /** Every month of `table` past its setting, oldest first. */
@@ -253,7 +260,10 @@ export function createRetention(deps: RetentionDeps) {
    */
   const steps: readonly RetentionStep[] = [
     { name: 'partitions', run: (context) => makePartitions(context) },
-    ...PARTITIONED_TABLES.map((table) => ({ name: table, run: (context: RetentionStepContext) => retireAged(table, context) })),
+    ...PARTITIONED_TABLES.map((table) => ({
+      name: table,
+      run: (context: RetentionStepContext) => retireAged(table, context),
+    })),
   ];
 
   return {
