@@ -49,8 +49,8 @@ describe('refhub retention run', () => {
       {
         retention: {
           run: (_requestId, progress) => {
-            progress(0, 1);
-            progress(1, 1);
+            progress?.(0, 1);
+            progress?.(1, 1);
             return Promise.resolve(dropped);
           },
         },
