@@ -144,8 +144,21 @@ export interface Config {
   readonly httpRequestTimeoutSeconds: number;
   readonly httpHeadersTimeoutSeconds: number;
   readonly httpKeepAliveTimeoutSeconds: number;
-  /** How long referral events stay in the feed (and webhook attempts in their log), in days. */
+  /** How long referral events stay in the feed, in days. */
   readonly eventRetentionDays: number;
+  /**
+   * Whole months each partitioned table keeps before retention archives and drops a month
+   * (services/retention/): the audit trail (at least 72, six years), the event feed, webhook
+   * attempts and the forwarding ledger (by default as long as the audit trail).
+   */
+  readonly retentionAuditMonths: number;
+  readonly retentionEventsMonths: number;
+  readonly retentionWebhookAttemptsMonths: number;
+  readonly retentionLedgerMonths: number;
+  /** Where retention writes its archives, one directory per month of a table. */
+  readonly retentionArchiveDir: string;
+  /** How often the scheduled retention run fires. */
+  readonly retentionSweepSeconds: number;
   /**
    * The waits before each retry of a webhook delivery, in milliseconds (the first attempt is
    * immediate); its length is the number of retries.
@@ -441,6 +454,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     '',
   );
   const signingKey = auditSigningKey(env);
+  // Six years, HIPAA's horizon for the records that document compliance (docs/operations.md, "Retention").
+  const auditMonths = integer(env, 'RETENTION_AUDIT_MONTHS', 72, 72, 1200);
   const redisUrl = url(env, 'REDIS_URL', ['redis:', 'rediss:']);
   const config: Config = {
     env: mode,
@@ -499,6 +514,12 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     httpHeadersTimeoutSeconds: integer(env, 'HTTP_HEADERS_TIMEOUT_SECONDS', 10, 1, 600),
     httpKeepAliveTimeoutSeconds: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', 72, 1, 3600),
     eventRetentionDays: integer(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
+    retentionAuditMonths: auditMonths,
+    retentionEventsMonths: integer(env, 'RETENTION_EVENTS_MONTHS', 36, 1, 1200),
+    retentionWebhookAttemptsMonths: integer(env, 'RETENTION_WEBHOOK_ATTEMPTS_MONTHS', 3, 1, 1200),
+    retentionLedgerMonths: integer(env, 'RETENTION_LEDGER_MONTHS', auditMonths, 1, 1200),
+    retentionArchiveDir: path.resolve(cwd, read(env, 'RETENTION_ARCHIVE_DIR') ?? 'archive'),
+    retentionSweepSeconds: integer(env, 'RETENTION_SWEEP_SECONDS', 86_400, 60, 31 * 86_400),
     webhookRetryScheduleMs: durations(env, 'WEBHOOK_RETRY_SCHEDULE', DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS),
     webhookAttemptTimeoutSeconds: integer(env, 'WEBHOOK_ATTEMPT_TIMEOUT_SECONDS', 15, 1, 120),
     webhookDisableAfterSeconds: integer(env, 'WEBHOOK_DISABLE_AFTER_SECONDS', 5 * 86_400, 1, 365 * 86_400),
@@ -746,6 +767,12 @@ const SHOWN: {
   httpHeadersTimeoutSeconds: ['HTTP_HEADERS_TIMEOUT_SECONDS', 'value'],
   httpKeepAliveTimeoutSeconds: ['HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', 'value'],
   eventRetentionDays: ['EVENT_RETENTION_DAYS', 'value'],
+  retentionAuditMonths: ['RETENTION_AUDIT_MONTHS', 'value'],
+  retentionEventsMonths: ['RETENTION_EVENTS_MONTHS', 'value'],
+  retentionWebhookAttemptsMonths: ['RETENTION_WEBHOOK_ATTEMPTS_MONTHS', 'value'],
+  retentionLedgerMonths: ['RETENTION_LEDGER_MONTHS', 'value'],
+  retentionArchiveDir: ['RETENTION_ARCHIVE_DIR', 'value'],
+  retentionSweepSeconds: ['RETENTION_SWEEP_SECONDS', 'value'],
   webhookRetryScheduleMs: ['WEBHOOK_RETRY_SCHEDULE', 'value'],
   webhookAttemptTimeoutSeconds: ['WEBHOOK_ATTEMPT_TIMEOUT_SECONDS', 'value'],
   webhookDisableAfterSeconds: ['WEBHOOK_DISABLE_AFTER_SECONDS', 'value'],

@@ -239,6 +239,30 @@ audit
   .requiredOption('--to <day>', 'the last day (YYYY-MM-DD, UTC)', dayArg)
   .action(async (options: AuditExportOptions) => (await commands()).auditExportCommand(options));
 
+const retention = program
+  .command('retention')
+  .description(
+    'archive and drop the months of the audit trail, event feed, webhook attempts and forwarding ledger ' +
+      'past their retention (docs/operations.md)',
+  );
+
+retention
+  .command('run')
+  .description(
+    'make the month partitions ahead, then archive each month past its RETENTION_*_MONTHS to ' +
+      'RETENTION_ARCHIVE_DIR, verify the archive and drop the month, now',
+  )
+  .action(async () => (await commands()).retentionRunCommand());
+
+retention
+  .command('verify')
+  .description(
+    "check an archive's directory against its manifest (every file's SHA-256 and rows, and an audit " +
+      "archive's chains); exit 1 naming the file at the first mismatch",
+  )
+  .argument('<archive>', 'the archive directory (RETENTION_ARCHIVE_DIR/<table>-<YYYY-MM>)')
+  .action(async (archive: string) => (await commands()).retentionVerifyCommand(archive));
+
 program
   .command('sandbox-ehr')
   .description(

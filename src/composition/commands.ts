@@ -32,6 +32,7 @@ import { CONTROL_RUNS } from './control-socket.ts';
 import { retryForwards } from '../cli/forwarding.command.ts';
 import { migrate } from '../cli/migrate.command.ts';
 import { reconcile } from '../cli/reconcile.command.ts';
+import { runRetention, verifyRetentionArchive } from '../cli/retention.command.ts';
 import {
   refuseSandboxInProduction,
   runSandboxEhr,
@@ -154,6 +155,15 @@ export function reconcileCommand(): Promise<void> {
       scansAttachments: ctx.config.attachmentScanner !== undefined,
     });
   });
+}
+
+export function retentionRunCommand(): Promise<void> {
+  return withContext('refhub retention run', (ctx) => runRetention(ctx));
+}
+
+/** Needs no database and no settings: an archive is checked by its own manifest. */
+export function retentionVerifyCommand(archive: string): Promise<void> {
+  return verifyRetentionArchive(archive);
 }
 
 /** The one operator's command that changes the schema; the serving modes migrate as they start. */

@@ -30,6 +30,12 @@ import { createAuditChain, type AuditChain } from '../services/audit/audit-chain
 import { TOKEN_PATH } from '../domain/client-credentials.ts';
 import { createCatalogService, type CatalogService } from '../services/catalog/catalog.service.ts';
 import { createHousekeeping, type Housekeeping } from '../services/housekeeping.service.ts';
+import {
+  createRetention,
+  RETENTION_MONTHS_AHEAD,
+  type Retention,
+  type RetentionSettings,
+} from '../services/retention/retention.service.ts';
 import { createLinkMinter, type LinkMinter } from '../services/links/minter.ts';
 import { createLinkService, type LinkService } from '../services/links/links.service.ts';
 import { createLinkRedemption, type LinkRedemption } from '../services/links/redemption.service.ts';
@@ -103,6 +109,8 @@ export interface AppContext {
   readonly auditChain: AuditChain;
   readonly catalog: CatalogService;
   readonly housekeeping: Housekeeping;
+  /** The month partitions kept ahead, and aged months archived and dropped (`refhub retention run`, the job). */
+  readonly retention: Retention;
   readonly ehrForwarding: EhrForwarding;
   readonly reminders: Reminders;
   /** Says, once per due time, that a referral's triage is overdue. */
@@ -397,6 +405,13 @@ export async function createContext(
       },
     }),
   });
+  const auditChain = createAuditChain({
+    stores,
+    clock,
+    signingKey: config.auditSigningKey,
+    earlierPublicKeys: config.auditPublicKeys,
+    metrics,
+  });
   return {
     config,
     logger,
@@ -416,13 +431,7 @@ export async function createContext(
     links: createLinkService(deps),
     linkRedemption: createLinkRedemption({ stores, clock }),
     apiKeys: createApiKeyService({ stores, clock }),
-    auditChain: createAuditChain({
-      stores,
-      clock,
-      signingKey: config.auditSigningKey,
-      earlierPublicKeys: config.auditPublicKeys,
-      metrics,
-    }),
+    auditChain,
     clientCredentials: createClientCredentials({
       stores,
       clock,
@@ -436,6 +445,13 @@ export async function createContext(
       clock,
       logger,
       eventRetentionDays: config.eventRetentionDays,
+    }),
+    retention: createRetention({
+      stores,
+      auditChain,
+      clock,
+      metrics,
+      settings: retentionSettings(config),
     }),
     ehrForwarding,
     reminders: createReminders({
@@ -494,5 +510,19 @@ export async function createContext(
       await opsClient?.close();
       await store.close();
     },
+  };
+}
+
+/** Retention's settings from the configuration: each table's months, the archives' directory. */
+export function retentionSettings(config: Config): RetentionSettings {
+  return {
+    months: {
+      audit_events: config.retentionAuditMonths,
+      referral_events: config.retentionEventsMonths,
+      webhook_attempts: config.retentionWebhookAttemptsMonths,
+      ehr_submissions: config.retentionLedgerMonths,
+    },
+    archiveDir: config.retentionArchiveDir,
+    monthsAhead: RETENTION_MONTHS_AHEAD,
   };
 }

@@ -443,6 +443,18 @@ export interface IncidentsTable {
   next_send_at: Date | null;
 }
 
+/** A month of a partitioned table archived and dropped by retention (migration 0027). */
+export interface RetentionArchivesTable {
+  table_name: string;
+  /** `YYYY-MM`, UTC. */
+  month: string;
+  /** The archive's directory. */
+  archive: string;
+  manifest_sha256: string;
+  rows: ColumnType<string, string, string>;
+  dropped_at: Timestamp;
+}
+
 export interface InstallationSecretsTable {
   name: string;
   value: string;
@@ -536,6 +548,7 @@ export interface Database {
   reminder_notifications: ReminderNotificationsTable;
   wait_times: WaitTimesTable;
   incidents: IncidentsTable;
+  retention_archives: RetentionArchivesTable;
   ehr_forms: EhrFormsTable;
   ehr_circuit: EhrCircuitTable;
   forward_backlog: ForwardBacklogTable;

@@ -27,6 +27,7 @@ import { linkTokenRepository } from './links.repository.ts';
 import { outboxRepository } from './outbox.repository.ts';
 import { createReferralStore } from './referrals/referrals.store.ts';
 import { reminderRepository } from './reminders.repository.ts';
+import { retentionRepository } from './retention.repository.ts';
 import type { Database } from './schema.ts';
 import { waitTimesRepository } from './wait-times.repository.ts';
 import { webhookAttemptRepository } from './webhooks/attempts.repository.ts';
@@ -61,6 +62,7 @@ const STORES = {
   housekeeping: (db: Executor) => housekeepingRepository(db),
   waitTimes: (db: Executor) => waitTimesRepository(db),
   incidents: (db: Executor) => incidentRepository(db),
+  retention: (db: Executor) => retentionRepository(db),
 } as const;
 
 type StoreMakers = typeof STORES;

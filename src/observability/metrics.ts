@@ -265,6 +265,23 @@ export function createMetrics() {
     labelNames: ['outcome'] as const,
     registers: [registry],
   });
+  const retentionRuns = new Counter({
+    name: 'refhub_retention_runs_total',
+    help: 'Retention runs (partitions made ahead, aged months archived and dropped) by this process, by outcome (`succeeded`, `failed`)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const retentionSucceededAt = new Gauge({
+    name: 'refhub_retention_last_success_timestamp_seconds',
+    help: 'When this process last ended a retention run that succeeded (Unix time; 0 before it has)',
+    registers: [registry],
+  });
+  const retentionDropped = new Counter({
+    name: 'refhub_retention_partitions_dropped_total',
+    help: 'Month partitions archived, verified and dropped by retention, by table',
+    labelNames: ['table'] as const,
+    registers: [registry],
+  });
   const waitTimesComputedAt = new Gauge({
     name: 'refhub_wait_times_last_success_timestamp_seconds',
     help: "When this process last computed the offerings' wait times (Unix time; 0 before it has)",
@@ -356,6 +373,15 @@ export function createMetrics() {
     auditSealed(outcome: 'succeeded' | 'failed', at: Date): void {
       if (outcome === 'failed') auditCheckpointFailures.inc();
       else auditCheckpointAt.set(at.getTime() / 1000);
+    },
+    /** A retention run ended: with what outcome, and when. */
+    retentionRun(outcome: 'succeeded' | 'failed', at: Date): void {
+      retentionRuns.inc({ outcome });
+      if (outcome === 'succeeded') retentionSucceededAt.set(at.getTime() / 1000);
+    },
+    /** A month of `table` was archived, verified and dropped. */
+    retentionPartitionDropped(table: string): void {
+      retentionDropped.inc({ table });
     },
     reminderSent(): void {
       remindersSent.inc();

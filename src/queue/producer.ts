@@ -27,6 +27,7 @@ import {
   scheduleReminders,
   type ReminderSchedule,
 } from './reminders.queue.ts';
+import { ensureRetentionSchedule, RETENTION_QUEUE } from './retention.queue.ts';
 import { ensureTriageOverdueSweep, TRIAGE_OVERDUE_QUEUE } from './triage-overdue.queue.ts';
 import {
   computeWaitTimesSoon,
@@ -83,6 +84,8 @@ export interface QueueProducer {
   ensureTriageOverdueSweep(everyMs: number): Promise<boolean>;
   /** Makes sure the incident sweep is scheduled every `everyMs`; returns whether it added it. */
   ensureIncidentsSweep(everyMs: number): Promise<boolean>;
+  /** Makes sure the retention run is scheduled every `everyMs`; returns whether it added it. */
+  ensureRetentionSchedule(everyMs: number): Promise<boolean>;
   /**
    * Adds one delivery job per (event, subscription), in one round trip. `replay` names an operator's
    * replay: the jobs are added again even when the first ones still exist.
@@ -198,6 +201,11 @@ export function createQueueProducer(
     async ensureIncidentsSweep(everyMs) {
       await ready();
       return ensureIncidentsSweep(queues[INCIDENTS_QUEUE], everyMs);
+    },
+
+    async ensureRetentionSchedule(everyMs) {
+      await ready();
+      return ensureRetentionSchedule(queues[RETENTION_QUEUE], everyMs);
     },
 
     async enqueueWebhooks(payloads, replay) {

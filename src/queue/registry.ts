@@ -9,6 +9,7 @@
 //   triage-overdue.queue.ts   the sweep of referrals whose triage passed its due time
 //   wait-times.queue.ts       the offerings' wait times, recomputed on a schedule
 //   incidents.queue.ts        the sweep of the conditions an operator must act on, and the ops webhooks
+//   retention.queue.ts        retention: month partitions made ahead, aged months archived and dropped
 //
 // This file gathers them into the typed maps producers, workers and the dashboard read, so they cannot
 // disagree. Payloads carry IDs only, never patient data: BullMQ keeps job data in Redis in clear text.
@@ -37,6 +38,12 @@ import {
   type IncidentsPayload,
   type SweptIncidents,
 } from './incidents.queue.ts';
+import {
+  RETENTION_QUEUE,
+  RETENTION_WORKER_DEFAULTS,
+  type RetentionPayload,
+  type RetentionRunDone,
+} from './retention.queue.ts';
 import {
   TRIAGE_OVERDUE_QUEUE,
   TRIAGE_OVERDUE_WORKER_DEFAULTS,
@@ -82,6 +89,7 @@ export {
   type ReminderPayload,
   type ReminderSchedule,
 } from './reminders.queue.ts';
+export { RETENTION_QUEUE, type RetentionPayload, type RetentionRunDone } from './retention.queue.ts';
 export {
   TRIAGE_OVERDUE_QUEUE,
   type SweptOverdue,
@@ -113,6 +121,7 @@ export interface QueuePayloads {
   [TRIAGE_OVERDUE_QUEUE]: TriageOverduePayload;
   [WAIT_TIMES_QUEUE]: WaitTimesPayload;
   [INCIDENTS_QUEUE]: IncidentsPayload;
+  [RETENTION_QUEUE]: RetentionPayload;
 }
 
 export type QueueName = keyof QueuePayloads;
@@ -129,6 +138,7 @@ export interface QueueResults {
   [TRIAGE_OVERDUE_QUEUE]: SweptOverdue;
   [WAIT_TIMES_QUEUE]: WaitTimesRun;
   [INCIDENTS_QUEUE]: SweptIncidents;
+  [RETENTION_QUEUE]: RetentionRunDone;
 }
 
 export const QUEUE_NAMES = [
@@ -139,6 +149,7 @@ export const QUEUE_NAMES = [
   TRIAGE_OVERDUE_QUEUE,
   WAIT_TIMES_QUEUE,
   INCIDENTS_QUEUE,
+  RETENTION_QUEUE,
 ] as const satisfies readonly QueueName[];
 
 /** Each queue's worker settings, from its definition: the workers read them from here. */
@@ -150,6 +161,7 @@ export const WORKER_DEFAULTS = {
   [TRIAGE_OVERDUE_QUEUE]: TRIAGE_OVERDUE_WORKER_DEFAULTS,
   [WAIT_TIMES_QUEUE]: WAIT_TIMES_WORKER_DEFAULTS,
   [INCIDENTS_QUEUE]: INCIDENTS_WORKER_DEFAULTS,
+  [RETENTION_QUEUE]: RETENTION_WORKER_DEFAULTS,
 } as const satisfies Record<QueueName, WorkerDefaults>;
 
 /**

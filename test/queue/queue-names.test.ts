@@ -1,8 +1,8 @@
 // Each queue's name is spelled once: in its definition, and at most in one index. The forward,
 // reminder and scan queues take their names from the outbox topics (domain/lifecycle.ts), which are
-// stored in outbox rows; the webhook and wait-times queues' are their own (queue/webhooks.queue.ts,
-// queue/wait-times.queue.ts, and so on). Every other file
-// reaches a queue by its constant, so a queue cannot be renamed in one place and missed in another.
+// stored in outbox rows; the others' are their own (queue/webhooks.queue.ts, queue/wait-times.queue.ts,
+// and so on). Every other file reaches a queue by its constant, so a queue cannot be renamed in one
+// place and missed in another.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -12,6 +12,7 @@ import {
   INCIDENTS_QUEUE,
   QUEUE_NAMES,
   REMINDERS_QUEUE,
+  RETENTION_QUEUE,
   TRIAGE_OVERDUE_QUEUE,
   WAIT_TIMES_QUEUE,
   WEBHOOKS_QUEUE,
@@ -29,6 +30,7 @@ const DEFINED_IN: Readonly<Record<string, string>> = {
   [TRIAGE_OVERDUE_QUEUE]: 'src/queue/triage-overdue.queue.ts',
   [WAIT_TIMES_QUEUE]: 'src/queue/wait-times.queue.ts',
   [INCIDENTS_QUEUE]: 'src/queue/incidents.queue.ts',
+  [RETENTION_QUEUE]: 'src/queue/retention.queue.ts',
 };
 
 function sourceFiles(dir: string): string[] {

@@ -698,7 +698,7 @@ export interface paths {
     };
     /**
      * List a webhook subscription’s delivery attempts
-     * @description Newest first: when, the receiver’s status, how long it took, and an error code when no answer came. Kept for EVENT_RETENTION_DAYS.
+     * @description Newest first: when, the receiver’s status, how long it took, and an error code when no answer came. Kept for RETENTION_WEBHOOK_ATTEMPTS_MONTHS whole months.
      */
     get: operations['listWebhookAttempts'];
     put?: never;

@@ -18,6 +18,7 @@ import {
   FORWARD_QUEUE,
   QUEUE_NAMES,
   REMINDERS_QUEUE,
+  RETENTION_QUEUE,
   TRIAGE_OVERDUE_QUEUE,
   WEBHOOKS_QUEUE,
   type QueueName,
@@ -78,6 +79,12 @@ const DESCRIPTIONS: Readonly<Record<QueueName, { displayName: string; descriptio
     displayName: 'Attachment scans',
     description:
       'Scans each attachment for malware before anyone may read it. Job: attachment ID, referral ID.',
+  },
+  [RETENTION_QUEUE]: {
+    displayName: 'Retention',
+    description:
+      'Makes the month partitions ahead, and archives, verifies and drops each month past its retention. ' +
+      'Job: none.',
   },
   [WAIT_TIMES_QUEUE]: {
     displayName: 'Wait times',

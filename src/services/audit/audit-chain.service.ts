@@ -16,7 +16,8 @@
 //
 // `verify` reads the trail in one snapshot and runs the checks of audit-chain-check.ts on it: every
 // checkpoint (signatures, links, heads moving forward), every chain against every head recorded for
-// it, and the rows the sealer should have sealed by now.
+// it, and the rows the sealer should have sealed by now. The chains of a month retention archived and
+// dropped (services/retention/) are left to `refhub retention verify` of its archive.
 import { CompactSign, importJWK, type JWK } from 'jose';
 import { chainOf, dayOfChain, GENESIS_HASH, HASH_FORM, rowHashOf } from '../../domain/audit-chain.ts';
 import type { Clock } from '../../domain/clock.ts';
@@ -282,8 +283,12 @@ export function createAuditChain(deps: AuditChainDeps) {
               unsignedCheckpoints,
               broken: checked.broken,
             };
+          // The chains of a month retention archived and dropped are its archive's to check
+          // (`refhub retention verify`): their rows are no longer here.
+          const archived = new Set((await tx.retention.archived('audit_events')).map((a) => a.month));
           const chains = [...new Set([...(await repo.chains(sinceDay)), ...checked.heads.keys()])]
             .filter((chain) => sinceDay === undefined || dayOfChain(chain) >= sinceDay)
+            .filter((chain) => !archived.has(dayOfChain(chain).slice(0, 7)))
             .sort();
           let rowsChecked = 0;
           const result = (broken?: Break): Verification => ({
