@@ -51,6 +51,16 @@ export interface ApiKeysTable {
   label: string | null;
   created_at: Generated<Date>;
   revoked_at: Date | null;
+  /** The client's own rate limit (both set, or neither: the installation's default). */
+  rate_limit_per_second: number | null;
+  rate_limit_burst: number | null;
+}
+
+/** One client's rate-limit bucket where the queues are in the database (domain/rate-limits.ts). */
+export interface RateLimitBucketsTable {
+  client_id: string;
+  /** The bucket's theoretical arrival time, epoch milliseconds. */
+  tat_ms: number;
 }
 
 export interface ClientKeysTable {
@@ -521,6 +531,7 @@ export interface Database {
   ehr_submissions: EhrSubmissionsTable;
   reminder_notifications: ReminderNotificationsTable;
   wait_times: WaitTimesTable;
+  rate_limit_buckets: RateLimitBucketsTable;
   ehr_forms: EhrFormsTable;
   ehr_circuit: EhrCircuitTable;
   forward_backlog: ForwardBacklogTable;

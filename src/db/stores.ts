@@ -24,6 +24,7 @@ import { idempotencyRepository } from './idempotency.repository.ts';
 import { installationSecretRepository } from './installation-secret.repository.ts';
 import { linkTokenRepository } from './links.repository.ts';
 import { outboxRepository } from './outbox.repository.ts';
+import { rateLimitRepository } from './rate-limits.repository.ts';
 import { createReferralStore } from './referrals/referrals.store.ts';
 import { reminderRepository } from './reminders.repository.ts';
 import type { Database } from './schema.ts';
@@ -59,6 +60,7 @@ const STORES = {
   installation: (db: Executor) => installationSecretRepository(db),
   housekeeping: (db: Executor) => housekeepingRepository(db),
   waitTimes: (db: Executor) => waitTimesRepository(db),
+  rateLimits: (db: Executor) => rateLimitRepository(db),
 } as const;
 
 type StoreMakers = typeof STORES;
