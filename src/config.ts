@@ -10,6 +10,7 @@ import {
 } from './domain/attachments.ts';
 import { DEFAULT_DISPLAY_TIME_ZONE, isDisplayTimeZone } from './domain/display-time.ts';
 import { parseKeyEncryptionKeys, type LocalKeyEncryptionKey } from './domain/key-ring.ts';
+import { DEFAULT_RATE_LIMIT, RATE_LIMIT_BOUNDS } from './domain/rate-limits.ts';
 import {
   parseAuditPublicKeys,
   parseAuditSigningKey,
@@ -45,7 +46,16 @@ export interface Config {
   readonly dataKeyRefreshSeconds: number;
   readonly linkTtlSeconds: number;
   readonly catalogFile: string | undefined;
-  readonly rateLimitPerMinute: number;
+  /**
+   * Each client's sustained rate limit, requests a second, unless the operator gave it its own
+   * (domain/rate-limits.ts). From RATE_LIMIT_PER_SECOND, or the older RATE_LIMIT_PER_MINUTE ÷ 60.
+   */
+  readonly rateLimitPerSecond: number;
+  /**
+   * The requests a client may send at once above its rate (its bucket's size): RATE_LIMIT_BURST; with
+   * the older RATE_LIMIT_PER_MINUTE alone, that number, as its one-minute window allowed at once.
+   */
+  readonly rateLimitBurst: number;
   /**
    * MiB of answers one process has handed to Node and not yet to the network (a slow client's);
    * a read whose answer does not fit is answered 503 (api/response-budget.ts).
@@ -245,6 +255,53 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   if (value < min || value > max)
     throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+/** A number with a fractional part allowed (`0.5`, `10`), from `min` to `max`. */
+function decimal(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+(\.\d+)?$/.test(raw))
+    throw new ConfigError(name, `must be a number such as 10 or 0.5, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max)
+    throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+/**
+ * The default rate limit: RATE_LIMIT_PER_SECOND and RATE_LIMIT_BURST, or, for an installation that
+ * still sets only the older RATE_LIMIT_PER_MINUTE, its number a minute (÷ 60 a second) with a burst
+ * of that number, which its one-minute window allowed at once. Both rates at once are refused: which
+ * one was meant cannot be told.
+ */
+function rateLimit(env: Env): Pick<Config, 'rateLimitPerSecond' | 'rateLimitBurst'> {
+  const { perSecond, burst } = RATE_LIMIT_BOUNDS;
+  const perMinute = read(env, 'RATE_LIMIT_PER_MINUTE');
+  if (perMinute !== undefined && read(env, 'RATE_LIMIT_PER_SECOND') !== undefined) {
+    throw new ConfigError(
+      'RATE_LIMIT_PER_MINUTE',
+      'is the older form of RATE_LIMIT_PER_SECOND: set one of them, not both (RATE_LIMIT_PER_SECOND with ' +
+        'RATE_LIMIT_BURST is the current form)',
+    );
+  }
+  if (perMinute !== undefined) {
+    const minute = integer(env, 'RATE_LIMIT_PER_MINUTE', 0, 1, burst.max);
+    return {
+      rateLimitPerSecond: minute / 60,
+      rateLimitBurst: integer(env, 'RATE_LIMIT_BURST', minute, burst.min, burst.max),
+    };
+  }
+  return {
+    rateLimitPerSecond: decimal(
+      env,
+      'RATE_LIMIT_PER_SECOND',
+      DEFAULT_RATE_LIMIT.perSecond,
+      perSecond.min,
+      perSecond.max,
+    ),
+    rateLimitBurst: integer(env, 'RATE_LIMIT_BURST', DEFAULT_RATE_LIMIT.burst, burst.min, burst.max),
+  };
 }
 
 /**
@@ -471,7 +528,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     dataKeyRefreshSeconds: integer(env, 'DATA_KEY_REFRESH_SECONDS', 30, 1, 3600),
     linkTtlSeconds: integer(env, 'LINK_TTL_SECONDS', 900, 30, 86_400),
     catalogFile: optionalPath(cwd, read(env, 'CATALOG_FILE')),
-    rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
+    ...rateLimit(env),
     responsesInFlightMib: integer(env, 'RESPONSES_IN_FLIGHT_MIB', 32, 1, 4096),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     queueBackend: oneOf(env, 'QUEUE_BACKEND', QUEUE_BACKENDS, redisUrl === undefined ? 'postgres' : 'redis'),
@@ -729,7 +786,8 @@ const SHOWN: {
   dataKeyRefreshSeconds: ['DATA_KEY_REFRESH_SECONDS', 'value'],
   linkTtlSeconds: ['LINK_TTL_SECONDS', 'value'],
   catalogFile: ['CATALOG_FILE', 'value'],
-  rateLimitPerMinute: ['RATE_LIMIT_PER_MINUTE', 'value'],
+  rateLimitPerSecond: ['RATE_LIMIT_PER_SECOND', 'value'],
+  rateLimitBurst: ['RATE_LIMIT_BURST', 'value'],
   responsesInFlightMib: ['RESPONSES_IN_FLIGHT_MIB', 'value'],
   logLevel: ['LOG_LEVEL', 'value'],
   queueBackend: ['QUEUE_BACKEND', 'value'],

@@ -3,12 +3,15 @@
 // the serving modes are in composition/serve.ts, and the operator's commands in src/cli.
 import { Command } from 'commander';
 import type { CreateKeyOptions } from './cli/api-key.command.ts';
+import type { LimitOptions } from './cli/rate-limit.command.ts';
 import type { AuditExportOptions, AuditPublicKeyOptions, AuditVerifyOptions } from './cli/audit.command.ts';
 import {
+  burstArg,
   clientRoleArg,
   dayArg,
   institutionArg,
   instantArg,
+  perSecondArg,
   portArg,
   roleArg,
   tokenArg,
@@ -133,6 +136,18 @@ keys
   .description('revoke a key by its ID or display prefix; it stops working at once')
   .action(async (idOrPrefix: string) => (await commands()).keysRevokeCommand(idOrPrefix));
 
+keys
+  .command('limit <idOrPrefix>')
+  .description(
+    "set a key's own rate limit (--per-second N --burst N), or give it the installation default (--default)",
+  )
+  .option('--per-second <n>', 'requests a second, sustained', perSecondArg)
+  .option('--burst <n>', 'requests at once above the rate', burstArg)
+  .option('--default', 'the installation default again (RATE_LIMIT_PER_SECOND, RATE_LIMIT_BURST)')
+  .action(async (idOrPrefix: string, options: LimitOptions) =>
+    (await commands()).keysLimitCommand(idOrPrefix, options),
+  );
+
 const clients = program
   .command('clients')
   .description('manage clients with signed credentials (OAuth 2.0 client credentials, private_key_jwt)');
@@ -171,6 +186,17 @@ clients
   .argument('<id>', 'the client ID', uuidArg('a client ID'))
   .description('revoke a client by its ID; its access tokens stop working at once')
   .action(async (id: string) => (await commands()).clientsRevokeCommand(id));
+
+clients
+  .command('limit')
+  .argument('<id>', 'the client ID', uuidArg('a client ID'))
+  .description(
+    "set a client's own rate limit (--per-second N --burst N), or give it the installation default (--default)",
+  )
+  .option('--per-second <n>', 'requests a second, sustained', perSecondArg)
+  .option('--burst <n>', 'requests at once above the rate', burstArg)
+  .option('--default', 'the installation default again (RATE_LIMIT_PER_SECOND, RATE_LIMIT_BURST)')
+  .action(async (id: string, options: LimitOptions) => (await commands()).clientsLimitCommand(id, options));
 
 const dataKeys = program
   .command('data-keys')

@@ -12,6 +12,7 @@ import { createLogger } from '../logger.ts';
 import { postgresQueueBackend, redisQueueBackend } from '../queue/backend.ts';
 import { createSandboxEhr } from '../sandbox-ehr/sandbox-ehr.ts';
 import type { CreateKeyOptions } from '../cli/api-key.command.ts';
+import type { LimitOptions } from '../cli/rate-limit.command.ts';
 import {
   adoptAudit,
   exportAudit,
@@ -206,6 +207,10 @@ export function keysRevokeCommand(idOrPrefix: string): Promise<void> {
   return inContextOrServingRefhub('keys revoke', [idOrPrefix]);
 }
 
+export function keysLimitCommand(idOrPrefix: string, options: LimitOptions): Promise<void> {
+  return inContextOrServingRefhub('keys limit', [idOrPrefix, options]);
+}
+
 export function dataKeysStatusCommand(): Promise<void> {
   return withContext('refhub data-keys status', (ctx) => dataKeysStatus(ctx));
 }
@@ -261,6 +266,10 @@ export function clientsKeysCommand(id: string, options: KeySourceOptions): Promi
 
 export function clientsRevokeCommand(id: string): Promise<void> {
   return inContextOrServingRefhub('clients revoke', [id]);
+}
+
+export function clientsLimitCommand(id: string, options: LimitOptions): Promise<void> {
+  return inContextOrServingRefhub('clients limit', [id, options]);
 }
 
 /** `refhub sandbox-ehr`; the in-process tests call it too. Refuses in production before building. */

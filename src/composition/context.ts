@@ -46,6 +46,12 @@ import { createReminders, type Reminders } from '../services/reminders.service.t
 import { createTriageOverdue, type TriageOverdue } from '../services/triage-overdue.service.ts';
 import { createIncidents, type Incidents, type OpsWebhook } from '../services/incidents.service.ts';
 import { createWaitTimes, type WaitTimes } from '../services/wait-times.service.ts';
+import {
+  createRateLimits,
+  createRateLimitSettings,
+  type RateLimits,
+  type RateLimitSettings,
+} from '../services/rate-limits.service.ts';
 import { createEventFeed, type EventFeed } from '../services/events.service.ts';
 import { createWebhookClient, type WebhookClient } from '../workers/webhooks/webhooks-client.ts';
 import { deliverOnce, type DeliveryDeps } from '../workers/webhooks/delivery.ts';
@@ -62,6 +68,7 @@ import {
 } from '../queue/backend.ts';
 import type { ConnectionRole } from '../queue/connections.ts';
 import { createQueueProducer, type QueueProducer } from '../queue/producer.ts';
+import { redisRateLimitBuckets } from '../queue/rate-limits.ts';
 import { claimLeaseMs } from '../queue/prefix-claim.ts';
 import { createMetrics, type Metrics } from '../observability/metrics.ts';
 import { QUEUE_NAMES } from '../queue/registry.ts';
@@ -119,6 +126,13 @@ export interface AppContext {
   readonly incidents: Incidents;
   /** The offerings' wait times: recomputed by the wait-times job, read by the API and the web form. */
   readonly waitTimes: WaitTimes;
+  /**
+   * Each client's rate limit, its buckets where the queues are (Redis, or the database), shared by
+   * every API process.
+   */
+  readonly rateLimits: RateLimits;
+  /** The operator's changes of a client's own rate limit (`refhub keys limit`, `refhub clients limit`). */
+  readonly rateLimitSettings: RateLimitSettings;
   /** Each institution's referral events in one total order. */
   readonly eventFeed: EventFeed;
   readonly webhookSubscriptions: WebhookSubscriptions;
@@ -380,6 +394,16 @@ export async function createContext(
       allowed: config.webhookAllowedAddresses,
     })),
   });
+  // The buckets are where the queues are, so that every API process of the installation shares them.
+  const redisBuckets = config.queueBackend === 'redis' ? redisRateLimitBuckets(config, logger) : undefined;
+  const rateLimits = createRateLimits({
+    buckets: redisBuckets ?? stores.rateLimits,
+    storeName: redisBuckets === undefined ? 'database' : 'redis',
+    clock,
+    defaults: { perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst },
+    metrics,
+    logger,
+  });
   const referralQueries = createReferralQueries({ ...deps, renderEhrForm: renderForm });
   const ehrForwarding = createEhrForwarding({ stores, clock, metrics });
   const attachments = createAttachments({
@@ -472,6 +496,8 @@ export async function createContext(
       metrics,
       policy: { windowDays: config.waitTimesWindowDays, minReferrals: config.waitTimesMinReferrals },
     }),
+    rateLimits,
+    rateLimitSettings: createRateLimitSettings({ stores, clock }),
     eventFeed: createEventFeed({ stores, clock }),
     webhookSubscriptions: createWebhookSubscriptions({
       stores,
@@ -506,6 +532,7 @@ export async function createContext(
     lifecycle: { draining: false },
     close: async () => {
       await queues?.close();
+      await redisBuckets?.close();
       await webhookClient?.close();
       await opsClient?.close();
       await store.close();

@@ -51,6 +51,16 @@ export interface ApiKeysTable {
   label: string | null;
   created_at: Generated<Date>;
   revoked_at: Date | null;
+  /** The client's own rate limit (both set, or neither: the installation's default). */
+  rate_limit_per_second: number | null;
+  rate_limit_burst: number | null;
+}
+
+/** One client's rate-limit bucket where the queues are in the database (domain/rate-limits.ts). */
+export interface RateLimitBucketsTable {
+  client_id: string;
+  /** The bucket's theoretical arrival time, epoch milliseconds. */
+  tat_ms: number;
 }
 
 export interface ClientKeysTable {
@@ -549,6 +559,7 @@ export interface Database {
   wait_times: WaitTimesTable;
   incidents: IncidentsTable;
   retention_archives: RetentionArchivesTable;
+  rate_limit_buckets: RateLimitBucketsTable;
   ehr_forms: EhrFormsTable;
   ehr_circuit: EhrCircuitTable;
   forward_backlog: ForwardBacklogTable;

@@ -25,6 +25,7 @@ import { incidentRepository } from './incidents.repository.ts';
 import { installationSecretRepository } from './installation-secret.repository.ts';
 import { linkTokenRepository } from './links.repository.ts';
 import { outboxRepository } from './outbox.repository.ts';
+import { rateLimitRepository } from './rate-limits.repository.ts';
 import { createReferralStore } from './referrals/referrals.store.ts';
 import { reminderRepository } from './reminders.repository.ts';
 import { retentionRepository } from './retention.repository.ts';
@@ -63,6 +64,7 @@ const STORES = {
   waitTimes: (db: Executor) => waitTimesRepository(db),
   incidents: (db: Executor) => incidentRepository(db),
   retention: (db: Executor) => retentionRepository(db),
+  rateLimits: (db: Executor) => rateLimitRepository(db),
 } as const;
 
 type StoreMakers = typeof STORES;

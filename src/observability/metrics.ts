@@ -44,7 +44,17 @@ export function createMetrics() {
   });
   const rateLimited = new Counter({
     name: 'refhub_rate_limit_rejections_total',
-    help: 'Requests refused because their API key went over its rate limit',
+    help:
+      'Requests answered 429 because their client went over its rate limit, by the kind of client: ' +
+      '`api-key`, or `client` (signed client credentials); never by client, which would be a series each',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  });
+  const rateLimitFallbacks = new Counter({
+    name: 'refhub_rate_limit_fallbacks_total',
+    help:
+      'Requests limited by this process alone because the shared rate-limit store (Redis, or the ' +
+      'database) did not answer',
     registers: [registry],
   });
   const responseBytes = new Gauge({
@@ -332,8 +342,13 @@ export function createMetrics() {
     dataKeysLoaded(): void {
       dataKeyLoads.inc();
     },
-    rateLimited(): void {
-      rateLimited.inc();
+    /** A request was answered 429 for its client's rate limit. */
+    rateLimited(kind: 'api-key' | 'client'): void {
+      rateLimited.inc({ kind });
+    },
+    /** A request was limited by this process alone: the shared store did not answer. */
+    rateLimitFallback(): void {
+      rateLimitFallbacks.inc();
     },
     /** The bytes of answers not yet handed to the network, after each change. */
     responseBytesInFlight(bytes: number): void {

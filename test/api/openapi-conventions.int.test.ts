@@ -57,9 +57,8 @@ const API_HEADERS = [
   'location',
   'api-version',
   'x-request-id',
-  'ratelimit-limit',
-  'ratelimit-remaining',
-  'ratelimit-reset',
+  'ratelimit-policy',
+  'ratelimit',
   'retry-after',
   'idempotent-replayed',
 ];
@@ -149,7 +148,7 @@ describe('OpenAPI conventions', () => {
         expect(response.headers, `${where} ${code}`).toHaveProperty('X-Request-Id');
       }
       expect(Object.keys(operation.responses['429']?.headers ?? {}), where).toEqual(
-        expect.arrayContaining(['Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']),
+        expect.arrayContaining(['Retry-After', 'RateLimit-Policy', 'RateLimit']),
       );
     }
   });
