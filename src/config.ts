@@ -64,12 +64,26 @@ export interface Config {
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /**
    * Where the queues are: `postgres`, in the installation's own database (BullMQ's PostgreSQL
-   * backend), or `redis`, at REDIS_URL. Unset, it is `redis` when REDIS_URL is set and `postgres`
-   * otherwise; production without REDIS_URL must say which.
+   * backend), or `redis`, at REDIS_URL. Unset, it is `redis` when REDIS_URL (or a cluster, or
+   * Sentinel) is set and `postgres` otherwise; production without one must say which.
    */
   readonly queueBackend: (typeof QUEUE_BACKENDS)[number];
+  /**
+   * One Redis server; with a cluster or Sentinel, only its credentials and TLS (`rediss:`) are used
+   * (queue/connections.ts, `redisTopologyOf`).
+   */
   readonly redisUrl: string;
-  /** BullMQ key prefix in hash-tag form (`{refhub}`), so a queue's keys share one Redis Cluster slot. */
+  /** REDIS_CLUSTER_NODES: `host:port` of some nodes of a Redis Cluster, which tell the rest. */
+  readonly redisClusterNodes: readonly string[] | undefined;
+  /** REDIS_SENTINELS: `host:port` of the Sentinels that watch the primary named REDIS_SENTINEL_NAME. */
+  readonly redisSentinels: readonly string[] | undefined;
+  readonly redisSentinelName: string | undefined;
+  readonly redisSentinelPassword: string | undefined;
+  /**
+   * The installation's BullMQ prefix in hash-tag form (`{refhub}`): the tag of its claim, and where
+   * queues of releases before per-queue tags were. Each queue's keys are under a tag of their own,
+   * `{refhub:<queue>}` (queue/backend.ts, `queueKeyPrefix`), so a Redis Cluster spreads the queues.
+   */
   readonly queuePrefix: string;
   /** Unset outside production: the built-in sandbox EHR serves in-process. */
   readonly ehrUrl: string | undefined;
@@ -514,6 +528,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   // Six years, HIPAA's horizon for the records that document compliance (docs/operations.md, "Retention").
   const auditMonths = integer(env, 'RETENTION_AUDIT_MONTHS', 72, 72, 1200);
   const redisUrl = url(env, 'REDIS_URL', ['redis:', 'rediss:']);
+  const redis = redisTopology(env, redisUrl);
   const config: Config = {
     env: mode,
     port,
@@ -531,8 +546,12 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     ...rateLimit(env),
     responsesInFlightMib: integer(env, 'RESPONSES_IN_FLIGHT_MIB', 32, 1, 4096),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
-    queueBackend: oneOf(env, 'QUEUE_BACKEND', QUEUE_BACKENDS, redisUrl === undefined ? 'postgres' : 'redis'),
+    queueBackend: oneOf(env, 'QUEUE_BACKEND', QUEUE_BACKENDS, redis.given ? 'redis' : 'postgres'),
     redisUrl: redisUrl ?? 'redis://127.0.0.1:6379',
+    redisClusterNodes: redis.clusterNodes,
+    redisSentinels: redis.sentinels,
+    redisSentinelName: redis.sentinelName,
+    redisSentinelPassword: redis.sentinelPassword,
     queuePrefix: queuePrefix(env),
     ehrUrl: url(env, 'EHR_URL', mode === 'production' ? ['https:'] : ['http:', 'https:']),
     ehrToken: read(env, 'EHR_TOKEN'),
@@ -676,8 +695,11 @@ function productionMissing(config: Config, env: Env): ConfigError[] {
       ),
     );
   }
-  const redisUrl = read(env, 'REDIS_URL');
-  if (redisUrl === undefined && read(env, 'QUEUE_BACKEND') === undefined) {
+  const redisGiven =
+    read(env, 'REDIS_URL') !== undefined ||
+    config.redisClusterNodes !== undefined ||
+    config.redisSentinels !== undefined;
+  if (!redisGiven && read(env, 'QUEUE_BACKEND') === undefined) {
     missing.push(
       new ConfigError(
         'QUEUE_BACKEND',
@@ -685,9 +707,12 @@ function productionMissing(config: Config, env: Env): ConfigError[] {
           'database) or redis (with REDIS_URL); nothing is chosen for production by default',
       ),
     );
-  } else if (redisUrl === undefined && config.queueBackend === 'redis') {
+  } else if (!redisGiven && config.queueBackend === 'redis') {
     missing.push(
-      new ConfigError('REDIS_URL', 'is required when QUEUE_BACKEND=redis and NODE_ENV=production'),
+      new ConfigError(
+        'REDIS_URL',
+        'is required when QUEUE_BACKEND=redis and NODE_ENV=production (or REDIS_CLUSTER_NODES, or REDIS_SENTINELS)',
+      ),
     );
   }
   return missing;
@@ -720,6 +745,96 @@ function attachmentTypes(env: Env, name: string): ReadonlySet<AttachmentType> {
     );
   }
   return new Set(named as AttachmentType[]);
+}
+
+/**
+ * Where Redis is: one server (REDIS_URL), a cluster (REDIS_CLUSTER_NODES), or the primary Sentinel
+ * names (REDIS_SENTINELS and REDIS_SENTINEL_NAME, with REDIS_SENTINEL_PASSWORD when the Sentinels ask
+ * for one). One of the three; a setting of one that is given without the rest of it is refused.
+ */
+function redisTopology(
+  env: Env,
+  redisUrl: string | undefined,
+): {
+  readonly given: boolean;
+  readonly clusterNodes: readonly string[] | undefined;
+  readonly sentinels: readonly string[] | undefined;
+  readonly sentinelName: string | undefined;
+  readonly sentinelPassword: string | undefined;
+} {
+  const clusterNodes = hostPorts(env, 'REDIS_CLUSTER_NODES');
+  const sentinels = hostPorts(env, 'REDIS_SENTINELS');
+  const sentinelName = read(env, 'REDIS_SENTINEL_NAME');
+  const sentinelPassword = read(env, 'REDIS_SENTINEL_PASSWORD');
+  if (clusterNodes !== undefined && sentinels !== undefined) {
+    throw new ConfigError(
+      'REDIS_CLUSTER_NODES',
+      'and REDIS_SENTINELS name two ways to reach Redis; set one of them',
+    );
+  }
+  if (sentinels !== undefined && sentinelName === undefined) {
+    throw new ConfigError(
+      'REDIS_SENTINEL_NAME',
+      'is required with REDIS_SENTINELS: the name the Sentinels know the primary by (sentinel monitor <name> …)',
+    );
+  }
+  if (sentinels === undefined) {
+    for (const name of ['REDIS_SENTINEL_NAME', 'REDIS_SENTINEL_PASSWORD']) {
+      if (read(env, name) !== undefined)
+        throw new ConfigError(name, 'is used only with REDIS_SENTINELS, which is not set');
+    }
+  }
+  if (sentinelName !== undefined && !/^[A-Za-z0-9_.-]{1,64}$/.test(sentinelName)) {
+    throw new ConfigError(
+      'REDIS_SENTINEL_NAME',
+      `must be 1 to 64 of A-Z a-z 0-9 _ . -, got "${sentinelName}"`,
+    );
+  }
+  if (clusterNodes !== undefined && redisUrl !== undefined) {
+    const database = new URL(redisUrl).pathname.replace(/^\//, '');
+    if (database !== '' && database !== '0') {
+      throw new ConfigError(
+        'REDIS_URL',
+        `names database ${database}, but a Redis Cluster has only database 0 (REDIS_CLUSTER_NODES is set)`,
+      );
+    }
+  }
+  return {
+    given: redisUrl !== undefined || clusterNodes !== undefined || sentinels !== undefined,
+    clusterNodes,
+    sentinels,
+    sentinelName,
+    sentinelPassword,
+  };
+}
+
+/** A comma-separated list of `host:port` (an IPv6 address in brackets), each read as a URL's host. */
+function hostPorts(env: Env, name: string): readonly string[] | undefined {
+  const raw = read(env, name);
+  if (raw === undefined) return undefined;
+  const entries = raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  for (const entry of entries) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(`redis://${entry}`);
+    } catch {
+      parsed = undefined;
+    }
+    if (
+      parsed === undefined ||
+      parsed.hostname === '' ||
+      parsed.port === '' ||
+      parsed.host.toLowerCase() !== entry.toLowerCase() ||
+      parsed.pathname !== ''
+    ) {
+      throw new ConfigError(name, `must list host:port, comma-separated, got "${entry}"`);
+    }
+  }
+  if (entries.length === 0) throw new ConfigError(name, `must list host:port, comma-separated, got "${raw}"`);
+  return entries;
 }
 
 /** `QUEUE_PREFIX` as given, wrapped in `{…}` so that Redis Cluster keeps each queue in one slot. */
@@ -792,6 +907,10 @@ const SHOWN: {
   logLevel: ['LOG_LEVEL', 'value'],
   queueBackend: ['QUEUE_BACKEND', 'value'],
   redisUrl: ['REDIS_URL', 'url'],
+  redisClusterNodes: ['REDIS_CLUSTER_NODES', (nodes) => nodes.join(',')],
+  redisSentinels: ['REDIS_SENTINELS', (sentinels) => sentinels.join(',')],
+  redisSentinelName: ['REDIS_SENTINEL_NAME', 'value'],
+  redisSentinelPassword: ['REDIS_SENTINEL_PASSWORD', 'secret'],
   queuePrefix: ['QUEUE_PREFIX', 'value'],
   ehrUrl: ['EHR_URL', 'url'],
   ehrToken: ['EHR_TOKEN', 'secret'],
@@ -881,7 +1000,15 @@ function text(value: Config[keyof Config]): string | undefined {
   // A key is shown as its ID only (it is a secret: only whether it is set is described).
   if ('kty' in value) return value.kid;
   return value
-    .map((entry) => (typeof entry === 'number' ? duration(entry) : 'kty' in entry ? entry.kid : entry.id))
+    .map((entry) =>
+      typeof entry === 'number'
+        ? duration(entry)
+        : typeof entry === 'string'
+          ? entry
+          : 'kty' in entry
+            ? entry.kid
+            : entry.id,
+    )
     .join(',');
 }
 

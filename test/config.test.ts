@@ -327,6 +327,55 @@ describe('loadConfig', () => {
     }
   });
 
+  it('reads a Redis Cluster or Sentinels instead of one server, and chooses the Redis queues for them', () => {
+    const cluster = loadConfig({ REDIS_CLUSTER_NODES: '10.0.0.1:6379, redis-2:6380,[::1]:7000' });
+    expect(cluster.redisClusterNodes).toEqual(['10.0.0.1:6379', 'redis-2:6380', '[::1]:7000']);
+    expect(cluster.queueBackend).toBe('redis');
+    const sentinel = loadConfig({
+      REDIS_SENTINELS: 's1:26379,s2:26379',
+      REDIS_SENTINEL_NAME: 'refhub-primary',
+      REDIS_SENTINEL_PASSWORD: 'sentinel-secret',
+    });
+    expect(sentinel.redisSentinels).toEqual(['s1:26379', 's2:26379']);
+    expect(sentinel.redisSentinelName).toBe('refhub-primary');
+    expect(sentinel.redisSentinelPassword).toBe('sentinel-secret');
+    expect(sentinel.queueBackend).toBe('redis');
+    const single = loadConfig({});
+    expect(single.redisClusterNodes).toBeUndefined();
+    expect(single.redisSentinels).toBeUndefined();
+  });
+
+  it.each([
+    [
+      { REDIS_CLUSTER_NODES: 'redis-1' },
+      /REDIS_CLUSTER_NODES: must list host:port, comma-separated, got "redis-1"/,
+    ],
+    [{ REDIS_CLUSTER_NODES: 'redis-1:70000' }, /REDIS_CLUSTER_NODES: must list host:port/],
+    [{ REDIS_CLUSTER_NODES: 'redis://redis-1:6379' }, /REDIS_CLUSTER_NODES: must list host:port/],
+    [{ REDIS_CLUSTER_NODES: ' , ' }, /REDIS_CLUSTER_NODES: must list host:port/],
+    [{ REDIS_SENTINELS: 's1:26379/x', REDIS_SENTINEL_NAME: 'p' }, /REDIS_SENTINELS: must list host:port/],
+    [
+      { REDIS_CLUSTER_NODES: 'a:1', REDIS_SENTINELS: 's:2', REDIS_SENTINEL_NAME: 'p' },
+      /REDIS_CLUSTER_NODES: and REDIS_SENTINELS name two ways to reach Redis; set one of them/,
+    ],
+    [{ REDIS_SENTINELS: 's1:26379' }, /REDIS_SENTINEL_NAME: is required with REDIS_SENTINELS/],
+    [
+      { REDIS_SENTINEL_NAME: 'p' },
+      /REDIS_SENTINEL_NAME: is used only with REDIS_SENTINELS, which is not set/,
+    ],
+    [{ REDIS_SENTINEL_PASSWORD: 'x' }, /REDIS_SENTINEL_PASSWORD: is used only with REDIS_SENTINELS/],
+    [
+      { REDIS_SENTINELS: 's1:26379', REDIS_SENTINEL_NAME: 'a b' },
+      /REDIS_SENTINEL_NAME: must be 1 to 64 of A-Z a-z 0-9 _ . -, got "a b"/,
+    ],
+    [
+      { REDIS_CLUSTER_NODES: 'a:6379', REDIS_URL: 'redis://:pw@ignored:6379/2' },
+      /REDIS_URL: names database 2, but a Redis Cluster has only database 0/,
+    ],
+  ])('refuses Redis settings %o', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+
   it('takes a queue prefix already in hash-tag form as it is', () => {
     expect(loadConfig({ QUEUE_PREFIX: '{shared}' }).queuePrefix).toBe('{shared}');
   });
@@ -517,6 +566,11 @@ describe('loadConfig', () => {
     );
     expect(loadConfig({ ...production, QUEUE_BACKEND: 'postgres' }).queueBackend).toBe('postgres');
     expect(loadConfig({ ...production, REDIS_URL: 'redis://127.0.0.1:6379' }).queueBackend).toBe('redis');
+    // A cluster or Sentinels stand in for REDIS_URL.
+    expect(loadConfig({ ...production, REDIS_CLUSTER_NODES: 'redis-1:6379' }).queueBackend).toBe('redis');
+    expect(
+      loadConfig({ ...production, REDIS_SENTINELS: 's1:26379', REDIS_SENTINEL_NAME: 'p' }).queueBackend,
+    ).toBe('redis');
   });
 });
 

@@ -64,6 +64,7 @@ export function createReconcilerFor(ctx: AppContext): Reconciler {
     metrics: ctx.metrics,
     reminderScheduleFor: (id) => ctx.reminders.scheduleFor(id),
     claim: () => ctx.claimQueues(),
+    moveLegacy: () => ctx.queues.moveLegacyQueues(),
     // The scan worker runs where a scanner is configured (startBackground), and only there.
     scansAttachments: ctx.config.attachmentScanner !== undefined,
   });

@@ -59,6 +59,9 @@ async function ehrTarget(ctx: AppContext): Promise<{ url: string; close: () => P
 async function claimQueues(ctx: AppContext, withBackground: boolean): Promise<void> {
   try {
     await ctx.claimQueues();
+    // A process with workers moves what an earlier release queued under the prefix's one tag
+    // (queue/legacy-queues.ts) before they start; each reconciler pass does so again.
+    if (withBackground) await moveLegacyQueues(ctx);
   } catch (error) {
     if ((error as { code?: unknown }).code === QUEUE_UNAVAILABLE) {
       const later = withBackground ? '; it is claimed once Redis is back' : '';
@@ -70,6 +73,18 @@ async function claimQueues(ctx: AppContext, withBackground: boolean): Promise<vo
     }
     await ctx.close();
     throw error;
+  }
+}
+
+/** A move that fails is logged and left to the reconciler's next pass. */
+async function moveLegacyQueues(ctx: AppContext): Promise<void> {
+  try {
+    await ctx.queues.moveLegacyQueues();
+  } catch (error) {
+    ctx.logger.warn(
+      { err: { code: errorCode(error) } },
+      'the jobs queued by an earlier release were not moved yet; the reconciler tries again',
+    );
   }
 }
 

@@ -3,7 +3,9 @@
 //
 //   postgres  BullMQ's PostgreSQL backend, in the installation's own database (schema `bullmq`):
 //             the embedded default on PGlite, and PostgreSQL alone. Nothing else to run or back up.
-//   redis     Redis at REDIS_URL, under QUEUE_PREFIX: for the volumes docs/scaling.md gives it.
+//   redis     Redis under QUEUE_PREFIX, each queue on a hash tag of its own: one server at REDIS_URL,
+//             a Redis Cluster (REDIS_CLUSTER_NODES) or a primary Sentinels watch (REDIS_SENTINELS):
+//             for the volumes docs/scaling.md gives it.
 //
 // A backend gives BullMQ's queues and workers their connection (`queue`, `worker`), says whether the
 // queues can be reached (`ready`, `health`), and claims the queues for the installation where they
@@ -18,7 +20,6 @@ import {
   type Processor,
   type WorkerOptions,
 } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import {
@@ -27,11 +28,16 @@ import {
   connected,
   connectRedis,
   QUEUE_UNAVAILABLE,
+  redisTopologyOf,
   settled,
+  topologyAddress,
   type ConnectionRole,
+  type RedisConnection,
+  type RedisSettings,
 } from './connections.ts';
 import { RETENTION } from './job-settings.ts';
-import { claimQueuePrefix, releaseQueuePrefix } from './prefix-claim.ts';
+import { moveLegacyQueues, type LegacyMove } from './legacy-queues.ts';
+import { claimQueuePrefix, queueKeyPrefix, releaseQueuePrefix } from './prefix-claim.ts';
 
 export type QueueBackendName = Config['queueBackend'];
 
@@ -99,6 +105,11 @@ export interface QueueBackend {
   claim(installationId: string, leaseMs: number): Promise<void>;
   /** Gives the claim back if the installation holds it. */
   release(installationId: string): Promise<void>;
+  /**
+   * Moves the work an earlier release queued under the installation's one tag to each of `names`'s
+   * own (legacy-queues.ts); nothing to do on a backend that never had it.
+   */
+  moveLegacy(names: readonly string[]): Promise<LegacyMove>;
   /** Closes the queues it made, and what it owns (a Redis connection); a worker closes itself. */
   close(): Promise<void>;
 }
@@ -189,6 +200,7 @@ export function postgresQueueBackend(database: QueueDatabase, logger: Logger): Q
     },
     claim: () => Promise.resolve(),
     release: () => Promise.resolve(),
+    moveLegacy: () => Promise.resolve({ moved: 0, schedulersRemoved: 0, left: 0 }),
     async close() {
       await Promise.allSettled(made.map((queue) => queue.close()));
     },
@@ -197,41 +209,53 @@ export function postgresQueueBackend(database: QueueDatabase, logger: Logger): Q
 
 /** Redis's address without its password. */
 export function redisAddress(url: string): string {
-  const parsed = new URL(url);
-  parsed.password = '';
-  parsed.username = '';
-  return `Redis at ${parsed.toString()}`;
+  return topologyAddress({ kind: 'server', url });
 }
 
 /**
- * The queues in Redis at `url`, under `prefix`, on a connection of `role` (queue/connections.ts: a
- * producer's fails fast, a worker's rides out an outage). The backend owns its connection.
+ * The queues in Redis as `settings` say (one server, a cluster, or Sentinels' primary), each under
+ * its own tag within `queuePrefix`, on a connection of `role` (queue/connections.ts: a producer's
+ * fails fast, a worker's rides out an outage). The backend owns its connection.
  */
 export function redisQueueBackend(
-  settings: { readonly redisUrl: string; readonly queuePrefix: string },
+  settings: RedisSettings & { readonly queuePrefix: string },
   role: ConnectionRole,
   logger: Logger,
-): QueueBackend & { readonly redis: Redis } {
-  const redis = connectRedis(settings.redisUrl, role, logger);
+): QueueBackend & { readonly redis: RedisConnection } {
+  const topology = redisTopologyOf(settings);
+  const redis = connectRedis(topology, role, logger);
   const prefix = settings.queuePrefix;
   const made: Queue[] = [];
+  const queue = <P>(name: string) => {
+    const created = new Queue<P>(name, {
+      connection: redis,
+      prefix: queueKeyPrefix(prefix, name),
+      defaultJobOptions: RETENTION.redis,
+    });
+    made.push(created as Queue);
+    return created;
+  };
   return {
     name: 'redis',
-    address: redisAddress(settings.redisUrl),
+    address: topologyAddress(topology),
     redis,
-    queue: <P>(name: string) => {
-      const queue = new Queue<P>(name, { connection: redis, prefix, defaultJobOptions: RETENTION.redis });
-      made.push(queue as Queue);
-      return queue;
-    },
+    queue,
     worker: <P, R>(name: string, processor: Processor<P, R>, options: Omit<WorkerOptions, 'connection'>) =>
-      new Worker<P, R>(name, processor, { ...options, connection: redis, prefix }),
+      new Worker<P, R>(name, processor, {
+        ...options,
+        connection: redis,
+        prefix: queueKeyPrefix(prefix, name),
+      }),
     ready: (timeoutMs) => connected(redis, timeoutMs),
     health: async () => {
       const health = await checkRedis(redis, `${prefix}:readiness-probe`);
+      const found = [
+        health.topology,
+        health.evictionPolicy === undefined ? undefined : `maxmemory-policy ${health.evictionPolicy}`,
+      ].filter((part) => part !== undefined);
       return {
         reachable: health.reachable,
-        detail: health.evictionPolicy === undefined ? undefined : `maxmemory-policy ${health.evictionPolicy}`,
+        detail: found.length === 0 ? undefined : found.join(', '),
         problem: health.problem,
       };
     },
@@ -252,6 +276,23 @@ export function redisQueueBackend(
     async release(installationId) {
       await connected(redis);
       await releaseQueuePrefix(redis, prefix, installationId);
+    },
+    async moveLegacy(names) {
+      await connected(redis);
+      const targets: Queue[] = [];
+      try {
+        return await moveLegacyQueues(redis, prefix, names, (name) => {
+          const target = new Queue(name, {
+            connection: redis,
+            prefix: queueKeyPrefix(prefix, name),
+            defaultJobOptions: RETENTION.redis,
+          });
+          targets.push(target);
+          return target;
+        });
+      } finally {
+        await Promise.allSettled(targets.map((target) => target.close()));
+      }
     },
     async close() {
       // The queues begin to connect when they are built, and each then reads the server's version.

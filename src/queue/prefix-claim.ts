@@ -11,7 +11,22 @@
 // instead of locking the prefix until an operator removes it. An embedded installation (`refhub all`
 // on PGlite) is a single process, so it gives its claim back when it stops: `npm start` in a fresh
 // DATA_DIR after the old one was stopped and deleted starts at once.
-import type { Redis } from 'ioredis';
+//
+// The claim key is under the installation's own tag, `{prefix}`; each queue's keys are under a tag of
+// their own, `{prefix:<queue>}` (`queueKeyPrefix`), so that a Redis Cluster spreads the queues over
+// its nodes while all keys of one queue stay in one slot, as BullMQ's scripts need. Nothing spans two
+// queues: no flows (parent and child jobs), no script over two queues' keys.
+import type { RedisConnection } from './connections.ts';
+
+/**
+ * The BullMQ prefix of one queue: the installation's prefix (`{refhub}`) with the queue's name inside
+ * the braces (`{refhub:ehr-forward}`), a Redis Cluster hash tag of the queue's own. QUEUE_PREFIX has
+ * no `:`, so no queue's tag is another installation's.
+ */
+export function queueKeyPrefix(prefix: string, queue: string): string {
+  const bare = /^\{(.*)\}$/.exec(prefix)?.[1] ?? prefix;
+  return `{${bare}:${queue}}`;
+}
 
 /** The key that names the installation a prefix (in its `{…}` form) belongs to. */
 export function claimKeyOf(prefix: string): string {
@@ -54,7 +69,7 @@ export class QueuePrefixTakenError extends Error {
  * QueuePrefixTakenError when another installation holds it.
  */
 export async function claimQueuePrefix(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   installationId: string,
   leaseMs: number,
@@ -78,7 +93,7 @@ return holder
 
 /** Gives the claim back, if `installationId` holds it; another installation's claim is left alone. */
 export async function releaseQueuePrefix(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   installationId: string,
 ): Promise<void> {

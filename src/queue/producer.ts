@@ -19,6 +19,7 @@ import {
   type QueuedForward,
 } from './forward.queue.ts';
 import { ensureIncidentsSweep, INCIDENTS_QUEUE } from './incidents.queue.ts';
+import type { LegacyMove } from './legacy-queues.ts';
 import { QUEUE_NAMES, type QueueName, type QueuePayloads } from './registry.ts';
 import {
   hasReminderSchedule,
@@ -120,6 +121,11 @@ export interface QueueProducer {
   claim(installationId: string, leaseMs: number): Promise<void>;
   /** Gives the claim back if the installation holds it (prefix-claim.ts). */
   release(installationId: string): Promise<void>;
+  /**
+   * Moves what an earlier release queued under the installation's one tag to each queue's own
+   * (legacy-queues.ts), logging what it moved and what it had to leave.
+   */
+  moveLegacyQueues(): Promise<LegacyMove>;
   close(): Promise<void>;
 }
 
@@ -241,6 +247,25 @@ export function createQueueProducer(
     health: () => backend.health(),
     claim: (installationId, leaseMs) => backend.claim(installationId, leaseMs),
     release: (installationId) => backend.release(installationId),
+
+    async moveLegacyQueues() {
+      const move = await backend.moveLegacy(QUEUE_NAMES);
+      if (move.moved + move.schedulersRemoved > 0) {
+        logger.info(
+          move,
+          'moved the jobs queued by an earlier release to their queues on tags of their own; the ' +
+            'job schedulers removed are rebuilt from the database',
+        );
+      }
+      if (move.left > 0) {
+        logger.warn(
+          move,
+          'jobs queued by an earlier release are still running in a process of that release; they ' +
+            'are moved once it lets them go',
+        );
+      }
+      return move;
+    },
 
     close: () => backend.close(),
   };

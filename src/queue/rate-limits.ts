@@ -1,13 +1,12 @@
 // The clients' rate-limit buckets in Redis, where the queues are (QUEUE_BACKEND=redis), so every API
-// process on the installation's Redis shares them. A bucket is one key, `{prefix}:rate-limit:<client>`,
-// under the installation's queue prefix: its `{…}` hash tag puts it in the queues' slot on Redis
-// Cluster. A Lua script applies domain/rate-limits.ts's `takeFrom` atomically and gives the key the
+// process on the installation's Redis shares them. A bucket is one key under a hash tag of its own,
+// `{prefix:rate-limit:<client>}`, so that on a Redis Cluster the buckets spread over the primaries
+// as the queues do (queue/prefix-claim.ts, `queueKeyPrefix`). A Lua script applies domain/rate-limits.ts's `takeFrom` atomically and gives the key the
 // life of the bucket's debt, so a full bucket is no key at all.
 //
 // The buckets have a connection of their own that fails fast: no offline queue, one attempt, and a
 // short command timeout, so that a Redis outage costs a request milliseconds, not seconds. What the
 // limiter does then is its own to decide (services/rate-limits.service.ts).
-import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
 import {
   burstToleranceMs,
@@ -15,7 +14,15 @@ import {
   type BucketTake,
   type RateLimitPolicy,
 } from '../domain/rate-limits.ts';
-import { closeRedis, connectRedis, settled } from './connections.ts';
+import {
+  closeRedis,
+  connectRedis,
+  redisTopologyOf,
+  settled,
+  type RedisConnection,
+  type RedisSettings,
+} from './connections.ts';
+import { queueKeyPrefix } from './prefix-claim.ts';
 
 /** How long a bucket command may take before the limiter stops waiting for it. */
 export const RATE_LIMIT_COMMAND_TIMEOUT_MS = 250;
@@ -36,9 +43,9 @@ redis.call('SET', KEYS[1], tostring(nextTat), 'PX', math.ceil(nextTat - now))
 return {1, tostring(nextTat)}
 `;
 
-/** The key of `clientId`'s bucket under the queue prefix (`{refhub}`). */
+/** The key of `clientId`'s bucket under the queue prefix (`{refhub}`): a hash tag of its own. */
 export function rateLimitKeyOf(prefix: string, clientId: string): string {
-  return `${prefix}:rate-limit:${clientId}`;
+  return queueKeyPrefix(prefix, `rate-limit:${clientId}`);
 }
 
 interface TakeCommand {
@@ -50,18 +57,18 @@ export interface RedisRateLimitBuckets {
   close(): Promise<void>;
 }
 
-/** The buckets in Redis at `redisUrl` under `queuePrefix`, on a connection made on first use. */
+/** The buckets in the installation's Redis under `queuePrefix`, on a connection made on first use. */
 export function redisRateLimitBuckets(
-  settings: { readonly redisUrl: string; readonly queuePrefix: string },
+  settings: RedisSettings & { readonly queuePrefix: string },
   logger: Logger,
 ): RedisRateLimitBuckets {
-  let redis: Redis | undefined;
+  let redis: RedisConnection | undefined;
   // The first connection, made by the first request: every request waits for it to be made or to
   // fail (at most the connection's timeout), once; after that a request never waits for Redis.
   let first: Promise<void> | undefined;
-  const connection = async (): Promise<Redis & TakeCommand> => {
+  const connection = async (): Promise<RedisConnection & TakeCommand> => {
     if (redis === undefined) {
-      redis = connectRedis(settings.redisUrl, 'producer', logger, {
+      redis = connectRedis(redisTopologyOf(settings), 'producer', logger, {
         commandTimeout: RATE_LIMIT_COMMAND_TIMEOUT_MS,
       });
       redis.defineCommand('rateLimitTake', { numberOfKeys: 1, lua: TAKE });
@@ -69,7 +76,7 @@ export function redisRateLimitBuckets(
       first = settled(redis);
     }
     await first;
-    return redis as Redis & TakeCommand;
+    return redis as RedisConnection & TakeCommand;
   };
   return {
     async take(clientId, nowMs, policy) {

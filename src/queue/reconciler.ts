@@ -48,6 +48,11 @@ export interface ReconcilerDeps {
    */
   readonly claim?: () => Promise<void>;
   /**
+   * Moves what an earlier release queued under the installation's one tag to each queue's own
+   * (legacy-queues.ts), after the claim and before the repairs: what it moves is not missing.
+   */
+  readonly moveLegacy?: () => Promise<unknown>;
+  /**
    * Whether this installation scans attachments (ATTACHMENT_SCANNER): only then does a worker take
    * the attachment-scan queue's jobs, and only then are lost scans enqueued again.
    */
@@ -151,6 +156,9 @@ export function createReconciler(deps: ReconcilerDeps) {
   const reconciler = {
     async reconcileOnce(): Promise<Repairs> {
       await deps.claim?.();
+      // Before the repairs: what an earlier release queued is moved first, so it is not queued twice,
+      // and the reminder schedules it had are rebuilt below (legacy-queues.ts).
+      await deps.moveLegacy?.();
       const repairs = {
         forwardsRequeued: await requeueForwards(),
         scansRequeued: await requeueScans(),

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/db/database.ts';
 import { createLogger } from '../../src/logger.ts';
 import { redisQueueBackend } from '../../src/queue/backend.ts';
+import type { RedisConnection } from '../../src/queue/connections.ts';
 import { createQueueProducer, type QueueProducer } from '../../src/queue/producer.ts';
 import { testRedisUrl } from '../support/bridge.ts';
 import { openTestStore } from '../support/engines.ts';
@@ -33,7 +34,7 @@ afterAll(async () => {
 
 function producerWithLog(redisUrl = testRedisUrl()): {
   producer: QueueProducer;
-  redis: Redis;
+  redis: RedisConnection;
   lines: string[];
 } {
   const lines: string[] = [];
@@ -57,7 +58,7 @@ function producerWithLog(redisUrl = testRedisUrl()): {
 }
 
 /** Resolves once the connection has ended: nothing it does after that can be logged. */
-function ended(redis: Redis): Promise<void> {
+function ended(redis: RedisConnection): Promise<void> {
   return redis.status === 'end' ? Promise.resolve() : new Promise((resolve) => redis.once('end', resolve));
 }
 

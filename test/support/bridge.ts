@@ -8,6 +8,7 @@ import { sql } from 'kysely';
 import { expect } from 'vitest';
 import type { Engine } from '../../src/db/database.ts';
 import { testDatabaseUrl } from './engines.ts';
+import { queueKeyPrefix } from '../../src/queue/prefix-claim.ts';
 import { QUEUE_NAMES, type QueuePayloads } from '../../src/queue/registry.ts';
 import { startBackground, type Background } from '../../src/composition/background.ts';
 import { forwardBackoff } from '../../src/workers/forwarding/forward-policy.ts';
@@ -36,7 +37,7 @@ export interface BridgeApp extends TestApp {
 }
 
 export interface QueueApp extends TestApp {
-  /** The bare queue prefix (QUEUE_PREFIX); keys are under `{prefix}`. */
+  /** The bare queue prefix (QUEUE_PREFIX); each queue's keys are under `{prefix:<queue>}`. */
   readonly prefix: string;
 }
 
@@ -76,7 +77,7 @@ export function manualWorker<Q extends keyof QueuePayloads>(
   const connection = new Redis(t.ctx.config.redisUrl, { maxRetriesPerRequest: null });
   const worker = new Worker<QueuePayloads[Q]>(queue, null, {
     connection,
-    prefix: t.ctx.config.queuePrefix,
+    prefix: queueKeyPrefix(t.ctx.config.queuePrefix, queue),
     autorun: false,
   });
   return {
@@ -132,7 +133,8 @@ export async function createBridgeApp(
       return background;
     },
     async redisDump() {
-      const keys = await inspector.keys(`{${prefix}}*`);
+      // The claim under `{prefix}`, each queue under `{prefix:<queue>}`.
+      const keys = await inspector.keys(`{${prefix}[}:]*`);
       const parts: string[] = [];
       for (const key of keys) {
         const type = await inspector.type(key);

@@ -71,7 +71,8 @@ export async function openQueueBed(name: QueueBackendName, options: QueueBedOpti
       if (name === 'redis') {
         const redis = new Redis(redisUrl);
         try {
-          const keys = await redis.keys(`${queuePrefix}:*`);
+          // The claim under the installation's tag, each queue under its own (`{test-…:<queue>}`).
+          const keys = await redis.keys(`${queuePrefix.slice(0, -1)}[}:]*`);
           if (keys.length > 0) await redis.del(...keys);
         } finally {
           redis.disconnect();

@@ -7,6 +7,7 @@
 // settings its bound assumes.
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { queueKeyPrefix } from '../../src/queue/prefix-claim.ts';
 import { WORKER_DEFAULTS } from '../../src/queue/registry.ts';
 
 export interface JobLockSettings {
@@ -96,7 +97,7 @@ async function redisLockTimings(
   const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
   try {
     await redis.connect();
-    const base = `{${queuePrefix}}:${queue}`;
+    const base = `${queueKeyPrefix(queuePrefix, queue)}:${queue}`;
     const lockKeys: string[] = [];
     let cursor = '0';
     do {

@@ -8,6 +8,7 @@ import { Worker } from 'bullmq';
 import * as cheerio from 'cheerio';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { queueKeyPrefix } from '../../../src/queue/prefix-claim.ts';
 import { NOT_SHOWN, REASON_NOT_SHOWN } from '../../../src/api/admin/job-redaction.ts';
 import {
   BROWSER_TIME_LOCALE,
@@ -351,7 +352,7 @@ describe.each(APP_ENGINES)('the queue dashboard on %s', (engine) => {
     const connection = new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
     const worker = new Worker('ehr-forward', null, {
       connection,
-      prefix: t.ctx.config.queuePrefix,
+      prefix: queueKeyPrefix(t.ctx.config.queuePrefix, 'ehr-forward'),
       autorun: false,
     });
     try {

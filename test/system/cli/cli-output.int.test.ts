@@ -22,7 +22,7 @@ const REDRAW = '\r\x1b[2K';
 
 afterAll(async () => {
   const redis = new Redis(testRedisUrl());
-  const keys = await redis.keys(`{${QUEUE_PREFIX}}*`);
+  const keys = await redis.keys(`{${QUEUE_PREFIX}[}:]*`);
   if (keys.length > 0) await redis.del(...keys);
   redis.disconnect();
 });

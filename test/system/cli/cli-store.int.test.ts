@@ -118,7 +118,7 @@ afterAll(async () => {
   for (const name of databases) await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   await admin(`DROP ROLE IF EXISTS ${LIMITED_ROLE}`);
   const redis = new Redis(testRedisUrl());
-  const keys = await redis.keys(`{${QUEUE_PREFIX}}*`);
+  const keys = await redis.keys(`{${QUEUE_PREFIX}[}:]*`);
   if (keys.length > 0) await redis.del(...keys);
   redis.disconnect();
 });

@@ -35,7 +35,7 @@ const tempDirs: string[] = [];
 
 afterAll(async () => {
   const redis = new Redis(testRedisUrl());
-  const keys = await redis.keys(`{${QUEUE_PREFIX}}*`);
+  const keys = await redis.keys(`{${QUEUE_PREFIX}[}:]*`);
   if (keys.length > 0) await redis.del(...keys);
   redis.disconnect();
   for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });

@@ -50,7 +50,7 @@ describe('refhub doctor beside a running refhub on PGlite', { timeout: 180_000 }
   afterAll(async () => {
     await server.stop();
     const redis = new Redis(testRedisUrl());
-    const keys = await redis.keys(`{${QUEUE_PREFIX}}*`);
+    const keys = await redis.keys(`{${QUEUE_PREFIX}[}:]*`);
     if (keys.length > 0) await redis.del(...keys);
     redis.disconnect();
     fs.rmSync(dataDir, { recursive: true, force: true });
