@@ -22,6 +22,7 @@ import { createForwardingStore } from './forwarding/forwarding.store.ts';
 import { housekeepingRepository } from './housekeeping.repository.ts';
 import { idempotencyRepository } from './idempotency.repository.ts';
 import { installationSecretRepository } from './installation-secret.repository.ts';
+import { ledgerSearchRepository } from './ledger-search.repository.ts';
 import { linkTokenRepository } from './links.repository.ts';
 import { outboxRepository } from './outbox.repository.ts';
 import { createReferralStore } from './referrals/referrals.store.ts';
@@ -46,6 +47,7 @@ const STORES = {
     relay: webhookRelayRepository(db),
   }),
   links: (db: Executor) => linkTokenRepository(db),
+  ledgerSearch: (db: Executor) => ledgerSearchRepository(db),
   audit: (db: Executor, keys: DataKeys) => ({
     ...auditRepository(db),
     chain: auditChainRepository(db),
