@@ -302,7 +302,8 @@ describe.each(ENGINES)('the ledger search on %s', (engine) => {
     } finally {
       await pg.close();
     }
-  });
+    // A fresh PGlite (PostgreSQL's CSV parser) starts in seconds, longer on a busy machine.
+  }, 120_000);
 
   /** What a replay may change: the referrals' forwarding columns, the outbox, the ledgers, the audit. */
   const snapshot = async () => ({
