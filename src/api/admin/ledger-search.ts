@@ -15,6 +15,7 @@ import {
   EXPORT_MEDIA_TYPES,
   filterFields,
   LEDGERS,
+  parseLedgerFilter,
   type ExportFormat,
   type FilterInput,
   type Ledger,
@@ -29,7 +30,7 @@ import {
   renderReplayConfirmPage,
   renderReplayDonePage,
 } from '../../render/pages/ledger-search.page.ts';
-import { checkedLedgerFilter, type LedgerSearch } from '../../services/ledger-search.service.ts';
+import type { LedgerSearch } from '../../services/ledger-search.service.ts';
 import type { DisplayTime } from '../../domain/display-time.ts';
 import type { AdminAudit } from './admin-audit.ts';
 import type { OpsAuth } from './ops-auth.ts';
@@ -74,6 +75,15 @@ function inputOf(query: Query): FilterInput {
     institution: single(query, 'institution'),
     referral: single(query, 'referral'),
   };
+}
+
+/** The filter of what was sent; problem+json naming each bad field otherwise. */
+function checkedLedgerFilter(input: FilterInput) {
+  const parsed = parseLedgerFilter(input);
+  if ('problems' in parsed) {
+    throw new ValidationError(parsed.problems.map((p) => ({ path: p.field, message: p.message })));
+  }
+  return parsed.filter;
 }
 
 function formatOf(query: Query): ExportFormat {
