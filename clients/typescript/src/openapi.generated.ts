@@ -698,7 +698,7 @@ export interface paths {
     };
     /**
      * List a webhook subscription’s delivery attempts
-     * @description Newest first: when, the receiver’s status, how long it took, and an error code when no answer came. Kept for EVENT_RETENTION_DAYS.
+     * @description Newest first: when, the receiver’s status, how long it took, and an error code when no answer came. Kept for RETENTION_WEBHOOK_ATTEMPTS_MONTHS whole months.
      */
     get: operations['listWebhookAttempts'];
     put?: never;
@@ -1832,12 +1832,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -1846,19 +1844,17 @@ export interface operations {
           'application/json': components['schemas']['ReferralPage'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -1876,12 +1872,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -1897,12 +1891,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -1990,12 +1982,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -2006,19 +1996,17 @@ export interface operations {
           'application/json': components['schemas']['ReferralPage'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -2036,12 +2024,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -2061,12 +2047,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -2118,12 +2102,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -2132,19 +2114,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -2162,12 +2142,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -2183,12 +2161,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -2237,12 +2213,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -2251,19 +2225,17 @@ export interface operations {
           'application/json': components['schemas']['ReferralSummary'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -2281,12 +2253,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -2302,12 +2272,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -2635,12 +2603,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -2649,19 +2615,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -2679,12 +2643,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -2700,12 +2662,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3046,12 +3006,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -3062,19 +3020,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3092,12 +3048,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3117,12 +3071,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3185,12 +3137,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -3201,19 +3151,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3231,12 +3179,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3256,12 +3202,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3331,12 +3275,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -3347,19 +3289,17 @@ export interface operations {
           'application/json': components['schemas']['ReferralSummary'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3377,12 +3317,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3402,12 +3340,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3482,12 +3418,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -3498,19 +3432,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3528,12 +3460,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3553,12 +3483,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3626,12 +3554,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -3642,19 +3568,17 @@ export interface operations {
           'application/json': components['schemas']['ReferralSummary'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3672,12 +3596,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3697,12 +3619,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3739,12 +3659,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3755,19 +3673,17 @@ export interface operations {
           };
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3785,12 +3701,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3806,12 +3720,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3848,12 +3760,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3864,19 +3774,17 @@ export interface operations {
           };
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3894,12 +3802,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3915,12 +3821,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3985,12 +3889,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -4001,19 +3903,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4031,12 +3931,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4056,12 +3954,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4126,12 +4022,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -4142,19 +4036,17 @@ export interface operations {
           'application/json': components['schemas']['Note'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4172,12 +4064,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4197,12 +4087,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4270,12 +4158,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -4286,19 +4172,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4316,12 +4200,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4341,12 +4223,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4416,12 +4296,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -4432,19 +4310,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4462,12 +4338,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4487,12 +4361,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4562,12 +4434,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -4578,19 +4448,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4608,12 +4476,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4633,12 +4499,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4708,12 +4572,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -4724,19 +4586,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4754,12 +4614,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4779,12 +4637,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4819,12 +4675,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4835,19 +4689,17 @@ export interface operations {
           };
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4865,12 +4717,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4886,12 +4736,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4962,12 +4810,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4976,19 +4822,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5006,12 +4850,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5027,12 +4869,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5073,12 +4913,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5087,19 +4925,17 @@ export interface operations {
           'application/json': components['schemas']['WorklistCounts'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5117,12 +4953,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5138,12 +4972,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5193,12 +5025,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5207,19 +5037,17 @@ export interface operations {
           'application/json': components['schemas']['WorklistPage'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5237,12 +5065,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5258,12 +5084,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5301,12 +5125,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5315,19 +5137,17 @@ export interface operations {
           'application/json': components['schemas']['WaitTimes'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5345,12 +5165,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5366,12 +5184,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5414,12 +5230,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5428,19 +5242,17 @@ export interface operations {
           'application/json': components['schemas']['AttachmentList'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5458,12 +5270,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5479,12 +5289,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5562,12 +5370,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -5578,19 +5384,17 @@ export interface operations {
           'application/json': components['schemas']['AttachmentAdded'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5608,12 +5412,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5631,12 +5433,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5656,12 +5456,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5706,12 +5504,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5720,19 +5516,17 @@ export interface operations {
           'application/json': components['schemas']['Attachment'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5750,12 +5544,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5771,12 +5563,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5827,12 +5617,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5841,19 +5629,17 @@ export interface operations {
           'application/json': components['schemas']['Attachment'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5871,12 +5657,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5892,12 +5676,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5942,12 +5724,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description attachment, with the file’s name. */
@@ -5962,19 +5742,17 @@ export interface operations {
           'application/octet-stream': Blob;
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5992,12 +5770,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6013,12 +5789,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6352,12 +6126,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -6368,19 +6140,17 @@ export interface operations {
           'application/json': components['schemas']['LinkUpsertResponse'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -6398,12 +6168,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -6423,12 +6191,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6471,12 +6237,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6485,19 +6249,17 @@ export interface operations {
           'application/json': components['schemas']['EhrSubmissionList'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -6515,12 +6277,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6536,12 +6296,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6586,12 +6344,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6600,19 +6356,17 @@ export interface operations {
           'application/json': components['schemas']['EhrSentForm'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -6630,12 +6384,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6651,12 +6403,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6701,12 +6451,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6715,19 +6463,17 @@ export interface operations {
           'application/fhir+json': components['schemas']['FhirBundle'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -6745,12 +6491,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6766,12 +6510,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6827,12 +6569,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6841,19 +6581,17 @@ export interface operations {
           'application/json': components['schemas']['EventPage'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -6871,12 +6609,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6892,12 +6628,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6938,12 +6672,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6952,19 +6684,17 @@ export interface operations {
           'application/json': components['schemas']['WebhookSubscriptionList'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -6982,12 +6712,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7003,12 +6731,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7076,12 +6802,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -7092,19 +6816,17 @@ export interface operations {
           'application/json': components['schemas']['WebhookSubscriptionWithSecret'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7122,12 +6844,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7147,12 +6867,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7195,12 +6913,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7209,19 +6925,17 @@ export interface operations {
           'application/json': components['schemas']['WebhookSubscription'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7239,12 +6953,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7260,12 +6972,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7308,12 +7018,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7322,19 +7030,17 @@ export interface operations {
           'application/json': components['schemas']['WebhookSubscription'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7352,12 +7058,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7373,12 +7077,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7441,12 +7143,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7455,19 +7155,17 @@ export interface operations {
           'application/json': components['schemas']['WebhookSubscription'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7485,12 +7183,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7506,12 +7202,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7560,12 +7254,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -7576,19 +7268,17 @@ export interface operations {
           'application/json': components['schemas']['WebhookSubscriptionWithSecret'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7606,12 +7296,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7631,12 +7319,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7685,12 +7371,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -7701,19 +7385,17 @@ export interface operations {
           'application/json': components['schemas']['WebhookAttempt'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7731,12 +7413,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7756,12 +7436,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7811,12 +7489,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7825,19 +7501,17 @@ export interface operations {
           'application/json': components['schemas']['WebhookAttemptList'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7855,12 +7529,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7876,12 +7548,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7935,12 +7605,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7949,19 +7617,17 @@ export interface operations {
           'application/json': components['schemas']['PatientAccessReport'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7979,12 +7645,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -8000,12 +7664,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -8068,12 +7730,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -8084,19 +7744,17 @@ export interface operations {
           'application/json': components['schemas']['PatientAccessReport'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -8114,12 +7772,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -8139,12 +7795,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;

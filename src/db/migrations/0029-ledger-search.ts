@@ -2,8 +2,9 @@
 // by time range in keyset order, with or without an outcome, from the index alone; the link from a
 // replayed attempt to the one it repeats; the replay a forward carries until an attempt settles it;
 // and the record of each operator's replay (its filter and counts). The indexes are plain, and
-// `replay_of` has no foreign key: the attempt tables may become partitioned by their time, where no
-// unique constraint on `id` alone exists to reference.
+// `replay_of` has no foreign key: the attempt tables are partitioned by their time (0027), where no
+// unique constraint on `id` alone exists to reference. The indexes are made on the partitioned parents,
+// so each month's partition has its own.
 import { sql, type Kysely } from 'kysely';
 
 export async function up(db: Kysely<unknown>): Promise<void> {

@@ -6,7 +6,7 @@ import type { InjectOptions } from 'fastify';
 import { decide, isAllowed, type Operation } from '../../../src/domain/lifecycle.ts';
 import { STATUSES, type AppointmentStatus } from '../../../src/domain/statuses.ts';
 import { expectApiHeaders, expectProblem } from '../../support/api-assertions.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { referralIn, type ReferralJson } from '../../support/scenarios.ts';
 import { createTestApp, type TestApp, type TestParty } from '../../support/test-app.ts';
 
@@ -138,7 +138,7 @@ const CASES: readonly OperationCase[] = [
 
 const PAIRS = STATUSES.flatMap((status) => CASES.map((c) => ({ status, ...c })));
 
-describe.each(ENGINES)('every (status, operation) pair on %s', (engine) => {
+describe.each(APP_ENGINES)('every (status, operation) pair on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp(engine);
