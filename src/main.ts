@@ -18,6 +18,11 @@ import {
   uuidArg,
 } from './cli/arguments.ts';
 import type { CreateClientOptions, KeySourceOptions } from './cli/client-credentials.command.ts';
+import {
+  ledgerArg,
+  type LedgerReplayOptions,
+  type LedgerSearchOptions,
+} from './cli/ledger-search.command.ts';
 import { SANDBOX_DEFAULT_PORT, type SandboxEhrCommandOptions } from './cli/sandbox-ehr.command.ts';
 import { VERSION } from './version.ts';
 import type { ServeCommand } from './composition/serve.ts';
@@ -78,6 +83,49 @@ webhooks
   .option('--subscription <subscriptionId>', 'only to this subscription', uuidArg('a subscription ID'))
   .action(async (options: { event?: string; since?: Date; subscription?: string }) =>
     (await commands()).webhooksReplayCommand(options),
+  );
+
+const ledger = program
+  .command('ledger')
+  .description('search, export and replay the forwards to the EHR and the webhook deliveries');
+
+/** The filter's flags, the same on search and replay; each is checked, and an error names it. */
+function withFilterFlags(command: Command): Command {
+  return command
+    .requiredOption('--from <time>', 'attempts at or after this time (ISO 8601 with a zone)')
+    .requiredOption('--to <time>', 'attempts before this time (ISO 8601 with a zone)')
+    .option('--outcome <outcome>', 'delivered, retrying or failed')
+    .option('--status <status>', "the receiver's HTTP status")
+    .option('--error-code <code>', 'the error code of an attempt that got no answer (ECONNRESET, …)')
+    .option('--offering <offeringId>', "the referral's offering")
+    .option(
+      '--institution <idType:id>',
+      "forwards: the referral's sender or provider; webhooks: the subscriber",
+    )
+    .option('--referral <referralId>', 'one referral');
+}
+
+withFilterFlags(
+  ledger
+    .command('search <ledger>')
+    .description('export the forwards or webhooks attempts that match, as NDJSON or CSV, oldest first'),
+)
+  .option('--format <format>', 'ndjson or csv', 'ndjson')
+  .option('--out <file>', 'write to this file (created or replaced) rather than stdout')
+  .action(async (name: string, options: LedgerSearchOptions) =>
+    (await commands()).ledgerSearchCommand(ledgerArg(name), options),
+  );
+
+withFilterFlags(
+  ledger
+    .command('replay <ledger>')
+    .description(
+      'attempt the matching forwards or webhook deliveries again, skipping what the receiver acknowledged',
+    ),
+)
+  .option('--dry-run', 'say how many and which would be replayed, and change nothing')
+  .action(async (name: string, options: LedgerReplayOptions) =>
+    (await commands()).ledgerReplayCommand(ledgerArg(name), options),
   );
 
 program

@@ -5,6 +5,7 @@
 // of these it uses. This file is apart from app.ts so that a route can name its deps without an
 // import cycle back to the app that registers it.
 import type { Config } from '../config.ts';
+import type { LedgerSearch } from '../services/ledger-search.service.ts';
 import type { Store } from '../db/database.ts';
 import type { Stores } from '../db/stores.ts';
 import type { Clock } from '../domain/clock.ts';
@@ -77,6 +78,8 @@ export interface ApiDeps {
   readonly webhookSubscriptions: WebhookSubscriptions;
   /** A patient's access report: who read or changed the patient's referrals. */
   readonly accessReport: AccessReport;
+  /** The ops pages' search, export and replay of the ledgers. */
+  readonly ledgerSearch: LedgerSearch;
   /** The offerings' wait times, for the API and the web form. */
   readonly waitTimes: Pick<WaitTimes, 'forOffering' | 'acceptedHints'>;
   /** Each client's rate limit, its buckets shared by every API process. */

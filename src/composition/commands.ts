@@ -41,6 +41,13 @@ import {
 } from '../cli/sandbox-ehr.command.ts';
 import { listWebhooks, replayWebhooks, type ReplayOptions } from '../cli/webhooks.command.ts';
 import {
+  replayLedger,
+  searchLedger,
+  type LedgerReplayOptions,
+  type LedgerSearchOptions,
+} from '../cli/ledger-search.command.ts';
+import type { Ledger } from '../domain/ledger-search.ts';
+import {
   createContext,
   openConfiguredStore,
   pingScanner,
@@ -104,6 +111,14 @@ export function webhooksListCommand(): Promise<void> {
 
 export function webhooksReplayCommand(options: ReplayOptions): Promise<void> {
   return withContext('refhub webhooks replay', (ctx) => replayWebhooks(ctx, options));
+}
+
+export function ledgerSearchCommand(ledger: Ledger, options: LedgerSearchOptions): Promise<void> {
+  return withContext('refhub ledger search', (ctx) => searchLedger(ctx, ledger, options));
+}
+
+export async function ledgerReplayCommand(ledger: Ledger, options: LedgerReplayOptions): Promise<void> {
+  await withContext('refhub ledger replay', (ctx) => replayLedger(ctx, ledger, options));
 }
 
 /**

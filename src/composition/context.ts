@@ -56,6 +56,7 @@ import { createEventFeed, type EventFeed } from '../services/events.service.ts';
 import { createWebhookClient, type WebhookClient } from '../workers/webhooks/webhooks-client.ts';
 import { deliverOnce, type DeliveryDeps } from '../workers/webhooks/delivery.ts';
 import { createWebhookReplay, type WebhookReplay } from '../services/webhooks/replay.service.ts';
+import { createLedgerSearch, type LedgerSearch } from '../services/ledger-search.service.ts';
 import {
   createWebhookSubscriptions,
   type WebhookSubscriptions,
@@ -142,6 +143,8 @@ export interface AppContext {
   readonly webhookDelivery: () => DeliveryDeps;
   /** An operator's replay of webhook deliveries (enqueues at once: the queues must be reachable). */
   readonly webhookReplay: WebhookReplay;
+  /** An operator's search, export and replay of the forwards' ledger and the webhook deliveries. */
+  readonly ledgerSearch: LedgerSearch;
   /** The queue producer, made on first use (operator commands that add no jobs never reach the queues). */
   readonly queues: QueueProducer;
   /** This installation's ID, kept in its database (made on first use). */
@@ -328,6 +331,17 @@ export async function createContext(
   const claimQueues = async () => queueProducer().claim(await installationId(), claimLease);
   const releaseQueues = async () => queueProducer().release(await installationId());
   let claimed: Promise<void> | undefined;
+  // A replay runs outside the serving processes too (`refhub webhooks replay`, `refhub ledger replay`):
+  // it claims the queues first.
+  const replayQueues: Pick<QueueProducer, 'enqueueWebhooks'> = {
+    enqueueWebhooks: async (jobs, replay) => {
+      await (claimed ??= claimQueues().catch((error: unknown) => {
+        claimed = undefined;
+        throw error;
+      }));
+      await queueProducer().enqueueWebhooks(jobs, replay);
+    },
+  };
   // Whether clamd answers PING now, where a scanner is configured: a scrape-time gauge and an incident.
   const scannerAddress =
     config.attachmentScanner === undefined ? undefined : parseClamdAddress(config.attachmentScanner);
@@ -507,19 +521,8 @@ export async function createContext(
     }),
     accessReport: createAccessReport({ stores, clock }),
     webhookDelivery,
-    webhookReplay: createWebhookReplay({
-      stores,
-      queues: {
-        enqueueWebhooks: async (jobs, replay) => {
-          // A replay runs outside the serving processes (`refhub webhooks replay`): it claims first.
-          await (claimed ??= claimQueues().catch((error: unknown) => {
-            claimed = undefined;
-            throw error;
-          }));
-          await queueProducer().enqueueWebhooks(jobs, replay);
-        },
-      },
-    }),
+    webhookReplay: createWebhookReplay({ stores, queues: replayQueues }),
+    ledgerSearch: createLedgerSearch({ stores, clock, queues: replayQueues }),
     get queues() {
       return queueProducer();
     },

@@ -138,6 +138,8 @@ export interface ReferralsTable {
   ehr_sha256: string | null;
   ehr_due_version: ColumnType<number | null, number | null | undefined, number | null>;
   ehr_forwarded_version: ColumnType<number | null, number | null | undefined, number | null>;
+  /** The ledger attempt an operator's replay repeats, until an attempt settles the forward (0029). */
+  ehr_replay_of: ColumnType<string | null, string | null | undefined, string | null>;
   /** The referral this one carries on after a redirect, and the one it was redirected to (migration 0025). */
   redirected_from: ColumnType<string | null, string | null | undefined, string | null>;
   redirected_to: ColumnType<string | null, string | null | undefined, string | null>;
@@ -378,6 +380,8 @@ export interface EhrSubmissionsTable {
   ehr_reference: string | null;
   duration_ms: number;
   request_id: string;
+  /** The attempt an operator's replay repeated (migration 0029); no foreign key, see there. */
+  replay_of: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface EhrFormsTable {
@@ -517,6 +521,8 @@ export interface WebhookAttemptsTable {
   http_status: number | null;
   duration_ms: number;
   error_code: string | null;
+  /** The attempt an operator's replay repeated (migration 0029); no foreign key, see there. */
+  replay_of: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface WebhookRelayTable {
@@ -524,6 +530,20 @@ export interface WebhookRelayTable {
   xid: string;
   position: string;
   updated_at: Timestamp;
+}
+
+/** An operator's replay of ledger rows: who, the filter, the counts (migration 0029). */
+export interface LedgerReplaysTable {
+  id: string;
+  request_id: string;
+  ledger: 'forwards' | 'webhooks';
+  requested_at: Timestamp;
+  api_key_id: string | null;
+  requester_identifier: string | null;
+  filter: ColumnType<Record<string, unknown>, string, string>;
+  matched: number;
+  replayed: number;
+  skipped: ColumnType<Record<string, number>, string, string>;
 }
 
 export interface Database {
@@ -567,4 +587,5 @@ export interface Database {
   webhook_subscriptions: WebhookSubscriptionsTable;
   webhook_attempts: WebhookAttemptsTable;
   webhook_relay: WebhookRelayTable;
+  ledger_replays: LedgerReplaysTable;
 }

@@ -23,6 +23,7 @@ import { housekeepingRepository } from './housekeeping.repository.ts';
 import { idempotencyRepository } from './idempotency.repository.ts';
 import { incidentRepository } from './incidents.repository.ts';
 import { installationSecretRepository } from './installation-secret.repository.ts';
+import { ledgerSearchRepository } from './ledger-search.repository.ts';
 import { linkTokenRepository } from './links.repository.ts';
 import { outboxRepository } from './outbox.repository.ts';
 import { rateLimitRepository } from './rate-limits.repository.ts';
@@ -49,6 +50,7 @@ const STORES = {
     relay: webhookRelayRepository(db),
   }),
   links: (db: Executor) => linkTokenRepository(db),
+  ledgerSearch: (db: Executor) => ledgerSearchRepository(db),
   audit: (db: Executor, keys: DataKeys) => ({
     ...auditRepository(db),
     chain: auditChainRepository(db),

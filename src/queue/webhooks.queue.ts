@@ -16,6 +16,11 @@ export interface WebhookPayload {
   readonly eventId: string;
   readonly subscriptionId: string;
   readonly institution?: string;
+  /**
+   * For a delivery an operator's ledger replay queued: the attempt it repeats (a UUID), which the
+   * delivery's attempts name as `replay_of`.
+   */
+  readonly replayOf?: string;
 }
 
 /** How a webhook job ended without a retry, in words the dashboard may show. */

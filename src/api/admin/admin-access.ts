@@ -4,6 +4,11 @@
 import { uuidsIn } from '../../domain/ids.ts';
 
 import { ADMIN_PATH, BOARD_PATH } from '../../render/pages/admin-overview.page.ts';
+import {
+  LEDGER_EXPORT_PATH,
+  LEDGER_PATH,
+  LEDGER_REPLAY_PATH,
+} from '../../render/pages/ledger-search.page.ts';
 const BOARD_API = `${BOARD_PATH}/api/`;
 const BOARD_STATIC = `${BOARD_PATH}/static/`;
 
@@ -14,7 +19,11 @@ export type AdminAction =
   | 'admin.queues.retry'
   | 'admin.queues.promote'
   | 'admin.queues.remove'
-  | 'admin.queues.change';
+  | 'admin.queues.change'
+  | 'admin.ledger.read'
+  | 'admin.ledger.export'
+  | 'admin.ledger.dry-run'
+  | 'admin.ledger.replay';
 
 export interface AdminAccess {
   readonly action: AdminAction;
@@ -60,6 +69,17 @@ export function accessOf(
   const read = READS.has(method);
   if (route === ADMIN_PATH) {
     return { action: 'admin.overview.read', auditGranted: false, write: !read, writeAllowed: false };
+  }
+  // The ledger search audits in its handlers (with the referrals it shows); its one change, the
+  // replay, is a write that OPS_DASHBOARD_WRITE allows, audited by the replay itself.
+  if (route === LEDGER_PATH || route === LEDGER_EXPORT_PATH) {
+    const action = route === LEDGER_PATH ? 'admin.ledger.read' : 'admin.ledger.export';
+    return { action, auditGranted: false, write: !read, writeAllowed: false };
+  }
+  if (route === LEDGER_REPLAY_PATH) {
+    return read
+      ? { action: 'admin.ledger.dry-run', auditGranted: false, write: false, writeAllowed: false }
+      : { action: 'admin.ledger.replay', auditGranted: false, write: true, writeAllowed: method === 'POST' };
   }
   if (route.startsWith(BOARD_STATIC)) {
     return { action: 'admin.queues.read', auditGranted: false, write: !read, writeAllowed: false };

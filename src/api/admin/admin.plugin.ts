@@ -1,4 +1,5 @@
-// The ops pages as one Fastify plugin: the /admin overview and bull-board under /admin/queues, both
+// The ops pages as one Fastify plugin: the /admin overview, the ledger search under /admin/ledger
+// (ledger-search.ts) and bull-board under /admin/queues, all
 // behind HTTP Basic with an ops API key. `api/app.ts` registers it. It is encapsulated: its hooks
 // (sign-in, the write guard, the audit, the security headers) apply to these routes only, and
 // bull-board's own plugins (@fastify/static, @fastify/view) and error handler stay inside it.
@@ -7,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AdminParts, ApiDeps } from '../api-deps.ts';
 import { BROWSER_SECURITY_HEADERS } from '../browser-headers.ts';
 import { UnauthorizedError } from '../../errors.ts';
+import { ledgerPages } from './ledger-search.ts';
 import { errorKind } from '../../logger.ts';
 import { ADMIN_PATH, BOARD_PATH } from '../../render/pages/admin-overview.page.ts';
 import { overviewPageCsp, renderOverviewPage } from '../../render/pages/admin-overview.page.ts';
@@ -38,7 +40,7 @@ export const BOARD_CSP = [
 // leaving the link out spares every page load a blocked request and a console error.
 const THIRD_PARTY_LINK = /<link\b[^>]*\bhref="https?:\/\/[^"]*"[^>]*>\s*/gi;
 
-export type AdminDeps = Pick<ApiDeps, 'config' | 'displayTime'>;
+export type AdminDeps = Pick<ApiDeps, 'config' | 'displayTime' | 'ledgerSearch'>;
 
 /**
  * `parts` come from the composition root: the board, the overview, their audit, and the sign-in
@@ -101,6 +103,9 @@ export function adminPlugin(deps: AdminDeps, parts: AdminParts) {
         );
     });
 
+    await app.register(
+      ledgerPages({ ledgerSearch: deps.ledgerSearch, displayTime: deps.displayTime, writable, audit, auth }),
+    );
     await app.register(board.plugin, { prefix: BOARD_PATH });
   };
 }

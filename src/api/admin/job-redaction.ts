@@ -101,6 +101,7 @@ export function redactData(data: Json): Json {
       case 'requestId':
       case 'eventId':
       case 'subscriptionId':
+      case 'replayOf':
         // A client may choose its own X-Request-Id; only a UUID is certain to be nothing else.
         out[key] = typeof value === 'string' && isUuid(value) ? value : NOT_SHOWN;
         break;

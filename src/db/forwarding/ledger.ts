@@ -26,6 +26,11 @@ export interface EhrSubmission {
   readonly ehrReference: string | null;
   readonly durationMs: number;
   readonly requestId: string;
+  /**
+   * The attempt an operator's replay repeated. `recordAttempt` takes it from the referral (where the
+   * replay left it), so a worker never sets it; an `insert` may.
+   */
+  readonly replayOf?: string | null;
 }
 
 /** A referral whose forward failed for good, with the answer to its latest attempt. IDs only. */
@@ -124,15 +129,15 @@ export async function recordAttempt(db: Executor, keys: DataKeys, r: AttemptReco
   });
   const { rows } = await sql<{ found: number }>`
     with ref as (
-      select id, version, status, deleted_at, ehr_due_version,
+      select id, version, status, deleted_at, ehr_due_version, ehr_replay_of,
         sender_id_type, sender_id, provider_id_type, provider_id
       from referrals where id = ${s.referralId}::uuid for update
     ), ledger as (
       insert into ehr_submissions (id, referral_id, message_id, version, attempt, attempted_at, outcome,
-        http_status, error_code, sha256, ehr_reference, duration_ms, request_id)
+        http_status, error_code, sha256, ehr_reference, duration_ms, request_id, replay_of)
       select ${s.id}::uuid, ref.id, ${s.messageId}, ${s.version}::int, ${s.attempt}::int,
         ${s.attemptedAt}::timestamptz, ${s.outcome}, ${s.httpStatus}::int, ${s.errorCode}::text,
-        ${s.sha256}::text, ${s.ehrReference}::text, ${s.durationMs}::int, ${s.requestId}
+        ${s.sha256}::text, ${s.ehrReference}::text, ${s.durationMs}::int, ${s.requestId}, ref.ehr_replay_of
       from ref
     ), forwarding as (
       update referrals as r set
@@ -145,7 +150,9 @@ export async function recordAttempt(db: Executor, keys: DataKeys, r: AttemptReco
           else r.ehr_state end,
         ehr_forwarded_version = case
           when ${r.delivered}::boolean then greatest(coalesce(r.ehr_forwarded_version, 0), ${s.version}::int)
-          else r.ehr_forwarded_version end
+          else r.ehr_forwarded_version end,
+        -- A replay's attempts name the attempt it repeats until one of them settles the forward.
+        ehr_replay_of = case when ${r.settlesAs ?? null}::text is not null then null else r.ehr_replay_of end
       from ref where r.id = ref.id
     ), timeline as (
       insert into timeline_events (id, referral_id, type, system, description, produced_at)
@@ -181,6 +188,7 @@ export function ehrSubmissionRepository(db: Executor) {
           ehr_reference: s.ehrReference,
           duration_ms: s.durationMs,
           request_id: s.requestId,
+          replay_of: s.replayOf ?? null,
         })
         .execute();
     },
@@ -207,6 +215,7 @@ export function ehrSubmissionRepository(db: Executor) {
         ehrReference: r.ehr_reference,
         durationMs: r.duration_ms,
         requestId: r.request_id,
+        replayOf: r.replay_of,
       }));
     },
 
@@ -290,7 +299,12 @@ export function ehrSubmissionRepository(db: Executor) {
       if (ids.length === 0) return [];
       return db
         .updateTable('referrals')
-        .set((eb) => ({ ehr_state: 'queued', ehr_due_version: eb.ref('version'), ehr_attempts: 0 }))
+        .set((eb) => ({
+          ehr_state: 'queued',
+          ehr_due_version: eb.ref('version'),
+          ehr_attempts: 0,
+          ehr_replay_of: null,
+        }))
         .where('ehr_state', '=', 'failed')
         .where('deleted_at', 'is', null)
         .where('id', 'in', [...ids])

@@ -133,7 +133,9 @@ export interface ListFilter {
 /** A referral's row as the reads select it; opaque outside db/referrals/. */
 export type ReferralRow = Row;
 
-export type Row = Omit<Selectable<ReferralsTable>, 'patient_uin_index'> & {
+// The replay a forward carries (ehr_replay_of) is the ledger's bookkeeping, read by the ledger's own
+// statements only.
+export type Row = Omit<Selectable<ReferralsTable>, 'patient_uin_index' | 'ehr_replay_of'> & {
   sender_name: string;
   o_name: string | null;
   o_category: string | null;

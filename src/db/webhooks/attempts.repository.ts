@@ -17,6 +17,8 @@ export interface WebhookAttempt {
   readonly httpStatus: number | null;
   readonly durationMs: number;
   readonly errorCode: string | null;
+  /** The attempt an operator's replay repeated (ledger-search); null or absent for any other. */
+  readonly replayOf?: string | null;
 }
 
 /** The row of an attempt, for an insert here or in another statement's CTE. */
@@ -32,6 +34,7 @@ export function attemptRow(a: WebhookAttempt): Insertable<WebhookAttemptsTable> 
     http_status: a.httpStatus,
     duration_ms: a.durationMs,
     error_code: a.errorCode,
+    replay_of: a.replayOf ?? null,
   };
 }
 
@@ -63,6 +66,7 @@ export function webhookAttemptRepository(db: Executor) {
         httpStatus: r.http_status,
         durationMs: r.duration_ms,
         errorCode: r.error_code,
+        replayOf: r.replay_of,
       }));
     },
   };

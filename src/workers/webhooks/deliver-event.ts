@@ -48,6 +48,7 @@ export async function deliverEvent(
     view: toEventView(event, subscription.institution),
     attempt,
     final: attempt >= maxAttempts,
+    ...(payload.replayOf === undefined ? {} : { replayOf: payload.replayOf }),
   });
   if (record.outcome === 'delivered') return settled('delivered');
   if (record.gone) {

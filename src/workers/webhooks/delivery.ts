@@ -43,6 +43,8 @@ export interface DeliveryInput {
   readonly attempt: number;
   /** No retry follows a failure of this attempt. */
   readonly final: boolean;
+  /** The attempt an operator's replay repeats, which this attempt names (ledger-search). */
+  readonly replayOf?: string;
 }
 
 /** Sends one signed delivery and records it. Never throws for what the receiver answered. */
@@ -72,6 +74,7 @@ export async function deliverOnce(deps: DeliveryDeps, input: DeliveryInput): Pro
     httpStatus: answer.kind === 'response' ? answer.status : null,
     durationMs,
     errorCode: answer.kind === 'network-error' ? answer.code : null,
+    replayOf: input.replayOf ?? null,
   };
   const disabledForFailing = await deps.stores.webhooks.subscriptions.recordAttempt(
     { ...record, subscriptionId: subscription.id },
