@@ -147,6 +147,16 @@ export interface Config {
   /** How long referral events stay in the feed (and webhook attempts in their log), in days. */
   readonly eventRetentionDays: number;
   /**
+   * Where retention writes its archives (a directory of its own for each run, docs/operations.md,
+   * "Retention"); by default `archive` in DATA_DIR.
+   */
+  readonly retentionArchiveDir: string;
+  /**
+   * A referral in a final status untouched for this many months is archived: its record written to
+   * an archive, its clinical content then purged (docs/operations.md, "Archiving referrals").
+   */
+  readonly referralArchiveAfterMonths: number;
+  /**
    * The waits before each retry of a webhook delivery, in milliseconds (the first attempt is
    * immediate); its length is the number of retries.
    */
@@ -468,6 +478,11 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     httpHeadersTimeoutSeconds: integer(env, 'HTTP_HEADERS_TIMEOUT_SECONDS', 10, 1, 600),
     httpKeepAliveTimeoutSeconds: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', 72, 1, 3600),
     eventRetentionDays: integer(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
+    retentionArchiveDir: path.resolve(
+      cwd,
+      read(env, 'RETENTION_ARCHIVE_DIR') ?? path.join(read(env, 'DATA_DIR') ?? 'data', 'archive'),
+    ),
+    referralArchiveAfterMonths: integer(env, 'REFERRAL_ARCHIVE_AFTER_MONTHS', 18, 1, 1200),
     webhookRetryScheduleMs: durations(env, 'WEBHOOK_RETRY_SCHEDULE', DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS),
     webhookAttemptTimeoutSeconds: integer(env, 'WEBHOOK_ATTEMPT_TIMEOUT_SECONDS', 15, 1, 120),
     webhookDisableAfterSeconds: integer(env, 'WEBHOOK_DISABLE_AFTER_SECONDS', 5 * 86_400, 1, 365 * 86_400),
@@ -713,6 +728,8 @@ const SHOWN: {
   httpHeadersTimeoutSeconds: ['HTTP_HEADERS_TIMEOUT_SECONDS', 'value'],
   httpKeepAliveTimeoutSeconds: ['HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', 'value'],
   eventRetentionDays: ['EVENT_RETENTION_DAYS', 'value'],
+  retentionArchiveDir: ['RETENTION_ARCHIVE_DIR', 'value'],
+  referralArchiveAfterMonths: ['REFERRAL_ARCHIVE_AFTER_MONTHS', 'value'],
   webhookRetryScheduleMs: ['WEBHOOK_RETRY_SCHEDULE', 'value'],
   webhookAttemptTimeoutSeconds: ['WEBHOOK_ATTEMPT_TIMEOUT_SECONDS', 'value'],
   webhookDisableAfterSeconds: ['WEBHOOK_DISABLE_AFTER_SECONDS', 'value'],

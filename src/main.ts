@@ -189,6 +189,18 @@ dataKeys
   )
   .action(async () => (await commands()).dataKeysRotateCommand());
 
+const retention = program
+  .command('retention')
+  .description('archive what refhub keeps no longer (docs/operations.md, "Retention")');
+
+retention
+  .command('referrals')
+  .description(
+    'write the final referrals untouched for REFERRAL_ARCHIVE_AFTER_MONTHS to a new archive in ' +
+      'RETENTION_ARCHIVE_DIR, verify it, then purge their clinical content',
+  )
+  .action(async () => (await commands()).retentionReferralsCommand());
+
 const audit = program
   .command('audit')
   .description('seal, verify and export the tamper-evident audit trail (docs/security.md)');

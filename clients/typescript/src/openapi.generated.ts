@@ -762,7 +762,7 @@ export interface components {
       status: number;
       /** @description What went wrong, written for the caller. */
       detail: string;
-      /** @description Stable, machine-readable error code: branch on this, never on `detail`. For example `validation_failed`, `unauthorized`, `forbidden_role`, `institution_not_permitted`, `referral_not_found`, `invalid_transition`, `incomplete_referral`, `version_mismatch`, `idempotency_key_reused`, `idempotency_key_in_use`, `payload_too_large`, `rate_limited`. */
+      /** @description Stable, machine-readable error code: branch on this, never on `detail`. For example `validation_failed`, `unauthorized`, `forbidden_role`, `institution_not_permitted`, `referral_not_found`, `referral_archived`, `invalid_transition`, `incomplete_referral`, `version_mismatch`, `idempotency_key_reused`, `idempotency_key_in_use`, `payload_too_large`, `rate_limited`. */
       code: string;
       /** @description The `X-Request-Id` of the request, for support. */
       requestId: string;
@@ -777,6 +777,18 @@ export interface components {
       reason?: 'not-your-side' | 'not-in-status' | 'offering-not-cancellable' | 'offering-locked';
       /** @description With `version_mismatch`: the version the referral is at. Read it again and retry. */
       currentVersion?: number;
+      /** @description With `referral_archived`: the referral that was archived. */
+      referralId?: string;
+      /** @description With `referral_archived` (410): where the referral’s record went. Its clinical content is no longer held by refhub; an operator reads it back from that archive. */
+      archive?: {
+        /** @description The archive that holds the referral’s record. */
+        name: string;
+        /**
+         * Format: date-time
+         * @description When it was archived.
+         */
+        archivedAt: string;
+      };
       /** @description With `incomplete_referral`: what the referral needs before it can be submitted. */
       missing?: string[];
     } & {
@@ -834,9 +846,10 @@ export interface components {
         | 'cancelled'
         | 'completed'
         | 'outcome-acknowledged'
-        | 'redirected';
+        | 'redirected'
+        | 'archived';
       /**
-       * @description The status to display to users.
+       * @description The status to display to users. `archived` is never in a body: an archived referral answers 410 `referral_archived`, and no list shows it.
        * @enum {unknown}
        */
       coreStatus:
@@ -847,7 +860,8 @@ export interface components {
         | 'cancelled'
         | 'sender-action-required'
         | 'completed'
-        | 'redirected';
+        | 'redirected'
+        | 'archived';
       /** @description Whether a cancel option may be offered to the caller: equal to whether `cancel` is in its allowedActions. For an ops key, which acts on no referral, the sender's answer. */
       isCancellable: boolean;
       /** @description The actions the caller may run now, for the side of the referral its key acts for, by the lifecycle. A call may still be refused for its content (400, 422 incomplete_referral, 409 limit_exceeded, 412). */
@@ -933,9 +947,10 @@ export interface components {
         | 'cancelled'
         | 'completed'
         | 'outcome-acknowledged'
-        | 'redirected';
+        | 'redirected'
+        | 'archived';
       /**
-       * @description The status to display to users.
+       * @description The status to display to users. `archived` is never in a body: an archived referral answers 410 `referral_archived`, and no list shows it.
        * @enum {unknown}
        */
       coreStatus:
@@ -946,7 +961,8 @@ export interface components {
         | 'cancelled'
         | 'sender-action-required'
         | 'completed'
-        | 'redirected';
+        | 'redirected'
+        | 'archived';
       /** @description Whether a cancel option may be offered to the caller: equal to whether `cancel` is in its allowedActions. For an ops key, which acts on no referral, the sender's answer. */
       isCancellable: boolean;
       /** @description The actions the caller may run now, for the side of the referral its key acts for, by the lifecycle. A call may still be refused for its content (400, 422 incomplete_referral, 409 limit_exceeded, 412). */
@@ -1033,9 +1049,10 @@ export interface components {
         | 'cancelled'
         | 'completed'
         | 'outcome-acknowledged'
-        | 'redirected';
+        | 'redirected'
+        | 'archived';
       /**
-       * @description The status to display to users.
+       * @description The status to display to users. `archived` is never in a body: an archived referral answers 410 `referral_archived`, and no list shows it.
        * @enum {unknown}
        */
       coreStatus:
@@ -1046,7 +1063,8 @@ export interface components {
         | 'cancelled'
         | 'sender-action-required'
         | 'completed'
-        | 'redirected';
+        | 'redirected'
+        | 'archived';
       /** @description Whether a cancel option may be offered to the caller: equal to whether `cancel` is in its allowedActions. For an ops key, which acts on no referral, the sender's answer. */
       isCancellable: boolean;
       /** @description The actions the caller may run now, for the side of the referral its key acts for, by the lifecycle. A call may still be refused for its content (400, 422 incomplete_referral, 409 limit_exceeded, 412). */
@@ -1768,7 +1786,7 @@ export interface operations {
     parameters: {
       query?: {
         /**
-         * @description coreStatus values; repeatable. `sender-action-required` selects the referrals that need the caller to act.
+         * @description coreStatus values; repeatable. `sender-action-required` selects the referrals that need the caller to act. Not `archived`: no list shows an archived referral (a read of one answers 410 `referral_archived`).
          * @example [
          *       "draft",
          *       "pending"
@@ -1869,7 +1887,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -1947,7 +1965,7 @@ export interface operations {
          *     }
          */
         'application/json': {
-          /** @description coreStatus values; repeatable. `sender-action-required` selects the referrals that need the caller to act. */
+          /** @description coreStatus values; repeatable. `sender-action-required` selects the referrals that need the caller to act. Not `archived`: no list shows an archived referral (a read of one answers 410 `referral_archived`). */
           status?: (
             | 'draft'
             | 'pending'
@@ -2029,7 +2047,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -2155,7 +2173,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -2274,7 +2292,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -2672,7 +2690,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -3085,7 +3103,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -3224,7 +3242,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -3370,7 +3388,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -3521,7 +3539,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -3665,7 +3683,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -3778,7 +3796,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -3887,7 +3905,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -4024,7 +4042,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -4165,7 +4183,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -4309,7 +4327,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -4455,7 +4473,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -4601,7 +4619,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -4747,7 +4765,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -4858,7 +4876,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -4999,7 +5017,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -5110,7 +5128,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -5230,7 +5248,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -5338,7 +5356,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -5451,7 +5469,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -5624,7 +5642,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -5743,7 +5761,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -5864,7 +5882,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -5985,7 +6003,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -6391,7 +6409,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -6508,7 +6526,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -6623,7 +6641,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -6738,7 +6756,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -6864,7 +6882,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -6975,7 +6993,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -7061,7 +7079,7 @@ export interface operations {
         'application/json': {
           /** @description Where deliveries are POSTed: `https` (plain `http` only outside production); in production its host must resolve to public addresses only, unless an operator allowed it (WEBHOOK_ALLOWED_ADDRESSES). */
           url: string;
-          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.completed, referral.created, referral.outcome-acknowledged, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.redirected, referral.rejected, referral.sender-action-required, referral.triage-overdue, referral.updated. */
+          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.archived, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.completed, referral.created, referral.outcome-acknowledged, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.redirected, referral.rejected, referral.sender-action-required, referral.triage-overdue, referral.updated. */
           eventTypes?: string[];
           /** @description A note for people */
           description?: string;
@@ -7115,7 +7133,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -7232,7 +7250,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -7345,7 +7363,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -7425,7 +7443,7 @@ export interface operations {
         'application/json': {
           /** @description Where deliveries are POSTed: `https` (plain `http` only outside production); in production its host must resolve to public addresses only, unless an operator allowed it (WEBHOOK_ALLOWED_ADDRESSES). */
           url?: string;
-          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.completed, referral.created, referral.outcome-acknowledged, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.redirected, referral.rejected, referral.sender-action-required, referral.triage-overdue, referral.updated. */
+          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.archived, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.completed, referral.created, referral.outcome-acknowledged, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.redirected, referral.rejected, referral.sender-action-required, referral.triage-overdue, referral.updated. */
           eventTypes?: string[];
           /** @description A note for people */
           description?: string;
@@ -7478,7 +7496,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -7599,7 +7617,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -7724,7 +7742,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -7848,7 +7866,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -7972,7 +7990,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -8107,7 +8125,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */

@@ -26,6 +26,7 @@ import * as m0023 from './0023-priorities.ts';
 import * as m0024 from './0024-worklists.ts';
 import * as m0025 from './0025-redirect.ts';
 import * as m0026 from './0026-wait-times.ts';
+import * as m0028 from './0028-archived-referrals.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -54,4 +55,5 @@ export const migrations: Record<string, Migration> = {
   '0024-worklists': m0024,
   '0025-redirect': m0025,
   '0026-wait-times': m0026,
+  '0028-archived-referrals': m0028,
 };
