@@ -1,22 +1,31 @@
-// The bare forwarding pipeline, the baseline of the forward scenario: the least a service must do to
-// take a submit durably and deliver the referral's form to the EHR, with nothing of refhub's code.
+// The bare forwarding pipeline, the baseline of the forward and burst scenarios: the least code that
+// does the durable work refhub does to take a submit and deliver the referral's form to the EHR, with
+// nothing of refhub's code: the same rows written per submit and per forward, the form's bytes kept,
+// the patient data sealed and opened.
 //
 //   node bench/bare-pipeline.ts      (BARE_DATABASE_URL, REDIS_URL, BARE_QUEUE_PREFIX, EHR_URL)
 //
 // One process, as `refhub all` is, with three parts:
 //
-// - a node:http server: `POST /referrals/{id}/submit` runs one transaction that moves a draft to
-//   submitted (a compare-and-set on its state that bumps its version) and writes an outbox row;
-// - a relay: in one transaction, claims up to 100 outbox rows (`FOR UPDATE SKIP LOCKED`), enqueues
-//   them with one `addBulk` (the message ID as job ID) and deletes them; it polls every 200 ms when
-//   idle, and claims again at once after a full batch, as refhub's relay does;
-// - a BullMQ worker at concurrency 16 that reads the referral's row, renders about 19 KiB of HTML with
-//   every value escaped, POSTs it to the EHR (the same wire format and `Content-Digest` as refhub,
-//   through an undici pool) and, in one transaction, records a ledger row and the forwarded state.
+// - a node:http server: `POST /referrals/{id}/submit` runs one statement that moves a draft to
+//   submitted (a compare-and-set on its state that bumps its version) and writes what refhub's submit
+//   writes: a timeline row (its sentence sealed), an event row, an audit row, two link tokens and two
+//   outbox rows (the forward and the reminder schedule);
+// - a relay: in one transaction, claims up to 100 outbox rows (`FOR UPDATE SKIP LOCKED`), enters each
+//   forward in the clinic's backlog (a row, deleted as its job starts), enqueues the forwards and the
+//   reminders with one `addBulk` (the message ID as job ID) and deletes the rows; it polls every
+//   200 ms when idle, and claims again at once after a full batch, as refhub's relay does;
+// - a BullMQ worker at concurrency 16 that takes the forward out of the backlog, reads the referral's
+//   row, opens its sealed patient data, renders about 19 KiB of HTML with every value escaped, POSTs
+//   it to the EHR (the same wire format and `Content-Digest` as refhub, through an undici pool) and,
+//   in one statement, records a ledger row, the form's bytes, the forwarded state, a timeline row
+//   (sealed), an event row and an audit row;
+// - an audit sealer that hashes each audit row once, a second after it was written, as refhub's
+//   sealer updates each of its audit rows once.
 //
-// Its tables (`bare_referrals`, `bare_outbox`, `bare_ledger`) live in a database of their own, seeded
-// with drafts by `createBareSchema` and `seedBareDrafts` (one INSERT … SELECT over generate_series).
-import { createHash } from 'node:crypto';
+// Its tables (`bare_referrals`, `bare_outbox`, `bare_ledger` and the rest) live in a database of their
+// own, seeded with drafts by `createBareSchema` and `seedBareDrafts`.
+import { createCipheriv, createDecipheriv, createHash, randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -41,13 +50,7 @@ CREATE TABLE bare_referrals (
   specialty text NOT NULL,
   specialty_code text NOT NULL,
   form_type text NOT NULL,
-  patient_uin text NOT NULL,
-  patient_name text NOT NULL,
-  patient_dob date,
-  patient_gender text,
-  patient_nationality text,
-  patient_phone_number text,
-  patient_residential_status text,
+  patient bytea NOT NULL,
   referrer_id text,
   referrer_name text,
   referrer_email text,
@@ -64,7 +67,48 @@ CREATE TABLE bare_outbox (
   id bigserial PRIMARY KEY,
   referral_id uuid NOT NULL REFERENCES bare_referrals (id),
   version integer NOT NULL,
+  topic text NOT NULL,
   created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE bare_timeline (
+  seq bigserial PRIMARY KEY,
+  referral_id uuid NOT NULL REFERENCES bare_referrals (id),
+  type text NOT NULL,
+  sentence bytea NOT NULL,
+  produced_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX bare_timeline_referral ON bare_timeline (referral_id, seq);
+CREATE TABLE bare_events (
+  seq bigserial PRIMARY KEY,
+  referral_id uuid NOT NULL REFERENCES bare_referrals (id),
+  version integer NOT NULL,
+  type text NOT NULL,
+  occurred_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE bare_audit (
+  seq bigserial PRIMARY KEY,
+  referral_id uuid NOT NULL,
+  action text NOT NULL,
+  occurred_at timestamptz NOT NULL DEFAULT now(),
+  row_hash text,
+  sealed_at timestamptz
+);
+CREATE INDEX bare_audit_unsealed ON bare_audit (seq) WHERE sealed_at IS NULL;
+CREATE TABLE bare_link_tokens (
+  token_hash text PRIMARY KEY,
+  referral_id uuid NOT NULL REFERENCES bare_referrals (id),
+  action text NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE TABLE bare_backlog (
+  job_id text PRIMARY KEY,
+  added_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE bare_forms (
+  message_id text PRIMARY KEY,
+  referral_id uuid NOT NULL REFERENCES bare_referrals (id),
+  sha256 text NOT NULL,
+  html text NOT NULL
 );
 CREATE TABLE bare_ledger (
   id bigserial PRIMARY KEY,
@@ -84,30 +128,78 @@ export async function createBareSchema(client: pg.ClientBase): Promise<void> {
 }
 
 /**
- * Inserts `count` drafts in one statement, with the fields of refhub's typical referral (the patient
- * varies by row) and returns their IDs in insertion order. `offset` varies the patients of a second batch.
+ * The key the bare pipeline seals patient data and timeline sentences with (AES-256-GCM), fixed so that
+ * the benchmark's seeding and the pipeline's process agree; a benchmark's data is made up.
+ */
+const SEAL_KEY = createHash('sha256').update('bare pipeline sealing key').digest();
+
+/** Seals `plain` as refhub seals a value: a fresh nonce, the ciphertext and its tag. */
+export function sealBare(plain: string): Buffer {
+  const nonce = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', SEAL_KEY, nonce);
+  const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+  return Buffer.concat([nonce, cipher.getAuthTag(), body]);
+}
+
+/** Opens a value `sealBare` sealed; throws when it was altered. */
+export function openBare(sealed: Buffer): string {
+  const decipher = createDecipheriv('aes-256-gcm', SEAL_KEY, sealed.subarray(0, 12));
+  decipher.setAuthTag(sealed.subarray(12, 28));
+  return Buffer.concat([decipher.update(sealed.subarray(28)), decipher.final()]).toString('utf8');
+}
+
+/** The patient's part of a bare referral, sealed as one value as refhub seals a referral's patient data. */
+interface BarePatient {
+  readonly uin: string;
+  readonly name: string;
+  readonly dob: string;
+  readonly gender: string;
+  readonly nationality: string;
+  readonly phoneNumber: string;
+  readonly residentialStatus: string;
+}
+
+/**
+ * Inserts `count` drafts, 2,000 to a statement, with the fields of refhub's typical referral (the
+ * patient varies by row, sealed) and returns their IDs in insertion order. `offset` varies the patients
+ * of a second batch.
  */
 export async function seedBareDrafts(client: pg.ClientBase, count: number, offset = 0): Promise<string[]> {
-  const { rows } = await client.query<{ id: string }>(
-    `INSERT INTO bare_referrals (id, sender_name, provider_name, offering_name, specialty, specialty_code,
-       form_type, patient_uin, patient_name, patient_dob, patient_gender, patient_nationality,
-       patient_phone_number, patient_residential_status, referrer_id, referrer_name, referrer_email,
-       referrer_contact_number, clinical_info, is_urgent)
-     SELECT gen_random_uuid(), 'Tampines Medical Centre', 'Central General Hospital',
-       'Gastroenterology Clinic', 'Gastroenterology', 'GASTRO', 'Specialist Referral|Patient Summary',
-       'S' || lpad((1000000 + (i % 9000000))::text, 7, '0') || 'D', 'Tan Ah Kow ' || i, DATE '1960-02-29',
-       CASE WHEN i % 2 = 0 THEN 'Male' ELSE 'Female' END, 'SG', '91234567', 'SC', 'M12345A',
-       'Dr Lim Mei Ling', 'mei.ling@bukittimah.example', '61234567',
-       E'Dyspepsia for 3 months, worse after meals. No weight loss, no dysphagia, no GI bleeding.\\n'
-         || E'H. pylori breath test negative. Trial of PPI for 8 weeks with partial response.\\n'
-         || 'Please assess for upper endoscopy.',
-       i % 10 = 0
-     FROM generate_series($1::int, $2::int) AS i
-     ORDER BY i
-     RETURNING id`,
-    [offset, offset + count - 1],
-  );
-  return rows.map((r) => r.id);
+  const ids: string[] = [];
+  for (let start = 0; start < count; start += 2000) {
+    const batch = Array.from({ length: Math.min(2000, count - start) }, (_, k) => offset + start + k);
+    const rowIds = batch.map(() => randomUUID());
+    const patients = batch.map((i) =>
+      sealBare(
+        JSON.stringify({
+          uin: `S${String(1000000 + (i % 9000000)).padStart(7, '0')}D`,
+          name: `Tan Ah Kow ${i}`,
+          dob: '1960-02-29',
+          gender: i % 2 === 0 ? 'Male' : 'Female',
+          nationality: 'SG',
+          phoneNumber: '91234567',
+          residentialStatus: 'SC',
+        } satisfies BarePatient),
+      ),
+    );
+    await client.query(
+      `INSERT INTO bare_referrals (id, sender_name, provider_name, offering_name, specialty, specialty_code,
+         form_type, patient, referrer_id, referrer_name, referrer_email, referrer_contact_number,
+         clinical_info, is_urgent)
+       SELECT t.id, 'Tampines Medical Centre', 'Central General Hospital',
+         'Gastroenterology Clinic', 'Gastroenterology', 'GASTRO', 'Specialist Referral|Patient Summary',
+         t.patient, 'M12345A', 'Dr Lim Mei Ling', 'mei.ling@bukittimah.example', '61234567',
+         E'Dyspepsia for 3 months, worse after meals. No weight loss, no dysphagia, no GI bleeding.\\n'
+           || E'H. pylori breath test negative. Trial of PPI for 8 weeks with partial response.\\n'
+           || 'Please assess for upper endoscopy.',
+         t.i % 10 = 0
+       FROM unnest($1::uuid[], $2::bytea[], $3::int[]) WITH ORDINALITY AS t(id, patient, i, n)
+       ORDER BY t.n`,
+      [rowIds, patients, batch],
+    );
+    ids.push(...rowIds);
+  }
+  return ids;
 }
 
 const ESCAPES: Readonly<Record<string, string>> = {
@@ -266,6 +358,13 @@ function reply(response: http.ServerResponse, status: number, body: unknown): vo
 }
 
 const SUBMIT_PATH = /^\/referrals\/([0-9a-f-]{36})\/submit$/;
+const SUBMITTED_SENTENCE = 'Tampines Medical Centre submitted the referral to Central General Hospital.';
+const FORWARDED_SENTENCE = 'The referral was forwarded to the national EHR.';
+
+/** A link token's hash, as stored: the token itself goes to the person it is for. */
+function tokenHash(): string {
+  return createHash('sha256').update(randomBytes(32)).digest('hex');
+}
 
 function submitServer(pool: pg.Pool): http.Server {
   return http.createServer((request, response) => {
@@ -288,21 +387,30 @@ function submitServer(pool: pg.Pool): http.Server {
           return;
         }
         try {
-          const version = await inTransaction(pool, async (client) => {
-            const { rows } = await client.query<{ version: number }>(
-              `UPDATE bare_referrals SET status = 'submitted', version = version + 1, ehr_state = 'queued',
+          // One statement, as refhub's submit is: the compare-and-set and everything it writes.
+          const { rows } = await pool.query<{ version: number }>(
+            `WITH r AS (
+               UPDATE bare_referrals SET status = 'submitted', version = version + 1, ehr_state = 'queued',
                  submitted_at = now(), updated_at = now()
-               WHERE id = $1 AND status = 'draft' RETURNING version`,
-              [id],
-            );
-            const row = rows[0];
-            if (row === undefined) return undefined;
-            await client.query('INSERT INTO bare_outbox (referral_id, version) VALUES ($1, $2)', [
-              id,
-              row.version,
-            ]);
-            return row.version;
-          });
+               WHERE id = $1 AND status = 'draft' RETURNING id, version
+             ), t AS (
+               INSERT INTO bare_timeline (referral_id, type, sentence) SELECT id, 'submitted', $2 FROM r
+             ), e AS (
+               INSERT INTO bare_events (referral_id, version, type) SELECT id, version, 'submitted' FROM r
+             ), a AS (
+               INSERT INTO bare_audit (referral_id, action) SELECT id, 'submit' FROM r
+             ), l AS (
+               INSERT INTO bare_link_tokens (token_hash, referral_id, action, expires_at)
+               SELECT k.hash, r.id, k.action, now() + interval '30 days'
+               FROM r, unnest($3::text[], ARRAY['respond', 'view']) AS k(hash, action)
+             ), o AS (
+               INSERT INTO bare_outbox (referral_id, version, topic)
+               SELECT r.id, r.version, topic FROM r, unnest(ARRAY['forward', 'reminders']) AS topic
+             )
+             SELECT version FROM r`,
+            [id, sealBare(SUBMITTED_SENTENCE), [tokenHash(), tokenHash()]],
+          );
+          const version = rows[0]?.version;
           if (version === undefined) reply(response, 409, { code: 'not_a_draft' });
           else reply(response, 200, { id, status: 'submitted', version });
         } catch {
@@ -324,17 +432,37 @@ function startRelay(pool: pg.Pool, queue: Queue<BareJob>) {
   let wake: (() => void) | undefined;
   const drainOnce = () =>
     inTransaction(pool, async (client) => {
-      const { rows } = await client.query<{ id: string; referral_id: string; version: number }>(
-        'SELECT id, referral_id, version FROM bare_outbox ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED',
+      const { rows } = await client.query<{
+        id: string;
+        referral_id: string;
+        version: number;
+        topic: string;
+      }>(
+        'SELECT id, referral_id, version, topic FROM bare_outbox ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED',
         [RELAY_BATCH],
       );
       if (rows.length === 0) return 0;
+      const forwards = rows.filter((r) => r.topic === 'forward');
+      // The clinic's backlog of forwards: a row each, deleted as its job starts, so committed before
+      // the job is added (as refhub ranks a forward before adding its job).
+      await pool.query('INSERT INTO bare_backlog (job_id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING', [
+        forwards.map((r) => `${r.referral_id}.v${r.version}`),
+      ]);
       await queue.addBulk(
-        rows.map((r) => ({
-          name: 'forward',
-          data: { referralId: r.referral_id, version: r.version },
-          opts: { jobId: `${r.referral_id}.v${r.version}` },
-        })),
+        rows.map((r) =>
+          r.topic === 'forward'
+            ? {
+                name: 'forward',
+                data: { referralId: r.referral_id, version: r.version },
+                opts: { jobId: `${r.referral_id}.v${r.version}` },
+              }
+            : {
+                // The reminder schedule: a job due in a week, replaced by the referral's next one.
+                name: 'reminder',
+                data: { referralId: r.referral_id, version: r.version },
+                opts: { jobId: `${r.referral_id}.reminder`, delay: 7 * 24 * 3600_000 },
+              },
+        ),
       );
       await client.query('DELETE FROM bare_outbox WHERE id = ANY($1::bigint[])', [rows.map((r) => r.id)]);
       return rows.length;
@@ -371,20 +499,32 @@ function startWorker(pool: pg.Pool, connection: Redis, prefix: string, ehrUrl: s
   const worker = new Worker<BareJob>(
     BARE_QUEUE,
     async (job: Job<BareJob>) => {
-      const { rows } = await pool.query<BareReferral>(
+      if (job.name !== 'forward') return 'reminded';
+      const messageId = `${job.data.referralId}.v${job.data.version}`;
+      await pool.query('DELETE FROM bare_backlog WHERE job_id = $1', [messageId]);
+      const { rows } = await pool.query<Omit<BareReferral, `patient_${string}`> & { patient: Buffer }>(
         `SELECT id, version, sender_name, provider_name, offering_name, specialty, specialty_code, form_type,
-           patient_uin, patient_name, to_char(patient_dob, 'YYYY-MM-DD') AS patient_dob, patient_gender,
-           patient_nationality, patient_phone_number, patient_residential_status, referrer_id,
-           referrer_name, referrer_email, referrer_contact_number, clinical_info, is_urgent, submitted_at
+           patient, referrer_id, referrer_name, referrer_email, referrer_contact_number, clinical_info,
+           is_urgent, submitted_at
          FROM bare_referrals WHERE id = $1`,
         [job.data.referralId],
       );
-      const referral = rows[0];
-      if (referral === undefined) return 'gone';
+      const row = rows[0];
+      if (row === undefined) return 'gone';
+      const patient = JSON.parse(openBare(row.patient)) as BarePatient;
+      const referral: BareReferral = {
+        ...row,
+        patient_uin: patient.uin,
+        patient_name: patient.name,
+        patient_dob: patient.dob,
+        patient_gender: patient.gender,
+        patient_nationality: patient.nationality,
+        patient_phone_number: patient.phoneNumber,
+        patient_residential_status: patient.residentialStatus,
+      };
       const html = renderBareForm(referral);
       const body = bareForwardBody(referral, html);
       const digest = createHash('sha256').update(body).digest('base64');
-      const messageId = `${referral.id}.v${referral.version}`;
       const response = await ehr.request({
         method: 'POST',
         path: url.pathname,
@@ -399,17 +539,33 @@ function startWorker(pool: pg.Pool, connection: Redis, prefix: string, ehrUrl: s
       const answer = (await response.body.json().catch(() => ({}))) as { reference?: string };
       if (response.statusCode >= 300) throw new Error(`EHR answered ${response.statusCode}`);
       const sha256 = createHash('sha256').update(html).digest('hex');
-      await inTransaction(pool, async (client) => {
-        await client.query(
-          `INSERT INTO bare_ledger (referral_id, message_id, http_status, ehr_reference, sha256, attempted_at)
-           VALUES ($1, $2, $3, $4, $5, now())`,
-          [referral.id, messageId, response.statusCode, answer.reference ?? null, sha256],
-        );
-        await client.query(
-          `UPDATE bare_referrals SET ehr_state = 'forwarded', ehr_forwarded_version = $2 WHERE id = $1`,
-          [referral.id, referral.version],
-        );
-      });
+      // One statement, as refhub records an attempt: the ledger row, the form's bytes, the state and
+      // the timeline, event and audit rows.
+      await pool.query(
+        `WITH l AS (
+           INSERT INTO bare_ledger (referral_id, message_id, http_status, ehr_reference, sha256, attempted_at)
+           VALUES ($1, $2, $3, $4, $5, now())
+         ), f AS (
+           INSERT INTO bare_forms (message_id, referral_id, sha256, html) VALUES ($2, $1, $5, $6)
+         ), t AS (
+           INSERT INTO bare_timeline (referral_id, type, sentence) VALUES ($1, 'forwarded', $8)
+         ), e AS (
+           INSERT INTO bare_events (referral_id, version, type) VALUES ($1, $7, 'forwarded')
+         ), a AS (
+           INSERT INTO bare_audit (referral_id, action) VALUES ($1, 'forward')
+         )
+         UPDATE bare_referrals SET ehr_state = 'forwarded', ehr_forwarded_version = $7 WHERE id = $1`,
+        [
+          referral.id,
+          messageId,
+          response.statusCode,
+          answer.reference ?? null,
+          sha256,
+          html,
+          referral.version,
+          sealBare(FORWARDED_SENTENCE),
+        ],
+      );
       return 'delivered';
     },
     { connection, prefix, concurrency: WORKER_CONCURRENCY },
@@ -420,6 +576,39 @@ function startWorker(pool: pg.Pool, connection: Redis, prefix: string, ehrUrl: s
     async stop() {
       await worker.close();
       await ehr.close();
+    },
+  };
+}
+
+/**
+ * Hashes each audit row once, a second after it was written, up to 500 at a time: the one update per
+ * audit row refhub's sealer makes.
+ */
+function startSealer(pool: pg.Pool) {
+  const state = { running: true };
+  let timer: NodeJS.Timeout | undefined;
+  const loop = (async () => {
+    while (state.running) {
+      try {
+        await pool.query(
+          `UPDATE bare_audit SET sealed_at = now(),
+             row_hash = encode(sha256(convert_to(seq::text || referral_id::text || action, 'UTF8')), 'hex')
+           WHERE seq = ANY (ARRAY(SELECT seq FROM bare_audit WHERE sealed_at IS NULL
+                                  AND occurred_at < now() - interval '1 second' ORDER BY seq LIMIT 500))`,
+        );
+      } catch (error) {
+        process.stderr.write(`bare sealer: ${(error as Error).message}\n`);
+      }
+      await new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, 1000);
+      });
+    }
+  })();
+  return {
+    async stop() {
+      state.running = false;
+      clearTimeout(timer);
+      await loop;
     },
   };
 }
@@ -441,10 +630,17 @@ async function main(): Promise<void> {
   const queue = new Queue<BareJob>(BARE_QUEUE, {
     connection: producer,
     prefix,
-    defaultJobOptions: { attempts: 5, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: true },
+    // Finished jobs kept as refhub keeps them in Redis (src/queue/job-settings.ts).
+    defaultJobOptions: {
+      attempts: 5,
+      backoff: { type: 'exponential', delay: 1000 },
+      removeOnComplete: { age: 7 * 24 * 3600, count: 10_000 },
+      removeOnFail: { age: 30 * 24 * 3600, count: 50_000 },
+    },
   });
   const relay = startRelay(pool, queue);
   const worker = startWorker(pool, workerConnection, prefix, ehrUrl);
+  const sealer = startSealer(pool);
   await worker.worker.waitUntilReady();
   const server = submitServer(pool);
   server.keepAliveTimeout = 65_000;
@@ -457,6 +653,7 @@ async function main(): Promise<void> {
     void relay
       .stop()
       .then(() => worker.stop())
+      .then(() => sealer.stop())
       .then(() => queue.close())
       .then(() => pool.end())
       .finally(() => {

@@ -3,8 +3,8 @@
 //   npm run bench                     PostgreSQL (BENCH_DATABASE_URL, default the local test database)
 //   npm run bench -- --pglite         embedded PGlite
 //   npm run bench -- --soak           and then ten minutes of mixed load, for memory over time
-//   npm run bench -- --only get,list  some scenarios only (render, get, list, forward, queues, write,
-//                                     scale, growth, webhooks, fairness, uploads)
+//   npm run bench -- --only get,list  some scenarios only (render, get, list, forward, burst, queues,
+//                                     write, scale, growth, webhooks, fairness, uploads)
 //   npm run bench -- --cpu-stages     the forward scenario alone, with refhub under --cpu-prof, and a
 //                                     table of CPU per referral by stage of the forward
 //
@@ -14,7 +14,8 @@
 // scenarios and records the latest figures. It asserts nothing: goals are marked met or not.
 //
 // Settings: BENCH_ROUNDS (3), BENCH_SECONDS per run (8), BENCH_FORWARD_BURST (5000),
-// BENCH_FORWARD_ROUNDS (2), BENCH_WRITE_DRAFTS (15000), BENCH_SOAK_SECONDS (600),
+// BENCH_FORWARD_ROUNDS (2), BENCH_BURST_SIZE (2000) and BENCH_BURST_ROUNDS (3: the burst scenario's
+// bursts on one database), BENCH_WRITE_DRAFTS (15000), BENCH_SOAK_SECONDS (600),
 // BENCH_SCALE_BURST (2000), BENCH_QUEUES_SECONDS (20: how long each queue set-up is offered its
 // load per round), BENCH_GROWTH_SIZES (10000,100000; add 1000000 for the full growth),
 // BENCH_BACKLOG (100000), BENCH_WEBHOOK_BURST (1000), BENCH_REFHUB_NODE_OPTIONS (Node flags for the
@@ -29,6 +30,7 @@ import { setUp, type BenchEnv } from './environment.ts';
 import { ROOT } from './processes.ts';
 import { getScenario, listScenario, writeScenario, type RoundPlan } from './scenarios/api.ts';
 import { forwardScenario } from './scenarios/forward.ts';
+import { burstScenario } from './scenarios/burst.ts';
 import { renderScenario } from './scenarios/render.ts';
 import { soakScenario, type SoakSample } from './scenarios/soak.ts';
 import { growthScenario } from './scenarios/growth.ts';
@@ -51,6 +53,7 @@ const SCENARIOS = [
   'get',
   'list',
   'forward',
+  'burst',
   'queues',
   'write',
   'scale',
@@ -115,6 +118,8 @@ async function main(): Promise<void> {
   const soakSeconds = numberFrom('BENCH_SOAK_SECONDS', 600);
   const scaleBurst = numberFrom('BENCH_SCALE_BURST', 2000);
   const backlog = numberFrom('BENCH_BACKLOG', 100_000);
+  const burstSize = numberFrom('BENCH_BURST_SIZE', 2000);
+  const burstRounds = numberFrom('BENCH_BURST_ROUNDS', 3);
   const growthSizes = (process.env.BENCH_GROWTH_SIZES ?? '10000,100000')
     .split(',')
     .map((v) => Number(v.trim()))
@@ -150,8 +155,12 @@ async function main(): Promise<void> {
       writeDrafts:
         (chosen.has('write') ? numberFrom('BENCH_WRITE_DRAFTS', 15_000) : 0) +
         (chosen.has('uploads') ? 1 : 0),
-      forwardDrafts: chosen.has('forward') ? burst * forwardRounds + idleSamples : 0,
-      bareDrafts: chosen.has('forward') ? burst * forwardRounds + idleSamples : 0,
+      forwardDrafts:
+        (chosen.has('forward') ? burst * forwardRounds + idleSamples : 0) +
+        (chosen.has('burst') ? burstSize * burstRounds : 0),
+      bareDrafts:
+        (chosen.has('forward') ? burst * forwardRounds + idleSamples : 0) +
+        (chosen.has('burst') ? burstSize * burstRounds : 0),
       refhubNodeOptions,
       log,
     });
@@ -175,6 +184,17 @@ async function main(): Promise<void> {
               connections: plan.connections,
               idleSamples,
               timeoutSeconds: 240,
+            }),
+        ],
+        [
+          'burst',
+          () =>
+            burstScenario(env, {
+              rounds: burstRounds,
+              burst: burstSize,
+              connections: plan.connections,
+              idleSamples: 0,
+              timeoutSeconds: 600,
             }),
         ],
         [

@@ -10,6 +10,7 @@ import {
 } from './domain/attachments.ts';
 import { DEFAULT_DISPLAY_TIME_ZONE, isDisplayTimeZone } from './domain/display-time.ts';
 import { parseKeyEncryptionKeys, type LocalKeyEncryptionKey } from './domain/key-ring.ts';
+import { DEFAULT_RATE_LIMIT, RATE_LIMIT_BOUNDS } from './domain/rate-limits.ts';
 import {
   parseAuditPublicKeys,
   parseAuditSigningKey,
@@ -45,7 +46,16 @@ export interface Config {
   readonly dataKeyRefreshSeconds: number;
   readonly linkTtlSeconds: number;
   readonly catalogFile: string | undefined;
-  readonly rateLimitPerMinute: number;
+  /**
+   * Each client's sustained rate limit, requests a second, unless the operator gave it its own
+   * (domain/rate-limits.ts). From RATE_LIMIT_PER_SECOND, or the older RATE_LIMIT_PER_MINUTE ÷ 60.
+   */
+  readonly rateLimitPerSecond: number;
+  /**
+   * The requests a client may send at once above its rate (its bucket's size): RATE_LIMIT_BURST; with
+   * the older RATE_LIMIT_PER_MINUTE alone, that number, as its one-minute window allowed at once.
+   */
+  readonly rateLimitBurst: number;
   /**
    * MiB of answers one process has handed to Node and not yet to the network (a slow client's);
    * a read whose answer does not fit is answered 503 (api/response-budget.ts).
@@ -144,16 +154,25 @@ export interface Config {
   readonly httpRequestTimeoutSeconds: number;
   readonly httpHeadersTimeoutSeconds: number;
   readonly httpKeepAliveTimeoutSeconds: number;
-  /** How long referral events stay in the feed (and webhook attempts in their log), in days. */
+  /** How long referral events stay in the feed, in days. */
   readonly eventRetentionDays: number;
   /**
-   * Where retention writes its archives (a directory of its own for each run, docs/operations.md,
-   * "Retention"); by default `archive` in DATA_DIR.
+   * Whole months each partitioned table keeps before retention archives and drops a month
+   * (services/retention/): the audit trail (at least 72, six years), the event feed, webhook
+   * attempts and the forwarding ledger (by default as long as the audit trail).
    */
+  readonly retentionAuditMonths: number;
+  readonly retentionEventsMonths: number;
+  readonly retentionWebhookAttemptsMonths: number;
+  readonly retentionLedgerMonths: number;
+  /** Where retention writes its archives, one directory per month of a table. */
   readonly retentionArchiveDir: string;
+  /** How often the scheduled retention run fires. */
+  readonly retentionSweepSeconds: number;
   /**
    * A referral in a final status untouched for this many months is archived: its record written to
-   * an archive, its clinical content then purged (docs/operations.md, "Archiving referrals").
+   * an archive in RETENTION_ARCHIVE_DIR, its clinical content then purged (docs/operations.md,
+   * "Archiving referrals").
    */
   readonly referralArchiveAfterMonths: number;
   /**
@@ -170,6 +189,15 @@ export interface Config {
    * refuses loopback, private and link-local addresses otherwise).
    */
   readonly webhookAllowedAddresses: ReadonlySet<string>;
+  /**
+   * Where refhub sends its ops webhooks: one signed event when an incident opens and one when it
+   * resolves (docs/operations.md, "Alerts"). Without it incidents are kept and shown, and none is sent.
+   */
+  readonly opsWebhookUrl: string | undefined;
+  /** The Standard Webhooks secret (`whsec_…`) the ops webhooks are signed with; set with the URL. */
+  readonly opsWebhookSecret: string | undefined;
+  /** How often refhub looks at the conditions an operator must act on (the incident sweep). */
+  readonly incidentSweepSeconds: number;
   /**
    * Where ClamAV's daemon scans attachments, as `clamd://host:port`; without it no attachment is
    * scanned by refhub.
@@ -233,6 +261,53 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   if (value < min || value > max)
     throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+/** A number with a fractional part allowed (`0.5`, `10`), from `min` to `max`. */
+function decimal(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+(\.\d+)?$/.test(raw))
+    throw new ConfigError(name, `must be a number such as 10 or 0.5, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max)
+    throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+/**
+ * The default rate limit: RATE_LIMIT_PER_SECOND and RATE_LIMIT_BURST, or, for an installation that
+ * still sets only the older RATE_LIMIT_PER_MINUTE, its number a minute (÷ 60 a second) with a burst
+ * of that number, which its one-minute window allowed at once. Both rates at once are refused: which
+ * one was meant cannot be told.
+ */
+function rateLimit(env: Env): Pick<Config, 'rateLimitPerSecond' | 'rateLimitBurst'> {
+  const { perSecond, burst } = RATE_LIMIT_BOUNDS;
+  const perMinute = read(env, 'RATE_LIMIT_PER_MINUTE');
+  if (perMinute !== undefined && read(env, 'RATE_LIMIT_PER_SECOND') !== undefined) {
+    throw new ConfigError(
+      'RATE_LIMIT_PER_MINUTE',
+      'is the older form of RATE_LIMIT_PER_SECOND: set one of them, not both (RATE_LIMIT_PER_SECOND with ' +
+        'RATE_LIMIT_BURST is the current form)',
+    );
+  }
+  if (perMinute !== undefined) {
+    const minute = integer(env, 'RATE_LIMIT_PER_MINUTE', 0, 1, burst.max);
+    return {
+      rateLimitPerSecond: minute / 60,
+      rateLimitBurst: integer(env, 'RATE_LIMIT_BURST', minute, burst.min, burst.max),
+    };
+  }
+  return {
+    rateLimitPerSecond: decimal(
+      env,
+      'RATE_LIMIT_PER_SECOND',
+      DEFAULT_RATE_LIMIT.perSecond,
+      perSecond.min,
+      perSecond.max,
+    ),
+    rateLimitBurst: integer(env, 'RATE_LIMIT_BURST', DEFAULT_RATE_LIMIT.burst, burst.min, burst.max),
+  };
 }
 
 /**
@@ -324,6 +399,28 @@ function keyEncryptionKeys(env: Env, name: string): LocalKeyEncryptionKey[] | un
   } catch (error) {
     throw new ConfigError(name, (error as Error).message);
   }
+}
+
+/**
+ * OPS_WEBHOOK_URL (https in production) and OPS_WEBHOOK_SECRET, set together; the secret is a Standard
+ * Webhooks one, `whsec_` and the base64 of at least 24 bytes (`refhub webhooks` makes them of 32).
+ */
+function opsWebhook(env: Env, mode: Config['env']): Pick<Config, 'opsWebhookUrl' | 'opsWebhookSecret'> {
+  const opsWebhookUrl = url(env, 'OPS_WEBHOOK_URL', mode === 'production' ? ['https:'] : ['http:', 'https:']);
+  const opsWebhookSecret = read(env, 'OPS_WEBHOOK_SECRET');
+  if (opsWebhookUrl !== undefined && opsWebhookSecret === undefined) {
+    throw new ConfigError('OPS_WEBHOOK_SECRET', 'must be set with OPS_WEBHOOK_URL, to sign its events');
+  }
+  if (opsWebhookSecret !== undefined) {
+    const key = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(opsWebhookSecret)?.[1];
+    if (key === undefined || Buffer.from(key, 'base64').length < 24) {
+      throw new ConfigError(
+        'OPS_WEBHOOK_SECRET',
+        'must be `whsec_` and the base64 of at least 24 random bytes (as a webhook secret is)',
+      );
+    }
+  }
+  return { opsWebhookUrl, opsWebhookSecret };
 }
 
 function secret(env: Env, name: string, minLength: number): string | undefined {
@@ -420,6 +517,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     '',
   );
   const signingKey = auditSigningKey(env);
+  // Six years, HIPAA's horizon for the records that document compliance (docs/operations.md, "Retention").
+  const auditMonths = integer(env, 'RETENTION_AUDIT_MONTHS', 72, 72, 1200);
   const redisUrl = url(env, 'REDIS_URL', ['redis:', 'rediss:']);
   const config: Config = {
     env: mode,
@@ -435,7 +534,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     dataKeyRefreshSeconds: integer(env, 'DATA_KEY_REFRESH_SECONDS', 30, 1, 3600),
     linkTtlSeconds: integer(env, 'LINK_TTL_SECONDS', 900, 30, 86_400),
     catalogFile: optionalPath(cwd, read(env, 'CATALOG_FILE')),
-    rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
+    ...rateLimit(env),
     responsesInFlightMib: integer(env, 'RESPONSES_IN_FLIGHT_MIB', 32, 1, 4096),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     queueBackend: oneOf(env, 'QUEUE_BACKEND', QUEUE_BACKENDS, redisUrl === undefined ? 'postgres' : 'redis'),
@@ -478,15 +577,19 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     httpHeadersTimeoutSeconds: integer(env, 'HTTP_HEADERS_TIMEOUT_SECONDS', 10, 1, 600),
     httpKeepAliveTimeoutSeconds: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', 72, 1, 3600),
     eventRetentionDays: integer(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
-    retentionArchiveDir: path.resolve(
-      cwd,
-      read(env, 'RETENTION_ARCHIVE_DIR') ?? path.join(read(env, 'DATA_DIR') ?? 'data', 'archive'),
-    ),
+    retentionAuditMonths: auditMonths,
+    retentionEventsMonths: integer(env, 'RETENTION_EVENTS_MONTHS', 36, 1, 1200),
+    retentionWebhookAttemptsMonths: integer(env, 'RETENTION_WEBHOOK_ATTEMPTS_MONTHS', 3, 1, 1200),
+    retentionLedgerMonths: integer(env, 'RETENTION_LEDGER_MONTHS', auditMonths, 1, 1200),
+    retentionArchiveDir: path.resolve(cwd, read(env, 'RETENTION_ARCHIVE_DIR') ?? 'archive'),
+    retentionSweepSeconds: integer(env, 'RETENTION_SWEEP_SECONDS', 86_400, 60, 31 * 86_400),
     referralArchiveAfterMonths: integer(env, 'REFERRAL_ARCHIVE_AFTER_MONTHS', 18, 1, 1200),
     webhookRetryScheduleMs: durations(env, 'WEBHOOK_RETRY_SCHEDULE', DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS),
     webhookAttemptTimeoutSeconds: integer(env, 'WEBHOOK_ATTEMPT_TIMEOUT_SECONDS', 15, 1, 120),
     webhookDisableAfterSeconds: integer(env, 'WEBHOOK_DISABLE_AFTER_SECONDS', 5 * 86_400, 1, 365 * 86_400),
     webhookAllowedAddresses: list(env, 'WEBHOOK_ALLOWED_ADDRESSES'),
+    ...opsWebhook(env, mode),
+    incidentSweepSeconds: integer(env, 'INCIDENT_SWEEP_SECONDS', 60, 1, 3600),
     attachmentScanner: scannerAddress(env, 'ATTACHMENT_SCANNER'),
     attachmentScanTimeoutSeconds: integer(env, 'ATTACHMENT_SCAN_TIMEOUT_SECONDS', 60, 1, 600),
     attachmentsScannedElsewhere:
@@ -690,7 +793,8 @@ const SHOWN: {
   dataKeyRefreshSeconds: ['DATA_KEY_REFRESH_SECONDS', 'value'],
   linkTtlSeconds: ['LINK_TTL_SECONDS', 'value'],
   catalogFile: ['CATALOG_FILE', 'value'],
-  rateLimitPerMinute: ['RATE_LIMIT_PER_MINUTE', 'value'],
+  rateLimitPerSecond: ['RATE_LIMIT_PER_SECOND', 'value'],
+  rateLimitBurst: ['RATE_LIMIT_BURST', 'value'],
   responsesInFlightMib: ['RESPONSES_IN_FLIGHT_MIB', 'value'],
   logLevel: ['LOG_LEVEL', 'value'],
   queueBackend: ['QUEUE_BACKEND', 'value'],
@@ -728,12 +832,20 @@ const SHOWN: {
   httpHeadersTimeoutSeconds: ['HTTP_HEADERS_TIMEOUT_SECONDS', 'value'],
   httpKeepAliveTimeoutSeconds: ['HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', 'value'],
   eventRetentionDays: ['EVENT_RETENTION_DAYS', 'value'],
+  retentionAuditMonths: ['RETENTION_AUDIT_MONTHS', 'value'],
+  retentionEventsMonths: ['RETENTION_EVENTS_MONTHS', 'value'],
+  retentionWebhookAttemptsMonths: ['RETENTION_WEBHOOK_ATTEMPTS_MONTHS', 'value'],
+  retentionLedgerMonths: ['RETENTION_LEDGER_MONTHS', 'value'],
   retentionArchiveDir: ['RETENTION_ARCHIVE_DIR', 'value'],
+  retentionSweepSeconds: ['RETENTION_SWEEP_SECONDS', 'value'],
   referralArchiveAfterMonths: ['REFERRAL_ARCHIVE_AFTER_MONTHS', 'value'],
   webhookRetryScheduleMs: ['WEBHOOK_RETRY_SCHEDULE', 'value'],
   webhookAttemptTimeoutSeconds: ['WEBHOOK_ATTEMPT_TIMEOUT_SECONDS', 'value'],
   webhookDisableAfterSeconds: ['WEBHOOK_DISABLE_AFTER_SECONDS', 'value'],
   webhookAllowedAddresses: ['WEBHOOK_ALLOWED_ADDRESSES', 'value'],
+  opsWebhookUrl: ['OPS_WEBHOOK_URL', 'url'],
+  opsWebhookSecret: ['OPS_WEBHOOK_SECRET', 'secret'],
+  incidentSweepSeconds: ['INCIDENT_SWEEP_SECONDS', 'value'],
   attachmentScanner: ['ATTACHMENT_SCANNER', 'value'],
   attachmentScanTimeoutSeconds: ['ATTACHMENT_SCAN_TIMEOUT_SECONDS', 'value'],
   attachmentsScannedElsewhere: ['ATTACHMENT_SCANNING', (elsewhere) => (elsewhere ? 'elsewhere' : 'refhub')],

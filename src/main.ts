@@ -3,12 +3,15 @@
 // the serving modes are in composition/serve.ts, and the operator's commands in src/cli.
 import { Command } from 'commander';
 import type { CreateKeyOptions } from './cli/api-key.command.ts';
+import type { LimitOptions } from './cli/rate-limit.command.ts';
 import type { AuditExportOptions, AuditPublicKeyOptions, AuditVerifyOptions } from './cli/audit.command.ts';
 import {
+  burstArg,
   clientRoleArg,
   dayArg,
   institutionArg,
   instantArg,
+  perSecondArg,
   portArg,
   roleArg,
   tokenArg,
@@ -133,6 +136,18 @@ keys
   .description('revoke a key by its ID or display prefix; it stops working at once')
   .action(async (idOrPrefix: string) => (await commands()).keysRevokeCommand(idOrPrefix));
 
+keys
+  .command('limit <idOrPrefix>')
+  .description(
+    "set a key's own rate limit (--per-second N --burst N), or give it the installation default (--default)",
+  )
+  .option('--per-second <n>', 'requests a second, sustained', perSecondArg)
+  .option('--burst <n>', 'requests at once above the rate', burstArg)
+  .option('--default', 'the installation default again (RATE_LIMIT_PER_SECOND, RATE_LIMIT_BURST)')
+  .action(async (idOrPrefix: string, options: LimitOptions) =>
+    (await commands()).keysLimitCommand(idOrPrefix, options),
+  );
+
 const clients = program
   .command('clients')
   .description('manage clients with signed credentials (OAuth 2.0 client credentials, private_key_jwt)');
@@ -172,6 +187,17 @@ clients
   .description('revoke a client by its ID; its access tokens stop working at once')
   .action(async (id: string) => (await commands()).clientsRevokeCommand(id));
 
+clients
+  .command('limit')
+  .argument('<id>', 'the client ID', uuidArg('a client ID'))
+  .description(
+    "set a client's own rate limit (--per-second N --burst N), or give it the installation default (--default)",
+  )
+  .option('--per-second <n>', 'requests a second, sustained', perSecondArg)
+  .option('--burst <n>', 'requests at once above the rate', burstArg)
+  .option('--default', 'the installation default again (RATE_LIMIT_PER_SECOND, RATE_LIMIT_BURST)')
+  .action(async (id: string, options: LimitOptions) => (await commands()).clientsLimitCommand(id, options));
+
 const dataKeys = program
   .command('data-keys')
   .description('the keys patient data is sealed with, and their rotation (docs/security.md)');
@@ -188,18 +214,6 @@ dataKeys
       'again under it while the service runs; run again to finish one that was interrupted',
   )
   .action(async () => (await commands()).dataKeysRotateCommand());
-
-const retention = program
-  .command('retention')
-  .description('archive what refhub keeps no longer (docs/operations.md, "Retention")');
-
-retention
-  .command('referrals')
-  .description(
-    'write the final referrals untouched for REFERRAL_ARCHIVE_AFTER_MONTHS to a new archive in ' +
-      'RETENTION_ARCHIVE_DIR, verify it, then purge their clinical content',
-  )
-  .action(async () => (await commands()).retentionReferralsCommand());
 
 const audit = program
   .command('audit')
@@ -250,6 +264,38 @@ audit
   .requiredOption('--from <day>', 'the first day (YYYY-MM-DD, UTC)', dayArg)
   .requiredOption('--to <day>', 'the last day (YYYY-MM-DD, UTC)', dayArg)
   .action(async (options: AuditExportOptions) => (await commands()).auditExportCommand(options));
+
+const retention = program
+  .command('retention')
+  .description(
+    'archive and drop the months of the audit trail, event feed, webhook attempts and forwarding ledger ' +
+      'past their retention, and archive the referrals that ended long ago (docs/operations.md)',
+  );
+
+retention
+  .command('run')
+  .description(
+    'make the month partitions ahead, then archive each month past its RETENTION_*_MONTHS to ' +
+      'RETENTION_ARCHIVE_DIR, verify the archive and drop the month, now',
+  )
+  .action(async () => (await commands()).retentionRunCommand());
+
+retention
+  .command('verify')
+  .description(
+    "check an archive's directory against its manifest (every file's SHA-256 and rows, and an audit " +
+      "archive's chains); exit 1 naming the file at the first mismatch",
+  )
+  .argument('<archive>', 'the archive directory (RETENTION_ARCHIVE_DIR/<table>-<YYYY-MM>)')
+  .action(async (archive: string) => (await commands()).retentionVerifyCommand(archive));
+
+retention
+  .command('referrals')
+  .description(
+    'write the final referrals untouched for REFERRAL_ARCHIVE_AFTER_MONTHS to a new archive in ' +
+      'RETENTION_ARCHIVE_DIR, verify it, then purge their clinical content',
+  )
+  .action(async () => (await commands()).retentionReferralsCommand());
 
 program
   .command('sandbox-ehr')

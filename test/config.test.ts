@@ -22,7 +22,8 @@ describe('loadConfig', () => {
       dataDir: '/srv/refhub/data',
       linkTtlSeconds: 900,
       catalogFile: undefined,
-      rateLimitPerMinute: 1200,
+      rateLimitPerSecond: 10,
+      rateLimitBurst: 50,
       logLevel: 'info',
       redisUrl: 'redis://127.0.0.1:6379',
       queuePrefix: '{refhub}',
@@ -111,7 +112,9 @@ describe('loadConfig', () => {
       dataDir: '/var/lib/refhub',
       linkTtlSeconds: 600,
       catalogFile: '/srv/catalog.json',
-      rateLimitPerMinute: 60,
+      // The older setting alone: its number a minute, with a burst of that number.
+      rateLimitPerSecond: 1,
+      rateLimitBurst: 60,
       logLevel: 'warn',
       redisUrl: 'rediss://:secret@redis:6380/2',
       queuePrefix: '{refhub-eu}',
@@ -403,6 +406,10 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'mysql://x/y', /DATABASE_URL: must use postgres: or postgresql:/],
     ['LINK_TTL_SECONDS', '5', /LINK_TTL_SECONDS: must be between 30 and 86400/],
     ['RATE_LIMIT_PER_MINUTE', '-1', /RATE_LIMIT_PER_MINUTE: must be a whole number/],
+    ['RATE_LIMIT_PER_SECOND', 'ten', /RATE_LIMIT_PER_SECOND: must be a number such as 10 or 0.5/],
+    ['RATE_LIMIT_PER_SECOND', '0', /RATE_LIMIT_PER_SECOND: must be between 0.001 and 100000/],
+    ['RATE_LIMIT_BURST', '0', /RATE_LIMIT_BURST: must be between 1 and 1000000/],
+    ['RATE_LIMIT_BURST', '2.5', /RATE_LIMIT_BURST: must be a whole number/],
     ['LOG_LEVEL', 'loud', /LOG_LEVEL: must be one of/],
     ['REDIS_URL', 'http://redis:6379', /REDIS_URL: must use redis: or rediss:/],
     ['QUEUE_PREFIX', 'a b', /QUEUE_PREFIX: must be 1 to 64 of/],
@@ -472,6 +479,20 @@ describe('loadConfig', () => {
     expect(load).toThrow(message);
   });
 
+  it('takes the rate limit a second with a burst, or the older RATE_LIMIT_PER_MINUTE, never both', () => {
+    expect(loadConfig({ RATE_LIMIT_PER_SECOND: '2.5', RATE_LIMIT_BURST: '20' })).toMatchObject({
+      rateLimitPerSecond: 2.5,
+      rateLimitBurst: 20,
+    });
+    expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '120', RATE_LIMIT_BURST: '10' })).toMatchObject({
+      rateLimitPerSecond: 2,
+      rateLimitBurst: 10,
+    });
+    const both = () => loadConfig({ RATE_LIMIT_PER_MINUTE: '120', RATE_LIMIT_PER_SECOND: '2' });
+    expect(both).toThrow(ConfigError);
+    expect(both).toThrow(/RATE_LIMIT_PER_MINUTE: is the older form of RATE_LIMIT_PER_SECOND/);
+  });
+
   it('puts the queues in the database unless Redis is chosen, and makes production choose', () => {
     expect(loadConfig({}).queueBackend).toBe('postgres');
     expect(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379' }).queueBackend).toBe('redis');
@@ -521,5 +542,35 @@ describe('a production start', () => {
     expect(
       lines.slice(1).map((line) => /^ {2}([A-Z_]+): is required when NODE_ENV=production/.exec(line)?.[1]),
     ).toEqual(names);
+  });
+});
+
+describe('the ops webhook', () => {
+  const secret = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
+
+  it('takes a URL with its secret, and a sweep interval', () => {
+    const config = loadConfig({
+      OPS_WEBHOOK_URL: 'https://ops.example.org/refhub',
+      OPS_WEBHOOK_SECRET: secret,
+      INCIDENT_SWEEP_SECONDS: '30',
+    });
+    expect(config.opsWebhookUrl).toBe('https://ops.example.org/refhub');
+    expect(config.opsWebhookSecret).toBe(secret);
+    expect(config.incidentSweepSeconds).toBe(30);
+    expect(loadConfig({}).incidentSweepSeconds).toBe(60);
+  });
+
+  it('refuses a URL without a secret, and a secret that is not a webhook secret, naming the variable', () => {
+    expect(() => loadConfig({ OPS_WEBHOOK_URL: 'https://ops.example.org/refhub' })).toThrow(
+      /OPS_WEBHOOK_SECRET.*must be set with OPS_WEBHOOK_URL/,
+    );
+    for (const bad of ['not-a-secret', 'whsec_c2hvcnQ=', `whsec_${'!'.repeat(44)}`]) {
+      expect(() =>
+        loadConfig({ OPS_WEBHOOK_URL: 'https://ops.example.org/refhub', OPS_WEBHOOK_SECRET: bad }),
+      ).toThrow(/OPS_WEBHOOK_SECRET/);
+    }
+    expect(() =>
+      loadConfig({ OPS_WEBHOOK_URL: 'ftp://ops.example.org/', OPS_WEBHOOK_SECRET: secret }),
+    ).toThrow(/OPS_WEBHOOK_URL/);
   });
 });

@@ -1,12 +1,19 @@
 // `npm test`: every tier of the tests (test/README.md) that this machine can run. On a machine with
 // nothing but Node that is the `fast` and `embedded` tiers; the `int` and `browser` tiers need
-// PostgreSQL and Redis (and `browser` Chromium), and the tests that read PDFs need qpdf. What it leaves
+// PostgreSQL and Redis (and `browser` Chromium), the tests that read PDFs need qpdf, and the tests of the
+// Prometheus alert rules promtool. What it leaves
 // out it says in one line, at the end. With CI=true it leaves out nothing: a missing server fails the
 // run (test/support/global-setup.ts), as a missing program fails the tests that need it. Arguments go
 // to vitest.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { chromiumMissing, qpdfMissing, serversMissing, type Missing } from './support/servers.ts';
+import {
+  chromiumMissing,
+  promtoolMissing,
+  qpdfMissing,
+  serversMissing,
+  type Missing,
+} from './support/servers.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const TIERS = ['fast', 'embedded', 'int', 'browser'] as const;
@@ -24,10 +31,12 @@ if (!ci) {
   const servers = await serversMissing();
   const chromium = chromiumMissing();
   const qpdf = qpdfMissing();
+  const promtool = promtoolMissing();
   if (servers.length > 0) left.push({ what: 'the int tier', tier: 'int', needs: servers });
   const browser = chromium === undefined ? servers : [...servers, chromium];
   if (browser.length > 0) left.push({ what: 'the browser tier', tier: 'browser', needs: browser });
   if (qpdf !== undefined) left.push({ what: 'the tests that read PDFs', needs: [qpdf] });
+  if (promtool !== undefined) left.push({ what: 'the tests of the alert rules', needs: [promtool] });
 }
 const tiers = TIERS.filter((tier) => !left.some((l) => l.tier === tier));
 const programs = left.filter((l) => l.tier === undefined).flatMap((l) => l.needs.map((m) => m.name));

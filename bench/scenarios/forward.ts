@@ -307,7 +307,8 @@ export function refhubSide(
   };
 }
 
-function bareSide(env: BenchEnv, bare: BarePipeline): ForwardSide {
+/** The bare pipeline as a side of a burst: its submit endpoint, its drafts and its own records. */
+export function bareSide(env: BenchEnv, bare: BarePipeline): ForwardSide {
   return {
     target: bareSubmitTarget(env, bare),
     processes: [bare.service],

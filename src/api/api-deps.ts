@@ -27,6 +27,7 @@ import type { LinkRedemption } from '../services/links/redemption.service.ts';
 import type { LinkService } from '../services/links/links.service.ts';
 import type { ReferralCommands } from '../services/referrals/commands.ts';
 import type { ReferralQueries } from '../services/referrals/queries.ts';
+import type { RateLimits } from '../services/rate-limits.service.ts';
 import type { WaitTimes } from '../services/wait-times.service.ts';
 import type { WebhookSubscriptions } from '../services/webhooks/webhooks.service.ts';
 import type { AdminAudit } from './admin/admin-audit.ts';
@@ -78,6 +79,8 @@ export interface ApiDeps {
   readonly accessReport: AccessReport;
   /** The offerings' wait times, for the API and the web form. */
   readonly waitTimes: Pick<WaitTimes, 'forOffering' | 'acceptedHints'>;
+  /** Each client's rate limit, its buckets shared by every API process. */
+  readonly rateLimits: Pick<RateLimits, 'take'>;
 }
 
 /** The hosted form's own state: its session gate, and the count of unknown link tokens per address. */

@@ -2,22 +2,21 @@
 // ours: the composition root passes the services (`deps`) and each app's own stateful parts, and
 // alone calls listen().
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { Type } from 'typebox';
 import { v7 as uuidv7 } from 'uuid';
-import { AppError } from '../errors.ts';
 import type { ApiDeps, ApiParts } from './api-deps.ts';
 import { API_VERSION, swaggerOptions } from './openapi.ts';
 import { registerComponentSchemas } from './schemas/components.ts';
-import { API_PREFIX, BODY_LIMIT, isApiRoute, responseHeadersOf } from './http.ts';
+import { API_PREFIX, BODY_LIMIT, responseHeadersOf } from './http.ts';
 import { httpEdgeOptions, MAX_PARAM_LENGTH } from './http-edge.ts';
 import { refuseMalformedQuery, registerStrictJsonParser } from './request-encoding.ts';
 import { registerAuth } from './plugins/auth.ts';
 import { opsOnlyDocs } from './docs-access.ts';
 import { DOCUMENT_PATH, swaggerUiOptions } from './docs-page.ts';
 import { registerIdempotency } from './plugins/idempotency.ts';
+import { registerRateLimits } from './rate-limits.ts';
 import { registerResponseBudget } from './response-budget.ts';
 import { registerProblemHandlers } from './plugins/problem.ts';
 import { registerWebhookWarning } from './webhooks-warning.ts';
@@ -105,24 +104,8 @@ export async function buildApp(deps: ApiDeps, parts: ApiParts): Promise<FastifyI
   registerAuth(app, deps, parts.apiKeyFailures);
   registerWebhookWarning(app, deps);
 
-  await app.register(rateLimit, {
-    global: true,
-    hook: 'preValidation',
-    max: deps.config.rateLimitPerMinute,
-    timeWindow: 60_000,
-    enableDraftSpec: true,
-    keyGenerator: (request) => request.apiKey?.id ?? request.ip,
-    allowList: (request) => !isApiRoute(request),
-    errorResponseBuilder: (_request, context) => {
-      deps.metrics.rateLimited();
-      return new AppError(
-        'rate_limited',
-        429,
-        'Too many requests',
-        `This API key is limited to ${context.max} requests a minute. Retry after ${context.after}.`,
-      );
-    },
-  });
+  // After authentication (which names the client), before validation: a refused request costs nothing more.
+  registerRateLimits(app, deps);
 
   registerIdempotency(app, deps);
   registerResponseBudget(app, deps);

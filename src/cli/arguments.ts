@@ -73,3 +73,16 @@ export function clientRoleArg(value: string): 'sender' | 'provider' {
     throw new InvalidArgumentError('expected sender or provider');
   return value;
 }
+
+/** `--per-second`: requests a second, a number such as 10 or 0.5 (the service checks its bounds). */
+export function perSecondArg(value: string): number {
+  if (!/^\d+(\.\d+)?$/.test(value))
+    throw new InvalidArgumentError('expected a number, for example 10 or 0.5');
+  return Number(value);
+}
+
+/** `--burst`: a whole number of requests (the service checks its bounds). */
+export function burstArg(value: string): number {
+  if (!/^\d{1,9}$/.test(value)) throw new InvalidArgumentError('expected a whole number, for example 50');
+  return Number(value);
+}

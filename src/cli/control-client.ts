@@ -17,6 +17,8 @@ export const CONTROL_COMMANDS = [
   'clients list',
   'clients keys',
   'clients revoke',
+  'keys limit',
+  'clients limit',
 ] as const;
 export type ControlCommand = (typeof CONTROL_COMMANDS)[number];
 

@@ -10,6 +10,7 @@ import { AppError } from '../errors.ts';
 import { QUEUE_UNAVAILABLE } from '../queue/connections.ts';
 import { QueuePrefixTakenError } from '../queue/prefix-claim.ts';
 import { AuditExportError } from '../services/audit/export.ts';
+import { ArchiveError } from '../services/retention/archive.ts';
 import { ControlCommandRefused } from './control-client.ts';
 
 export function fail(message: string): never {
@@ -33,6 +34,7 @@ export function operatorMessage(error: unknown): string | undefined {
     (error instanceof MigrationFailedError && error.byDatabase) ||
     error instanceof InvalidArgumentError ||
     error instanceof AuditExportError ||
+    error instanceof ArchiveError ||
     error instanceof ControlCommandRefused
   ) {
     return error.message;

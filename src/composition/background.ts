@@ -1,6 +1,8 @@
 // Everything that runs behind the API: the outbox relay, the webhooks relay, the forwarding,
-// reminder, webhook and wait-times workers (and the attachment scanner's, where one is configured),
-// the reconciler, and the wait-times scheduler (set as it starts, and again if the queues lose it). `refhub all` and `refhub worker` start it; stopping it lets active jobs finish
+// reminder, webhook, triage-overdue, wait-times, incidents and retention workers (and the attachment
+// scanner's, where one is configured), the reconciler, and the queues' schedulers (set as it starts,
+// and again if the queues lose them); as it starts it also makes the month partitions ahead
+// (retention). `refhub all` and `refhub worker` start it; stopping it lets active jobs finish
 // (worker.close()), then stops the relays and the reconciler and closes the connections it opened.
 import type { Worker } from 'bullmq';
 import type { AppContext } from './context.ts';
@@ -14,7 +16,9 @@ import { createReconciler, type Reconciler } from '../queue/reconciler.ts';
 import {
   ATTACHMENT_SCAN_QUEUE,
   FORWARD_QUEUE,
+  INCIDENTS_QUEUE,
   REMINDERS_QUEUE,
+  RETENTION_QUEUE,
   TRIAGE_OVERDUE_QUEUE,
   WAIT_TIMES_QUEUE,
   WEBHOOKS_QUEUE,
@@ -22,6 +26,8 @@ import {
 import { createWebhookRelay, type WebhookRelay } from '../queue/webhooks-relay.ts';
 import { startEhrForwardWorker } from '../workers/forwarding/forwarding.worker.ts';
 import { startReminderWorker } from '../workers/reminders.worker.ts';
+import { startIncidentsWorker } from '../workers/incidents.worker.ts';
+import { startRetentionWorker } from '../workers/retention.worker.ts';
 import { startTriageOverdueWorker } from '../workers/triage-overdue.worker.ts';
 import { startWaitTimesWorker } from '../workers/wait-times.worker.ts';
 import { startWebhookWorker } from '../workers/webhooks/webhooks.worker.ts';
@@ -64,20 +70,25 @@ export function createReconcilerFor(ctx: AppContext): Reconciler {
 }
 
 /**
- * Keeps the queues' two job schedulers in place: the wait-times computation (WAIT_TIMES_AT in
+ * Keeps the queues' four job schedulers in place: the wait-times computation (WAIT_TIMES_AT in
  * DISPLAY_TIME_ZONE, with a run asked for at once so that a fresh installation answers soon after it
- * starts) and the triage-overdue sweep (every TRIAGE_OVERDUE_SWEEP_SECONDS). The first pass sets both;
- * then every `everyMs` each is set again if the queues lost it (Redis's data lost). Queues out of
- * reach at start do not stop it: the first pass is tried again on each pass until it is done.
+ * starts), the triage-overdue sweep (every TRIAGE_OVERDUE_SWEEP_SECONDS), the incident sweep (every
+ * INCIDENT_SWEEP_SECONDS) and the retention run (every RETENTION_SWEEP_SECONDS). The first pass sets
+ * them all; then every `everyMs` each is set again if the queues lost it (Redis's data lost). Queues
+ * out of reach at start do not stop it: the first pass is tried again on each pass until it is done.
  */
 function keepSchedules(ctx: AppContext, everyMs: number): PollLoop {
   const waitTimes = { at: ctx.config.waitTimesAt, timeZone: ctx.config.displayTimeZone };
   const sweepEveryMs = ctx.config.triageOverdueSweepSeconds * 1000;
+  const incidentsEveryMs = ctx.config.incidentSweepSeconds * 1000;
+  const retentionEveryMs = ctx.config.retentionSweepSeconds * 1000;
   let started = false;
   const pass = async () => {
     if (!started) {
       await ctx.queues.scheduleWaitTimes(waitTimes);
       await ctx.queues.ensureTriageOverdueSweep(sweepEveryMs);
+      await ctx.queues.ensureIncidentsSweep(incidentsEveryMs);
+      await ctx.queues.ensureRetentionSchedule(retentionEveryMs);
       started = true;
       return;
     }
@@ -89,6 +100,12 @@ function keepSchedules(ctx: AppContext, everyMs: number): PollLoop {
         { queue: TRIAGE_OVERDUE_QUEUE },
         'the triage-overdue sweep was missing and is set again',
       );
+    }
+    if (await ctx.queues.ensureIncidentsSweep(incidentsEveryMs)) {
+      ctx.logger.warn({ queue: INCIDENTS_QUEUE }, 'the incident sweep was missing and is set again');
+    }
+    if (await ctx.queues.ensureRetentionSchedule(retentionEveryMs)) {
+      ctx.logger.warn({ queue: RETENTION_QUEUE }, 'the retention run was missing and is set again');
     }
   };
   const onError = (error: unknown) => {
@@ -179,6 +196,14 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
       { waitTimes: ctx.waitTimes, logger: logger.child({ worker: WAIT_TIMES_QUEUE }) },
       { backend },
     ),
+    startIncidentsWorker(
+      { incidents: ctx.incidents, logger: logger.child({ worker: INCIDENTS_QUEUE }) },
+      { backend },
+    ),
+    startRetentionWorker(
+      { retention: ctx.retention, logger: logger.child({ worker: RETENTION_QUEUE }) },
+      { backend },
+    ),
   ];
   // Attachments are scanned where a scanner is configured; elsewhere none waits for a scan.
   const scanner =
@@ -233,6 +258,14 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
   const reconciler = createReconcilerFor(ctx);
   const reconcileEveryMs = options.reconcileEveryMs ?? config.reconcileIntervalSeconds * 1000;
   const schedules = keepSchedules(ctx, reconcileEveryMs);
+  // The month partitions ahead, at once: inserts never wait for them (a DEFAULT partition takes a
+  // month that has none), but the scheduled run may be a day away.
+  const partitions = ctx.retention.makePartitions().catch((error: unknown) => {
+    logger.warn(
+      { code: errorCode(error) },
+      'the month partitions could not be made; the retention run tries again',
+    );
+  });
   relay.start();
   webhookRelay.start();
   reconciler.start(reconcileEveryMs);
@@ -245,6 +278,7 @@ export function startBackground(ctx: AppContext, options: BackgroundOptions): Ba
     ehr,
     workers,
     async stop() {
+      await partitions;
       await schedules.stop();
       await Promise.all(workers.map((w) => w.close()));
       await changes?.close();

@@ -12,6 +12,7 @@ import { createLogger } from '../logger.ts';
 import { postgresQueueBackend, redisQueueBackend } from '../queue/backend.ts';
 import { createSandboxEhr } from '../sandbox-ehr/sandbox-ehr.ts';
 import type { CreateKeyOptions } from '../cli/api-key.command.ts';
+import type { LimitOptions } from '../cli/rate-limit.command.ts';
 import {
   adoptAudit,
   exportAudit,
@@ -32,7 +33,7 @@ import { CONTROL_RUNS } from './control-socket.ts';
 import { retryForwards } from '../cli/forwarding.command.ts';
 import { migrate } from '../cli/migrate.command.ts';
 import { reconcile } from '../cli/reconcile.command.ts';
-import { archiveReferrals } from '../cli/retention.command.ts';
+import { archiveReferrals, runRetention, verifyRetentionArchive } from '../cli/retention.command.ts';
 import { archiveStaleReferrals } from '../services/retention/referrals-archive.ts';
 import {
   refuseSandboxInProduction,
@@ -158,6 +159,15 @@ export function reconcileCommand(): Promise<void> {
   });
 }
 
+export function retentionRunCommand(): Promise<void> {
+  return withContext('refhub retention run', (ctx) => runRetention(ctx));
+}
+
+/** Needs no database and no settings: an archive is checked by its own manifest. */
+export function retentionVerifyCommand(archive: string): Promise<void> {
+  return verifyRetentionArchive(archive);
+}
+
 /** The one operator's command that changes the schema; the serving modes migrate as they start. */
 export function migrateCommand(): Promise<void> {
   return migrate({
@@ -196,6 +206,10 @@ export function keysListCommand(): Promise<void> {
 
 export function keysRevokeCommand(idOrPrefix: string): Promise<void> {
   return inContextOrServingRefhub('keys revoke', [idOrPrefix]);
+}
+
+export function keysLimitCommand(idOrPrefix: string, options: LimitOptions): Promise<void> {
+  return inContextOrServingRefhub('keys limit', [idOrPrefix, options]);
 }
 
 export function dataKeysStatusCommand(): Promise<void> {
@@ -263,6 +277,10 @@ export function clientsKeysCommand(id: string, options: KeySourceOptions): Promi
 
 export function clientsRevokeCommand(id: string): Promise<void> {
   return inContextOrServingRefhub('clients revoke', [id]);
+}
+
+export function clientsLimitCommand(id: string, options: LimitOptions): Promise<void> {
+  return inContextOrServingRefhub('clients limit', [id, options]);
 }
 
 /** `refhub sandbox-ehr`; the in-process tests call it too. Refuses in production before building. */

@@ -30,6 +30,12 @@ import { createAuditChain, type AuditChain } from '../services/audit/audit-chain
 import { TOKEN_PATH } from '../domain/client-credentials.ts';
 import { createCatalogService, type CatalogService } from '../services/catalog/catalog.service.ts';
 import { createHousekeeping, type Housekeeping } from '../services/housekeeping.service.ts';
+import {
+  createRetention,
+  RETENTION_MONTHS_AHEAD,
+  type Retention,
+  type RetentionSettings,
+} from '../services/retention/retention.service.ts';
 import { createLinkMinter, type LinkMinter } from '../services/links/minter.ts';
 import { createLinkService, type LinkService } from '../services/links/links.service.ts';
 import { createLinkRedemption, type LinkRedemption } from '../services/links/redemption.service.ts';
@@ -38,7 +44,14 @@ import { createReferralQueries, type ReferralQueries } from '../services/referra
 import { createEhrForwarding, type EhrForwarding } from '../services/forwarding.service.ts';
 import { createReminders, type Reminders } from '../services/reminders.service.ts';
 import { createTriageOverdue, type TriageOverdue } from '../services/triage-overdue.service.ts';
+import { createIncidents, type Incidents, type OpsWebhook } from '../services/incidents.service.ts';
 import { createWaitTimes, type WaitTimes } from '../services/wait-times.service.ts';
+import {
+  createRateLimits,
+  createRateLimitSettings,
+  type RateLimits,
+  type RateLimitSettings,
+} from '../services/rate-limits.service.ts';
 import { createEventFeed, type EventFeed } from '../services/events.service.ts';
 import { createWebhookClient, type WebhookClient } from '../workers/webhooks/webhooks-client.ts';
 import { deliverOnce, type DeliveryDeps } from '../workers/webhooks/delivery.ts';
@@ -55,14 +68,16 @@ import {
 } from '../queue/backend.ts';
 import type { ConnectionRole } from '../queue/connections.ts';
 import { createQueueProducer, type QueueProducer } from '../queue/producer.ts';
+import { redisRateLimitBuckets } from '../queue/rate-limits.ts';
 import { claimLeaseMs } from '../queue/prefix-claim.ts';
 import { createMetrics, type Metrics } from '../observability/metrics.ts';
 import { QUEUE_NAMES } from '../queue/registry.ts';
 import { createReferralFhir, type ReferralFhir } from '../services/fhir.service.ts';
 import { createAttachments, type Attachments } from '../services/attachments/attachments.service.ts';
 import { createPdfChecker } from '../services/attachments/pdf.ts';
-import type { ScannerPing } from '../services/doctor-checks.ts';
+import { SCANNER_PING_TIMEOUT_MS, type ScannerPing } from '../services/doctor-checks.ts';
 import { createClamdClient } from '../workers/attachments/clamd-client.ts';
+import { parseClamdAddress } from '../domain/attachments.ts';
 import { openDataKeys, type DataKeys, type DataKeysOptions } from '../db/data-keys/data-keys.repository.ts';
 import { keyRingOf } from './key-ring.ts';
 import { createDataKeyRotation, type DataKeyRotation } from '../services/data-keys.service.ts';
@@ -101,12 +116,23 @@ export interface AppContext {
   readonly auditChain: AuditChain;
   readonly catalog: CatalogService;
   readonly housekeeping: Housekeeping;
+  /** The month partitions kept ahead, and aged months archived and dropped (`refhub retention run`, the job). */
+  readonly retention: Retention;
   readonly ehrForwarding: EhrForwarding;
   readonly reminders: Reminders;
   /** Says, once per due time, that a referral's triage is overdue. */
   readonly triageOverdue: TriageOverdue;
+  /** The conditions an operator must act on: incidents opened and resolved, and the ops webhooks. */
+  readonly incidents: Incidents;
   /** The offerings' wait times: recomputed by the wait-times job, read by the API and the web form. */
   readonly waitTimes: WaitTimes;
+  /**
+   * Each client's rate limit, its buckets where the queues are (Redis, or the database), shared by
+   * every API process.
+   */
+  readonly rateLimits: RateLimits;
+  /** The operator's changes of a client's own rate limit (`refhub keys limit`, `refhub clients limit`). */
+  readonly rateLimitSettings: RateLimitSettings;
   /** Each institution's referral events in one total order. */
   readonly eventFeed: EventFeed;
   readonly webhookSubscriptions: WebhookSubscriptions;
@@ -302,19 +328,61 @@ export async function createContext(
   const claimQueues = async () => queueProducer().claim(await installationId(), claimLease);
   const releaseQueues = async () => queueProducer().release(await installationId());
   let claimed: Promise<void> | undefined;
-  metrics.setSources({
-    queueCounts: async () =>
-      Object.fromEntries(
-        await Promise.all(
-          QUEUE_NAMES.map(async (name) => [name, await queueProducer().jobCounts(name)] as const),
-        ),
+  // Whether clamd answers PING now, where a scanner is configured: a scrape-time gauge and an incident.
+  const scannerAddress =
+    config.attachmentScanner === undefined ? undefined : parseClamdAddress(config.attachmentScanner);
+  const scannerReachable =
+    scannerAddress === undefined
+      ? undefined
+      : () =>
+          pingScanner({ ...scannerAddress, timeoutMs: SCANNER_PING_TIMEOUT_MS }).then(
+            () => true,
+            () => false,
+          );
+  const queueCounts = async () =>
+    Object.fromEntries(
+      await Promise.all(
+        QUEUE_NAMES.map(async (name) => [name, await queueProducer().jobCounts(name)] as const),
       ),
+    );
+  const production = config.env === 'production';
+  // The ops webhooks go through a client of their own, to the one receiver the operator named.
+  let opsClient: WebhookClient | undefined;
+  const opsUrl = config.opsWebhookUrl;
+  const opsSecret = config.opsWebhookSecret;
+  const opsWebhook: OpsWebhook | undefined =
+    opsUrl === undefined || opsSecret === undefined
+      ? undefined
+      : {
+          secret: opsSecret,
+          post: (body, headers) =>
+            (opsClient ??= createWebhookClient({
+              attemptTimeoutMs: config.webhookAttemptTimeoutSeconds * 1000,
+              loopback: !production,
+              allowed: new Set([
+                ...config.webhookAllowedAddresses,
+                new URL(opsUrl).hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase(),
+              ]),
+            })).post({ url: opsUrl, body, headers }),
+        };
+  const incidents = createIncidents({
+    stores,
+    clock,
+    logger: logger.child({ component: 'incident-sweep' }),
+    queueCounts,
+    scannerReachable,
+    opsWebhook,
+    sendLeaseMs: (config.webhookAttemptTimeoutSeconds + 5) * 1000,
+  });
+  metrics.setSources({
+    queueCounts,
+    openIncidents: () => incidents.openConditions(),
     outboxBacklog: () => stores.outbox.backlogWithEvents(clock.now()),
     disabledWebhookSubscriptions: () => stores.webhooks.subscriptions.disabledCounts(),
     ehrCircuitOpen: async () => (await stores.forwarding.circuit.read()).state === 'open',
+    ...(scannerReachable === undefined ? {} : { scannerReachable }),
   });
   let webhookClient: WebhookClient | undefined;
-  const production = config.env === 'production';
   const webhookDelivery = (): DeliveryDeps => ({
     stores,
     clock,
@@ -325,6 +393,16 @@ export async function createContext(
       loopback: !production,
       allowed: config.webhookAllowedAddresses,
     })),
+  });
+  // The buckets are where the queues are, so that every API process of the installation shares them.
+  const redisBuckets = config.queueBackend === 'redis' ? redisRateLimitBuckets(config, logger) : undefined;
+  const rateLimits = createRateLimits({
+    buckets: redisBuckets ?? stores.rateLimits,
+    storeName: redisBuckets === undefined ? 'database' : 'redis',
+    clock,
+    defaults: { perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst },
+    metrics,
+    logger,
   });
   const referralQueries = createReferralQueries({ ...deps, renderEhrForm: renderForm });
   const ehrForwarding = createEhrForwarding({ stores, clock, metrics });
@@ -351,6 +429,13 @@ export async function createContext(
       },
     }),
   });
+  const auditChain = createAuditChain({
+    stores,
+    clock,
+    signingKey: config.auditSigningKey,
+    earlierPublicKeys: config.auditPublicKeys,
+    metrics,
+  });
   return {
     config,
     logger,
@@ -370,12 +455,7 @@ export async function createContext(
     links: createLinkService(deps),
     linkRedemption: createLinkRedemption({ stores, clock }),
     apiKeys: createApiKeyService({ stores, clock }),
-    auditChain: createAuditChain({
-      stores,
-      clock,
-      signingKey: config.auditSigningKey,
-      earlierPublicKeys: config.auditPublicKeys,
-    }),
+    auditChain,
     clientCredentials: createClientCredentials({
       stores,
       clock,
@@ -390,6 +470,13 @@ export async function createContext(
       logger,
       eventRetentionDays: config.eventRetentionDays,
     }),
+    retention: createRetention({
+      stores,
+      auditChain,
+      clock,
+      metrics,
+      settings: retentionSettings(config),
+    }),
     ehrForwarding,
     reminders: createReminders({
       stores,
@@ -402,12 +489,15 @@ export async function createContext(
       },
     }),
     triageOverdue: createTriageOverdue({ stores, clock, displayTime, metrics }),
+    incidents,
     waitTimes: createWaitTimes({
       stores,
       clock,
       metrics,
       policy: { windowDays: config.waitTimesWindowDays, minReferrals: config.waitTimesMinReferrals },
     }),
+    rateLimits,
+    rateLimitSettings: createRateLimitSettings({ stores, clock }),
     eventFeed: createEventFeed({ stores, clock }),
     webhookSubscriptions: createWebhookSubscriptions({
       stores,
@@ -442,8 +532,24 @@ export async function createContext(
     lifecycle: { draining: false },
     close: async () => {
       await queues?.close();
+      await redisBuckets?.close();
       await webhookClient?.close();
+      await opsClient?.close();
       await store.close();
     },
+  };
+}
+
+/** Retention's settings from the configuration: each table's months, the archives' directory. */
+export function retentionSettings(config: Config): RetentionSettings {
+  return {
+    months: {
+      audit_events: config.retentionAuditMonths,
+      referral_events: config.retentionEventsMonths,
+      webhook_attempts: config.retentionWebhookAttemptsMonths,
+      ehr_submissions: config.retentionLedgerMonths,
+    },
+    archiveDir: config.retentionArchiveDir,
+    monthsAhead: RETENTION_MONTHS_AHEAD,
   };
 }

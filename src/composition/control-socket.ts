@@ -18,6 +18,7 @@ import {
   type ControlRequest,
 } from '../cli/control-client.ts';
 import { operatorMessage } from '../cli/failure.ts';
+import { limitClient, limitKey, type LimitOptions } from '../cli/rate-limit.command.ts';
 import type { Output } from '../cli/output.ts';
 import type { AppContext } from './context.ts';
 
@@ -36,6 +37,9 @@ export const CONTROL_RUNS: Readonly<Record<ControlCommand, Run>> = {
   'clients keys': (ctx, out, [id, options]) =>
     setClientKeys({ ...ctx, out }, String(id), options as KeySourceOptions),
   'clients revoke': (ctx, out, [id]) => revokeClient({ ...ctx, out }, String(id)),
+  'keys limit': (ctx, out, [id, options]) => limitKey({ ...ctx, out }, String(id), options as LimitOptions),
+  'clients limit': (ctx, out, [id, options]) =>
+    limitClient({ ...ctx, out }, String(id), options as LimitOptions),
 };
 
 function isRequest(value: unknown): value is ControlRequest {

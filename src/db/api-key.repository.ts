@@ -2,6 +2,7 @@
 import { sql } from 'kysely';
 import type { InstitutionRef } from '../domain/access.ts';
 import { isUuid } from '../domain/ids.ts';
+import type { RateLimitPolicy } from '../domain/rate-limits.ts';
 import type { Role } from '../domain/statuses.ts';
 import type { Executor } from './executor.ts';
 
@@ -16,6 +17,18 @@ export interface ApiKeyRecord {
   readonly institutions: readonly InstitutionRef[];
   readonly createdAt: Date;
   readonly revokedAt: Date | null;
+  /** The credential's own rate limit, set by the operator; null: the installation's default. */
+  readonly rateLimit: RateLimitPolicy | null;
+}
+
+/** The rate limit of a row's two columns: both set, or the installation's default (null). */
+export function rateLimitOf(row: {
+  readonly rate_limit_per_second: number | null;
+  readonly rate_limit_burst: number | null;
+}): RateLimitPolicy | null {
+  return row.rate_limit_per_second === null || row.rate_limit_burst === null
+    ? null
+    : { perSecond: row.rate_limit_per_second, burst: row.rate_limit_burst };
 }
 
 export interface NewApiKey {
@@ -39,6 +52,8 @@ export function apiKeyRepository(db: Executor) {
       label: string | null;
       created_at: Date;
       revoked_at: Date | null;
+      rate_limit_per_second: number | null;
+      rate_limit_burst: number | null;
     }[],
   ): Promise<ApiKeyRecord[]> {
     if (rows.length === 0) return [];
@@ -62,13 +77,25 @@ export function apiKeyRepository(db: Executor) {
       label: r.label,
       createdAt: r.created_at,
       revokedAt: r.revoked_at,
+      rateLimit: rateLimitOf(r),
       institutions: links
         .filter((l) => l.api_key_id === r.id)
         .map((l) => ({ idType: l.institution_id_type, id: l.institution_id })),
     }));
   }
 
-  const columns = ['id', 'kind', 'prefix', 'system', 'role', 'label', 'created_at', 'revoked_at'] as const;
+  const columns = [
+    'id',
+    'kind',
+    'prefix',
+    'system',
+    'role',
+    'label',
+    'created_at',
+    'revoked_at',
+    'rate_limit_per_second',
+    'rate_limit_burst',
+  ] as const;
 
   return {
     async insert(key: NewApiKey): Promise<void> {
@@ -125,6 +152,7 @@ export function apiKeyRepository(db: Executor) {
           label: row.label,
           createdAt: row.created_at,
           revokedAt: row.revoked_at,
+          rateLimit: rateLimitOf(row),
           institutions: row.institutions,
         }
       );
@@ -163,6 +191,15 @@ export function apiKeyRepository(db: Executor) {
 
     async revoke(id: string, at: Date): Promise<void> {
       await db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).execute();
+    },
+
+    /** Sets a credential's own rate limit, or gives it the installation's default again (null). */
+    async setRateLimit(id: string, limit: RateLimitPolicy | null): Promise<void> {
+      await db
+        .updateTable('api_keys')
+        .set({ rate_limit_per_second: limit?.perSecond ?? null, rate_limit_burst: limit?.burst ?? null })
+        .where('id', '=', id)
+        .execute();
     },
   };
 }

@@ -4,7 +4,7 @@
 import type { InstitutionRef } from '../domain/access.ts';
 import type { Scope } from '../domain/client-credentials.ts';
 import type { Role } from '../domain/statuses.ts';
-import type { ApiKeyRecord } from './api-key.repository.ts';
+import { rateLimitOf, type ApiKeyRecord } from './api-key.repository.ts';
 import type { Executor } from './executor.ts';
 
 /** Where a client's public keys come from: a JWKS given at registration, or a URL refhub fetches. */
@@ -40,6 +40,8 @@ interface ClientRow {
   label: string | null;
   created_at: Date;
   revoked_at: Date | null;
+  rate_limit_per_second: number | null;
+  rate_limit_burst: number | null;
   institution_id_type: string;
   institution_id: string;
   jwks: { keys: unknown[] } | null;
@@ -56,6 +58,7 @@ function toClient(row: ClientRow): ClientRecord {
     label: row.label,
     createdAt: row.created_at,
     revokedAt: row.revoked_at,
+    rateLimit: rateLimitOf(row),
     institutions: [{ idType: row.institution_id_type, id: row.institution_id }],
     keys:
       row.jwks_url === null
@@ -83,6 +86,8 @@ export function clientCredentialsRepository(db: Executor) {
         'k.label',
         'k.created_at',
         'k.revoked_at',
+        'k.rate_limit_per_second',
+        'k.rate_limit_burst',
         'i.institution_id_type',
         'i.institution_id',
         'c.jwks',
@@ -199,6 +204,8 @@ export function clientCredentialsRepository(db: Executor) {
           'k.role',
           'k.label',
           'k.created_at',
+          'k.rate_limit_per_second',
+          'k.rate_limit_burst',
           't.institution_id_type',
           't.institution_id',
           't.scopes',
@@ -218,6 +225,7 @@ export function clientCredentialsRepository(db: Executor) {
           label: row.label,
           createdAt: row.created_at,
           revokedAt: null,
+          rateLimit: rateLimitOf(row),
           institutions: [{ idType: row.institution_id_type, id: row.institution_id }],
           scopes: row.scopes as Scope[],
           expiresAt: row.expires_at,

@@ -1,7 +1,8 @@
 // Removes rows whose purpose has passed: idempotency records after their 24 hours, one-time link
-// tokens a week after they expired (kept that long so a disputed link can still be traced), webhook
-// attempts past their retention, a webhook secret rotated out once its overlap has ended, and access
-// tokens and client assertions' jtis once they have expired.
+// tokens a week after they expired (kept that long so a disputed link can still be traced), a webhook
+// secret rotated out once its overlap has ended, and access tokens and client assertions' jtis once
+// they have expired. Webhook attempts are not deleted here: retention drops them a month at a time
+// (retention.repository.ts, RETENTION_WEBHOOK_ATTEMPTS_MONTHS).
 import { sql } from 'kysely';
 import type { Executor } from './executor.ts';
 
@@ -64,19 +65,6 @@ export function housekeepingRepository(db: Executor) {
         )
         .executeTakeFirst();
       return Number(tokens.numDeletedRows) + Number(assertions.numDeletedRows);
-    },
-
-    /** Deletes up to `limit` webhook attempts made before `cutoff`; returns how many. */
-    async purgeWebhookAttempts(cutoff: Date, limit: number): Promise<number> {
-      const result = await db
-        .deleteFrom('webhook_attempts')
-        .where(
-          'id',
-          'in',
-          db.selectFrom('webhook_attempts').select('id').where('attempted_at', '<', cutoff).limit(limit),
-        )
-        .executeTakeFirst();
-      return Number(result.numDeletedRows);
     },
 
     /**

@@ -51,6 +51,16 @@ export interface ApiKeysTable {
   label: string | null;
   created_at: Generated<Date>;
   revoked_at: Date | null;
+  /** The client's own rate limit (both set, or neither: the installation's default). */
+  rate_limit_per_second: number | null;
+  rate_limit_burst: number | null;
+}
+
+/** One client's rate-limit bucket where the queues are in the database (domain/rate-limits.ts). */
+export interface RateLimitBucketsTable {
+  client_id: string;
+  /** The bucket's theoretical arrival time, epoch milliseconds. */
+  tat_ms: number;
 }
 
 export interface ClientKeysTable {
@@ -436,6 +446,32 @@ export interface WaitTimesTable {
   declined_share: number | null;
 }
 
+/** An incident of a condition refhub watches (migration 0030, domain/incidents.ts). */
+export interface IncidentsTable {
+  id: string;
+  condition: string;
+  opened_at: Timestamp;
+  resolved_at: Date | null;
+  evidence: ColumnType<Record<string, number | boolean | string>, string, string>;
+  evidence_at: Timestamp;
+  opened_sent_at: Date | null;
+  resolved_sent_at: Date | null;
+  send_attempts: Generated<number>;
+  next_send_at: Date | null;
+}
+
+/** A month of a partitioned table archived and dropped by retention (migration 0027). */
+export interface RetentionArchivesTable {
+  table_name: string;
+  /** `YYYY-MM`, UTC. */
+  month: string;
+  /** The archive's directory. */
+  archive: string;
+  manifest_sha256: string;
+  rows: ColumnType<string, string, string>;
+  dropped_at: Timestamp;
+}
+
 export interface InstallationSecretsTable {
   name: string;
   value: string;
@@ -528,6 +564,9 @@ export interface Database {
   ehr_submissions: EhrSubmissionsTable;
   reminder_notifications: ReminderNotificationsTable;
   wait_times: WaitTimesTable;
+  incidents: IncidentsTable;
+  retention_archives: RetentionArchivesTable;
+  rate_limit_buckets: RateLimitBucketsTable;
   ehr_forms: EhrFormsTable;
   ehr_circuit: EhrCircuitTable;
   forward_backlog: ForwardBacklogTable;

@@ -21,12 +21,15 @@ import type { Executor } from './executor.ts';
 import { createForwardingStore } from './forwarding/forwarding.store.ts';
 import { housekeepingRepository } from './housekeeping.repository.ts';
 import { idempotencyRepository } from './idempotency.repository.ts';
+import { incidentRepository } from './incidents.repository.ts';
 import { installationSecretRepository } from './installation-secret.repository.ts';
 import { linkTokenRepository } from './links.repository.ts';
 import { outboxRepository } from './outbox.repository.ts';
+import { rateLimitRepository } from './rate-limits.repository.ts';
 import { createReferralStore } from './referrals/referrals.store.ts';
 import { referralsArchiveRepository } from './referrals-archive.repository.ts';
 import { reminderRepository } from './reminders.repository.ts';
+import { retentionRepository } from './retention.repository.ts';
 import type { Database } from './schema.ts';
 import { waitTimesRepository } from './wait-times.repository.ts';
 import { webhookAttemptRepository } from './webhooks/attempts.repository.ts';
@@ -61,6 +64,9 @@ const STORES = {
   installation: (db: Executor) => installationSecretRepository(db),
   housekeeping: (db: Executor) => housekeepingRepository(db),
   waitTimes: (db: Executor) => waitTimesRepository(db),
+  incidents: (db: Executor) => incidentRepository(db),
+  retention: (db: Executor) => retentionRepository(db),
+  rateLimits: (db: Executor) => rateLimitRepository(db),
 } as const;
 
 type StoreMakers = typeof STORES;

@@ -19,6 +19,13 @@ export interface MetricSources {
   ehrCircuitOpen(): Promise<boolean>;
   /** Webhook subscriptions disabled now, by why (`by-institution`, `gone`, `failing`). */
   disabledWebhookSubscriptions?(): Promise<Readonly<Record<string, number>>>;
+  /**
+   * Whether the attachment scanner (clamd) answers a PING now; only where ATTACHMENT_SCANNER is set,
+   * and `refhub_scanner_up` is exposed only there.
+   */
+  scannerReachable?(): Promise<boolean>;
+  /** The incidents open now, by condition (services/incidents.service.ts). */
+  openIncidents?(): Promise<readonly string[]>;
 }
 
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
@@ -37,7 +44,17 @@ export function createMetrics() {
   });
   const rateLimited = new Counter({
     name: 'refhub_rate_limit_rejections_total',
-    help: 'Requests refused because their API key went over its rate limit',
+    help:
+      'Requests answered 429 because their client went over its rate limit, by the kind of client: ' +
+      '`api-key`, or `client` (signed client credentials); never by client, which would be a series each',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  });
+  const rateLimitFallbacks = new Counter({
+    name: 'refhub_rate_limit_fallbacks_total',
+    help:
+      'Requests limited by this process alone because the shared rate-limit store (Redis, or the ' +
+      'database) did not answer',
     registers: [registry],
   });
   const responseBytes = new Gauge({
@@ -218,10 +235,61 @@ export function createMetrics() {
     },
   });
 
+  // Registered by `setSources`, and only where a scanner is configured: a process without one must not
+  // say 0, which reads as "unreachable".
+  const scannerUp = new Gauge({
+    name: 'refhub_scanner_up',
+    help: 'Whether the attachment scanner (clamd, ATTACHMENT_SCANNER) answered a PING at scrape time: 1 or 0',
+    registers: [],
+    async collect() {
+      const up = await sources?.scannerReachable?.().catch(() => false);
+      if (up !== undefined) this.set(up ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'refhub_incidents_open',
+    help: 'Incidents refhub holds open now (docs/operations.md, "Alerts"), by condition',
+    labelNames: ['condition'] as const,
+    registers: [registry],
+    async collect() {
+      const open = await sources?.openIncidents?.().catch(() => undefined);
+      if (open === undefined) return;
+      this.reset();
+      for (const condition of open) this.set({ condition }, 1);
+    },
+  });
+  const auditCheckpointFailures = new Counter({
+    name: 'refhub_audit_checkpoint_failures_total',
+    help: "Rounds of this process's audit sealer (chaining the trail and its signed checkpoint) that failed",
+    registers: [registry],
+  });
+  const auditCheckpointAt = new Gauge({
+    name: 'refhub_audit_checkpoint_last_success_timestamp_seconds',
+    help: "When a round of this process's audit sealer last succeeded (Unix time; 0 before it has)",
+    registers: [registry],
+  });
+
   const waitTimesRuns = new Counter({
     name: 'refhub_wait_times_computations_total',
     help: "Computations of the offerings' wait times by this process, by outcome (`success`, `failure`)",
     labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const retentionRuns = new Counter({
+    name: 'refhub_retention_runs_total',
+    help: 'Retention runs (partitions made ahead, aged months archived and dropped) by this process, by outcome (`succeeded`, `failed`)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const retentionSucceededAt = new Gauge({
+    name: 'refhub_retention_last_success_timestamp_seconds',
+    help: 'When this process last ended a retention run that succeeded (Unix time; 0 before it has)',
+    registers: [registry],
+  });
+  const retentionDropped = new Counter({
+    name: 'refhub_retention_partitions_dropped_total',
+    help: 'Month partitions archived, verified and dropped by retention, by table',
+    labelNames: ['table'] as const,
     registers: [registry],
   });
   const waitTimesComputedAt = new Gauge({
@@ -240,6 +308,9 @@ export function createMetrics() {
     /** Where the scrape-time gauges read from (set once the queues and the store exist). */
     setSources(s: MetricSources): void {
       sources = s;
+      if (s.scannerReachable !== undefined && registry.getSingleMetric('refhub_scanner_up') === undefined) {
+        registry.registerMetric(scannerUp);
+      }
     },
     observeRequest(route: string, method: string, status: number, seconds: number): void {
       httpDuration.observe({ route, method, status_class: statusClass(status) }, seconds);
@@ -271,8 +342,13 @@ export function createMetrics() {
     dataKeysLoaded(): void {
       dataKeyLoads.inc();
     },
-    rateLimited(): void {
-      rateLimited.inc();
+    /** A request was answered 429 for its client's rate limit. */
+    rateLimited(kind: 'api-key' | 'client'): void {
+      rateLimited.inc({ kind });
+    },
+    /** A request was limited by this process alone: the shared store did not answer. */
+    rateLimitFallback(): void {
+      rateLimitFallbacks.inc();
     },
     /** The bytes of answers not yet handed to the network, after each change. */
     responseBytesInFlight(bytes: number): void {
@@ -307,6 +383,20 @@ export function createMetrics() {
         waitTimesComputedAt.set(at.getTime() / 1000);
         waitTimesSeconds.set(seconds);
       }
+    },
+    /** A round of the audit sealer ended (services/audit/audit-chain.service.ts, `start`). */
+    auditSealed(outcome: 'succeeded' | 'failed', at: Date): void {
+      if (outcome === 'failed') auditCheckpointFailures.inc();
+      else auditCheckpointAt.set(at.getTime() / 1000);
+    },
+    /** A retention run ended: with what outcome, and when. */
+    retentionRun(outcome: 'succeeded' | 'failed', at: Date): void {
+      retentionRuns.inc({ outcome });
+      if (outcome === 'succeeded') retentionSucceededAt.set(at.getTime() / 1000);
+    },
+    /** A month of `table` was archived, verified and dropped. */
+    retentionPartitionDropped(table: string): void {
+      retentionDropped.inc({ table });
     },
     reminderSent(): void {
       remindersSent.inc();

@@ -23,9 +23,17 @@ export function redisOptions(role: ConnectionRole): RedisOptions {
   };
 }
 
-/** A connection whose errors are logged (once per distinct message, so an outage does not flood). */
-export function connectRedis(url: string, role: ConnectionRole, logger: Logger): Redis {
-  const redis = new Redis(url, redisOptions(role));
+/**
+ * A connection whose errors are logged (once per distinct message, so an outage does not flood);
+ * `extra` adds to the role's options (the rate-limit buckets' command timeout).
+ */
+export function connectRedis(
+  url: string,
+  role: ConnectionRole,
+  logger: Logger,
+  extra: RedisOptions = {},
+): Redis {
+  const redis = new Redis(url, { ...redisOptions(role), ...extra });
   let last = '';
   redis.on('error', (error: Error) => {
     if (error.message === last) return;

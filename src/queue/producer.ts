@@ -18,6 +18,7 @@ import {
   type ForwardBacklog,
   type QueuedForward,
 } from './forward.queue.ts';
+import { ensureIncidentsSweep, INCIDENTS_QUEUE } from './incidents.queue.ts';
 import { QUEUE_NAMES, type QueueName, type QueuePayloads } from './registry.ts';
 import {
   hasReminderSchedule,
@@ -26,6 +27,7 @@ import {
   scheduleReminders,
   type ReminderSchedule,
 } from './reminders.queue.ts';
+import { ensureRetentionSchedule, RETENTION_QUEUE } from './retention.queue.ts';
 import { ensureTriageOverdueSweep, TRIAGE_OVERDUE_QUEUE } from './triage-overdue.queue.ts';
 import {
   computeWaitTimesSoon,
@@ -80,6 +82,10 @@ export interface QueueProducer {
   removeReminders(referralId: string): Promise<void>;
   /** Makes sure the triage-overdue sweep is scheduled every `everyMs`; returns whether it added it. */
   ensureTriageOverdueSweep(everyMs: number): Promise<boolean>;
+  /** Makes sure the incident sweep is scheduled every `everyMs`; returns whether it added it. */
+  ensureIncidentsSweep(everyMs: number): Promise<boolean>;
+  /** Makes sure the retention run is scheduled every `everyMs`; returns whether it added it. */
+  ensureRetentionSchedule(everyMs: number): Promise<boolean>;
   /**
    * Adds one delivery job per (event, subscription), in one round trip. `replay` names an operator's
    * replay: the jobs are added again even when the first ones still exist.
@@ -190,6 +196,16 @@ export function createQueueProducer(
     async ensureTriageOverdueSweep(everyMs) {
       await ready();
       return ensureTriageOverdueSweep(queues[TRIAGE_OVERDUE_QUEUE], everyMs);
+    },
+
+    async ensureIncidentsSweep(everyMs) {
+      await ready();
+      return ensureIncidentsSweep(queues[INCIDENTS_QUEUE], everyMs);
+    },
+
+    async ensureRetentionSchedule(everyMs) {
+      await ready();
+      return ensureRetentionSchedule(queues[RETENTION_QUEUE], everyMs);
     },
 
     async enqueueWebhooks(payloads, replay) {

@@ -8,6 +8,8 @@
 //   attachment-scan.queue.ts  one malware scan per attachment
 //   triage-overdue.queue.ts   the sweep of referrals whose triage passed its due time
 //   wait-times.queue.ts       the offerings' wait times, recomputed on a schedule
+//   incidents.queue.ts        the sweep of the conditions an operator must act on, and the ops webhooks
+//   retention.queue.ts        retention: month partitions made ahead, aged months archived and dropped
 //
 // This file gathers them into the typed maps producers, workers and the dashboard read, so they cannot
 // disagree. Payloads carry IDs only, never patient data: BullMQ keeps job data in Redis in clear text.
@@ -30,6 +32,18 @@ import {
   type FireResult,
   type ReminderPayload,
 } from './reminders.queue.ts';
+import {
+  INCIDENTS_QUEUE,
+  INCIDENTS_WORKER_DEFAULTS,
+  type IncidentsPayload,
+  type SweptIncidents,
+} from './incidents.queue.ts';
+import {
+  RETENTION_QUEUE,
+  RETENTION_WORKER_DEFAULTS,
+  type RetentionPayload,
+  type RetentionRunDone,
+} from './retention.queue.ts';
 import {
   TRIAGE_OVERDUE_QUEUE,
   TRIAGE_OVERDUE_WORKER_DEFAULTS,
@@ -66,6 +80,7 @@ export {
   type QueuedForward,
   type SettledForward,
 } from './forward.queue.ts';
+export { INCIDENTS_QUEUE, type IncidentsPayload, type SweptIncidents } from './incidents.queue.ts';
 export { institutionKey } from './job-settings.ts';
 export {
   REMINDERS_QUEUE,
@@ -74,6 +89,7 @@ export {
   type ReminderPayload,
   type ReminderSchedule,
 } from './reminders.queue.ts';
+export { RETENTION_QUEUE, type RetentionPayload, type RetentionRunDone } from './retention.queue.ts';
 export {
   TRIAGE_OVERDUE_QUEUE,
   type SweptOverdue,
@@ -104,6 +120,8 @@ export interface QueuePayloads {
   [ATTACHMENT_SCAN_QUEUE]: ScanPayload;
   [TRIAGE_OVERDUE_QUEUE]: TriageOverduePayload;
   [WAIT_TIMES_QUEUE]: WaitTimesPayload;
+  [INCIDENTS_QUEUE]: IncidentsPayload;
+  [RETENTION_QUEUE]: RetentionPayload;
 }
 
 export type QueueName = keyof QueuePayloads;
@@ -119,6 +137,8 @@ export interface QueueResults {
   [ATTACHMENT_SCAN_QUEUE]: SettledScan;
   [TRIAGE_OVERDUE_QUEUE]: SweptOverdue;
   [WAIT_TIMES_QUEUE]: WaitTimesRun;
+  [INCIDENTS_QUEUE]: SweptIncidents;
+  [RETENTION_QUEUE]: RetentionRunDone;
 }
 
 export const QUEUE_NAMES = [
@@ -128,6 +148,8 @@ export const QUEUE_NAMES = [
   ATTACHMENT_SCAN_QUEUE,
   TRIAGE_OVERDUE_QUEUE,
   WAIT_TIMES_QUEUE,
+  INCIDENTS_QUEUE,
+  RETENTION_QUEUE,
 ] as const satisfies readonly QueueName[];
 
 /** Each queue's worker settings, from its definition: the workers read them from here. */
@@ -138,6 +160,8 @@ export const WORKER_DEFAULTS = {
   [ATTACHMENT_SCAN_QUEUE]: SCAN_WORKER_DEFAULTS,
   [TRIAGE_OVERDUE_QUEUE]: TRIAGE_OVERDUE_WORKER_DEFAULTS,
   [WAIT_TIMES_QUEUE]: WAIT_TIMES_WORKER_DEFAULTS,
+  [INCIDENTS_QUEUE]: INCIDENTS_WORKER_DEFAULTS,
+  [RETENTION_QUEUE]: RETENTION_WORKER_DEFAULTS,
 } as const satisfies Record<QueueName, WorkerDefaults>;
 
 /**

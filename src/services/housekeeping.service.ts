@@ -1,4 +1,5 @@
-// Periodic clean-up of expired rows and retired secrets, run by every API process. Deletes go in small batches so that
+// Periodic clean-up of expired rows and retired secrets, run by every API process (webhook attempts
+// are retention's, services/retention/, dropped a month at a time). Deletes go in small batches so that
 // a large backlog never holds long locks; several processes running it at once only share the work.
 import type { Clock } from '../domain/clock.ts';
 import type { Stores } from '../db/stores.ts';
@@ -13,7 +14,6 @@ export interface PurgeResult {
   readonly linkTokens: number;
   /** Referral events past EVENT_RETENTION_DAYS: gone from the feed. */
   readonly events: number;
-  readonly webhookAttempts: number;
   /** Webhook secrets rotated out whose 24 hours of overlap have ended: forgotten. */
   readonly webhookSecrets: number;
   /** Expired access tokens, and the `jti`s of expired client assertions. */
@@ -26,7 +26,7 @@ export function createHousekeeping(deps: {
   stores: Pick<Stores, 'housekeeping' | 'events'>;
   clock: Clock;
   logger: Logger;
-  /** How long events and webhook attempts are kept (EVENT_RETENTION_DAYS); 30 days by default. */
+  /** How long events stay in the feed (EVENT_RETENTION_DAYS); 30 days by default. */
   eventRetentionDays?: number;
 }) {
   const repo = deps.stores.housekeeping;
@@ -49,7 +49,6 @@ export function createHousekeeping(deps: {
         idempotencyKeys: await drain((now, limit) => repo.purgeIdempotencyKeys(now, limit)),
         linkTokens: await drain((now, limit) => repo.purgeLinkTokens(now, limit)),
         events: await drain((now, limit) => deps.stores.events.purgeBefore(cutoff(now), limit)),
-        webhookAttempts: await drain((now, limit) => repo.purgeWebhookAttempts(cutoff(now), limit)),
         webhookSecrets: await repo.forgetRetiredWebhookSecrets(deps.clock.now()),
         clientCredentials: await drain((now, limit) => repo.purgeClientCredentials(now, limit)),
       };

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { hashApiKey } from '../../src/services/api-key.service.ts';
 import { hashLinkToken } from '../../src/services/links/minter.ts';
-import { ENGINES } from '../support/engines.ts';
+import { APP_ENGINES } from '../support/engines.ts';
 import { CANARY, CANARY_MARKERS } from '../support/fixtures/patients.ts';
 import { REQUESTER } from '../support/referral-routes.ts';
 import { referralIn } from '../support/scenarios.ts';
@@ -31,7 +31,7 @@ function urlsIn(value: unknown): string[] {
   return [];
 }
 
-describe.each(ENGINES)('privacy on %s', (engine) => {
+describe.each(APP_ENGINES)('privacy on %s', (engine) => {
   let t: TestApp;
   const responses: LightMyRequestResponse[] = [];
 

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
-import { ENGINES } from '../support/engines.ts';
+import { APP_ENGINES } from '../support/engines.ts';
 import { CANARY, CANARY_MARKERS } from '../support/fixtures/patients.ts';
 import {
   REFERRAL_ROUTES,
@@ -58,7 +58,7 @@ function traced(options: RouteRequest, requester: string | undefined): InjectOpt
   return { ...options, headers, payload: { ...(options.payload as object), requesterIdentifier: requester } };
 }
 
-describe.each(ENGINES)('audit on %s', (engine) => {
+describe.each(APP_ENGINES)('audit on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp(engine);

@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import type { LightMyRequestResponse } from 'fastify';
 import { CompactSign } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES, testDatabaseUrl } from '../support/engines.ts';
+import { APP_ENGINES, testDatabaseUrl } from '../support/engines.ts';
 import {
   keyPair,
   postToken,
@@ -36,7 +36,7 @@ function expectOAuthError(res: LightMyRequestResponse, status: number, error: st
   return body.error_description as string;
 }
 
-describe.each(ENGINES)('the token endpoint’s refusals on %s', (engine) => {
+describe.each(APP_ENGINES)('the token endpoint’s refusals on %s', (engine) => {
   let t: TestApp;
   let key: KeyPair;
   let client: string;

@@ -9,7 +9,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { JWKS_REFRESH_MIN_MS } from '../../src/services/client-credentials/client-credentials.service.ts';
-import { ENGINES } from '../support/engines.ts';
+import { APP_ENGINES } from '../support/engines.ts';
 import { createTestApp, type TestApp } from '../support/test-app.ts';
 
 const TOKEN_URL = 'http://refhub.test/oauth2/token';
@@ -53,7 +53,7 @@ async function assertion(clientId: string, key: KeyPair, options: AssertionOptio
 
 const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
-describe.each(ENGINES)('signed client credentials on %s', (engine) => {
+describe.each(APP_ENGINES)('signed client credentials on %s', (engine) => {
   let t: TestApp;
   let senderKey: KeyPair;
   let providerKey: KeyPair;

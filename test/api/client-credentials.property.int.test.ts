@@ -15,7 +15,7 @@ import { randomUUID, webcrypto } from 'node:crypto';
 import { sql } from 'kysely';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES } from '../support/engines.ts';
+import { APP_ENGINES } from '../support/engines.ts';
 import {
   ASSERTION_TYPE,
   keyPair,
@@ -558,7 +558,7 @@ const garbage = fc.record({
 
 // --- The property --------------------------------------------------------------------------------
 
-describe.each(ENGINES)('arbitrary token requests on %s', (engine) => {
+describe.each(APP_ENGINES)('arbitrary token requests on %s', (engine) => {
   let t: TestApp;
   let keys: Keys;
   let revoked: string;

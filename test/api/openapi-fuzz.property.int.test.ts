@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import type { InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Status } from '../../src/domain/statuses.ts';
-import { ENGINES } from '../support/engines.ts';
+import { APP_ENGINES } from '../support/engines.ts';
 import { referralIn } from '../support/scenarios.ts';
 import { createTestApp, type TestApp, type TestParty } from '../support/test-app.ts';
 
@@ -387,7 +387,7 @@ function requestFor(operation: Operation, pool: (asProvider: boolean) => Pool): 
     });
 }
 
-describe.each(ENGINES)('arbitrary requests on %s', (engine) => {
+describe.each(APP_ENGINES)('arbitrary requests on %s', (engine) => {
   let t: TestApp;
   let operations: Operation[];
   const referralIds: string[] = [];

@@ -6,7 +6,7 @@
 import { PassThrough } from 'node:stream';
 import * as cheerio from 'cheerio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES } from '../support/engines.ts';
+import { APP_ENGINES } from '../support/engines.ts';
 import { PATIENT } from '../support/fixtures/patients.ts';
 import { rawRequest, uploadHead, type RawRequest } from '../support/raw-http.ts';
 import { createDraft, type ReferralJson } from '../support/scenarios.ts';
@@ -107,7 +107,7 @@ async function trickle(
   });
 }
 
-describe.each(ENGINES)('the room for uploads on %s', (engine) => {
+describe.each(APP_ENGINES)('the room for uploads on %s', (engine) => {
   describe('with the default room, and 10 seconds for a request', () => {
     const REQUEST_TIMEOUT_S = 10;
     let t: TestApp;

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { errorPaths, expectProblem, type ProblemJson } from '../support/api-assertions.ts';
-import { ENGINES } from '../support/engines.ts';
+import { APP_ENGINES } from '../support/engines.ts';
 import { PATIENT } from '../support/fixtures/patients.ts';
 import { createDraft, referralIn, type ReferralJson } from '../support/scenarios.ts';
 import { stateOf } from '../support/store-inspection.ts';
@@ -167,7 +167,7 @@ function endpoint(name: string): Endpoint {
   return found;
 }
 
-describe.each(ENGINES)('request validation on %s', (engine) => {
+describe.each(APP_ENGINES)('request validation on %s', (engine) => {
   let t: TestApp;
   let draftId: string;
   beforeAll(async () => {

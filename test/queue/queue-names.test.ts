@@ -1,16 +1,18 @@
 // Each queue's name is spelled once: in its definition, and at most in one index. The forward,
 // reminder and scan queues take their names from the outbox topics (domain/lifecycle.ts), which are
-// stored in outbox rows; the webhook and wait-times queues' are their own (queue/webhooks.queue.ts,
-// queue/wait-times.queue.ts). Every other file
-// reaches a queue by its constant, so a queue cannot be renamed in one place and missed in another.
+// stored in outbox rows; the others' are their own (queue/webhooks.queue.ts, queue/wait-times.queue.ts,
+// and so on). Every other file reaches a queue by its constant, so a queue cannot be renamed in one
+// place and missed in another.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   ATTACHMENT_SCAN_QUEUE,
   FORWARD_QUEUE,
+  INCIDENTS_QUEUE,
   QUEUE_NAMES,
   REMINDERS_QUEUE,
+  RETENTION_QUEUE,
   TRIAGE_OVERDUE_QUEUE,
   WAIT_TIMES_QUEUE,
   WEBHOOKS_QUEUE,
@@ -27,6 +29,8 @@ const DEFINED_IN: Readonly<Record<string, string>> = {
   [WEBHOOKS_QUEUE]: 'src/queue/webhooks.queue.ts',
   [TRIAGE_OVERDUE_QUEUE]: 'src/queue/triage-overdue.queue.ts',
   [WAIT_TIMES_QUEUE]: 'src/queue/wait-times.queue.ts',
+  [INCIDENTS_QUEUE]: 'src/queue/incidents.queue.ts',
+  [RETENTION_QUEUE]: 'src/queue/retention.queue.ts',
 };
 
 function sourceFiles(dir: string): string[] {
@@ -41,12 +45,14 @@ const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
  * The text with the uses of the same words that name something else left out: a store of the same
- * name (`Pick<Stores, 'webhooks'>`, `Stores['reminders']`) and the `webhooks` command of the CLI.
+ * name (`Pick<Stores, 'webhooks'>`, `Stores['reminders']`), a table of the same name
+ * (`.selectFrom('incidents')`) and the `webhooks` command of the CLI.
  */
 function withoutOtherUses(text: string): string {
   return text
     .replace(/Pick<(?:Capability)?Stores,[^>]*>/g, '')
     .replace(/\bStores\[[^\]]*\]/g, '')
+    .replace(/\.(?:selectFrom|updateTable|insertInto|deleteFrom)\('[a-z_]+'\)/g, '')
     .replace(/\.command\('[a-z-]+'\)/g, '');
 }
 

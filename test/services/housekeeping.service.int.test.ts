@@ -50,7 +50,6 @@ describe.each(ENGINES)('housekeeping on %s', (engine) => {
       idempotencyKeys: 0,
       linkTokens: 0,
       events: 0,
-      webhookAttempts: 0,
       webhookSecrets: 0,
       clientCredentials: 0,
       ...counts,

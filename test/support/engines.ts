@@ -9,6 +9,15 @@ import { migrateToLatest, openStore, type Engine, type Store } from '../../src/d
 
 export const ENGINES: readonly Engine[] = ['pglite', 'postgres'];
 
+/**
+ * The engine a test of the layers above the store runs on: one. Only db/ holds SQL (the import rules say
+ * so), and its tests run every statement on both engines; the embedded tier runs the whole application
+ * on PGlite. So a test of routes, pages, workers or the typed client runs once, on PostgreSQL (many
+ * connections, so its races are real), and loops over ENGINES only where the engine is its subject:
+ * transactions, connections, concurrency, the data keys, the outbox and its queues.
+ */
+export const APP_ENGINES: readonly Engine[] = ['postgres'];
+
 import { testDatabaseUrl } from './servers.ts';
 
 export { testDatabaseUrl };

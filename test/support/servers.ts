@@ -84,6 +84,13 @@ export function qpdfMissing(): Missing | undefined {
   return probe.status === 0 ? undefined : { name: 'qpdf', said: 'qpdf (Debian: apt-get install qpdf)' };
 }
 
+export function promtoolMissing(): Missing | undefined {
+  const probe = spawnSync('promtool', ['--version'], { stdio: 'ignore' });
+  return probe.status === 0
+    ? undefined
+    : { name: 'promtool', said: 'promtool (Debian: apt-get install prometheus)' };
+}
+
 /** What `npm test` left out on this machine (test/tiers.ts sets it; vitest alone leaves out nothing). */
 const leftOut = new Set((process.env.REFHUB_TESTS_WITHOUT ?? '').split(','));
 
@@ -92,3 +99,9 @@ const leftOut = new Set((process.env.REFHUB_TESTS_WITHOUT ?? '').split(','));
  * last line (with CI=true it leaves nothing out, and those tests fail without qpdf).
  */
 export const withQpdf = !leftOut.has('qpdf');
+
+/**
+ * Whether the tests of the Prometheus alert rules (deploy/prometheus/) run promtool: as `withQpdf`,
+ * always but where `npm test` found no promtool and says so.
+ */
+export const withPromtool = !leftOut.has('promtool');

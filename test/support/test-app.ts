@@ -50,6 +50,10 @@ export async function createTestApp(engine: Engine, options: TestAppOptions = {}
     // The queues in Redis, as the tests of the queue layer's other users expect; the PostgreSQL
     // backend has tests of its own (test/support/queue-contract.ts).
     REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    // A rate limit no test reaches, unless the test is about the limit (it sets its own).
+    ...(Object.keys(options.env ?? {}).some((name) => name.startsWith('RATE_LIMIT_'))
+      ? {}
+      : { RATE_LIMIT_PER_SECOND: '100000', RATE_LIMIT_BURST: '1000000' }),
     ...options.env,
   });
   const logs: string[] = [];

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { QueuePrefixTakenError } from '../../src/queue/prefix-claim.ts';
 import { forwardJobId, reminderSchedulerId } from '../../src/queue/registry.ts';
-import { ENGINES } from '../support/engines.ts';
+import { APP_ENGINES } from '../support/engines.ts';
 import {
   createBridgeApp,
   createQueueApp,
@@ -21,7 +21,7 @@ import { CANARY_MARKERS } from '../support/fixtures/patients.ts';
 import { call, createDraft } from '../support/scenarios.ts';
 
 // Two applications per test on a shared, busy machine: generous bounds.
-describe.each(ENGINES)(
+describe.each(APP_ENGINES)(
   'a worker on %s and another installation on the same queue prefix',
   { timeout: 120_000 },
   (engine) => {

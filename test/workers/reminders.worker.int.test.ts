@@ -4,7 +4,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fireReminder } from '../../src/workers/reminders.worker.ts';
 import { createBridgeApp, eventually, startEhr, type BridgeApp } from '../support/bridge.ts';
-import { ENGINES } from '../support/engines.ts';
+import { APP_ENGINES } from '../support/engines.ts';
 import type { SandboxEhrProcess } from '../support/sandbox-ehr-process.ts';
 import { call, createDraft } from '../support/scenarios.ts';
 
@@ -13,7 +13,7 @@ const SENTENCE = 'Reminder sent to Central General Hospital to create the patien
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe.each(ENGINES)('provider reminders on %s', (engine) => {
+describe.each(APP_ENGINES)('provider reminders on %s', (engine) => {
   let ehr: SandboxEhrProcess;
   let t: BridgeApp | undefined;
 

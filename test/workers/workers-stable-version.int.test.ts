@@ -6,14 +6,14 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBridgeApp, eventually, startEhr, type BridgeApp } from '../support/bridge.ts';
-import { ENGINES } from '../support/engines.ts';
+import { APP_ENGINES } from '../support/engines.ts';
 import type { SandboxEhrProcess } from '../support/sandbox-ehr-process.ts';
 import { call, createDraft } from '../support/scenarios.ts';
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 const REQUESTER = 'dr.lim@example.org';
 
-describe.each(ENGINES)('bookkeeping and the version on %s', (engine) => {
+describe.each(APP_ENGINES)('bookkeeping and the version on %s', (engine) => {
   let ehr: SandboxEhrProcess;
   let t: BridgeApp;
 

@@ -698,7 +698,7 @@ export interface paths {
     };
     /**
      * List a webhook subscription’s delivery attempts
-     * @description Newest first: when, the receiver’s status, how long it took, and an error code when no answer came. Kept for EVENT_RETENTION_DAYS.
+     * @description Newest first: when, the receiver’s status, how long it took, and an error code when no answer came. Kept for RETENTION_WEBHOOK_ATTEMPTS_MONTHS whole months.
      */
     get: operations['listWebhookAttempts'];
     put?: never;
@@ -1850,12 +1850,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -1864,19 +1862,17 @@ export interface operations {
           'application/json': components['schemas']['ReferralPage'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -1894,12 +1890,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -1915,12 +1909,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -2008,12 +2000,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -2024,19 +2014,17 @@ export interface operations {
           'application/json': components['schemas']['ReferralPage'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -2054,12 +2042,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -2079,12 +2065,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -2136,12 +2120,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -2150,19 +2132,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -2180,12 +2160,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -2201,12 +2179,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -2255,12 +2231,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -2269,19 +2243,17 @@ export interface operations {
           'application/json': components['schemas']['ReferralSummary'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -2299,12 +2271,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -2320,12 +2290,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -2653,12 +2621,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -2667,19 +2633,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -2697,12 +2661,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -2718,12 +2680,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3064,12 +3024,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -3080,19 +3038,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3110,12 +3066,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3135,12 +3089,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3203,12 +3155,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -3219,19 +3169,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3249,12 +3197,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3274,12 +3220,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3349,12 +3293,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -3365,19 +3307,17 @@ export interface operations {
           'application/json': components['schemas']['ReferralSummary'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3395,12 +3335,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3420,12 +3358,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3500,12 +3436,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -3516,19 +3450,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3546,12 +3478,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3571,12 +3501,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3644,12 +3572,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -3660,19 +3586,17 @@ export interface operations {
           'application/json': components['schemas']['ReferralSummary'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3690,12 +3614,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3715,12 +3637,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3757,12 +3677,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3773,19 +3691,17 @@ export interface operations {
           };
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3803,12 +3719,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3824,12 +3738,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3866,12 +3778,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3882,19 +3792,17 @@ export interface operations {
           };
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -3912,12 +3820,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -3933,12 +3839,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4003,12 +3907,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -4019,19 +3921,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4049,12 +3949,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4074,12 +3972,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4144,12 +4040,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -4160,19 +4054,17 @@ export interface operations {
           'application/json': components['schemas']['Note'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4190,12 +4082,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4215,12 +4105,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4288,12 +4176,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -4304,19 +4190,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4334,12 +4218,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4359,12 +4241,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4434,12 +4314,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -4450,19 +4328,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4480,12 +4356,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4505,12 +4379,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4580,12 +4452,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -4596,19 +4466,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4626,12 +4494,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4651,12 +4517,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4726,12 +4590,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -4742,19 +4604,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4772,12 +4632,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4797,12 +4655,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4837,12 +4693,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4853,19 +4707,17 @@ export interface operations {
           };
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -4883,12 +4735,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4904,12 +4754,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4980,12 +4828,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -4994,19 +4840,17 @@ export interface operations {
           'application/json': components['schemas']['Referral'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5024,12 +4868,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5045,12 +4887,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5091,12 +4931,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5105,19 +4943,17 @@ export interface operations {
           'application/json': components['schemas']['WorklistCounts'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5135,12 +4971,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5156,12 +4990,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5211,12 +5043,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5225,19 +5055,17 @@ export interface operations {
           'application/json': components['schemas']['WorklistPage'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5255,12 +5083,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5276,12 +5102,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5319,12 +5143,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5333,19 +5155,17 @@ export interface operations {
           'application/json': components['schemas']['WaitTimes'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5363,12 +5183,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5384,12 +5202,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5432,12 +5248,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5446,19 +5260,17 @@ export interface operations {
           'application/json': components['schemas']['AttachmentList'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5476,12 +5288,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5497,12 +5307,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5580,12 +5388,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -5596,19 +5402,17 @@ export interface operations {
           'application/json': components['schemas']['AttachmentAdded'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5626,12 +5430,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5649,12 +5451,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5674,12 +5474,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5724,12 +5522,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5738,19 +5534,17 @@ export interface operations {
           'application/json': components['schemas']['Attachment'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5768,12 +5562,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5789,12 +5581,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5845,12 +5635,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5859,19 +5647,17 @@ export interface operations {
           'application/json': components['schemas']['Attachment'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -5889,12 +5675,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5910,12 +5694,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -5960,12 +5742,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description attachment, with the file’s name. */
@@ -5980,19 +5760,17 @@ export interface operations {
           'application/octet-stream': Blob;
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -6010,12 +5788,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6031,12 +5807,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6370,12 +6144,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -6386,19 +6158,17 @@ export interface operations {
           'application/json': components['schemas']['LinkUpsertResponse'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -6416,12 +6186,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -6441,12 +6209,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6489,12 +6255,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6503,19 +6267,17 @@ export interface operations {
           'application/json': components['schemas']['EhrSubmissionList'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -6533,12 +6295,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6554,12 +6314,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6604,12 +6362,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6618,19 +6374,17 @@ export interface operations {
           'application/json': components['schemas']['EhrSentForm'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -6648,12 +6402,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6669,12 +6421,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6719,12 +6469,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6733,19 +6481,17 @@ export interface operations {
           'application/fhir+json': components['schemas']['FhirBundle'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -6763,12 +6509,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6784,12 +6528,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6845,12 +6587,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6859,19 +6599,17 @@ export interface operations {
           'application/json': components['schemas']['EventPage'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -6889,12 +6627,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6910,12 +6646,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6956,12 +6690,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -6970,19 +6702,17 @@ export interface operations {
           'application/json': components['schemas']['WebhookSubscriptionList'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7000,12 +6730,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7021,12 +6749,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7094,12 +6820,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -7110,19 +6834,17 @@ export interface operations {
           'application/json': components['schemas']['WebhookSubscriptionWithSecret'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7140,12 +6862,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7165,12 +6885,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7213,12 +6931,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7227,19 +6943,17 @@ export interface operations {
           'application/json': components['schemas']['WebhookSubscription'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7257,12 +6971,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7278,12 +6990,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7326,12 +7036,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7340,19 +7048,17 @@ export interface operations {
           'application/json': components['schemas']['WebhookSubscription'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7370,12 +7076,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7391,12 +7095,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7459,12 +7161,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7473,19 +7173,17 @@ export interface operations {
           'application/json': components['schemas']['WebhookSubscription'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7503,12 +7201,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7524,12 +7220,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7578,12 +7272,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -7594,19 +7286,17 @@ export interface operations {
           'application/json': components['schemas']['WebhookSubscriptionWithSecret'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7624,12 +7314,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7649,12 +7337,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7703,12 +7389,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -7719,19 +7403,17 @@ export interface operations {
           'application/json': components['schemas']['WebhookAttempt'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7749,12 +7431,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7774,12 +7454,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7829,12 +7507,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7843,19 +7519,17 @@ export interface operations {
           'application/json': components['schemas']['WebhookAttemptList'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7873,12 +7547,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7894,12 +7566,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7953,12 +7623,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -7967,19 +7635,17 @@ export interface operations {
           'application/json': components['schemas']['PatientAccessReport'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -7997,12 +7663,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -8018,12 +7682,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;
@@ -8086,12 +7748,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Present when this is the stored response to an earlier request with the same Idempotency-Key. */
@@ -8102,19 +7762,17 @@ export interface operations {
           'application/json': components['schemas']['PatientAccessReport'];
         };
       };
-      /** @description Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds. */
+      /** @description Too many requests for this client, the API key or the client of the access token (`rate_limited`). Retry after `Retry-After` seconds. */
       429: {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -8132,12 +7790,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           /** @description Seconds to wait before retrying. */
@@ -8157,12 +7813,10 @@ export interface operations {
           'API-Version'?: string;
           /** @description The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one. */
           'X-Request-Id'?: string;
-          /** @description Requests allowed per minute for this API key. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in the current minute. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the current minute ends. */
-          'RateLimit-Reset'?: number;
+          /** @description The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). The client is the API key, or the client of the access token. */
+          'RateLimit-Policy'?: string;
+          /** @description The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`. */
+          RateLimit?: string;
           /** @description Present while a webhook subscription of an institution this key acts for is disabled by refhub (its receiver answered 410, or deliveries kept failing): the subscription IDs, comma-separated. Enable it again (`enabled: true`) or delete it. */
           'Webhook-Subscriptions-Disabled'?: string;
           [name: string]: unknown;

@@ -14,9 +14,11 @@ import type { QueueProducer } from '../../queue/producer.ts';
 import {
   ATTACHMENT_SCAN_QUEUE,
   WAIT_TIMES_QUEUE,
+  INCIDENTS_QUEUE,
   FORWARD_QUEUE,
   QUEUE_NAMES,
   REMINDERS_QUEUE,
+  RETENTION_QUEUE,
   TRIAGE_OVERDUE_QUEUE,
   WEBHOOKS_QUEUE,
   type QueueName,
@@ -78,11 +80,23 @@ const DESCRIPTIONS: Readonly<Record<QueueName, { displayName: string; descriptio
     description:
       'Scans each attachment for malware before anyone may read it. Job: attachment ID, referral ID.',
   },
+  [RETENTION_QUEUE]: {
+    displayName: 'Retention',
+    description:
+      'Makes the month partitions ahead, and archives, verifies and drops each month past its retention. ' +
+      'Job: none.',
+  },
   [WAIT_TIMES_QUEUE]: {
     displayName: 'Wait times',
     description:
       "Recomputes every offering's wait times from the timeline, nightly and once as a worker starts. " +
       'Job: what asked for the run (schedule or start).',
+  },
+  [INCIDENTS_QUEUE]: {
+    displayName: 'Incidents',
+    description:
+      'Looks at the conditions an operator must act on, opens and resolves incidents, and sends the ' +
+      'ops webhooks. Job: none.',
   },
 };
 

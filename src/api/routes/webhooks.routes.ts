@@ -276,7 +276,7 @@ export function webhookRoutes(deps: WebhookRoutesDeps) {
             summary: 'List a webhook subscription’s delivery attempts',
             description:
               'Newest first: when, the receiver’s status, how long it took, and an error code when no answer ' +
-              `came. Kept for EVENT_RETENTION_DAYS.`,
+              `came. Kept for RETENTION_WEBHOOK_ATTEMPTS_MONTHS whole months.`,
           }),
           params: SubscriptionParams,
           querystring: Type.Object(

@@ -50,9 +50,19 @@ export const ResponseHeader = {
   'X-Request-Id': Type.String({
     description: 'The request ID: the one the client sent in `X-Request-Id` (if well-formed), or a new one.',
   }),
-  'RateLimit-Limit': Type.Integer({ description: 'Requests allowed per minute for this API key.' }),
-  'RateLimit-Remaining': Type.Integer({ description: 'Requests left in the current minute.' }),
-  'RateLimit-Reset': Type.Integer({ description: 'Seconds until the current minute ends.' }),
+  'RateLimit-Policy': Type.String({
+    description:
+      "The client's rate limit (draft-ietf-httpapi-ratelimit-headers-11): one policy, `default`, of `q` " +
+      'requests at once, earned back at the sustained rate over `w` seconds (`q` ÷ `w` requests a second). ' +
+      'The client is the API key, or the client of the access token.',
+    examples: ['"default";q=50;w=5'],
+  }),
+  RateLimit: Type.String({
+    description:
+      "The client's service limit now (draft-ietf-httpapi-ratelimit-headers-11): `r` requests it may send " +
+      'at once, and `t` seconds until its whole burst is back; on a 429, `r=0` and `t` is `Retry-After`.',
+    examples: ['"default";r=49;t=1'],
+  }),
   'Retry-After': Type.Integer({ description: 'Seconds to wait before retrying.' }),
   'Webhook-Subscriptions-Disabled': Type.String({
     description:

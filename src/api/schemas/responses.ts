@@ -19,13 +19,12 @@ export interface ResponseOptions {
   readonly headers?: Readonly<Record<string, TSchema>>;
 }
 
-/** Sent with every API response; the rate-limit headers only once the API key is known. */
+/** Sent with every API response; the rate-limit headers only once the client is known. */
 const EVERY_RESPONSE = {
   'API-Version': ResponseHeader['API-Version'],
   'X-Request-Id': ResponseHeader['X-Request-Id'],
-  'RateLimit-Limit': ResponseHeader['RateLimit-Limit'],
-  'RateLimit-Remaining': ResponseHeader['RateLimit-Remaining'],
-  'RateLimit-Reset': ResponseHeader['RateLimit-Reset'],
+  'RateLimit-Policy': ResponseHeader['RateLimit-Policy'],
+  RateLimit: ResponseHeader.RateLimit,
   'Webhook-Subscriptions-Disabled': ResponseHeader['Webhook-Subscriptions-Disabled'],
 };
 
@@ -76,10 +75,14 @@ export function problems(options: Pick<ResponseOptions, 'idempotent'> = {}) {
         "archive's reference, 412 `version_mismatch`, 422).",
       { ...EVERY_RESPONSE, ...replay },
     ),
-    429: problem('Too many requests for this API key (`rate_limited`). Retry after `Retry-After` seconds.', {
-      ...EVERY_RESPONSE,
-      'Retry-After': ResponseHeader['Retry-After'],
-    }),
+    429: problem(
+      'Too many requests for this client, the API key or the client of the access token (`rate_limited`). ' +
+        'Retry after `Retry-After` seconds.',
+      {
+        ...EVERY_RESPONSE,
+        'Retry-After': ResponseHeader['Retry-After'],
+      },
+    ),
     '5xx': problem(
       'refhub could not answer (`internal_error`, or `unavailable` with 503). Retry later; retry a POST ' +
         'with the same Idempotency-Key.',

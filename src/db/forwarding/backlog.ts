@@ -2,7 +2,8 @@
 // institution's others (queue/forward.queue.ts says how the rank orders the queue). A forward joins
 // as its job is added and leaves as a worker starts it; one whose job never starts counts only until
 // it is older than the horizon, and is deleted when its institution's next forwards are ranked.
-// Rows hold institution keys and job IDs only.
+// Rows hold institution keys and job IDs only. Rows are deleted as fast as they are added, so both
+// statements walk the table's indexes (migration 0032) rather than read what was deleted.
 import { sql } from 'kysely';
 import type { Executor } from '../executor.ts';
 
@@ -23,23 +24,13 @@ export function forwardBacklogRepository(db: Executor) {
     async rank(entries: readonly BacklogEntry[], now: Date, since: Date): Promise<number[]> {
       if (entries.length === 0) return [];
       const institutions = [...new Set(entries.map((e) => e.institution))];
+      // refhub_rank_forwards (migration 0032) deletes the entries older than the horizon, adds the
+      // batch and counts each institution's backlog, planned as index scans whatever the statistics
+      // say, so that the entries of forwards already started are marked and skipped, not read again.
       const { rows } = await sql<{ waiting: Record<string, number>; added: string[] }>`
-        WITH gone AS (
-          DELETE FROM forward_backlog
-          WHERE institution = ANY (${institutions}::text[]) AND added_at < ${since}
-        ), added AS (
-          INSERT INTO forward_backlog (institution, job_id, added_at)
-          SELECT i, j, ${now}::timestamptz
-          FROM unnest(${entries.map((e) => e.institution)}::text[], ${entries.map((e) => e.jobId)}::text[]) AS t(i, j)
-          ON CONFLICT (institution, job_id) DO NOTHING
-          RETURNING institution || ' ' || job_id AS entry
-        )
-        SELECT
-          (SELECT coalesce(json_object_agg(institution, n), '{}')
-             FROM (SELECT institution, count(*) AS n FROM forward_backlog
-                   WHERE institution = ANY (${institutions}::text[]) AND added_at >= ${since}
-                   GROUP BY institution) c) AS waiting,
-          (SELECT coalesce(json_agg(entry), '[]') FROM added) AS added`.execute(db);
+        SELECT waiting, added_entries AS added FROM refhub_rank_forwards(
+          ${institutions}::text[], ${entries.map((e) => e.institution)}::text[],
+          ${entries.map((e) => e.jobId)}::text[], ${now}::timestamptz, ${since}::timestamptz)`.execute(db);
       const row = rows[0];
       if (row === undefined) throw new Error('the forward ranks were not written');
       // The statement reads the backlog as it was before this batch: count the batch in, in order.
@@ -56,10 +47,10 @@ export function forwardBacklogRepository(db: Executor) {
     /** Takes forwards out of their institutions' backlogs (started, or never added to the queue). */
     async forget(entries: readonly BacklogEntry[]): Promise<void> {
       if (entries.length === 0) return;
+      // One index lookup per entry (refhub_forget_forwards, migration 0032), never a scan of the table.
       await sql`
-        DELETE FROM forward_backlog b
-        USING unnest(${entries.map((e) => e.institution)}::text[], ${entries.map((e) => e.jobId)}::text[]) AS t(i, j)
-        WHERE b.institution = t.i AND b.job_id = t.j`.execute(db);
+        SELECT refhub_forget_forwards(
+          ${entries.map((e) => e.institution)}::text[], ${entries.map((e) => e.jobId)}::text[])`.execute(db);
     },
   };
 }

@@ -26,7 +26,11 @@ import * as m0023 from './0023-priorities.ts';
 import * as m0024 from './0024-worklists.ts';
 import * as m0025 from './0025-redirect.ts';
 import * as m0026 from './0026-wait-times.ts';
+import * as m0027 from './0027-retention-partitions.ts';
 import * as m0028 from './0028-archived-referrals.ts';
+import * as m0030 from './0030-incidents.ts';
+import * as m0031 from './0031-rate-limits.ts';
+import * as m0032 from './0032-forward-backlog-walks.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -55,5 +59,9 @@ export const migrations: Record<string, Migration> = {
   '0024-worklists': m0024,
   '0025-redirect': m0025,
   '0026-wait-times': m0026,
+  '0027-retention-partitions': m0027,
   '0028-archived-referrals': m0028,
+  '0030-incidents': m0030,
+  '0031-rate-limits': m0031,
+  '0032-forward-backlog-walks': m0032,
 };

@@ -16,7 +16,8 @@
 //
 // `verify` reads the trail in one snapshot and runs the checks of audit-chain-check.ts on it: every
 // checkpoint (signatures, links, heads moving forward), every chain against every head recorded for
-// it, and the rows the sealer should have sealed by now.
+// it, and the rows the sealer should have sealed by now. The chains of a month retention archived and
+// dropped (services/retention/) are left to `refhub retention verify` of its archive.
 import { CompactSign, importJWK, type JWK } from 'jose';
 import { chainOf, dayOfChain, GENESIS_HASH, HASH_FORM, rowHashOf } from '../../domain/audit-chain.ts';
 import type { Clock } from '../../domain/clock.ts';
@@ -29,6 +30,7 @@ import type {
   SealingHead,
 } from '../../db/audit/audit-chain.repository.ts';
 import type { Stores } from '../../db/stores.ts';
+import type { Metrics } from '../../observability/metrics.ts';
 import { createPeriodicLoop } from '../../queue/poll-loop.ts';
 import {
   CHECKPOINT_FORM,
@@ -68,6 +70,8 @@ export interface AuditChainDeps {
    * for the checkpoints they signed.
    */
   readonly earlierPublicKeys?: readonly JWK[] | undefined;
+  /** Each round of `start` counted (`refhub_audit_checkpoint_…`), so an alert sees a sealer failing. */
+  readonly metrics?: Pick<Metrics, 'auditSealed'>;
 }
 
 /** What `adopt` did. */
@@ -203,10 +207,20 @@ export function createAuditChain(deps: AuditChainDeps) {
 
     /**
      * Seals every `intervalMs` until the returned function is called; a round that fails is reported
-     * to `onError` and the next one tries again (the rows wait, unsealed, meanwhile).
+     * to `onError` and the next one tries again (the rows wait, unsealed, meanwhile). Each round is
+     * counted in the metrics, a success with its time.
      */
     start(intervalMs: number, onError: (error: unknown) => void): () => void {
-      const loop = createPeriodicLoop(() => this.seal(), intervalMs, onError);
+      const round = async () => {
+        try {
+          await this.seal();
+        } catch (error) {
+          deps.metrics?.auditSealed('failed', deps.clock.now());
+          throw error;
+        }
+        deps.metrics?.auditSealed('succeeded', deps.clock.now());
+      };
+      const loop = createPeriodicLoop(round, intervalMs, onError);
       loop.start();
       return () => {
         void loop.stop();
@@ -269,8 +283,12 @@ export function createAuditChain(deps: AuditChainDeps) {
               unsignedCheckpoints,
               broken: checked.broken,
             };
+          // The chains of a month retention archived and dropped are its archive's to check
+          // (`refhub retention verify`): their rows are no longer here.
+          const archived = new Set((await tx.retention.archived('audit_events')).map((a) => a.month));
           const chains = [...new Set([...(await repo.chains(sinceDay)), ...checked.heads.keys()])]
             .filter((chain) => sinceDay === undefined || dayOfChain(chain) >= sinceDay)
+            .filter((chain) => !archived.has(dayOfChain(chain).slice(0, 7)))
             .sort();
           let rowsChecked = 0;
           const result = (broken?: Break): Verification => ({

@@ -11,13 +11,13 @@
 // referral changed in between stays live; its record in this archive is then stale, and a later run
 // archives it again. Which archive holds a referral's record is its row's `archive_name`.
 //
-// What the archive holds is sealed (db/referrals-archive.repository.ts): every value under the data
-// key it was sealed with, and the wrapped data keys beside it, so an operator with the key ring opens
-// it (`openArchivedReferrals` below) without this database (docs/security.md). Nothing here logs or
+// The archive is services/retention/archive.ts's `refhub-archive/1`, of kind `referrals`. What it
+// holds is sealed (db/referrals-archive.repository.ts): every value under the data key it was sealed
+// with, and the wrapped data keys beside it, so an operator with the key ring opens it
+// (`openArchivedReferrals` below) without this database (docs/security.md). Nothing here logs or
 // prints a value: IDs, names and counts only.
-import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { mkdir, open, readFile, rename, rm, type FileHandle } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../../config.ts';
 import { auditEventOf, systemActor } from '../../domain/audit.ts';
@@ -37,6 +37,7 @@ import type {
 } from '../../db/referrals-archive.repository.ts';
 import type { Stores } from '../../db/stores.ts';
 import { timelineEventsOf } from '../referrals/mutation.ts';
+import { createArchive, referralsArchiveName, verifyArchive } from './archive.ts';
 
 export interface ReferralsArchiveDeps {
   readonly stores: Pick<Stores, 'referralsArchive' | 'referrals' | 'transaction'>;
@@ -100,7 +101,8 @@ export async function archiveStaleReferrals(
   }
   if (due.length === 0) return { archived: 0, archive: undefined };
 
-  const archive = await createArchive(deps.config.retentionArchiveDir, 'referrals', now);
+  const name = referralsArchiveName(now);
+  const archive = await createArchive(deps.config.retentionArchiveDir, name);
   const written = new Map<string, ArchivedState>();
   try {
     const referrals = await archive.file(REFERRALS_ARCHIVE_FILES.referrals);
@@ -124,10 +126,13 @@ export async function archiveStaleReferrals(
     }
     // Read last: every key a value above was sealed under is there by now.
     for (const key of await store.dataKeys()) await keys.write(key);
-    await archive.finish([await referrals.close(), await contents.close(), await keys.close()]);
+    await referrals.close();
+    await contents.close();
+    await keys.close();
+    await archive.finish({ kind: 'referrals', range: null, auditCheckpoint: null, createdAt: now });
     await verifyArchive(archive.dir);
   } catch (error) {
-    await archive.discard();
+    await rm(archive.dir, { recursive: true, force: true });
     throw error;
   }
 
@@ -136,11 +141,11 @@ export async function archiveStaleReferrals(
   let done = 0;
   for (const [id, state] of written) {
     const purged = await deps.stores.transaction(async (tx) => {
-      const result = await tx.referralsArchive.purge(id, state, { name: archive.name, at: now });
+      const result = await tx.referralsArchive.purge(id, state, { name, at: now });
       if (result === undefined || !isStatus(result.from)) return false;
       decide('archive', 'system', { status: result.from, offeringCancellable: true });
       await tx.referrals.recordChange({
-        timeline: timelineEventsOf(id, REFHUB_SYSTEM, [timeline.archived(archive.name)], now),
+        timeline: timelineEventsOf(id, REFHUB_SYSTEM, [timeline.archived(name)], now),
         outbox: [],
         audit: auditEventOf(systemActor(requestId), 'referral.archived', [id], now),
       });
@@ -150,7 +155,7 @@ export async function archiveStaleReferrals(
     done += 1;
     onProgress?.({ phase: 'purging', done, total: written.size });
   }
-  return { archived, archive: archive.name };
+  return { archived, archive: name };
 }
 
 export type { OpenedArchivedReferral };
@@ -178,145 +183,4 @@ export async function openArchivedReferrals(
     },
     ring,
   );
-}
-
-// ---------------------------------------------------------------------------------------------------
-// The archive's format, `refhub-archive/1`: a directory `<kind>-<createdAt, ':' as '-'>` of NDJSON
-// files (one JSON object a line, UTF-8, each line ended by '\n') and `manifest.json`, which lists each
-// file with its rows and SHA-256. Each file is written under a temporary name, synced and renamed;
-// the manifest last, so an archive without one is unfinished. These helpers are this file's own until
-// the shared writer and verifier of retention take their place; they stay in this section alone.
-// ---------------------------------------------------------------------------------------------------
-
-/** The archive format this file writes and reads. */
-export const ARCHIVE_FORMAT = 'refhub-archive/1';
-
-/** One file of an archive, as its manifest lists it. */
-export interface ArchiveFileEntry {
-  readonly name: string;
-  readonly rows: number;
-  readonly sha256: string;
-}
-
-/** An archive's `manifest.json`. */
-export interface ArchiveManifest {
-  readonly format: typeof ARCHIVE_FORMAT;
-  readonly kind: string;
-  readonly createdAt: string;
-  readonly range: null;
-  readonly files: readonly ArchiveFileEntry[];
-  readonly auditCheckpoint: null;
-}
-
-const MANIFEST = 'manifest.json';
-
-interface ArchiveFileWriter {
-  write(row: unknown): Promise<void>;
-  /** Syncs the file, renames it to its name, and returns its manifest entry. */
-  close(): Promise<ArchiveFileEntry>;
-}
-
-interface ArchiveWriter {
-  readonly name: string;
-  readonly dir: string;
-  file(name: string): Promise<ArchiveFileWriter>;
-  /** Writes the manifest (synced, renamed) and syncs the directory. */
-  finish(files: readonly ArchiveFileEntry[]): Promise<void>;
-  /** Removes what was written of an archive that failed. */
-  discard(): Promise<void>;
-}
-
-async function syncDir(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
-async function createArchive(root: string, kind: string, createdAt: Date): Promise<ArchiveWriter> {
-  const name = `${kind}-${createdAt.toISOString().replaceAll(':', '-')}`;
-  const dir = path.join(root, name);
-  await mkdir(root, { recursive: true });
-  // Not recursive: an archive of the same name is never written over.
-  await mkdir(dir);
-  const handles: FileHandle[] = [];
-  return {
-    name,
-    dir,
-    async file(file) {
-      const temporary = path.join(dir, `.${file}.tmp`);
-      const handle = await open(temporary, 'wx');
-      handles.push(handle);
-      const hash = createHash('sha256');
-      let rows = 0;
-      return {
-        async write(row) {
-          const line = Buffer.from(`${JSON.stringify(row)}\n`, 'utf8');
-          hash.update(line);
-          rows += 1;
-          await handle.write(line);
-        },
-        async close() {
-          await handle.sync();
-          await handle.close();
-          await rename(temporary, path.join(dir, file));
-          return { name: file, rows, sha256: hash.digest('hex') };
-        },
-      };
-    },
-    async finish(files) {
-      const manifest: ArchiveManifest = {
-        format: ARCHIVE_FORMAT,
-        kind,
-        createdAt: createdAt.toISOString(),
-        range: null,
-        files,
-        auditCheckpoint: null,
-      };
-      const temporary = path.join(dir, `.${MANIFEST}.tmp`);
-      const handle = await open(temporary, 'wx');
-      try {
-        await handle.writeFile(`${JSON.stringify(manifest, null, 2)}\n`, 'utf8');
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      await rename(temporary, path.join(dir, MANIFEST));
-      await syncDir(dir);
-      await syncDir(root);
-    },
-    async discard() {
-      await Promise.allSettled(handles.map((h) => h.close()));
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-/** Reads the archive in `dir` back: each file's rows and SHA-256 must be its manifest's. */
-export async function verifyArchive(dir: string): Promise<ArchiveManifest> {
-  const manifest = JSON.parse(await readFile(path.join(dir, MANIFEST), 'utf8')) as Omit<
-    ArchiveManifest,
-    'format'
-  > & { format: unknown };
-  if (manifest.format !== ARCHIVE_FORMAT)
-    throw new Error(`archive ${dir}: format ${String(manifest.format)}`);
-  for (const file of manifest.files) {
-    const hash = createHash('sha256');
-    let rows = 0;
-    let last = 0x0a;
-    for await (const chunk of createReadStream(path.join(dir, file.name)) as AsyncIterable<Buffer>) {
-      hash.update(chunk);
-      for (const byte of chunk) if (byte === 0x0a) rows += 1;
-      last = chunk.at(-1) ?? last;
-    }
-    const sha256 = hash.digest('hex');
-    if (sha256 !== file.sha256 || rows !== file.rows || last !== 0x0a) {
-      throw new Error(
-        `archive ${dir}: ${file.name} does not match its manifest (${rows} rows, sha256 ${sha256})`,
-      );
-    }
-  }
-  return manifest as ArchiveManifest;
 }

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_HEADERS, BOARD_CSP } from '../../../src/api/admin/admin.plugin.ts';
 import { BASIC_CHALLENGE } from '../../../src/api/admin/ops-auth.ts';
 import { testRedisUrl } from '../../support/bridge.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { apiKeyIdOf } from '../../support/store-inspection.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
 import { OPS_USER, adminAudit, basic, opsGet, opsRequest } from '../../support/ops-client.ts';
@@ -23,7 +23,7 @@ const ROUTES = [
   '/admin/queues/api/redis/stats',
 ];
 
-describe.each(ENGINES)('signing in to the ops pages on %s', (engine) => {
+describe.each(APP_ENGINES)('signing in to the ops pages on %s', (engine) => {
   let t: TestApp;
   // Each test signs in from an address of its own, so the failure counts stay apart.
   let address = 0;

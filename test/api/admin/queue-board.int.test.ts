@@ -14,7 +14,7 @@ import {
   browserDateTimeFormat,
   displayTimeIn,
 } from '../../../src/domain/display-time.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { createBridgeApp, eventually, startEhr, testRedisUrl, type BridgeApp } from '../../support/bridge.ts';
 import { CANARY, CANARY_MARKERS } from '../../support/fixtures/patients.ts';
 import type { SandboxEhrProcess } from '../../support/sandbox-ehr-process.ts';
@@ -49,7 +49,7 @@ interface BoardQueue {
   jobs: BoardJob[];
 }
 
-describe.each(ENGINES)('the queue dashboard on %s', (engine) => {
+describe.each(APP_ENGINES)('the queue dashboard on %s', (engine) => {
   let ehr: SandboxEhrProcess;
   let t: BridgeApp;
 

@@ -4,13 +4,13 @@
 // (keys and tokens carry 256 random bits: the throttle spares the audit trail and the store, and
 // tells operators, rather than standing between a guesser and a key).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
 
 const WRONG_KEY = `rfh_test_${'x'.repeat(43)}`;
 const ATTEMPTS = 30;
 
-describe.each(ENGINES)('failed authentication on %s', (engine) => {
+describe.each(APP_ENGINES)('failed authentication on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp(engine);

@@ -7,7 +7,7 @@ import { sql } from 'kysely';
 import { openColumns } from '../../../src/db/data-keys/data-keys.repository.ts';
 import { isSealed } from '../../../src/domain/data-keys.ts';
 import { hashLinkToken } from '../../../src/services/links/minter.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { PATIENT } from '../../support/fixtures/patients.ts';
 import { REQUESTER } from '../../support/referral-routes.ts';
 import { referralIn } from '../../support/scenarios.ts';
@@ -22,7 +22,7 @@ function withKey(options: InjectOptions, key: string): InjectOptions {
   return { ...options, headers: { ...options.headers, 'idempotency-key': key } };
 }
 
-describe.each(ENGINES)('Idempotency-Key on %s', (engine) => {
+describe.each(APP_ENGINES)('Idempotency-Key on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp(engine);

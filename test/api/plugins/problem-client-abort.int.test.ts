@@ -7,7 +7,7 @@ import net from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDatabaseOutage } from '../../../src/db/database.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { countRows } from '../../support/store-inspection.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
 
@@ -16,7 +16,7 @@ interface LogLine {
   readonly outage?: string;
 }
 
-describe.each(ENGINES)('a client that aborts its upload on %s', (engine) => {
+describe.each(APP_ENGINES)('a client that aborts its upload on %s', (engine) => {
   let t: TestApp;
   let port: number;
   beforeAll(async () => {

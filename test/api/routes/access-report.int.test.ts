@@ -10,7 +10,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditEventOf, systemActor } from '../../../src/domain/audit.ts';
 import { auditRepository } from '../../../src/db/audit/audit.repository.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { TEXT } from '../../support/fixtures/attachment-files.ts';
 import { CANARY, CANARY_MARKERS } from '../../support/fixtures/patients.ts';
 import { call, createDraft, referralIn } from '../../support/scenarios.ts';
@@ -51,7 +51,7 @@ function leakedMarkers(text: string): string[] {
   return CANARY_MARKERS.filter((marker) => text.includes(marker));
 }
 
-describe.each(ENGINES)('patient access report on %s', (engine) => {
+describe.each(APP_ENGINES)('patient access report on %s', (engine) => {
   let t: TestApp;
   /** The canary's referral, from t.sender to t.provider, submitted. */
   let referral: string;

@@ -3,7 +3,7 @@
 // problem+json, not a reset connection, the connection stays usable, and the refusal is logged
 // without the file's name or content. Nothing of a refused body is stored.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { rawRequest, uploadHead } from '../../support/raw-http.ts';
 import { createDraft } from '../../support/scenarios.ts';
 import { countRows } from '../../support/store-inspection.ts';
@@ -13,7 +13,7 @@ const MIB = 1024 * 1024;
 const PIECE = 64 * 1024;
 const FILE_NAME = 'Quokkamark-referral.txt';
 
-describe.each(ENGINES)('attachments over a real connection on %s', (engine) => {
+describe.each(APP_ENGINES)('attachments over a real connection on %s', (engine) => {
   let t: TestApp;
   let port: number;
   beforeAll(async () => {

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentRepository } from '../../../src/db/attachments.repository.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import {
   CATALOG,
   DOCX,
@@ -92,7 +92,7 @@ async function listed(t: TestApp, who: TestParty, referralId: string): Promise<A
   return res.json<{ data: AttachmentJson[] }>().data;
 }
 
-describe.each(ENGINES)('attachments on %s', (engine) => {
+describe.each(APP_ENGINES)('attachments on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp(engine, { env: { ATTACHMENTS_PER_REFERRAL: '3', ATTACHMENT_MAX_MIB: '1' } });

@@ -6,7 +6,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { STATUSES, type Status } from '../../../src/domain/statuses.ts';
 import { hashLinkToken } from '../../../src/services/links/minter.ts';
 import { API_VERSION, expectApiHeaders, expectProblem } from '../../support/api-assertions.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { CANARY, CANARY_MARKERS, PATIENT } from '../../support/fixtures/patients.ts';
 import {
   CONTRACT_CORE_STATUS,
@@ -43,7 +43,7 @@ function contractLinks(status: Status, party: 'sender' | 'provider'): { type: st
 /** Contract §4, transcribed: isCancellable for a cancellable offering. */
 const CONTRACT_CANCELLABLE: readonly Status[] = ['pending-acceptance', 'accepted', 'sender-action-required'];
 
-describe.each(ENGINES)('endpoints on %s', (engine) => {
+describe.each(APP_ENGINES)('endpoints on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp(engine);

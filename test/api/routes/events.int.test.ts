@@ -6,13 +6,13 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { referralEventRepository } from '../../../src/db/events.repository.ts';
 import { FEED_START, type FeedPosition } from '../../../src/domain/events.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { CANARY, CANARY_MARKERS } from '../../support/fixtures/patients.ts';
 import { feedUrl, readFeedPage, readFeedToEnd } from '../../support/event-feed.ts';
 import { call, createDraft, referralIn } from '../../support/scenarios.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
 
-describe.each(ENGINES)('event feed on %s', (engine) => {
+describe.each(APP_ENGINES)('event feed on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp(engine);

@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentRepository } from '../../../src/db/attachments.repository.ts';
 import { APPOINTMENT_STATUSES, STATUSES } from '../../../src/domain/statuses.ts';
 import { errorPaths, expectProblem } from '../../support/api-assertions.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { loadFhirR4 } from '../../support/fhir-validation.ts';
 import {
   APPOINTMENT_STATUS,
@@ -67,7 +67,7 @@ function follow(t: TestApp, as: TestParty, url: string | undefined) {
   });
 }
 
-describe.each(ENGINES)('the FHIR view on %s', (engine) => {
+describe.each(APP_ENGINES)('the FHIR view on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp(engine);

@@ -28,7 +28,7 @@ import {
   type Status,
 } from '../../../src/domain/statuses.ts';
 import { CORE_STATUS_DISPLAY } from '../../../src/render/fhir/status-mapping.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { loadFhirR4 } from '../../support/fhir-validation.ts';
 import {
   APPOINTMENT_STATUS,
@@ -337,7 +337,7 @@ function dataValues(value: unknown, into: string[] = []): string[] {
   return into;
 }
 
-describe.each(ENGINES)('the FHIR view of random referrals on %s', (engine) => {
+describe.each(APP_ENGINES)('the FHIR view of random referrals on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
     loadFhirR4();

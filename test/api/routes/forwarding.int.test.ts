@@ -4,7 +4,7 @@
 // forward worker uses.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { CANARY, CANARY_MARKERS } from '../../support/fixtures/patients.ts';
 import { referralIn, type ReferralJson } from '../../support/scenarios.ts';
 import { apiKeyIdOf, auditRowsOf } from '../../support/store-inspection.ts';
@@ -12,7 +12,7 @@ import { createTestApp, type TestApp, type TestParty } from '../../support/test-
 
 const SHA = 'a'.repeat(64);
 
-describe.each(ENGINES)('the EHR submissions ledger on %s', (engine) => {
+describe.each(APP_ENGINES)('the EHR submissions ledger on %s', (engine) => {
   let t: TestApp;
   let referral: ReferralJson;
 

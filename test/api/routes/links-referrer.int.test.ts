@@ -5,7 +5,7 @@
 // email address.
 import * as cheerio from 'cheerio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { PATIENT } from '../../support/fixtures/patients.ts';
 import { call, createDraft } from '../../support/scenarios.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
@@ -20,7 +20,7 @@ interface Referral {
   ehrForm: string;
 }
 
-describe.each(ENGINES)('the link upsert’s referring clinician on %s', (engine) => {
+describe.each(APP_ENGINES)('the link upsert’s referring clinician on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp(engine);

@@ -3,7 +3,7 @@
 // naming the parameter, before it reaches the database (where it would fail as a 500).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { feedUrl } from '../../support/event-feed.ts';
 import { REQUESTER } from '../../support/referral-routes.ts';
 import { createDraft } from '../../support/scenarios.ts';
@@ -13,7 +13,7 @@ const INT4_PAST = '2147483648';
 const BIGINT_PAST = '9223372036854775808';
 const UNSAFE = '9007199254740993';
 
-describe.each(ENGINES)('numbers past their type on %s', (engine) => {
+describe.each(APP_ENGINES)('numbers past their type on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp(engine);

@@ -23,7 +23,7 @@ import { readFeedToEnd } from '../../support/event-feed.ts';
 import { readFhir, resourcesOf } from '../../support/fhir-view.ts';
 import { expectProblem } from '../../support/api-assertions.ts';
 import { DOCUMENTED_ACTIONS, type ReferralBody } from '../../support/referral-shapes.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { call, referralIn } from '../../support/scenarios.ts';
 import { createTestApp, type TestApp, type TestParty } from '../../support/test-app.ts';
 
@@ -99,7 +99,7 @@ const plan: fc.Arbitrary<Plan> = fc.record({
   steps: fc.array(step, { minLength: 1, maxLength: MAX_STEPS }),
 });
 
-describe.each(ENGINES)('actions listed against calls made, on %s', (engine) => {
+describe.each(APP_ENGINES)('actions listed against calls made, on %s', (engine) => {
   let t: TestApp;
   let callers: Record<CallerName, TestParty>;
 

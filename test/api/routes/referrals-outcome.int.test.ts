@@ -3,7 +3,7 @@
 // (POST …/acknowledge-outcome); GET /outcome-codes. Every refusal names the field and changes nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem } from '../../support/api-assertions.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { readFeedToEnd } from '../../support/event-feed.ts';
 import { attachFile } from '../../support/fhir-view.ts';
 import { REQUESTER } from '../../support/referral-routes.ts';
@@ -15,7 +15,7 @@ const SUMMARY =
   'Seen in clinic on 14 January. Gastroscopy: mild antral gastritis, CLO test negative.\n' +
   'Plan: omeprazole 20 mg daily for 8 weeks; no follow-up needed here.';
 
-describe.each(ENGINES)('the provider outcome on %s', (engine) => {
+describe.each(APP_ENGINES)('the provider outcome on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp(engine);

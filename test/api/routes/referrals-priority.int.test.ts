@@ -5,7 +5,7 @@
 import type { ServiceRequest, Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem } from '../../support/api-assertions.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { readFeedToEnd } from '../../support/event-feed.ts';
 import { readFhir, resourcesOf } from '../../support/fhir-view.ts';
 import { REQUESTER } from '../../support/referral-routes.ts';
@@ -19,7 +19,7 @@ const TWO_WEEK_WAIT = {
   fhirPriority: 'asap',
 };
 
-describe.each(ENGINES)('referral priorities on %s', (engine) => {
+describe.each(APP_ENGINES)('referral priorities on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp(engine);

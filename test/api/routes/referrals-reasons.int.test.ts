@@ -7,7 +7,7 @@ import type { Task } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REASON_ACTIONS } from '../../../src/domain/reasons.ts';
 import { expectProblem } from '../../support/api-assertions.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { readFeedToEnd } from '../../support/event-feed.ts';
 import { readFhir, resourcesOf } from '../../support/fhir-view.ts';
 import { REQUESTER } from '../../support/referral-routes.ts';
@@ -26,7 +26,7 @@ interface ReasonCodeJson {
   readonly commentRequired: boolean;
 }
 
-describe.each(ENGINES)('coded reasons on %s', (engine) => {
+describe.each(APP_ENGINES)('coded reasons on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp(engine);

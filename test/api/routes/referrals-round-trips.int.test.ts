@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { PATIENT } from '../../support/fixtures/patients.ts';
 import { REFERRAL_ROUTES, REQUESTER, type ReferralRoute } from '../../support/referral-routes.ts';
 import { referralIn } from '../../support/scenarios.ts';
@@ -19,7 +19,7 @@ const WRITES = REFERRAL_ROUTES.filter((r) => r.name !== 'GET /referrals/:id').ma
 const KEY_LOOKUP = /\bfrom "api_keys"/;
 const TRANSACTION_CONTROL = /^\s*(begin|commit|rollback|start transaction)\b/i;
 
-describe.each(ENGINES)('round trips of a command on %s', (engine) => {
+describe.each(APP_ENGINES)('round trips of a command on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp(engine);

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { REFERRAL_ROUTES, REQUESTER, type ReferralRoute } from '../../support/referral-routes.ts';
 import type { Status } from '../../../src/domain/statuses.ts';
 import { call, referralIn, type ReferralJson } from '../../support/scenarios.ts';
@@ -25,7 +25,7 @@ function expectProblem(res: LightMyRequestResponse, status: number, code: string
   expect(res.json()).toMatchObject({ status, code });
 }
 
-describe.each(ENGINES)('tenancy on %s', (engine) => {
+describe.each(APP_ENGINES)('tenancy on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp(engine);

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { windowEndingAt } from '../../../src/domain/wait-times.ts';
 import { errorPaths, expectProblem } from '../../support/api-assertions.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { createTestApp, type TestApp, type TestParty } from '../../support/test-app.ts';
 import {
   days,
@@ -19,7 +19,7 @@ import {
 
 const NOW = new Date('2031-03-01T02:00:00.000Z');
 
-describe.each(ENGINES)('GET /offerings/{offeringId}/wait-times on %s', (engine) => {
+describe.each(APP_ENGINES)('GET /offerings/{offeringId}/wait-times on %s', (engine) => {
   let t: TestApp;
   const clock = setClock(NOW);
   let plans: PlannedReferral[];

@@ -9,7 +9,7 @@ import { sql } from 'kysely';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { createTestApp, type TestApp, type TestParty } from '../../support/test-app.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.ts';
 
@@ -71,7 +71,7 @@ async function locate(
   return { tables, found };
 }
 
-describe.each(ENGINES)('webhook signing secrets on %s', (engine) => {
+describe.each(APP_ENGINES)('webhook signing secrets on %s', (engine) => {
   let t: TestApp;
   let receiver: WebhookReceiver;
   let ajv: Ajv;

@@ -4,14 +4,14 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditSigningKeySetting, testAuditSigningKey } from '../../support/audit-signing-key.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { createTestApp, type TestApp, type TestParty } from '../../support/test-app.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.ts';
 
 const base = (p: TestParty) =>
   `/api/v1/institutions/${p.institution.institutionIdType}/${p.institution.institutionId}/webhook-subscriptions`;
 
-describe.each(ENGINES)('webhook subscriptions on %s', (engine) => {
+describe.each(APP_ENGINES)('webhook subscriptions on %s', (engine) => {
   let t: TestApp;
   let receiver: WebhookReceiver;
   beforeAll(async () => {
@@ -196,7 +196,7 @@ describe.each(ENGINES)('webhook subscriptions on %s', (engine) => {
   });
 });
 
-describe.each(ENGINES)('webhook URLs in production on %s', (engine) => {
+describe.each(APP_ENGINES)('webhook URLs in production on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp(engine, {
@@ -262,7 +262,7 @@ describe.each(ENGINES)('webhook URLs in production on %s', (engine) => {
 // Outside production only loopback receivers need no allowance: private, link-local (the metadata
 // service) and every other non-public address need WEBHOOK_ALLOWED_ADDRESSES in every mode, or any key
 // could point a subscription into refhub's network and use the test event to probe it.
-describe.each(ENGINES)('webhook URLs outside production on %s', (engine) => {
+describe.each(APP_ENGINES)('webhook URLs outside production on %s', (engine) => {
   let t: TestApp;
   let receiver: WebhookReceiver;
   beforeAll(async () => {

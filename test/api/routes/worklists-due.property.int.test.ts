@@ -4,7 +4,7 @@
 // day, from the catalog file the test loads, never from refhub's own calendar code.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { REQUESTER } from '../../support/referral-routes.ts';
 import { call, createDraft } from '../../support/scenarios.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
@@ -34,7 +34,7 @@ function expectedDue(at: Date, days: number, holidays: ReadonlySet<string>): str
   return new Date(day + DAY - SGT).toISOString();
 }
 
-describe.each(ENGINES)('triage due times on %s', (engine) => {
+describe.each(APP_ENGINES)('triage due times on %s', (engine) => {
   let t: TestApp;
   let now = new Date('2027-01-01T00:00:00Z');
   let holidays: Set<string>;

@@ -4,7 +4,7 @@
 // two-week wait in 1), judged at the clock's time; the counts; tenancy, audit and bad names.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem } from '../../support/api-assertions.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { REQUESTER } from '../../support/referral-routes.ts';
 import { auditRowsOf } from '../../support/store-inspection.ts';
 import { call, referralIn, type ReferralJson } from '../../support/scenarios.ts';
@@ -13,7 +13,7 @@ import { createTestApp, type TestApp, type TestParty } from '../../support/test-
 // Tue 1 Dec 2026, 09:00 in Singapore, the demo's display zone.
 const START = new Date('2026-12-01T01:00:00Z');
 
-describe.each(ENGINES)('worklists on %s', (engine) => {
+describe.each(APP_ENGINES)('worklists on %s', (engine) => {
   let t: TestApp;
   let now = START;
   const made: Record<string, ReferralJson> = {};

@@ -8,7 +8,7 @@ import * as cheerio from 'cheerio';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentRepository } from '../../../src/db/attachments.repository.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import {
   CATALOG,
   DOCX,
@@ -117,7 +117,7 @@ async function submit(t: TestApp, referralId: string): Promise<void> {
   await call(t, t.sender, 'POST', `/api/v1/referrals/${referralId}/submit`, {});
 }
 
-describe.each(ENGINES)('files in the web form on %s', (engine) => {
+describe.each(APP_ENGINES)('files in the web form on %s', (engine) => {
   let t: TestApp;
 
   beforeAll(async () => {
@@ -644,7 +644,7 @@ describe.each(ENGINES)('files in the web form on %s', (engine) => {
   });
 });
 
-describe.each(ENGINES)('files waiting for the malware scan, on %s', (engine) => {
+describe.each(APP_ENGINES)('files waiting for the malware scan, on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp(engine, { env: { ATTACHMENT_SCANNER: 'clamd://127.0.0.1:9' } });

@@ -5,7 +5,7 @@
 import * as cheerio from 'cheerio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { windowEndingAt } from '../../../src/domain/wait-times.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
 import {
   expectedFigures,
@@ -19,7 +19,7 @@ import { getPage, newFormSession, type WebSession } from '../../support/web.ts';
 
 const NOW = new Date('2031-09-01T01:00:00.000Z');
 
-describe.each(ENGINES)('wait times in the web form on %s', (engine) => {
+describe.each(APP_ENGINES)('wait times in the web form on %s', (engine) => {
   let t: TestApp;
   const clock = setClock(NOW);
   const plans = plannedReferrals('cgh-gastro', NOW, 12, 3);

@@ -4,7 +4,7 @@
 // another origin, keeps what the person typed on every error, and explains every refusal on a page.
 import * as cheerio from 'cheerio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { PATIENT } from '../../support/fixtures/patients.ts';
 import { call, referralIn } from '../../support/scenarios.ts';
 import { apiKeyIdOf, countRows, senderView } from '../../support/store-inspection.ts';
@@ -37,7 +37,7 @@ async function versionOf(t: TestApp, id: string): Promise<number> {
   return row.version;
 }
 
-describe.each(ENGINES)('the referral form on %s', (engine) => {
+describe.each(APP_ENGINES)('the referral form on %s', (engine) => {
   let t: TestApp;
   let clockOffset = 0;
 

@@ -3,7 +3,7 @@
 // the audit of every attempt. HEAD requests and browser prefetches never use a link up.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as cheerio from 'cheerio';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { referralIn } from '../../support/scenarios.ts';
 import { apiKeyIdOf } from '../../support/store-inspection.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
@@ -41,7 +41,7 @@ async function redeemAudit(t: TestApp, referralId: string) {
     .execute();
 }
 
-describe.each(ENGINES)('link redemption on %s', (engine) => {
+describe.each(APP_ENGINES)('link redemption on %s', (engine) => {
   let t: TestApp;
   const clock = movableClock();
 

@@ -7,7 +7,7 @@ import type { Store } from '../../../src/db/database.ts';
 import { resolveSessionSecret } from '../../../src/api/web/session-secret.ts';
 import { installationSecretRepository } from '../../../src/db/installation-secret.repository.ts';
 import { auditSigningKeySetting, testAuditSigningKey } from '../../support/audit-signing-key.ts';
-import { ENGINES, openTestStore } from '../../support/engines.ts';
+import { APP_ENGINES, openTestStore } from '../../support/engines.ts';
 
 const PRODUCTION = {
   NODE_ENV: 'production',
@@ -34,7 +34,7 @@ describe('SESSION_SECRET', () => {
   });
 });
 
-describe.each(ENGINES)('the session secret on %s', (engine) => {
+describe.each(APP_ENGINES)('the session secret on %s', (engine) => {
   let store: Store;
   const secretsOf = () => installationSecretRepository(store.db);
   beforeAll(async () => {

@@ -4,7 +4,7 @@
 // 2026, so each time can be written out.
 import * as cheerio from 'cheerio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { PATIENT } from '../../support/fixtures/patients.ts';
 import { call } from '../../support/scenarios.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
@@ -53,7 +53,7 @@ const ZONES: readonly (readonly [string, Zone])[] = [
 
 const textOf = (body: string) => cheerio.load(body)('body').text().replace(/\s+/g, ' ');
 
-describe.each(ENGINES)('times people read, on %s', (engine) => {
+describe.each(APP_ENGINES)('times people read, on %s', (engine) => {
   describe.each(ZONES)('in %s', (_label, zone) => {
     let t: TestApp;
     beforeAll(async () => {

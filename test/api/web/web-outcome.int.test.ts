@@ -7,7 +7,7 @@
 import * as cheerio from 'cheerio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSessionCodec } from '../../../src/api/web/session.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { CATALOG, PAGES, TEXT, pdf } from '../../support/fixtures/attachment-files.ts';
 import { call, createDraft, referralIn } from '../../support/scenarios.ts';
 import { apiKeyIdOf, auditRowsOf, senderView } from '../../support/store-inspection.ts';
@@ -47,7 +47,7 @@ interface Completed {
   readonly providerNote: string;
 }
 
-describe.each(ENGINES)('the outcome on the web pages, on %s', (engine) => {
+describe.each(APP_ENGINES)('the outcome on the web pages, on %s', (engine) => {
   let t: TestApp;
   const codec = createSessionCodec(SESSION_SECRET);
   beforeAll(async () => {

@@ -4,7 +4,7 @@
 import * as cheerio from 'cheerio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { PATIENT } from '../../support/fixtures/patients.ts';
 import { call, createDraft, referralIn } from '../../support/scenarios.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
@@ -44,7 +44,7 @@ function expectNoncedPage(res: LightMyRequestResponse, options: { styleAttribute
   }
 }
 
-describe.each(ENGINES)('web pages on %s', (engine) => {
+describe.each(APP_ENGINES)('web pages on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp(engine);

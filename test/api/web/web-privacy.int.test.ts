@@ -5,7 +5,7 @@ import * as cheerio from 'cheerio';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { CANARY, CANARY_MARKERS } from '../../support/fixtures/patients.ts';
 import { createTestApp, type TestApp } from '../../support/test-app.ts';
 import {
@@ -23,7 +23,7 @@ function leaked(text: string, secrets: readonly string[]): string[] {
   return [...CANARY_MARKERS, ...secrets].filter((s) => text.includes(s));
 }
 
-describe.each(ENGINES)('privacy of the web form on %s', (engine) => {
+describe.each(APP_ENGINES)('privacy of the web form on %s', (engine) => {
   let t: TestApp;
   const responses: LightMyRequestResponse[] = [];
   const tokens: string[] = [];

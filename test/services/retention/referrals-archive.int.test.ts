@@ -11,11 +11,11 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitTimesRepository } from '../../../src/db/wait-times.repository.ts';
+import type { ArchiveManifest } from '../../../src/services/retention/archive.ts';
 import {
   archiveStaleReferrals,
   openArchivedReferrals,
   REFERRALS_ARCHIVE_FILES,
-  type ArchiveManifest,
 } from '../../../src/services/retention/referrals-archive.ts';
 import { createBridgeApp, eventually, startEhr, type BridgeApp } from '../../support/bridge.ts';
 import { ENGINES } from '../../support/engines.ts';
@@ -113,7 +113,7 @@ describe.each(ENGINES)('archiving referrals on %s', (engine) => {
       },
       3 * t.forwardWithinMs,
     );
-    await t.background?.stop();
+    await t.stopBackground();
     undeliveredId = (await referralIn(t, 'cancelled')).id;
   }, 180_000);
 

@@ -10,7 +10,7 @@ import {
   RefhubProblemError,
   type InstitutionClient,
 } from '../../../clients/typescript/src/index.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { CATALOG, GIF, PAGES, pdf, TEXT } from '../../support/fixtures/attachment-files.ts';
 import { PATIENT } from '../../support/fixtures/patients.ts';
 import { createTestApp, listeningUrl, type TestApp, type TestParty } from '../../support/test-app.ts';
@@ -28,7 +28,7 @@ async function problemOf(call: Promise<unknown>): Promise<RefhubProblemError> {
   throw new Error('the call succeeded, but a problem was expected');
 }
 
-describe.each(ENGINES)('attachments through @refhub/client on %s', (engine) => {
+describe.each(APP_ENGINES)('attachments through @refhub/client on %s', (engine) => {
   let t: TestApp;
   let clinic: InstitutionClient;
   let hospital: InstitutionClient;

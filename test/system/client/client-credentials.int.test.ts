@@ -16,7 +16,7 @@ import {
   type RefhubClientOptions,
   type ReferralFields,
 } from '../../../clients/typescript/src/index.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { createTestApp, listeningUrl, type TestApp } from '../../support/test-app.ts';
 
 /** The token endpoint's public URL, as refhub (PUBLIC_URL http://refhub.test) names it: the `aud`. */
@@ -78,7 +78,7 @@ async function failureOf<E extends Error>(
   throw new Error(`the call succeeded, but a ${type.name} was expected`);
 }
 
-describe.each(ENGINES)('@refhub/client with signed client credentials against refhub on %s', (engine) => {
+describe.each(APP_ENGINES)('@refhub/client with signed client credentials against refhub on %s', (engine) => {
   let t: TestApp;
   let baseUrl: string;
   let clinicKey: KeyPair;

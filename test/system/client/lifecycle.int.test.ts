@@ -14,7 +14,7 @@ import {
   type ReferralFields,
   type ReferralSummary,
 } from '../../../clients/typescript/src/index.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { startFaultyProxy } from '../../support/faulty-proxy.ts';
 import { createTestApp, listeningUrl, type TestApp, type TestParty } from '../../support/test-app.ts';
 
@@ -39,7 +39,7 @@ async function problemOf(call: Promise<unknown>): Promise<RefhubProblemError> {
   throw new Error('the call succeeded, but a problem was expected');
 }
 
-describe.each(ENGINES)('@refhub/client against refhub on %s', (engine) => {
+describe.each(APP_ENGINES)('@refhub/client against refhub on %s', (engine) => {
   let t: TestApp;
   let baseUrl: string;
   let clinic: InstitutionClient;

@@ -11,7 +11,7 @@ import {
   type InstitutionClient,
   type RetryPolicy,
 } from '../../../clients/typescript/src/index.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import {
   startFaultyProxy,
   type Fault,
@@ -22,7 +22,7 @@ import { createTestApp, type TestApp } from '../../support/test-app.ts';
 
 const REQUESTER = 'dr.lim@bukittimah.example';
 
-describe.each(ENGINES)('@refhub/client retries, on %s', (engine) => {
+describe.each(APP_ENGINES)('@refhub/client retries, on %s', (engine) => {
   let t: TestApp;
   let direct: InstitutionClient;
   let proxy: FaultyProxy | undefined;

@@ -12,7 +12,7 @@ import { createClamdClient, ScannerError } from '../../../src/workers/attachment
 import { scanAttachment, startAttachmentScanWorker } from '../../../src/workers/attachments/scan.worker.ts';
 import { createQueueApp, eventually, type QueueApp } from '../../support/bridge.ts';
 import { EICAR, EICAR_SIGNATURE, startClamd, type ClamdServer } from '../../support/clamd-server.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { freePort, LOOPBACK } from '../../support/free-port.ts';
 import { createDraft } from '../../support/scenarios.ts';
 import { deleteAttachment, storedAttachment } from '../../support/stored-attachments.ts';
@@ -32,7 +32,7 @@ afterAll(async () => {
   await clamd.stop();
 });
 
-describe.each(ENGINES)('scanning an attachment on %s', (engine) => {
+describe.each(APP_ENGINES)('scanning an attachment on %s', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp(engine);

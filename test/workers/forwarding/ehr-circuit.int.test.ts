@@ -15,7 +15,7 @@ import { createLogger } from '../../../src/logger.ts';
 import { createMetrics } from '../../../src/observability/metrics.ts';
 import { createBridgeApp, eventually, startEhr, type BridgeApp } from '../../support/bridge.ts';
 import { testDataKeys } from '../../support/data-keys.ts';
-import { ENGINES, openTestStore } from '../../support/engines.ts';
+import { APP_ENGINES, openTestStore } from '../../support/engines.ts';
 import type { SandboxEhrProcess } from '../../support/sandbox-ehr-process.ts';
 import { call, createDraft } from '../../support/scenarios.ts';
 
@@ -32,7 +32,7 @@ const SETTINGS: CircuitSettings = {
   probeLeaseMs: 35_000,
 };
 
-describe.each(ENGINES)("the EHR circuit's decisions on %s", (engine) => {
+describe.each(APP_ENGINES)("the EHR circuit's decisions on %s", (engine) => {
   let store: Store;
   let at = Date.parse('2026-06-04T03:00:00.000Z');
   const clock = { now: () => new Date(at) };
@@ -137,7 +137,7 @@ describe.each(ENGINES)("the EHR circuit's decisions on %s", (engine) => {
   });
 });
 
-describe.each(ENGINES)('an EHR that fails for a while, and recovers, on %s', (engine) => {
+describe.each(APP_ENGINES)('an EHR that fails for a while, and recovers, on %s', (engine) => {
   let ehr: SandboxEhrProcess;
   let t: BridgeApp;
   const REFERRALS = 4;

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import type { AuditEvent } from '@medplum/fhirtypes';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBridgeApp, eventually, startEhr, type BridgeApp } from '../../support/bridge.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { loadFhirR4 } from '../../support/fhir-validation.ts';
 import { readFhir, resourcesOf } from '../../support/fhir-view.ts';
 import { CANARY } from '../../support/fixtures/patients.ts';
@@ -14,7 +14,7 @@ import { call, createDraft } from '../../support/scenarios.ts';
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 
-describe.each(ENGINES)('the FHIR view of a forwarded referral on %s', (engine) => {
+describe.each(APP_ENGINES)('the FHIR view of a forwarded referral on %s', (engine) => {
   let ehr: SandboxEhrProcess;
   let t: BridgeApp;
 

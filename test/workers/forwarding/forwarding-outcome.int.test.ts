@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import * as cheerio from 'cheerio';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { createBridgeApp, eventually, startEhr, type BridgeApp } from '../../support/bridge.ts';
 import type { SandboxEhrProcess } from '../../support/sandbox-ehr-process.ts';
 import type { TestParty } from '../../support/test-app.ts';
@@ -35,7 +35,7 @@ interface LedgerRow {
 const SETTINGS = { EHR_MAX_ATTEMPTS: '3', EHR_ATTEMPT_TIMEOUT_SECONDS: '10' };
 const TIMEOUT = { timeout: 2 * 3 * (10_000 + 1_000) + 30_000 };
 
-describe.each(ENGINES)('forwarding a completed referral on %s', (engine) => {
+describe.each(APP_ENGINES)('forwarding a completed referral on %s', (engine) => {
   let ehr: SandboxEhrProcess;
   let t: BridgeApp;
 

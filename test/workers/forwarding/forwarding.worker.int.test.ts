@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentRepository } from '../../../src/db/attachments.repository.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { createBridgeApp, eventually, startEhr, type BridgeApp } from '../../support/bridge.ts';
 import { CANARY, CANARY_MARKERS } from '../../support/fixtures/patients.ts';
 import type { SandboxEhrProcess } from '../../support/sandbox-ehr-process.ts';
@@ -12,7 +12,7 @@ import { onePage } from '../../support/fixtures/pdf-files.ts';
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 
-describe.each(ENGINES)('forwarding to the EHR on %s', (engine) => {
+describe.each(APP_ENGINES)('forwarding to the EHR on %s', (engine) => {
   let ehr: SandboxEhrProcess;
   let t: BridgeApp;
 

@@ -9,7 +9,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { webhookJobId } from '../../../src/queue/registry.ts';
 import { createBridgeApp, eventually, startEhr, type BridgeApp } from '../../support/bridge.ts';
-import { ENGINES } from '../../support/engines.ts';
+import { APP_ENGINES } from '../../support/engines.ts';
 import { CANARY, CANARY_MARKERS } from '../../support/fixtures/patients.ts';
 import type { SandboxEhrProcess } from '../../support/sandbox-ehr-process.ts';
 import { call, createDraft } from '../../support/scenarios.ts';
@@ -37,7 +37,7 @@ interface Delivered {
 const base = (p: TestParty) =>
   `/api/v1/institutions/${p.institution.institutionIdType}/${p.institution.institutionId}/webhook-subscriptions`;
 
-describe.each(ENGINES)('webhook delivery on %s', (engine) => {
+describe.each(APP_ENGINES)('webhook delivery on %s', (engine) => {
   let ehr: SandboxEhrProcess;
   let t: BridgeApp;
   const receivers: WebhookReceiver[] = [];
