@@ -184,6 +184,12 @@ export interface Config {
   /** How often the scheduled retention run fires. */
   readonly retentionSweepSeconds: number;
   /**
+   * A referral in a final status untouched for this many months is archived: its record written to
+   * an archive in RETENTION_ARCHIVE_DIR, its clinical content then purged (docs/operations.md,
+   * "Archiving referrals").
+   */
+  readonly referralArchiveAfterMonths: number;
+  /**
    * The waits before each retry of a webhook delivery, in milliseconds (the first attempt is
    * immediate); its length is the number of retries.
    */
@@ -596,6 +602,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     retentionLedgerMonths: integer(env, 'RETENTION_LEDGER_MONTHS', auditMonths, 1, 1200),
     retentionArchiveDir: path.resolve(cwd, read(env, 'RETENTION_ARCHIVE_DIR') ?? 'archive'),
     retentionSweepSeconds: integer(env, 'RETENTION_SWEEP_SECONDS', 86_400, 60, 31 * 86_400),
+    referralArchiveAfterMonths: integer(env, 'REFERRAL_ARCHIVE_AFTER_MONTHS', 18, 1, 1200),
     webhookRetryScheduleMs: durations(env, 'WEBHOOK_RETRY_SCHEDULE', DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS),
     webhookAttemptTimeoutSeconds: integer(env, 'WEBHOOK_ATTEMPT_TIMEOUT_SECONDS', 15, 1, 120),
     webhookDisableAfterSeconds: integer(env, 'WEBHOOK_DISABLE_AFTER_SECONDS', 5 * 86_400, 1, 365 * 86_400),
@@ -950,6 +957,7 @@ const SHOWN: {
   retentionLedgerMonths: ['RETENTION_LEDGER_MONTHS', 'value'],
   retentionArchiveDir: ['RETENTION_ARCHIVE_DIR', 'value'],
   retentionSweepSeconds: ['RETENTION_SWEEP_SECONDS', 'value'],
+  referralArchiveAfterMonths: ['REFERRAL_ARCHIVE_AFTER_MONTHS', 'value'],
   webhookRetryScheduleMs: ['WEBHOOK_RETRY_SCHEDULE', 'value'],
   webhookAttemptTimeoutSeconds: ['WEBHOOK_ATTEMPT_TIMEOUT_SECONDS', 'value'],
   webhookDisableAfterSeconds: ['WEBHOOK_DISABLE_AFTER_SECONDS', 'value'],

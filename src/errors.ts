@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'insufficient_scope'
   | 'institution_not_permitted'
   | 'referral_not_found'
+  | 'referral_archived'
   | 'not_found'
   | 'invalid_transition'
   | 'incomplete_referral'
@@ -129,6 +130,24 @@ export class ReferralNotFoundError extends AppError {
       404,
       'Referral not found',
       `No referral ${referralId} is visible to this institution.`,
+    );
+  }
+}
+
+/**
+ * The referral was archived (services/retention/referrals-archive.ts): its clinical content is no
+ * longer held here. Every route that reads it or takes a step on it answers this, with the archive
+ * that holds its record and when it was written, so an operator can find it.
+ */
+export class ReferralArchivedError extends AppError {
+  constructor(referralId: string, archive: string, archivedAt: Date) {
+    super(
+      'referral_archived',
+      410,
+      'Referral archived',
+      `Referral ${referralId} was archived: its record is in archive ${archive}, and its clinical ` +
+        'content is no longer held here.',
+      { referralId, archive: { name: archive, archivedAt: archivedAt.toISOString() } },
     );
   }
 }

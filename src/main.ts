@@ -317,7 +317,7 @@ const retention = program
   .command('retention')
   .description(
     'archive and drop the months of the audit trail, event feed, webhook attempts and forwarding ledger ' +
-      'past their retention (docs/operations.md)',
+      'past their retention, and archive the referrals that ended long ago (docs/operations.md)',
   );
 
 retention
@@ -336,6 +336,14 @@ retention
   )
   .argument('<archive>', 'the archive directory (RETENTION_ARCHIVE_DIR/<table>-<YYYY-MM>)')
   .action(async (archive: string) => (await commands()).retentionVerifyCommand(archive));
+
+retention
+  .command('referrals')
+  .description(
+    'write the final referrals untouched for REFERRAL_ARCHIVE_AFTER_MONTHS to a new archive in ' +
+      'RETENTION_ARCHIVE_DIR, verify it, then purge their clinical content',
+  )
+  .action(async () => (await commands()).retentionReferralsCommand());
 
 program
   .command('sandbox-ehr')

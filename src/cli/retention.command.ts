@@ -3,14 +3,18 @@
 // the month partitions made ahead, every month past its setting archived, verified and dropped, with
 // a progress line on a terminal; `verify` checks an archive's directory against its manifest (each
 // file's SHA-256 and rows; an archive of the audit trail also as a trail), with no database, and exits
-// 1 naming the file at the first mismatch. What an archive holds is services/retention/archive.ts's:
-// this file parses, runs and prints.
+// 1 naming the file at the first mismatch. `referrals` archives the referrals that ended long ago
+// ("Archiving referrals"): each final referral untouched for REFERRAL_ARCHIVE_AFTER_MONTHS is written to
+// a new archive in RETENTION_ARCHIVE_DIR, and once the archive is verified its clinical content is
+// purged; it prints counts and the archive's name, never a value. What an archive holds is
+// services/retention/archive.ts's: this file parses, runs and prints.
 import path from 'node:path';
 import { verifyArchive } from '../services/retention/archive.ts';
+import type { ReferralsArchiveProgress } from '../services/retention/referrals-archive.ts';
 import type { Retention, RetentionRun } from '../services/retention/retention.service.ts';
 import { toStdout, type Output } from './output.ts';
 import { plural } from './plural.ts';
-import { withProgress, type ProgressStream } from './progress.ts';
+import { startProgress, withProgress, type Progress, type ProgressStream } from './progress.ts';
 
 export interface RetentionCommandDeps {
   readonly retention: Pick<Retention, 'run'>;
@@ -55,4 +59,40 @@ export async function verifyRetentionArchive(archive: string, output: Output = t
       (manifest.range === null ? '' : ` ${manifest.range.from} to ${manifest.range.to}`) +
       `, ${plural(manifest.files.length, 'file')}, ${plural(verified.rows, 'row')}${trail}.\n`,
   );
+}
+
+export interface ArchiveReferralsDeps {
+  readonly archiveStaleReferrals: (options: {
+    readonly now: Date;
+    readonly onProgress?: (progress: ReferralsArchiveProgress) => void;
+  }) => Promise<{ archived: number; archive: string | undefined }>;
+  readonly now: () => Date;
+  /** Where the archives are (RETENTION_ARCHIVE_DIR), for the message. */
+  readonly archiveDir: string;
+}
+
+export async function archiveReferrals(deps: ArchiveReferralsDeps): Promise<void> {
+  let progress: Progress | undefined;
+  let phase: ReferralsArchiveProgress['phase'] | undefined;
+  const report = (p: ReferralsArchiveProgress) => {
+    if (p.phase !== phase) {
+      progress?.end();
+      phase = p.phase;
+      progress = startProgress(
+        p.phase === 'writing' ? 'Writing referrals to the archive' : 'Purging archived referrals',
+      );
+    }
+    progress?.report(p.done, p.total);
+  };
+  try {
+    const result = await deps.archiveStaleReferrals({ now: deps.now(), onProgress: report });
+    progress?.end();
+    process.stdout.write(
+      result.archive === undefined
+        ? 'No referral is due for archiving.\n'
+        : `Archived ${plural(result.archived, 'referral')} into ${result.archive} in ${deps.archiveDir}.\n`,
+    );
+  } finally {
+    progress?.end();
+  }
 }

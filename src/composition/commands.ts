@@ -33,7 +33,8 @@ import { CONTROL_RUNS } from './control-socket.ts';
 import { retryForwards } from '../cli/forwarding.command.ts';
 import { migrate } from '../cli/migrate.command.ts';
 import { reconcile } from '../cli/reconcile.command.ts';
-import { runRetention, verifyRetentionArchive } from '../cli/retention.command.ts';
+import { archiveReferrals, runRetention, verifyRetentionArchive } from '../cli/retention.command.ts';
+import { archiveStaleReferrals } from '../services/retention/referrals-archive.ts';
 import {
   refuseSandboxInProduction,
   runSandboxEhr,
@@ -232,6 +233,16 @@ export function dataKeysStatusCommand(): Promise<void> {
 
 export function dataKeysRotateCommand(): Promise<void> {
   return withContext('refhub data-keys rotate', (ctx) => rotateDataKeys(ctx));
+}
+
+export function retentionReferralsCommand(): Promise<void> {
+  return withContext('refhub retention referrals', (ctx) =>
+    archiveReferrals({
+      archiveStaleReferrals: (options) => archiveStaleReferrals(ctx, options),
+      now: () => ctx.clock.now(),
+      archiveDir: ctx.config.retentionArchiveDir,
+    }),
+  );
 }
 
 export function auditSealCommand(): Promise<void> {

@@ -143,6 +143,9 @@ export interface ReferralsTable {
   /** The referral this one carries on after a redirect, and the one it was redirected to (migration 0025). */
   redirected_from: ColumnType<string | null, string | null | undefined, string | null>;
   redirected_to: ColumnType<string | null, string | null | undefined, string | null>;
+  /** When it was archived and the name of the archive that holds its record (migration 0028); else null. */
+  archived_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  archive_name: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
   submitted_at: Date | null;
@@ -154,7 +157,8 @@ export interface AppointmentsTable {
   id: string;
   status: string;
   start_at: Timestamp;
-  location: string;
+  /** Null only once its referral is archived (migration 0028), whose parts are never read again. */
+  location: ColumnType<string, string, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -175,7 +179,8 @@ export interface AttachmentsTable {
   id: string;
   referral_id: string;
   number: number;
-  file_name: string;
+  /** Null only once its referral is archived (migration 0028), whose parts are never read again. */
+  file_name: ColumnType<string, string, string | null>;
   media_type: string;
   size_bytes: number;
   sha256: string;
@@ -258,7 +263,8 @@ export interface TimelineEventsTable {
   referral_id: string;
   type: string;
   system: string;
-  description: string;
+  /** Null only once its referral is archived (migration 0028): the sentence quotes what people typed. */
+  description: ColumnType<string, string, string | null>;
   produced_at: Timestamp;
   /** The reason's code and words (migration 0022); null for events without one. */
   reason_code: ColumnType<string | null, string | null | undefined, string | null>;
@@ -390,7 +396,8 @@ export interface EhrFormsTable {
   version: number;
   form_type: string;
   sha256: string;
-  html: string;
+  /** Null only once its referral is archived (migration 0028): the form is in the archive. */
+  html: ColumnType<string, string, string | null>;
   /** The files sent with the form (FormAttachment[]), as JSON. */
   attachments: ColumnType<FormAttachment[], string, never>;
   created_at: Timestamp;

@@ -28,6 +28,7 @@ import { linkTokenRepository } from './links.repository.ts';
 import { outboxRepository } from './outbox.repository.ts';
 import { rateLimitRepository } from './rate-limits.repository.ts';
 import { createReferralStore } from './referrals/referrals.store.ts';
+import { referralsArchiveRepository } from './referrals-archive.repository.ts';
 import { reminderRepository } from './reminders.repository.ts';
 import { retentionRepository } from './retention.repository.ts';
 import type { Database } from './schema.ts';
@@ -39,6 +40,7 @@ import { webhookSubscriptionRepository } from './webhooks/subscriptions.reposito
 /** How each capability's store is made over an executor (the database, or a transaction). */
 const STORES = {
   referrals: (db: Executor, keys: DataKeys) => createReferralStore(db, keys),
+  referralsArchive: (db: Executor, keys: DataKeys) => referralsArchiveRepository(db, keys),
   attachments: (db: Executor, keys: DataKeys) => attachmentRepository(db, keys),
   forwarding: (db: Executor, keys: DataKeys) => createForwardingStore(db, keys),
   reminders: (db: Executor) => reminderRepository(db),

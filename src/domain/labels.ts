@@ -36,6 +36,7 @@ export const STATUS_LABELS: Readonly<Record<Status, string>> = {
   completed: 'Completed, outcome awaiting acknowledgement',
   'outcome-acknowledged': 'Completed, outcome acknowledged',
   redirected: 'Redirected to another service',
+  archived: 'Archived',
 };
 
 /** The same, for the sender in its own form, where the action is the reader's. */

@@ -2,7 +2,7 @@
 // statuses, where it leads, the timeline event it writes and the outbox topics it enqueues. The API,
 // the web form, the workers and the tests all read this one table; nothing else decides transitions.
 import { InvalidTransitionError, type RefusalReason } from '../errors.ts';
-import type { AppointmentStatus, Status } from './statuses.ts';
+import { STATUSES, type AppointmentStatus, type Status } from './statuses.ts';
 
 export type Actor = 'sender' | 'provider' | 'system';
 
@@ -202,6 +202,15 @@ export const LIFECYCLE = {
     event: 'ehr.forward-failed',
     outbox: [],
   },
+  // Retention (services/retention/referrals-archive.ts): a referral that ended long ago is written to
+  // an archive and its clinical content purged. Only from a final status (FINAL_STATUSES below, which
+  // this list must equal: a test holds them together), and only by refhub itself.
+  archive: {
+    from: { system: ['rejected', 'cancelled', 'outcome-acknowledged', 'redirected'] },
+    to: { kind: 'status', status: 'archived' },
+    event: 'referral.archived',
+    outbox: [],
+  },
 } as const satisfies Record<string, OperationRule>;
 
 export type Operation = keyof typeof LIFECYCLE;
@@ -228,6 +237,7 @@ export const OPERATION_VERBS: Readonly<Record<Operation, string>> = {
   'triage-overdue': 'record that triage is overdue for',
   'ehr-forwarded': 'record an EHR forward for',
   'ehr-forward-failed': 'record an EHR forward failure for',
+  archive: 'archive',
 };
 
 export interface Decision {
@@ -327,6 +337,24 @@ export function outboxTopics(decision: Decision, from: Status): OutboxTopic[] {
 export function isBookkeeping(operation: Operation): boolean {
   return Object.hasOwn(LIFECYCLE[operation].from, 'system');
 }
+
+/** The status a referral is in once archived (the target of `archive`). */
+export const ARCHIVED: Status = LIFECYCLE.archive.to.status;
+
+/**
+ * The final statuses: those a referral never leaves by anyone's step (no operation of a person that
+ * leads to another status may start from them; notes aside, which change nothing), read from the
+ * table. `completed` is not one: the sender still acknowledges its outcome. `archived` is past them.
+ */
+export const FINAL_STATUSES: readonly Status[] = STATUSES.filter(
+  (status) =>
+    status !== ARCHIVED &&
+    Object.values(LIFECYCLE as Record<string, OperationRule>).every(
+      (rule) =>
+        rule.to.kind === 'same' ||
+        (['sender', 'provider'] as const).every((actor) => !(rule.from[actor] ?? []).includes(status)),
+    ),
+);
 
 /** The status a referral is in before it is first submitted (the target of `create`). */
 export const DRAFT: Status = LIFECYCLE.create.to.status;

@@ -12,6 +12,9 @@ export const STATUSES = [
   'completed',
   'outcome-acknowledged',
   'redirected',
+  // Its record was written to an archive and its clinical content purged (domain/lifecycle.ts,
+  // `archive`): never shown, listed or changed again; a read answers 410 with the archive's reference.
+  'archived',
 ] as const;
 export type Status = (typeof STATUSES)[number];
 
@@ -24,6 +27,7 @@ export const CORE_STATUSES = [
   'sender-action-required',
   'completed',
   'redirected',
+  'archived',
 ] as const;
 export type CoreStatus = (typeof CORE_STATUSES)[number];
 
@@ -38,7 +42,16 @@ export const CORE_STATUS_OF: Readonly<Record<Status, CoreStatus>> = {
   completed: 'completed',
   'outcome-acknowledged': 'completed',
   redirected: 'redirected',
+  archived: 'archived',
 };
+
+/**
+ * The core statuses a list may filter by: every one but `archived`, whose referrals no list shows
+ * (docs/api.md, "Archived referrals").
+ */
+export const LISTED_CORE_STATUSES = CORE_STATUSES.filter(
+  (s): s is Exclude<CoreStatus, 'archived'> => s !== 'archived',
+);
 
 /** The statuses whose coreStatus is `core`. */
 export function statusesOf(core: CoreStatus): Status[] {

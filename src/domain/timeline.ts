@@ -170,6 +170,12 @@ export const timeline = {
     entry(LIFECYCLE['remove-attachment'].event, `${actor} removed a file (${type}, ${size}).`),
   reminderSent: (provider: string): TimelineEntry =>
     entry(LIFECYCLE['reminder-sent'].event, `Reminder sent to ${provider} to create the patient record.`),
+  // The archive's name is no patient data: the feed's sentence may say it too.
+  archived: (archive: string): TimelineEntry =>
+    entry(
+      LIFECYCLE.archive.event,
+      `refhub archived the referral: its record is in archive ${archive}, and its clinical content was removed.`,
+    ),
   triageOverdue: (provider: string, due: string): TimelineEntry =>
     entry(
       LIFECYCLE['triage-overdue'].event,

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidTransitionError } from '../../src/errors.ts';
 import {
   APPOINTMENT_EVENTS,
+  FINAL_STATUSES,
   LIFECYCLE,
   OPERATIONS,
   decide,
@@ -22,7 +23,10 @@ import {
 } from '../../src/domain/statuses.ts';
 
 const ACTORS: readonly Actor[] = ['sender', 'provider', 'system'];
-const SUBMITTED: readonly Status[] = STATUSES.filter((s) => s !== 'draft');
+// An archived referral takes no step at all: every list below is of the statuses before it.
+const LIVE: readonly Status[] = STATUSES.filter((s) => s !== 'archived');
+const SUBMITTED: readonly Status[] = LIVE.filter((s) => s !== 'draft');
+const FINAL: readonly Status[] = ['rejected', 'cancelled', 'outcome-acknowledged', 'redirected'];
 
 /** Contract §4: who may perform each operation from which statuses (cancellable offering). */
 const ALLOWED_FROM: Readonly<Record<Operation, Partial<Record<Actor, readonly Status[]>>>> = {
@@ -44,7 +48,7 @@ const ALLOWED_FROM: Readonly<Record<Operation, Partial<Record<Actor, readonly St
   complete: { provider: ['accepted', 'scheduled'] },
   'acknowledge-outcome': { sender: ['completed'] },
   // "any except deleted"; a provider never sees a draft (contract §2), so it cannot note one.
-  'add-note': { sender: [...STATUSES], provider: SUBMITTED },
+  'add-note': { sender: [...LIVE], provider: SUBMITTED },
   'add-attachment': {
     sender: ['draft', 'sender-action-required'],
     provider: ['accepted', 'scheduled'],
@@ -53,8 +57,10 @@ const ALLOWED_FROM: Readonly<Record<Operation, Partial<Record<Actor, readonly St
   'reminder-sent': { system: ['pending-acceptance'] },
   'triage-overdue': { system: ['pending-acceptance'] },
   // A forward may finish after the referral went back to draft; the timeline still records it.
-  'ehr-forwarded': { system: [...STATUSES] },
-  'ehr-forward-failed': { system: [...STATUSES] },
+  'ehr-forwarded': { system: [...LIVE] },
+  'ehr-forward-failed': { system: [...LIVE] },
+  // Retention, by refhub alone, and only once the referral is final (docs/api.md: "final").
+  archive: { system: FINAL },
 };
 
 /** Contract §4: where each operation leads; 'same' keeps the status, undefined is a deletion. */
@@ -78,6 +84,7 @@ const LEADS_TO: Readonly<Record<Exclude<Operation, 'upsert-appointment'>, Status
   'triage-overdue': 'same',
   'ehr-forwarded': 'same',
   'ehr-forward-failed': 'same',
+  archive: 'archived',
 };
 
 /** Contract §4: the timeline event of each operation (appointments choose by their own status). */
@@ -102,6 +109,7 @@ const EVENTS: Readonly<Record<Operation, string | null>> = {
   'triage-overdue': 'referral.triage-overdue',
   'ehr-forwarded': 'ehr.forwarded',
   'ehr-forward-failed': 'ehr.forward-failed',
+  archive: 'referral.archived',
 };
 
 function expectedAllowed(op: Operation, actor: Actor, status: Status, cancellable: boolean): boolean {
@@ -121,9 +129,14 @@ describe('LIFECYCLE against contract §4', () => {
   });
 
   it('walks every (status, operation, actor) triple', () => {
-    // A guard that the walk below is exhaustive: 10 statuses × 20 operations × 3 actors.
+    // A guard that the walk below is exhaustive: 11 statuses × 21 operations × 3 actors.
     expect(TRIPLES).toHaveLength(STATUSES.length * OPERATIONS.length * ACTORS.length);
-    expect(TRIPLES.length).toBe(600);
+    expect(TRIPLES.length).toBe(693);
+  });
+
+  it("reads the final statuses from the table: those no person's step leaves, and archive's own", () => {
+    expect([...FINAL_STATUSES].sort()).toEqual([...FINAL].sort());
+    expect([...(LIFECYCLE.archive.from.system as readonly Status[])].sort()).toEqual([...FINAL].sort());
   });
 
   describe.each([true, false])('offering cancellable: %s', (cancellable) => {

@@ -26,6 +26,8 @@ export interface BridgeApp extends TestApp {
   /** Starts the relay, workers and reconciler (tests may act before the background runs). */
   startBackground(options?: { reconcileEveryMs?: number }): Background;
   readonly background: Background | undefined;
+  /** Stops the background now (once: `close()` then leaves it alone), for a test that needs work left due. */
+  stopBackground(): Promise<void>;
   /**
    * How long a forward may take once its job runs, by the app's settings: every attempt to its
    * deadline (EHR_ATTEMPT_TIMEOUT_SECONDS) and the longest backoff after it (EHR_MAX_ATTEMPTS,
@@ -131,6 +133,11 @@ export async function createBridgeApp(
         reconcileEveryMs: opts.reconcileEveryMs ?? 3_600_000,
       });
       return background;
+    },
+    async stopBackground() {
+      const running = background;
+      background = undefined;
+      await running?.stop();
     },
     async redisDump() {
       // The claim under `{prefix}`, each queue under `{prefix:<queue>}`.

@@ -42,6 +42,8 @@ export const CONTRACT_ALLOWED: Readonly<Record<Party, Readonly<Record<Status, re
     completed: ['acknowledge-outcome', 'add-note'],
     'outcome-acknowledged': ['add-note'],
     redirected: ['add-note'],
+    // Archived: nothing at all (every request answers 410).
+    archived: [],
   },
   provider: {
     // A provider never sees a draft (contract §2); the table gives it nothing there either.
@@ -64,6 +66,8 @@ export const CONTRACT_ALLOWED: Readonly<Record<Party, Readonly<Record<Status, re
     completed: ['add-note'],
     'outcome-acknowledged': ['add-note'],
     redirected: ['add-note'],
+    // Archived: nothing at all (every request answers 410).
+    archived: [],
   },
 };
 

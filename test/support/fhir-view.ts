@@ -23,6 +23,7 @@ export const REQUEST_STATUS: Readonly<Record<Status, string>> = {
   completed: 'completed',
   'outcome-acknowledged': 'completed',
   redirected: 'revoked',
+  archived: 'unknown',
 };
 export const TASK_STATUS: Readonly<Record<Status, string>> = {
   draft: 'draft',
@@ -35,6 +36,7 @@ export const TASK_STATUS: Readonly<Record<Status, string>> = {
   completed: 'completed',
   'outcome-acknowledged': 'completed',
   redirected: 'cancelled',
+  archived: 'completed',
 };
 export const APPOINTMENT_STATUS: Readonly<Record<AppointmentStatus, string>> = {
   scheduled: 'booked',

@@ -137,6 +137,7 @@ export const CONTRACT_CORE_STATUS: Readonly<Record<Status, string>> = {
   completed: 'completed',
   'outcome-acknowledged': 'completed',
   redirected: 'redirected',
+  archived: 'archived',
 };
 
 export const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

@@ -93,6 +93,8 @@ export async function referralIn(
         comment: 'Our cardiology colleagues at Eastside will see him.',
       })) as ReferralJson;
       break;
+    case 'archived':
+      throw new Error('a referral is archived by retention, not through the API');
     case 'cancelled':
       await call(t, t.sender, 'POST', url('cancel'), { cancelNote: 'Patient recovered' });
       current = (await call(

@@ -762,7 +762,7 @@ export interface components {
       status: number;
       /** @description What went wrong, written for the caller. */
       detail: string;
-      /** @description Stable, machine-readable error code: branch on this, never on `detail`. For example `validation_failed`, `unauthorized`, `forbidden_role`, `institution_not_permitted`, `referral_not_found`, `invalid_transition`, `incomplete_referral`, `version_mismatch`, `idempotency_key_reused`, `idempotency_key_in_use`, `payload_too_large`, `rate_limited`. */
+      /** @description Stable, machine-readable error code: branch on this, never on `detail`. For example `validation_failed`, `unauthorized`, `forbidden_role`, `institution_not_permitted`, `referral_not_found`, `referral_archived`, `invalid_transition`, `incomplete_referral`, `version_mismatch`, `idempotency_key_reused`, `idempotency_key_in_use`, `payload_too_large`, `rate_limited`. */
       code: string;
       /** @description The `X-Request-Id` of the request, for support. */
       requestId: string;
@@ -777,6 +777,18 @@ export interface components {
       reason?: 'not-your-side' | 'not-in-status' | 'offering-not-cancellable' | 'offering-locked';
       /** @description With `version_mismatch`: the version the referral is at. Read it again and retry. */
       currentVersion?: number;
+      /** @description With `referral_archived`: the referral that was archived. */
+      referralId?: string;
+      /** @description With `referral_archived` (410): where the referral’s record went. Its clinical content is no longer held by refhub; an operator reads it back from that archive. */
+      archive?: {
+        /** @description The archive that holds the referral’s record. */
+        name: string;
+        /**
+         * Format: date-time
+         * @description When it was archived.
+         */
+        archivedAt: string;
+      };
       /** @description With `incomplete_referral`: what the referral needs before it can be submitted. */
       missing?: string[];
     } & {
@@ -834,9 +846,10 @@ export interface components {
         | 'cancelled'
         | 'completed'
         | 'outcome-acknowledged'
-        | 'redirected';
+        | 'redirected'
+        | 'archived';
       /**
-       * @description The status to display to users.
+       * @description The status to display to users. `archived` is never in a body: an archived referral answers 410 `referral_archived`, and no list shows it.
        * @enum {unknown}
        */
       coreStatus:
@@ -847,7 +860,8 @@ export interface components {
         | 'cancelled'
         | 'sender-action-required'
         | 'completed'
-        | 'redirected';
+        | 'redirected'
+        | 'archived';
       /** @description Whether a cancel option may be offered to the caller: equal to whether `cancel` is in its allowedActions. For an ops key, which acts on no referral, the sender's answer. */
       isCancellable: boolean;
       /** @description The actions the caller may run now, for the side of the referral its key acts for, by the lifecycle. A call may still be refused for its content (400, 422 incomplete_referral, 409 limit_exceeded, 412). */
@@ -933,9 +947,10 @@ export interface components {
         | 'cancelled'
         | 'completed'
         | 'outcome-acknowledged'
-        | 'redirected';
+        | 'redirected'
+        | 'archived';
       /**
-       * @description The status to display to users.
+       * @description The status to display to users. `archived` is never in a body: an archived referral answers 410 `referral_archived`, and no list shows it.
        * @enum {unknown}
        */
       coreStatus:
@@ -946,7 +961,8 @@ export interface components {
         | 'cancelled'
         | 'sender-action-required'
         | 'completed'
-        | 'redirected';
+        | 'redirected'
+        | 'archived';
       /** @description Whether a cancel option may be offered to the caller: equal to whether `cancel` is in its allowedActions. For an ops key, which acts on no referral, the sender's answer. */
       isCancellable: boolean;
       /** @description The actions the caller may run now, for the side of the referral its key acts for, by the lifecycle. A call may still be refused for its content (400, 422 incomplete_referral, 409 limit_exceeded, 412). */
@@ -1033,9 +1049,10 @@ export interface components {
         | 'cancelled'
         | 'completed'
         | 'outcome-acknowledged'
-        | 'redirected';
+        | 'redirected'
+        | 'archived';
       /**
-       * @description The status to display to users.
+       * @description The status to display to users. `archived` is never in a body: an archived referral answers 410 `referral_archived`, and no list shows it.
        * @enum {unknown}
        */
       coreStatus:
@@ -1046,7 +1063,8 @@ export interface components {
         | 'cancelled'
         | 'sender-action-required'
         | 'completed'
-        | 'redirected';
+        | 'redirected'
+        | 'archived';
       /** @description Whether a cancel option may be offered to the caller: equal to whether `cancel` is in its allowedActions. For an ops key, which acts on no referral, the sender's answer. */
       isCancellable: boolean;
       /** @description The actions the caller may run now, for the side of the referral its key acts for, by the lifecycle. A call may still be refused for its content (400, 422 incomplete_referral, 409 limit_exceeded, 412). */
@@ -1768,7 +1786,7 @@ export interface operations {
     parameters: {
       query?: {
         /**
-         * @description coreStatus values; repeatable. `sender-action-required` selects the referrals that need the caller to act.
+         * @description coreStatus values; repeatable. `sender-action-required` selects the referrals that need the caller to act. Not `archived`: no list shows an archived referral (a read of one answers 410 `referral_archived`).
          * @example [
          *       "draft",
          *       "pending"
@@ -1865,7 +1883,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -1939,7 +1957,7 @@ export interface operations {
          *     }
          */
         'application/json': {
-          /** @description coreStatus values; repeatable. `sender-action-required` selects the referrals that need the caller to act. */
+          /** @description coreStatus values; repeatable. `sender-action-required` selects the referrals that need the caller to act. Not `archived`: no list shows an archived referral (a read of one answers 410 `referral_archived`). */
           status?: (
             | 'draft'
             | 'pending'
@@ -2017,7 +2035,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -2135,7 +2153,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -2246,7 +2264,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -2636,7 +2654,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -3041,7 +3059,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -3172,7 +3190,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -3310,7 +3328,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -3453,7 +3471,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -3589,7 +3607,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -3694,7 +3712,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -3795,7 +3813,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -3924,7 +3942,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -4057,7 +4075,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -4193,7 +4211,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -4331,7 +4349,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -4469,7 +4487,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -4607,7 +4625,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -4710,7 +4728,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -4843,7 +4861,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -4946,7 +4964,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -5058,7 +5076,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -5158,7 +5176,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -5263,7 +5281,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -5426,7 +5444,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -5537,7 +5555,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -5650,7 +5668,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -5763,7 +5781,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -6161,7 +6179,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -6270,7 +6288,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -6377,7 +6395,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -6484,7 +6502,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -6602,7 +6620,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -6705,7 +6723,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -6787,7 +6805,7 @@ export interface operations {
         'application/json': {
           /** @description Where deliveries are POSTed: `https` (plain `http` only outside production); in production its host must resolve to public addresses only, unless an operator allowed it (WEBHOOK_ALLOWED_ADDRESSES). */
           url: string;
-          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.completed, referral.created, referral.outcome-acknowledged, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.redirected, referral.rejected, referral.sender-action-required, referral.triage-overdue, referral.updated. */
+          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.archived, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.completed, referral.created, referral.outcome-acknowledged, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.redirected, referral.rejected, referral.sender-action-required, referral.triage-overdue, referral.updated. */
           eventTypes?: string[];
           /** @description A note for people */
           description?: string;
@@ -6837,7 +6855,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -6946,7 +6964,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -7051,7 +7069,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -7127,7 +7145,7 @@ export interface operations {
         'application/json': {
           /** @description Where deliveries are POSTed: `https` (plain `http` only outside production); in production its host must resolve to public addresses only, unless an operator allowed it (WEBHOOK_ALLOWED_ADDRESSES). */
           url?: string;
-          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.completed, referral.created, referral.outcome-acknowledged, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.redirected, referral.rejected, referral.sender-action-required, referral.triage-overdue, referral.updated. */
+          /** @description The event types wanted; omitted or empty means every type. Known types: appt.actualized, appt.cancelled, appt.no-show, appt.scheduled, ehr.forward-failed, ehr.forwarded, note.created, referral.accepted, referral.archived, referral.attachment-added, referral.attachment-removed, referral.back-to-draft, referral.cancelled, referral.completed, referral.created, referral.outcome-acknowledged, referral.pending-acceptance, referral.provider-patient-create-reminder-sent, referral.redirected, referral.rejected, referral.sender-action-required, referral.triage-overdue, referral.updated. */
           eventTypes?: string[];
           /** @description A note for people */
           description?: string;
@@ -7176,7 +7194,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -7289,7 +7307,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -7406,7 +7424,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -7522,7 +7540,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -7638,7 +7656,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */
@@ -7765,7 +7783,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422). */
+      /** @description The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, 403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the archive's reference, 412 `version_mismatch`, 422). */
       '4XX': {
         headers: {
           /** @description The version of the interface that answered, such as `0.0.71`. */

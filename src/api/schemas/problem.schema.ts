@@ -26,7 +26,7 @@ export const Problem = named(
         description:
           'Stable, machine-readable error code: branch on this, never on `detail`. For example ' +
           '`validation_failed`, `unauthorized`, `forbidden_role`, `institution_not_permitted`, ' +
-          '`referral_not_found`, `invalid_transition`, `incomplete_referral`, `version_mismatch`, ' +
+          '`referral_not_found`, `referral_archived`, `invalid_transition`, `incomplete_referral`, `version_mismatch`, ' +
           '`idempotency_key_reused`, `idempotency_key_in_use`, `payload_too_large`, `rate_limited`.',
       }),
       requestId: Type.String({ description: 'The `X-Request-Id` of the request, for support.' }),
@@ -48,6 +48,22 @@ export const Problem = named(
         Type.Integer({
           description: 'With `version_mismatch`: the version the referral is at. Read it again and retry.',
         }),
+      ),
+      referralId: Type.Optional(
+        Type.String({ description: 'With `referral_archived`: the referral that was archived.' }),
+      ),
+      archive: Type.Optional(
+        Type.Object(
+          {
+            name: Type.String({ description: 'The archive that holds the referral’s record.' }),
+            archivedAt: Type.String({ format: 'date-time', description: 'When it was archived.' }),
+          },
+          {
+            description:
+              'With `referral_archived` (410): where the referral’s record went. Its clinical content is ' +
+              'no longer held by refhub; an operator reads it back from that archive.',
+          },
+        ),
       ),
       missing: Type.Optional(
         Type.Array(Type.String(), {

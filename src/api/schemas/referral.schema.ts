@@ -4,7 +4,13 @@ import { Type } from 'typebox';
 import { ACTIONS, BLOCK_REASONS } from '../../domain/actions.ts';
 import { FHIR_PRIORITIES, PRIORITY_CODE_PATTERN } from '../../domain/priorities.ts';
 import { REASON_ACTIONS } from '../../domain/reasons.ts';
-import { APPOINTMENT_STATUSES, CORE_STATUSES, OFFERING_CATEGORIES, STATUSES } from '../../domain/statuses.ts';
+import {
+  APPOINTMENT_STATUSES,
+  CORE_STATUSES,
+  LISTED_CORE_STATUSES,
+  OFFERING_CATEGORIES,
+  STATUSES,
+} from '../../domain/statuses.ts';
 import {
   Gender,
   InstitutionId,
@@ -170,7 +176,11 @@ export const summaryProperties = {
     deprecated: true,
     description: 'Deprecated since v0.0.66: use coreStatus. The fine-grained status; it may be removed.',
   }),
-  coreStatus: Type.Enum([...CORE_STATUSES], { description: 'The status to display to users.' }),
+  coreStatus: Type.Enum([...CORE_STATUSES], {
+    description:
+      'The status to display to users. `archived` is never in a body: an archived referral answers 410 ' +
+      '`referral_archived`, and no list shows it.',
+  }),
   isCancellable: Type.Boolean({
     description:
       'Whether a cancel option may be offered to the caller: equal to whether `cancel` is in its ' +
@@ -420,10 +430,11 @@ export const ReferralPage = named(
 
 export const ListFilters = {
   status: Type.Optional(
-    Type.Array(Type.Enum([...CORE_STATUSES]), {
-      maxItems: CORE_STATUSES.length,
+    Type.Array(Type.Enum([...LISTED_CORE_STATUSES]), {
+      maxItems: LISTED_CORE_STATUSES.length,
       description:
-        'coreStatus values; repeatable. `sender-action-required` selects the referrals that need the caller to act.',
+        'coreStatus values; repeatable. `sender-action-required` selects the referrals that need the caller to act. ' +
+        'Not `archived`: no list shows an archived referral (a read of one answers 410 `referral_archived`).',
     }),
   ),
   role: Type.Optional(

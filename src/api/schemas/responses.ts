@@ -71,7 +71,8 @@ export function problems(options: Pick<ResponseOptions, 'idempotent'> = {}) {
   return {
     '4xx': problem(
       'The request was refused; `code` says why (for example 400 `validation_failed` with `errors[]`, 401, ' +
-        '403, 404 `referral_not_found`, 409 `invalid_transition`, 412 `version_mismatch`, 422).',
+        '403, 404 `referral_not_found`, 409 `invalid_transition`, 410 `referral_archived` with the ' +
+        "archive's reference, 412 `version_mismatch`, 422).",
       { ...EVERY_RESPONSE, ...replay },
     ),
     429: problem(

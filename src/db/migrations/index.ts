@@ -27,6 +27,7 @@ import * as m0024 from './0024-worklists.ts';
 import * as m0025 from './0025-redirect.ts';
 import * as m0026 from './0026-wait-times.ts';
 import * as m0027 from './0027-retention-partitions.ts';
+import * as m0028 from './0028-archived-referrals.ts';
 import * as m0029 from './0029-ledger-search.ts';
 import * as m0030 from './0030-incidents.ts';
 import * as m0031 from './0031-rate-limits.ts';
@@ -60,6 +61,7 @@ export const migrations: Record<string, Migration> = {
   '0025-redirect': m0025,
   '0026-wait-times': m0026,
   '0027-retention-partitions': m0027,
+  '0028-archived-referrals': m0028,
   '0029-ledger-search': m0029,
   '0030-incidents': m0030,
   '0031-rate-limits': m0031,

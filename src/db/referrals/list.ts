@@ -3,7 +3,7 @@
 // audit row in the same statement.
 import { sql, type ExpressionBuilder } from 'kysely';
 import type { InstitutionRef } from '../../domain/access.ts';
-import { SENDER_ACTS_IN } from '../../domain/lifecycle.ts';
+import { ARCHIVED, SENDER_ACTS_IN } from '../../domain/lifecycle.ts';
 import { statusesOf } from '../../domain/statuses.ts';
 import { auditInsertFromJson, auditRow, type AuditEvent } from '../audit/audit.repository.ts';
 import { compiledOnce, type CompiledOnce } from '../compiled-once.ts';
@@ -61,7 +61,9 @@ function sideMatches(
   patientUin: string | undefined,
 ) {
   return (eb: ExpressionBuilder<Database & { r: ReferralsTable }, 'r'>) => {
-    const conditions = [sideOf(eb, side, inst)];
+    // An archived referral is listed nowhere: its clinical content is gone (docs/api.md, "Archived
+    // referrals"), and no filter brings it back.
+    const conditions = [sideOf(eb, side, inst), eb('r.status', '<>', sql.lit(ARCHIVED))];
     // When both sides are listed, the provider side leaves out what the sender side has.
     if (side === 'provider' && filter.side === undefined) conditions.push(eb.not(sideOf(eb, 'sender', inst)));
     if (filter.coreStatuses.length > 0) {

@@ -1,7 +1,8 @@
 // The referral store: the one door to referrals. Reads with tenancy (reads.ts), the list (list.ts),
 // and the writes (writes.ts, change.ts), sealing and opening the patient data inside.
 import type { InstitutionRef } from '../../domain/access.ts';
-import { ReferralNotFoundError } from '../../errors.ts';
+import { ARCHIVED } from '../../domain/lifecycle.ts';
+import { ReferralArchivedError, ReferralNotFoundError } from '../../errors.ts';
 import type { AuditEvent } from '../audit/audit.repository.ts';
 import type { DataKeys } from '../data-keys/data-keys.repository.ts';
 import { auditRow } from '../audit/audit.repository.ts';
@@ -43,12 +44,24 @@ import {
 import { compareAndSetQuery, softDeleteQuery } from './writes.ts';
 import type { LinkAction } from '../../domain/referral-view.ts';
 
+/**
+ * `row` when it may be shown; 410 referral_archived when it was archived: a caller's read of an
+ * archived referral, and so every step on it, answers with the archive's reference (never 404).
+ */
+function shown<T extends Pick<Row, 'id' | 'status' | 'archived_at' | 'archive_name'>>(rows: T[]): T[] {
+  const [row] = rows;
+  if (row?.status === ARCHIVED) {
+    throw new ReferralArchivedError(row.id, row.archive_name ?? '', row.archived_at ?? new Date(0));
+  }
+  return rows;
+}
+
 export function createReferralStore(db: Executor, keys: DataKeys) {
   const record = (row: Row | undefined) => row && keys.reading(db, (cipher) => toRecord(opened(row, cipher)));
   return {
     /** The referral if `institution` may see it; undefined otherwise (the caller answers 404). */
     async findVisible(id: string, institution: InstitutionRef): Promise<ReferralRecord | undefined> {
-      const [row] = await readVisible(db, id, institution.idType, institution.id);
+      const [row] = shown(await readVisible(db, id, institution.idType, institution.id));
       return record(row);
     },
 
@@ -73,7 +86,7 @@ export function createReferralStore(db: Executor, keys: DataKeys) {
       id: string,
       institution: InstitutionRef,
     ): Promise<ReferralSnapshot | undefined> {
-      const [stored] = await readVisibleWithParts(db, id, institution.idType, institution.id);
+      const [stored] = shown(await readVisibleWithParts(db, id, institution.idType, institution.id));
       return (
         stored &&
         keys.reading(db, (cipher) => {
@@ -94,18 +107,20 @@ export function createReferralStore(db: Executor, keys: DataKeys) {
       audit: AuditEvent,
       links: readonly CandidateLink[],
     ): Promise<(ReferralWithParts & { readonly linked: readonly LinkAction[] }) | undefined> {
-      const [row] = await readVisibleAudited(
-        db,
-        id,
-        institution.idType,
-        institution.id,
-        JSON.stringify(auditRow(audit)),
-        JSON.stringify(
-          links.map(({ token, asSender, asOther }) => ({
-            ...linkTokenRows([token])[0],
-            as_sender: asSender,
-            as_other: asOther,
-          })),
+      const [row] = shown(
+        await readVisibleAudited(
+          db,
+          id,
+          institution.idType,
+          institution.id,
+          JSON.stringify(auditRow(audit)),
+          JSON.stringify(
+            links.map(({ token, asSender, asOther }) => ({
+              ...linkTokenRows([token])[0],
+              as_sender: asSender,
+              as_other: asOther,
+            })),
+          ),
         ),
       );
       return (

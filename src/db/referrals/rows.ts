@@ -281,6 +281,8 @@ export const REFERRAL_COLUMNS = [
   'r.ehr_forwarded_version',
   'r.redirected_from',
   'r.redirected_to',
+  'r.archived_at',
+  'r.archive_name',
   'r.created_at',
   'r.updated_at',
   'r.submitted_at',

@@ -26,6 +26,8 @@ export const SERVICE_REQUEST_STATUS: Readonly<Record<Status, ServiceRequest['sta
   completed: 'completed',
   'outcome-acknowledged': 'completed',
   redirected: 'revoked',
+  // Never shown (an archived referral answers 410), but a status all the same.
+  archived: 'unknown',
 };
 
 /**
@@ -48,6 +50,7 @@ export const TASK_STATUS: Readonly<Record<Status, Task['status']>> = {
   completed: 'completed',
   'outcome-acknowledged': 'completed',
   redirected: 'cancelled',
+  archived: 'completed',
 };
 
 /** appointmentstatus. */
@@ -82,6 +85,7 @@ export const STATUS_DISPLAY: Readonly<Record<Status, string>> = {
   completed: 'Completed',
   'outcome-acknowledged': 'Outcome acknowledged',
   redirected: 'Redirected',
+  archived: 'Archived',
 };
 
 export const CORE_STATUS_DISPLAY: Readonly<Record<CoreStatus, string>> = {
@@ -93,4 +97,5 @@ export const CORE_STATUS_DISPLAY: Readonly<Record<CoreStatus, string>> = {
   'sender-action-required': 'Sender action required',
   completed: 'Completed',
   redirected: 'Redirected',
+  archived: 'Archived',
 };

@@ -83,4 +83,5 @@ export const STATUS_TEXT: Readonly<
   completed: { label: STATUS_LABELS_FOR_SENDER.completed, tone: 'action' },
   'outcome-acknowledged': { label: STATUS_LABELS_FOR_SENDER['outcome-acknowledged'], tone: 'confirmed' },
   redirected: { label: STATUS_LABELS_FOR_SENDER.redirected, tone: 'stopped' },
+  archived: { label: STATUS_LABELS_FOR_SENDER.archived, tone: 'stopped' },
 };

@@ -136,7 +136,10 @@ const CASES: readonly OperationCase[] = [
   },
 ];
 
-const PAIRS = STATUSES.flatMap((status) => CASES.map((c) => ({ status, ...c })));
+// An archived referral is reached only by retention and answers every step with 410
+// (test/services/retention/referrals-archive.int.test.ts): the pairs are of the live statuses.
+const LIVE_STATUSES = STATUSES.filter((status) => status !== 'archived');
+const PAIRS = LIVE_STATUSES.flatMap((status) => CASES.map((c) => ({ status, ...c })));
 
 describe.each(APP_ENGINES)('every (status, operation) pair on %s', (engine) => {
   let t: TestApp;
@@ -171,8 +174,8 @@ describe.each(APP_ENGINES)('every (status, operation) pair on %s', (engine) => {
     return res.json();
   }
 
-  it('covers every status with every operation', () => {
-    expect(PAIRS).toHaveLength(STATUSES.length * CASES.length);
+  it('covers every live status with every operation', () => {
+    expect(PAIRS).toHaveLength(LIVE_STATUSES.length * CASES.length);
   });
 
   it.each(PAIRS)('$label from $status', async ({ status, ...c }) => {

@@ -152,6 +152,7 @@ describe('the ServiceRequest and the Task', () => {
     completed: ['completed', 'completed'],
     'outcome-acknowledged': ['completed', 'completed'],
     redirected: ['revoked', 'cancelled'],
+    archived: ['unknown', 'completed'],
   };
 
   it.each(STATUSES)(
