@@ -56,6 +56,8 @@ export interface Config {
    * the older RATE_LIMIT_PER_MINUTE alone, that number, as its one-minute window allowed at once.
    */
   readonly rateLimitBurst: number;
+  /** The older RATE_LIMIT_PER_MINUTE as set, which the two above were read from; undefined when unset. */
+  readonly rateLimitPerMinute: number | undefined;
   /**
    * MiB of answers one process has handed to Node and not yet to the network (a slow client's);
    * a read whose answer does not fit is answered 503 (api/response-budget.ts).
@@ -295,7 +297,7 @@ function decimal(env: Env, name: string, fallback: number, min: number, max: num
  * of that number, which its one-minute window allowed at once. Both rates at once are refused: which
  * one was meant cannot be told.
  */
-function rateLimit(env: Env): Pick<Config, 'rateLimitPerSecond' | 'rateLimitBurst'> {
+function rateLimit(env: Env): Pick<Config, 'rateLimitPerSecond' | 'rateLimitBurst' | 'rateLimitPerMinute'> {
   const { perSecond, burst } = RATE_LIMIT_BOUNDS;
   const perMinute = read(env, 'RATE_LIMIT_PER_MINUTE');
   if (perMinute !== undefined && read(env, 'RATE_LIMIT_PER_SECOND') !== undefined) {
@@ -310,6 +312,7 @@ function rateLimit(env: Env): Pick<Config, 'rateLimitPerSecond' | 'rateLimitBurs
     return {
       rateLimitPerSecond: minute / 60,
       rateLimitBurst: integer(env, 'RATE_LIMIT_BURST', minute, burst.min, burst.max),
+      rateLimitPerMinute: minute,
     };
   }
   return {
@@ -321,6 +324,7 @@ function rateLimit(env: Env): Pick<Config, 'rateLimitPerSecond' | 'rateLimitBurs
       perSecond.max,
     ),
     rateLimitBurst: integer(env, 'RATE_LIMIT_BURST', DEFAULT_RATE_LIMIT.burst, burst.min, burst.max),
+    rateLimitPerMinute: undefined,
   };
 }
 
@@ -910,6 +914,7 @@ const SHOWN: {
   catalogFile: ['CATALOG_FILE', 'value'],
   rateLimitPerSecond: ['RATE_LIMIT_PER_SECOND', 'value'],
   rateLimitBurst: ['RATE_LIMIT_BURST', 'value'],
+  rateLimitPerMinute: ['RATE_LIMIT_PER_MINUTE', 'value'],
   responsesInFlightMib: ['RESPONSES_IN_FLIGHT_MIB', 'value'],
   logLevel: ['LOG_LEVEL', 'value'],
   queueBackend: ['QUEUE_BACKEND', 'value'],

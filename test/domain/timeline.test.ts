@@ -22,6 +22,7 @@ const ENTRIES: readonly [string, TimelineEntry][] = [
   ['acceptedWithPriority', timeline.acceptedWithPriority(ACTOR, 'Routine', 'Urgent', FREE_TEXT)],
   ['rejected', timeline.rejected(ACTOR, { comment: FREE_TEXT })],
   ['actionRequested', timeline.actionRequested(ACTOR, { comment: FREE_TEXT })],
+  ['archived', timeline.archived('referrals-2028-06-01T02-00-00.000Z')],
   [
     'redirected',
     timeline.redirected(ACTOR, 'Eastside Regional Hospital (Cardiology)', { comment: FREE_TEXT }),

@@ -46,14 +46,16 @@ const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 /**
  * The text with the uses of the same words that name something else left out: a store of the same
  * name (`Pick<Stores, 'webhooks'>`, `Stores['reminders']`), a table of the same name
- * (`.selectFrom('incidents')`) and the `webhooks` command of the CLI.
+ * (`.selectFrom('incidents')`), the `webhooks` command of the CLI, and the ledgers an operator searches,
+ * `forwards` and `webhooks`, named together.
  */
 function withoutOtherUses(text: string): string {
   return text
     .replace(/Pick<(?:Capability)?Stores,[^>]*>/g, '')
     .replace(/\bStores\[[^\]]*\]/g, '')
     .replace(/\.(?:selectFrom|updateTable|insertInto|deleteFrom)\('[a-z_]+'\)/g, '')
-    .replace(/\.command\('[a-z-]+'\)/g, '');
+    .replace(/\.command\('[a-z-]+'\)/g, '')
+    .replace(/(['"`])forwards\1(,| \|| or) (['"`])webhooks\3/g, '');
 }
 
 /** The files of src that spell `name` as a string (in quotes or backticks), test-relative. */

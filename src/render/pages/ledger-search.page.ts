@@ -7,6 +7,7 @@ import type { DisplayTime } from '../../domain/display-time.ts';
 import {
   FILTER_FIELDS,
   LEDGER_OUTCOMES,
+  LEDGERS,
   SKIP_WORDS,
   type FilterField,
   type Ledger,
@@ -118,6 +119,12 @@ const LABELS: Readonly<Record<FilterField, string>> = {
   referral: 'Referral ID',
 };
 
+/** What each ledger holds, as the form's choice says it. */
+const LEDGER_WORDS: Readonly<Record<Ledger, string>> = {
+  forwards: 'forwards to the EHR',
+  webhooks: 'webhook deliveries',
+};
+
 function option(value: string, words: string, selected: boolean): SafeHtml {
   return selected
     ? html`<option value="${value}" selected>${words}</option>`
@@ -140,8 +147,7 @@ function filterForm(ledger: Ledger, fields: Fields): SafeHtml {
       <label
         >Ledger
         <select name="ledger">
-          ${option('forwards', 'forwards to the EHR', ledger === 'forwards')}
-          ${option('webhooks', 'webhook deliveries', ledger === 'webhooks')}
+          ${LEDGERS.map((name) => option(name, LEDGER_WORDS[name], ledger === name))}
         </select></label
       >
       ${FILTER_FIELDS.map(input)}

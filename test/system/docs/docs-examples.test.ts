@@ -224,9 +224,15 @@ describe('the examples in docs/', () => {
     expect(jsonBlocks().filter((b) => b.info.startsWith('json catalog'))).toHaveLength(1);
   });
 
+  it('parses each example of a file or message outside the API', () => {
+    for (const block of jsonBlocks().filter((b) => b.info.startsWith('json outside '))) {
+      expect(() => JSON.parse(block.text) as unknown, where(block)).not.toThrow();
+    }
+  });
+
   it('says what each JSON example is', () => {
     const unmarked = jsonBlocks()
-      .filter((b) => !/^json (catalog|(request|response|fragment) \S+)$/.test(b.info))
+      .filter((b) => !/^json (catalog|(request|response|fragment|outside) \S+)$/.test(b.info))
       .map((b) => `${where(b)}: \`\`\`${b.info}`);
     expect(unmarked, 'mark it as in docs/testing.md, "Examples in the docs"').toEqual([]);
   });
@@ -256,7 +262,7 @@ describe('the examples in docs/', () => {
     const problems: string[] = [];
     for (const block of jsonBlocks()) {
       const [, kind, target] = block.info.split(/\s+/);
-      if (kind === 'catalog' || target === undefined) continue;
+      if (kind === 'catalog' || kind === 'outside' || target === undefined) continue;
       let schema: object | undefined;
       let value: unknown;
       if (kind === 'request') {
