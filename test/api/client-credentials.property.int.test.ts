@@ -605,9 +605,13 @@ describe.each(APP_ENGINES)('arbitrary token requests on %s', (engine) => {
     );
     expect(used.statusCode, used.body).toBe(200);
     // Every table but the audit trail, as one digest: a refusal may add audit rows and nothing else.
+    // A partitioned table is read whole through its parent, so its months are left out here.
     const tables = await sql<{ table_name: string }>`
       select table_name from information_schema.tables
       where table_schema = 'public' and table_type = 'BASE TABLE' and table_name <> 'audit_events'
+        and not exists (
+          select 1 from pg_inherits i join pg_class c on c.oid = i.inhrelid
+          where c.relname = table_name and c.relnamespace = 'public'::regnamespace)
       order by table_name`.execute(t.ctx.db);
     const query = sql.join(
       tables.rows.map(

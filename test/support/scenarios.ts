@@ -1,8 +1,14 @@
 // Drives a referral into any status through the real API, the way clients do.
 import { expect } from 'vitest';
-import type { Status } from '../../src/domain/statuses.ts';
+import { STATUSES, type Status } from '../../src/domain/statuses.ts';
 import { PATIENT } from './fixtures/patients.ts';
 import type { TestApp, TestParty } from './test-app.ts';
+
+/**
+ * The statuses a referral reaches through the API: all but `archived`, which only retention reaches
+ * (and whose 410s test/services/retention/referrals-archive.int.test.ts holds).
+ */
+export const LIVE_STATUSES = STATUSES.filter((status) => status !== 'archived');
 
 export interface ReferralJson {
   id: string;

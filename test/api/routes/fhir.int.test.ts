@@ -17,7 +17,7 @@ import type {
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentRepository } from '../../../src/db/attachments.repository.ts';
-import { APPOINTMENT_STATUSES, STATUSES } from '../../../src/domain/statuses.ts';
+import { APPOINTMENT_STATUSES } from '../../../src/domain/statuses.ts';
 import { errorPaths, expectProblem } from '../../support/api-assertions.ts';
 import { APP_ENGINES } from '../../support/engines.ts';
 import { loadFhirR4 } from '../../support/fhir-validation.ts';
@@ -35,7 +35,7 @@ import {
 import { CATALOG, DOCX, PAGES, TEXT, pdf } from '../../support/fixtures/attachment-files.ts';
 import { CANARY, CANARY_MARKERS } from '../../support/fixtures/patients.ts';
 import { REQUESTER } from '../../support/referral-routes.ts';
-import { call, createDraft, referralIn } from '../../support/scenarios.ts';
+import { LIVE_STATUSES, call, createDraft, referralIn } from '../../support/scenarios.ts';
 import { apiKeyIdOf, auditRowsOf } from '../../support/store-inspection.ts';
 import { createTestApp, type TestApp, type TestParty } from '../../support/test-app.ts';
 
@@ -99,7 +99,7 @@ describe.each(APP_ENGINES)('the FHIR view on %s', (engine) => {
     expect(await ids(t.provider)).toEqual(await ids(t.sender));
   });
 
-  it.each(STATUSES)('maps a referral in %s to its ServiceRequest and Task statuses', async (status) => {
+  it.each(LIVE_STATUSES)('maps a referral in %s to its ServiceRequest and Task statuses', async (status) => {
     const referral = await referralIn(t, status, CANARY);
     const { bundle } = await readFhir(t, t.sender, referral.id);
     const [request] = resourcesOf<ServiceRequest>(bundle, 'ServiceRequest');
