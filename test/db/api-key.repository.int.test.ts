@@ -261,7 +261,18 @@ describe.each(ENGINES)('API keys on %s', (engine) => {
     expect(listed.find((k) => k.id === second.record.id)?.revokedAt).toEqual(clock.now());
     for (const k of listed) {
       expect(Object.keys(k).sort()).toEqual(
-        ['createdAt', 'id', 'institutions', 'kind', 'label', 'prefix', 'revokedAt', 'role', 'system'].sort(),
+        [
+          'createdAt',
+          'id',
+          'institutions',
+          'kind',
+          'label',
+          'prefix',
+          'rateLimit',
+          'revokedAt',
+          'role',
+          'system',
+        ].sort(),
       );
       expect(k.prefix).toMatch(/^rfh_(live|test)_[0-9A-Za-z]{8}$/);
     }

@@ -9,7 +9,7 @@
 import type { Task } from '@medplum/fhirtypes';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { STATUSES, type Status } from '../../../src/domain/statuses.ts';
+import type { Status } from '../../../src/domain/statuses.ts';
 import {
   SUCCESS_STATUS,
   actionRequest,
@@ -24,7 +24,7 @@ import { readFhir, resourcesOf } from '../../support/fhir-view.ts';
 import { expectProblem } from '../../support/api-assertions.ts';
 import { DOCUMENTED_ACTIONS, type ReferralBody } from '../../support/referral-shapes.ts';
 import { APP_ENGINES } from '../../support/engines.ts';
-import { call, referralIn } from '../../support/scenarios.ts';
+import { call, LIVE_STATUSES, referralIn } from '../../support/scenarios.ts';
 import { createTestApp, type TestApp, type TestParty } from '../../support/test-app.ts';
 
 /** The timeline event each action that takes a reason writes. */
@@ -93,7 +93,7 @@ const step: fc.Arbitrary<Step> = fc.record({
 });
 
 const plan: fc.Arbitrary<Plan> = fc.record({
-  status: fc.constantFrom(...STATUSES),
+  status: fc.constantFrom(...LIVE_STATUSES),
   offeringId: fc.constantFrom('cgh-gastro', 'cgh-ae'),
   cancelledBy: fc.constantFrom('sender', 'provider'),
   steps: fc.array(step, { minLength: 1, maxLength: MAX_STEPS }),
