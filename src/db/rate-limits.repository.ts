@@ -23,12 +23,15 @@ export function rateLimitRepository(db: Executor) {
       const now = sql`${nowMs}::float8`;
       const interval = sql`${emissionIntervalMs(policy)}::float8`;
       const tolerance = sql`${burstToleranceMs(policy)}::float8`;
+      // `tatReadAt`: the stored TAT, or now when it is past or further ahead than a burst can leave it.
+      const held = sql`(CASE WHEN b.tat_ms < ${now} OR b.tat_ms - ${now} > ${tolerance}
+                             THEN ${now} ELSE b.tat_ms END)`;
       const { rows } = await sql<{ allowed: boolean; tat_ms: number }>`
         WITH taken AS (
           INSERT INTO rate_limit_buckets AS b (client_id, tat_ms)
           VALUES (${clientId}::uuid, ${now} + ${interval})
-          ON CONFLICT (client_id) DO UPDATE SET tat_ms = greatest(b.tat_ms, ${now}) + ${interval}
-            WHERE greatest(b.tat_ms, ${now}) + ${interval} - ${now} <= ${tolerance}
+          ON CONFLICT (client_id) DO UPDATE SET tat_ms = ${held} + ${interval}
+            WHERE ${held} + ${interval} - ${now} <= ${tolerance}
           RETURNING b.tat_ms
         )
         SELECT true AS allowed, tat_ms FROM taken

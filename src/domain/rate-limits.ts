@@ -53,9 +53,23 @@ export interface BucketTake {
  * in-process fallback's own.
  */
 export function takeFrom(tatMs: number | undefined, nowMs: number, policy: RateLimitPolicy): BucketTake {
-  const next = Math.max(tatMs ?? nowMs, nowMs) + emissionIntervalMs(policy);
+  const tat = tatReadAt(tatMs, nowMs, policy);
+  const next = tat + emissionIntervalMs(policy);
   if (next - nowMs <= burstToleranceMs(policy)) return { allowed: true, tatMs: next };
-  return { allowed: false, tatMs: tatMs ?? nowMs };
+  return { allowed: false, tatMs: tat };
+}
+
+/**
+ * The TAT a request is judged against: a stored one in the past is a full bucket (now), and so is
+ * one more than the burst's worth ahead, which no request let through at `nowMs` can leave. That one
+ * was written by a clock ahead of this one (this one before it was set back, or another process's),
+ * and says nothing this clock can use: it would otherwise refuse the client until the other clock's
+ * time came, for as long as the clock was set back. The API processes keep their clocks within a
+ * burst of each other (docs/operations.md, "Limits"); a step beyond it costs one burst, not an outage.
+ */
+export function tatReadAt(tatMs: number | undefined, nowMs: number, policy: RateLimitPolicy): number {
+  if (tatMs === undefined || tatMs < nowMs || tatMs - nowMs > burstToleranceMs(policy)) return nowMs;
+  return tatMs;
 }
 
 /** What a client is told about a request: the `RateLimit` field's values, and Retry-After when refused. */

@@ -27,14 +27,15 @@ import { queueKeyPrefix } from './prefix-claim.ts';
 /** How long a bucket command may take before the limiter stops waiting for it. */
 export const RATE_LIMIT_COMMAND_TIMEOUT_MS = 250;
 
-// KEYS[1] the bucket; ARGV now, emission interval, burst tolerance (milliseconds). Returns
+// KEYS[1] the bucket; ARGV now, emission interval, burst tolerance (milliseconds): `takeFrom`, with
+// `tatReadAt`'s reading of the stored TAT. Returns
 // {allowed (1 or 0), TAT as a string}: Lua numbers come back to the client as integers otherwise.
 const TAKE = `
 local now = tonumber(ARGV[1])
 local interval = tonumber(ARGV[2])
 local tolerance = tonumber(ARGV[3])
 local tat = tonumber(redis.call('GET', KEYS[1]) or ARGV[1])
-if tat < now then tat = now end
+if tat < now or tat - now > tolerance then tat = now end
 local nextTat = tat + interval
 if nextTat - now > tolerance then
   return {0, tostring(tat)}

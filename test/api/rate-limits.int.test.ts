@@ -37,6 +37,10 @@ function manualClock(startMs: number) {
     catchUp() {
       nowMs = Math.max(nowMs, Date.now());
     },
+    /** Back by `ms`: a clock set right after running ahead, or another process's clock behind. */
+    back(ms: number) {
+      nowMs -= ms;
+    },
   };
 }
 
@@ -227,6 +231,24 @@ describe.each([
     expect(printed.join('')).toContain("has the installation's default limit again: 1 requests a second");
     i.clock.advance(60_000);
     expect((await list(i.apps[1], auth)).headers['ratelimit-policy']).toBe('"default";q=5;w=5');
+  });
+
+  // A bucket's TAT is never more than a burst ahead of the clock that moved it. One further ahead was
+  // written by a clock ahead of this one (this one before it was set back, or another process's): the
+  // bucket is read as full, not as refusing the client for as long as the clock was set back.
+  it('a clock set back costs the client nothing but the time it was set back by', async () => {
+    const auth = `ApiKey ${key.key}`;
+    const ninetyDays = 90 * 86_400_000;
+    i.clock.advance(ninetyDays);
+    for (let n = 1; n <= 6; n++) await list(i.apps[(n % 2) as 0 | 1], auth);
+    expectRefused(await list(i.apps[0], auth), 1);
+    i.clock.back(ninetyDays);
+    for (let n = 1; n <= 5; n++) {
+      const res = await list(i.apps[(n % 2) as 0 | 1], auth);
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.headers.ratelimit).toBe(`"default";r=${5 - n};t=${n}`);
+    }
+    expectRefused(await list(i.apps[1], auth), 1);
   });
 
   it('what is not an API request of a client is not counted and says no limit', async () => {

@@ -71,6 +71,16 @@ describe('rate limits (GCRA)', () => {
     expect(takeFrom(START - 60_000, START, NHS)).toEqual({ allowed: true, tatMs: START + 100 });
   });
 
+  it('a TAT further ahead than a burst can leave it (a clock set back) is read as a full bucket', () => {
+    const buckets = memoryBuckets();
+    const later = START + 90 * 86_400_000;
+    for (let n = 0; n < 50; n++) expect(buckets.take('k', later, NHS).allowed).toBe(true);
+    expect(buckets.take('k', later, NHS).allowed).toBe(false);
+    expect(buckets.take('k', START, NHS)).toEqual({ allowed: true, tatMs: START + 100 });
+    // A TAT a whole burst ahead is a state a request can leave: it is kept, and refuses.
+    expect(takeFrom(START + 5_000, START, NHS)).toEqual({ allowed: false, tatMs: START + 5_000 });
+  });
+
   it('counts a rate that is not a whole number of milliseconds without losing a request', () => {
     const thirds: RateLimitPolicy = { perSecond: 3, burst: 3 };
     const buckets = memoryBuckets();

@@ -8,10 +8,13 @@
 // job's start cost more with every forward of the hour before, and a third burst of 2,000 submits on
 // one database was forwarded markedly slower than the first.
 //
-// `refhub_rank_forwards` and `refhub_forget_forwards` are the same statements, planned without
-// bitmap and sequential scans whatever the statistics say: plain index scans, which mark the entries
-// of deleted rows as they pass them, so later scans skip them (PostgreSQL drops marked entries when
-// their page fills; VACUUM removes the rest). PL/pgSQL, as in 0011: the same on PostgreSQL and PGlite.
+// `refhub_rank_forwards` is the same statement, planned without bitmap and sequential scans whatever
+// the statistics say: plain index scans, which mark the entries of deleted rows as they pass them, so
+// later scans skip them (PostgreSQL drops marked entries when their page fills; VACUUM removes the
+// rest). `refhub_forget_forwards` deletes each started forward by its whole primary key, one lookup
+// each: a join of the batch with the table was planned as a walk of the clinic's whole backlog for
+// every forward started, which a backlog of thousands after an outage made the cost of each start.
+// PL/pgSQL, as in 0011: the same on PostgreSQL and PGlite.
 import { sql, type Kysely } from 'kysely';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
@@ -45,9 +48,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       SET enable_bitmapscan = off SET enable_seqscan = off
     AS $$
     BEGIN
-      DELETE FROM forward_backlog b
-      USING unnest(entry_institutions, job_ids) AS t(i, j)
-      WHERE b.institution = t.i AND b.job_id = t.j;
+      FOR k IN 1 .. coalesce(array_length(job_ids, 1), 0) LOOP
+        DELETE FROM forward_backlog WHERE institution = entry_institutions[k] AND job_id = job_ids[k];
+      END LOOP;
     END $$;
   `.execute(db);
 }
