@@ -19,6 +19,8 @@ export const CONTROL_COMMANDS = [
   'clients revoke',
   'keys limit',
   'clients limit',
+  'retention run',
+  'retention referrals',
 ] as const;
 export type ControlCommand = (typeof CONTROL_COMMANDS)[number];
 

@@ -11,6 +11,7 @@ import { QUEUE_UNAVAILABLE } from '../queue/connections.ts';
 import { QueuePrefixTakenError } from '../queue/prefix-claim.ts';
 import { AuditExportError } from '../services/audit/export.ts';
 import { ArchiveError } from '../services/retention/archive.ts';
+import { RetentionBusyError, RetentionLostError } from '../services/retention/runs.ts';
 import { ControlCommandRefused } from './control-client.ts';
 
 export function fail(message: string): never {
@@ -35,6 +36,8 @@ export function operatorMessage(error: unknown): string | undefined {
     error instanceof InvalidArgumentError ||
     error instanceof AuditExportError ||
     error instanceof ArchiveError ||
+    error instanceof RetentionBusyError ||
+    error instanceof RetentionLostError ||
     error instanceof ControlCommandRefused
   ) {
     return error.message;

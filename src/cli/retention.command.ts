@@ -24,12 +24,15 @@ export interface RetentionCommandDeps {
 export function runLines(run: RetentionRun): string {
   const lines: string[] = [];
   if (run.partitionsMade > 0) lines.push(`Made ${plural(run.partitionsMade, 'month partition')}.`);
+  if (run.referralsArchive !== undefined)
+    lines.push(`Archived ${plural(run.referralsArchived, 'referral')} into ${run.referralsArchive}.`);
   for (const a of run.archived)
     lines.push(
       `Archived and dropped ${a.table} ${a.month}: ${plural(a.rows, 'row')} in ${a.archive} (manifest SHA-256 ${a.manifestSha256}).`,
     );
   for (const w of run.waiting) lines.push(`Kept ${w.table} ${w.month}, past its retention: ${w.reason}.`);
-  if (run.archived.length === 0 && run.waiting.length === 0) lines.push('Nothing is past its retention.');
+  if (run.archived.length === 0 && run.waiting.length === 0 && run.referralsArchive === undefined)
+    lines.push('Nothing is past its retention.');
   return `${lines.join('\n')}\n`;
 }
 
@@ -62,16 +65,15 @@ export async function verifyRetentionArchive(archive: string, output: Output = t
 }
 
 export interface ArchiveReferralsDeps {
-  readonly archiveStaleReferrals: (options: {
-    readonly now: Date;
-    readonly onProgress?: (progress: ReferralsArchiveProgress) => void;
-  }) => Promise<{ archived: number; archive: string | undefined }>;
-  readonly now: () => Date;
-  /** Where the archives are (RETENTION_ARCHIVE_DIR), for the message. */
-  readonly archiveDir: string;
+  readonly retention: Pick<Retention, 'archiveReferrals'>;
+  readonly config: { readonly retentionArchiveDir: string };
 }
 
-export async function archiveReferrals(deps: ArchiveReferralsDeps): Promise<void> {
+export async function archiveReferrals(
+  deps: ArchiveReferralsDeps,
+  output: Output = toStdout,
+  stream: ProgressStream = process.stderr,
+): Promise<void> {
   let progress: Progress | undefined;
   let phase: ReferralsArchiveProgress['phase'] | undefined;
   const report = (p: ReferralsArchiveProgress) => {
@@ -80,17 +82,21 @@ export async function archiveReferrals(deps: ArchiveReferralsDeps): Promise<void
       phase = p.phase;
       progress = startProgress(
         p.phase === 'writing' ? 'Writing referrals to the archive' : 'Purging archived referrals',
+        stream,
       );
     }
     progress?.report(p.done, p.total);
   };
   try {
-    const result = await deps.archiveStaleReferrals({ now: deps.now(), onProgress: report });
+    const result = await deps.retention.archiveReferrals(
+      `retention.referrals.cli.${new Date().toISOString()}`,
+      report,
+    );
     progress?.end();
-    process.stdout.write(
+    output(
       result.archive === undefined
         ? 'No referral is due for archiving.\n'
-        : `Archived ${plural(result.archived, 'referral')} into ${result.archive} in ${deps.archiveDir}.\n`,
+        : `Archived ${plural(result.archived, 'referral')} into ${result.archive} in ${deps.config.retentionArchiveDir}.\n`,
     );
   } finally {
     progress?.end();

@@ -33,8 +33,7 @@ import { CONTROL_RUNS } from './control-socket.ts';
 import { retryForwards } from '../cli/forwarding.command.ts';
 import { migrate } from '../cli/migrate.command.ts';
 import { reconcile } from '../cli/reconcile.command.ts';
-import { archiveReferrals, runRetention, verifyRetentionArchive } from '../cli/retention.command.ts';
-import { archiveStaleReferrals } from '../services/retention/referrals-archive.ts';
+import { verifyRetentionArchive } from '../cli/retention.command.ts';
 import {
   refuseSandboxInProduction,
   runSandboxEhr,
@@ -175,7 +174,7 @@ export function reconcileCommand(): Promise<void> {
 }
 
 export function retentionRunCommand(): Promise<void> {
-  return withContext('refhub retention run', (ctx) => runRetention(ctx));
+  return inContextOrServingRefhub('retention run', []);
 }
 
 /** Needs no database and no settings: an archive is checked by its own manifest. */
@@ -236,13 +235,7 @@ export function dataKeysRotateCommand(): Promise<void> {
 }
 
 export function retentionReferralsCommand(): Promise<void> {
-  return withContext('refhub retention referrals', (ctx) =>
-    archiveReferrals({
-      archiveStaleReferrals: (options) => archiveStaleReferrals(ctx, options),
-      now: () => ctx.clock.now(),
-      archiveDir: ctx.config.retentionArchiveDir,
-    }),
-  );
+  return inContextOrServingRefhub('retention referrals', []);
 }
 
 export function auditSealCommand(): Promise<void> {

@@ -36,6 +36,7 @@ import {
   type Retention,
   type RetentionSettings,
 } from '../services/retention/retention.service.ts';
+import { archiveStaleReferrals } from '../services/retention/referrals-archive.ts';
 import { createLinkMinter, type LinkMinter } from '../services/links/minter.ts';
 import { createLinkService, type LinkService } from '../services/links/links.service.ts';
 import { createLinkRedemption, type LinkRedemption } from '../services/links/redemption.service.ts';
@@ -486,6 +487,7 @@ export async function createContext(
     }),
     retention: createRetention({
       stores,
+      archiveReferrals: (options) => archiveStaleReferrals({ stores, config }, options),
       auditChain,
       clock,
       metrics,

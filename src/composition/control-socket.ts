@@ -1,7 +1,7 @@
 // The running embedded refhub's door for its operator's commands. With PGlite one process holds
-// DATA_DIR, so `refhub keys …` and `refhub clients …` cannot open the database while `refhub all`
-// serves; that process listens on DATA_DIR/refhub.sock and runs them there (cli/control-client.ts is
-// the other end). The socket is made open to the owner of DATA_DIR alone (mode 600), in a directory
+// DATA_DIR, so `refhub keys …`, `refhub clients …` and `refhub retention run|referrals` cannot open
+// the database while `refhub all` serves; that process listens on DATA_DIR/refhub.sock and runs them
+// there (cli/control-client.ts is the other end). The socket is made open to the owner of DATA_DIR alone (mode 600), in a directory
 // that is the installation's: whoever can open it can already read the database, so it grants
 // nothing new, and it never listens on the network. Each command runs as it would in the CLI's own
 // process, through the same code and the same services, which audit what they do.
@@ -19,6 +19,8 @@ import {
 } from '../cli/control-client.ts';
 import { operatorMessage } from '../cli/failure.ts';
 import { limitClient, limitKey, type LimitOptions } from '../cli/rate-limit.command.ts';
+import { archiveReferrals, runRetention } from '../cli/retention.command.ts';
+import type { ProgressStream } from '../cli/progress.ts';
 import type { Output } from '../cli/output.ts';
 import type { AppContext } from './context.ts';
 
@@ -40,7 +42,12 @@ export const CONTROL_RUNS: Readonly<Record<ControlCommand, Run>> = {
   'keys limit': (ctx, out, [id, options]) => limitKey({ ...ctx, out }, String(id), options as LimitOptions),
   'clients limit': (ctx, out, [id, options]) =>
     limitClient({ ...ctx, out }, String(id), options as LimitOptions),
+  'retention run': (ctx, out) => runRetention(ctx, out, NO_TERMINAL),
+  'retention referrals': (ctx, out) => archiveReferrals(ctx, out, NO_TERMINAL),
 };
+
+/** A command run here for the CLI's process draws no progress line: no terminal is there to draw on. */
+const NO_TERMINAL: ProgressStream = { write: () => true };
 
 function isRequest(value: unknown): value is ControlRequest {
   const { command, args } = (value ?? {}) as { command?: unknown; args?: unknown };

@@ -1,7 +1,8 @@
 // The month partitions of the growing tables (migration 0027): which exist, making the months ahead
 // (and moving into a new month the rows the DEFAULT partition caught for it), reading a partition's
 // rows in order for its archive, whether a partition still holds work that has not ended, and
-// detaching and dropping one once its archive holds, recorded in `retention_archives`.
+// detaching and dropping one once its archive holds, recorded in `retention_archives`; and the runs
+// themselves (`retention_runs`, migration 0033), one at a time.
 //
 // Partitions are named `<table>_p<YYYY>_<MM>` and hold one UTC month; `<table>_default` holds rows
 // of a month that has no partition (never lost, never refused). Detaching takes a brief ACCESS
@@ -44,6 +45,20 @@ export class PartitionChangedError extends Error {
   constructor(partition: string, held: number, archived: number) {
     super(`${partition} holds ${held} rows, and its archive ${archived}: it changed after it was archived`);
   }
+}
+
+/** A retention run that has not finished: the one that holds retention while it runs. */
+export interface RunningRetention {
+  readonly id: string;
+  readonly startedBy: string;
+  readonly startedAt: Date;
+  readonly heartbeatAt: Date;
+}
+
+/** How a run ended, and what it did (counts and words). */
+export interface RetentionRunEnd {
+  readonly outcome: 'succeeded' | 'failed';
+  readonly summary: Record<string, number | string>;
 }
 
 export function retentionRepository(db: Executor) {
@@ -185,6 +200,62 @@ export function retentionRepository(db: Executor) {
           rows: String(archived.rows),
           dropped_at: archived.droppedAt,
         })
+        .execute();
+    },
+
+    /**
+     * Starts run `id` unless another is running: one not heard from since `staleBefore` is ended as
+     * `abandoned` first. Returns undefined when it started, or the run that holds retention. Run it
+     * in a transaction.
+     */
+    async startRun(
+      run: { readonly id: string; readonly startedBy: string; readonly now: Date },
+      staleBefore: Date,
+    ): Promise<RunningRetention | undefined> {
+      await db
+        .updateTable('retention_runs')
+        .set({ finished_at: run.now, outcome: 'abandoned' })
+        .where('finished_at', 'is', null)
+        .where('heartbeat_at', '<', staleBefore)
+        .execute();
+      const started = await db
+        .insertInto('retention_runs')
+        .values({ id: run.id, started_by: run.startedBy, started_at: run.now, heartbeat_at: run.now })
+        .onConflict((oc) => oc.doNothing())
+        .returning('id')
+        .executeTakeFirst();
+      if (started !== undefined) return undefined;
+      const holder = await db
+        .selectFrom('retention_runs')
+        .select(['id', 'started_by', 'started_at', 'heartbeat_at'])
+        .where('finished_at', 'is', null)
+        .executeTakeFirstOrThrow();
+      return {
+        id: holder.id,
+        startedBy: holder.started_by,
+        startedAt: holder.started_at,
+        heartbeatAt: holder.heartbeat_at,
+      };
+    },
+
+    /** Run `id` is alive at `now`; false when it no longer holds retention (it was ended as abandoned). */
+    async heartbeat(id: string, now: Date): Promise<boolean> {
+      const result = await db
+        .updateTable('retention_runs')
+        .set({ heartbeat_at: now })
+        .where('id', '=', id)
+        .where('finished_at', 'is', null)
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+
+    /** Ends run `id` (if it still holds retention). */
+    async finishRun(id: string, now: Date, end: RetentionRunEnd): Promise<void> {
+      await db
+        .updateTable('retention_runs')
+        .set({ finished_at: now, outcome: end.outcome, summary: JSON.stringify(end.summary) })
+        .where('id', '=', id)
+        .where('finished_at', 'is', null)
         .execute();
     },
 

@@ -476,6 +476,17 @@ export interface RetentionArchivesTable {
   dropped_at: Timestamp;
 }
 
+/** A run of retention, scheduled or from the CLI (migration 0033); at most one unfinished. */
+export interface RetentionRunsTable {
+  id: string;
+  started_by: string;
+  started_at: Timestamp;
+  heartbeat_at: Timestamp;
+  finished_at: Date | null;
+  outcome: 'succeeded' | 'failed' | 'abandoned' | null;
+  summary: ColumnType<Record<string, number | string> | null, string | null, string | null>;
+}
+
 export interface InstallationSecretsTable {
   name: string;
   value: string;
@@ -586,6 +597,7 @@ export interface Database {
   wait_times: WaitTimesTable;
   incidents: IncidentsTable;
   retention_archives: RetentionArchivesTable;
+  retention_runs: RetentionRunsTable;
   rate_limit_buckets: RateLimitBucketsTable;
   ehr_forms: EhrFormsTable;
   ehr_circuit: EhrCircuitTable;

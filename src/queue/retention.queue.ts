@@ -14,6 +14,7 @@ export type RetentionPayload = Readonly<Record<string, never>>;
 /** What one run did, in counts (the dashboard shows it): no paths, no patient data. */
 export interface RetentionRunDone {
   readonly partitionsMade: number;
+  readonly referralsArchived: number;
   readonly partitionsDropped: number;
   readonly partitionsWaiting: number;
 }

@@ -8,7 +8,8 @@ import {
   type RetentionPayload,
   type RetentionRunDone,
 } from '../queue/retention.queue.ts';
-import type { Retention } from '../services/retention/retention.service.ts';
+import type { Retention, RetentionRun } from '../services/retention/retention.service.ts';
+import { RetentionBusyError } from '../services/retention/runs.ts';
 import { logWorkerErrors } from './worker-errors.ts';
 
 export interface RetentionWorkerDeps {
@@ -24,13 +25,29 @@ export function startRetentionWorker(
     RETENTION_QUEUE,
     async (job: Job<RetentionPayload>) => {
       const firing = job.id ?? `${job.name}.${job.timestamp}`;
-      const run = await deps.retention.run(`retention.${firing}`);
+      let run: RetentionRun;
+      try {
+        run = await deps.retention.run(`retention.${firing}`);
+      } catch (error) {
+        // An operator's run holds retention and does this firing's work: nothing is left to do.
+        if (!(error instanceof RetentionBusyError)) throw error;
+        deps.logger.info(
+          {
+            jobId: firing,
+            heldBy: error.running.startedBy,
+            heldSince: error.running.startedAt.toISOString(),
+          },
+          'retention skipped: another run holds it',
+        );
+        return { partitionsMade: 0, referralsArchived: 0, partitionsDropped: 0, partitionsWaiting: 0 };
+      }
       const done = {
         partitionsMade: run.partitionsMade,
+        referralsArchived: run.referralsArchived,
         partitionsDropped: run.archived.length,
         partitionsWaiting: run.waiting.length,
       };
-      if (done.partitionsMade + done.partitionsDropped + done.partitionsWaiting > 0)
+      if (Object.values(done).some((count) => count > 0))
         deps.logger.info(
           {
             jobId: firing,

@@ -1,5 +1,5 @@
-// What `refhub retention run` prints after a run (months dropped with their archive, months kept with
-// why, or that nothing was past its retention), with its progress line on a terminal only; and
+// What `refhub retention run` prints after a run (referrals archived, months dropped with their
+// archive, months kept with why, or that nothing was past its retention), with its progress line on a terminal only; and
 // `refhub retention verify`: an intact archive is named with its rows, and a changed byte stops the
 // command with one line naming the file (exit 1, cli/failure.ts), never a stack trace.
 import fs from 'node:fs';
@@ -18,6 +18,8 @@ afterEach(() => {
 
 const dropped: RetentionRun = {
   partitionsMade: 1,
+  referralsArchived: 3,
+  referralsArchive: 'referrals-2003-01-01T00-00-00.000Z',
   archived: [
     {
       table: 'webhook_attempts',
@@ -34,12 +36,19 @@ describe('refhub retention run', () => {
   it('names each month dropped with its archive, and each kept with why', () => {
     expect(runLines(dropped)).toBe(
       'Made 1 month partition.\n' +
+        'Archived 3 referrals into referrals-2003-01-01T00-00-00.000Z.\n' +
         `Archived and dropped webhook_attempts 2001-05: 2 rows in /a/webhook_attempts-2001-05 (manifest SHA-256 ${'f'.repeat(64)}).\n` +
         'Kept ehr_submissions 2001-06, past its retention: it holds a delivery that has not ended.\n',
     );
-    expect(runLines({ partitionsMade: 0, archived: [], waiting: [] })).toBe(
-      'Nothing is past its retention.\n',
-    );
+    expect(
+      runLines({
+        partitionsMade: 0,
+        referralsArchived: 0,
+        referralsArchive: undefined,
+        archived: [],
+        waiting: [],
+      }),
+    ).toBe('Nothing is past its retention.\n');
   });
 
   it('shows its progress on a terminal, clears it, then prints the run', async () => {

@@ -3,7 +3,9 @@
 // own; a month past its setting is archived (NDJSON and a manifest, the audit trail with its
 // checkpoints), the archive verified, the partition detached and dropped, recorded, audited and
 // counted; `refhub audit verify` still holds after a month of the trail is gone; and a month holding a
-// webhook delivery still being retried waits until the delivery ends.
+// webhook delivery still being retried waits until the delivery ends. One run at a time: a second one
+// while the first runs does nothing and says which holds retention, and a run not heard from for
+// five minutes (its process died) is ended as abandoned by the next.
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -16,7 +18,9 @@ import { auditEventOf, systemActor } from '../../src/domain/audit.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { createAuditChain } from '../../src/services/audit/audit-chain.service.ts';
 import { verifyArchive } from '../../src/services/retention/archive.ts';
+import { archiveStaleReferrals } from '../../src/services/retention/referrals-archive.ts';
 import { createRetention } from '../../src/services/retention/retention.service.ts';
+import { RETENTION_RUN_STALE_MS, RetentionBusyError } from '../../src/services/retention/runs.ts';
 import { ENGINES, openTestStore } from '../support/engines.ts';
 import { storesOf } from '../support/stores.ts';
 
@@ -31,6 +35,11 @@ describe.each(ENGINES)('retention on %s', (engine) => {
   const retention = () =>
     createRetention({
       stores,
+      archiveReferrals: (options) =>
+        archiveStaleReferrals(
+          { stores, config: { retentionArchiveDir: root, referralArchiveAfterMonths: 18 } },
+          options,
+        ),
       auditChain: auditChain(),
       clock,
       metrics,
@@ -154,5 +163,69 @@ describe.each(ENGINES)('retention on %s', (engine) => {
     expect(firstRow).toMatchObject({ subscription_id: subscription, event_id: event, outcome: 'retrying' });
     const left = await sql<{ n: number }>`select count(*)::int as n from webhook_attempts`.execute(store.db);
     expect(left.rows[0]?.n).toBe(0);
+  });
+  it('runs one at a time: a second run while one runs does nothing and says which holds retention', async () => {
+    let release: () => void = () => undefined;
+    let started: () => void = () => undefined;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // The first run holds retention while its referrals are archived: it waits there until released.
+    const first = createRetention({
+      stores,
+      archiveReferrals: async () => {
+        started();
+        await held;
+        return { archived: 0, archive: undefined };
+      },
+      auditChain: auditChain(),
+      clock,
+      metrics,
+      settings: {
+        months: { audit_events: 72, referral_events: 36, webhook_attempts: 3, ehr_submissions: 72 },
+        archiveDir: root,
+        monthsAhead: 3,
+      },
+    }).run('retention.first');
+    await running;
+
+    const second = retention().run('retention.second');
+    await expect(second).rejects.toBeInstanceOf(RetentionBusyError);
+    await expect(second).rejects.toThrow(
+      /another retention run is in progress \(retention\.first, started at /,
+    );
+    await expect(retention().archiveReferrals('retention.referrals')).rejects.toBeInstanceOf(
+      RetentionBusyError,
+    );
+
+    release();
+    await first;
+    const runs = await store.db
+      .selectFrom('retention_runs')
+      .select(['started_by', 'outcome'])
+      .where('started_by', 'in', ['retention.first', 'retention.second', 'retention.referrals'])
+      .execute();
+    expect(runs).toEqual([{ started_by: 'retention.first', outcome: 'succeeded' }]);
+    // Released, the next run goes.
+    await expect(retention().run('retention.after')).resolves.toMatchObject({ referralsArchived: 0 });
+  });
+
+  it('ends a run not heard from for five minutes as abandoned, and starts', async () => {
+    const id = randomUUID();
+    const heardFrom = new Date(now.getTime() - RETENTION_RUN_STALE_MS - 1_000);
+    await store.db
+      .insertInto('retention_runs')
+      .values({ id, started_by: 'retention.died', started_at: heardFrom, heartbeat_at: heardFrom })
+      .execute();
+    await expect(retention().run('retention.next')).resolves.toMatchObject({ waiting: [] });
+    const rows = await store.db
+      .selectFrom('retention_runs')
+      .select(['started_by', 'outcome'])
+      .where('started_by', 'in', ['retention.died', 'retention.next'])
+      .orderBy('started_at')
+      .execute();
+    expect(rows).toEqual([
+      { started_by: 'retention.died', outcome: 'abandoned' },
+      { started_by: 'retention.next', outcome: 'succeeded' },
+    ]);
   });
 });

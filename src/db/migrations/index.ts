@@ -32,6 +32,7 @@ import * as m0029 from './0029-ledger-search.ts';
 import * as m0030 from './0030-incidents.ts';
 import * as m0031 from './0031-rate-limits.ts';
 import * as m0032 from './0032-forward-backlog-walks.ts';
+import * as m0033 from './0033-retention-runs.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -66,4 +67,5 @@ export const migrations: Record<string, Migration> = {
   '0030-incidents': m0030,
   '0031-rate-limits': m0031,
   '0032-forward-backlog-walks': m0032,
+  '0033-retention-runs': m0033,
 };

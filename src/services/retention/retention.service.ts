@@ -8,8 +8,10 @@
 // ended (an audit row not yet sealed, a delivery or forward still being retried) waits for a later
 // run. Each month dropped leaves an audit row, written with the drop, whose request ID names the
 // table, the month, the rows and the manifest's SHA-256 (no patient data); `retention_archives`
-// keeps the archive's path. The scheduled job (queue/retention.queue.ts) and `refhub retention run`
-// both run it.
+// keeps the archive's path. Between the partitions made and the months retired, the referrals that
+// ended long ago are archived (referrals-archive.ts). The scheduled job (queue/retention.queue.ts) and
+// `refhub retention run` both run it; one run at a time (`retention_runs`, migration 0033), so that
+// a run from the CLI and the scheduled one never write the same archive or purge the same referral.
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -28,6 +30,15 @@ import type { Metrics } from '../../observability/metrics.ts';
 import { checkpointHashOf } from '../audit/audit-chain-check.ts';
 import type { AuditChain } from '../audit/audit-chain.service.ts';
 import { checkpointLine, rowLine } from '../audit/export.ts';
+import { randomUUID } from 'node:crypto';
+import type { ArchiveStaleReferralsOptions, ReferralsArchiveProgress } from './referrals-archive.ts';
+import {
+  RETENTION_HEARTBEAT_MS,
+  RETENTION_RUN_STALE_MS,
+  RetentionBusyError,
+  RetentionLostError,
+} from './runs.ts';
+
 import {
   ArchiveError,
   AUDIT_ARCHIVE_KIND,
@@ -47,6 +58,11 @@ export const RETENTION_MONTHS_AHEAD = 3;
 /** Rows read from a partition at a time. */
 const PAGE = 1_000;
 
+/** Archiving the referrals that ended long ago (referrals-archive.ts, `archiveStaleReferrals`). */
+export type ArchiveReferrals = (
+  options: ArchiveStaleReferralsOptions,
+) => Promise<{ archived: number; archive: string | undefined }>;
+
 export interface RetentionSettings {
   /** How many whole months each table keeps before a month is archived and dropped. */
   readonly months: Readonly<Record<PartitionedTable, number>>;
@@ -58,6 +74,7 @@ export interface RetentionSettings {
 
 export interface RetentionDeps {
   readonly stores: Pick<Stores, 'retention' | 'transaction'>;
+  readonly archiveReferrals: ArchiveReferrals;
   readonly auditChain: Pick<AuditChain, 'exportTrail' | 'publicKeys'>;
   readonly clock: Clock;
   readonly metrics: Pick<Metrics, 'retentionRun' | 'retentionPartitionDropped'>;
@@ -83,6 +100,9 @@ export interface WaitingPartition {
 /** What a run did. Words and counts only: the queue keeps it on the job. */
 export interface RetentionRun {
   readonly partitionsMade: number;
+  /** Referrals archived and purged, and the archive that holds them (undefined when none was due). */
+  readonly referralsArchived: number;
+  readonly referralsArchive: string | undefined;
   readonly archived: readonly ArchivedPartition[];
   readonly waiting: readonly WaitingPartition[];
 }
@@ -95,6 +115,7 @@ export interface RetentionStepContext {
   readonly now: Date;
   readonly requestId: string;
   readonly made: (count: number) => void;
+  readonly referrals: (archived: number, archive: string | undefined) => void;
   readonly archived: (partition: ArchivedPartition) => void;
   readonly waiting: (partition: WaitingPartition) => void;
   readonly found: (count: number) => void;
@@ -254,17 +275,82 @@ export function createRetention(deps: RetentionDeps) {
     }
   }
 
-  /**
-   * The steps of a run, in order; adding one is one line. Referral archiving
-   * (services/retention/referrals-archive.ts, `archiveStaleReferrals`) is a step of its own here.
-   */
+  /** The referrals due for archiving, each counted as it is purged. */
+  async function archiveReferrals(context: RetentionStepContext): Promise<void> {
+    let phase: ReferralsArchiveProgress['phase'] | undefined;
+    const result = await deps.archiveReferrals({
+      now: context.now,
+      requestId: context.requestId,
+      onProgress: (p) => {
+        if (p.phase !== phase && p.phase === 'writing') context.found(p.total);
+        phase = p.phase;
+        if (p.phase === 'purging') context.done();
+      },
+    });
+    context.referrals(result.archived, result.archive);
+  }
+
+  /** The steps of a run, in order; adding one is one line. */
   const steps: readonly RetentionStep[] = [
     { name: 'partitions', run: (context) => makePartitions(context) },
+    { name: 'referrals', run: (context) => archiveReferrals(context) },
     ...PARTITIONED_TABLES.map((table) => ({
       name: table,
       run: (context: RetentionStepContext) => retireAged(table, context),
     })),
   ];
+
+  /**
+   * Runs `work` holding retention (`retention_runs`): RetentionBusyError when another run holds it.
+   * While it runs it says it is alive every RETENTION_HEARTBEAT_MS; `alive` throws RetentionLostError
+   * once another run has taken over, which a run not heard from for RETENTION_RUN_STALE_MS allows.
+   */
+  async function exclusive<T>(
+    startedBy: string,
+    work: (alive: () => void) => Promise<T>,
+    summaryOf: (result: T) => Record<string, number | string>,
+  ): Promise<T> {
+    const id = randomUUID();
+    const started = deps.clock.now();
+    const running = await stores.transaction((tx) =>
+      tx.retention.startRun(
+        { id, startedBy, now: started },
+        new Date(started.getTime() - RETENTION_RUN_STALE_MS),
+      ),
+    );
+    if (running !== undefined) throw new RetentionBusyError(running);
+    let lost = false;
+    const beat = setInterval(() => {
+      stores.retention.heartbeat(id, deps.clock.now()).then(
+        (held) => {
+          if (!held) lost = true;
+        },
+        () => undefined, // the store did not answer: the next beat tries again
+      );
+    }, RETENTION_HEARTBEAT_MS);
+    beat.unref();
+    const alive = () => {
+      if (lost) throw new RetentionLostError();
+    };
+    try {
+      const result = await work(alive);
+      await stores.retention.finishRun(id, deps.clock.now(), {
+        outcome: 'succeeded',
+        summary: summaryOf(result),
+      });
+      return result;
+    } catch (error) {
+      await stores.retention
+        .finishRun(id, deps.clock.now(), {
+          outcome: 'failed',
+          summary: { error: error instanceof Error ? error.name : 'Error' },
+        })
+        .catch(() => undefined); // a store that does not answer: the run is ended as abandoned later
+      throw error;
+    } finally {
+      clearInterval(beat);
+    }
+  }
 
   return {
     steps,
@@ -281,37 +367,88 @@ export function createRetention(deps: RetentionDeps) {
      * what the steps before it did stays done.
      */
     async run(requestId: string, progress: RetentionProgress = () => undefined): Promise<RetentionRun> {
-      const now = deps.clock.now();
-      let partitionsMade = 0;
-      const archived: ArchivedPartition[] = [];
-      const waiting: WaitingPartition[] = [];
-      let found = 0;
-      let done = 0;
-      const context: RetentionStepContext = {
-        now,
+      return exclusive(
         requestId,
-        made: (count) => (partitionsMade += count),
-        archived: (p) => archived.push(p),
-        waiting: (p) => waiting.push(p),
-        found: (count) => {
-          found += count;
-          progress(done, found);
-        },
-        done: () => {
-          done++;
-          progress(done, found);
-        },
-      };
-      try {
-        for (const step of steps) await step.run(context);
-      } catch (error) {
-        deps.metrics.retentionRun('failed', deps.clock.now());
-        throw error;
-      }
-      deps.metrics.retentionRun('succeeded', deps.clock.now());
-      return { partitionsMade, archived, waiting };
+        (alive) => runSteps(requestId, progress, alive),
+        (run) => ({
+          partitionsMade: run.partitionsMade,
+          referralsArchived: run.referralsArchived,
+          partitionsDropped: run.archived.length,
+          partitionsWaiting: run.waiting.length,
+        }),
+      );
+    },
+
+    /**
+     * Archives the referrals due now, holding retention as a run does (`refhub retention referrals`);
+     * RetentionBusyError when a run holds it.
+     */
+    async archiveReferrals(
+      requestId: string,
+      onProgress?: (progress: ReferralsArchiveProgress) => void,
+    ): Promise<{ archived: number; archive: string | undefined }> {
+      return exclusive(
+        requestId,
+        () =>
+          deps.archiveReferrals({
+            now: deps.clock.now(),
+            requestId,
+            ...(onProgress === undefined ? {} : { onProgress }),
+          }),
+        (result) => ({
+          referralsArchived: result.archived,
+          ...(result.archive === undefined ? {} : { archive: result.archive }),
+        }),
+      );
     },
   };
+
+  /** Every step, in order, while `alive` says this run still holds retention. */
+  async function runSteps(
+    requestId: string,
+    progress: RetentionProgress,
+    alive: () => void,
+  ): Promise<RetentionRun> {
+    const now = deps.clock.now();
+    let partitionsMade = 0;
+    let referralsArchived = 0;
+    let referralsArchive: string | undefined;
+    const archived: ArchivedPartition[] = [];
+    const waiting: WaitingPartition[] = [];
+    let found = 0;
+    let done = 0;
+    const context: RetentionStepContext = {
+      now,
+      requestId,
+      made: (count) => (partitionsMade += count),
+      referrals: (count, archive) => {
+        referralsArchived = count;
+        referralsArchive = archive;
+      },
+      archived: (p) => archived.push(p),
+      waiting: (p) => waiting.push(p),
+      found: (count) => {
+        found += count;
+        progress(done, found);
+      },
+      done: () => {
+        alive();
+        done++;
+        progress(done, found);
+      },
+    };
+    try {
+      for (const step of steps) {
+        alive();
+        await step.run(context);
+      }
+    } catch (error) {
+      deps.metrics.retentionRun('failed', deps.clock.now());
+      throw error;
+    }
+    deps.metrics.retentionRun('succeeded', deps.clock.now());
+    return { partitionsMade, referralsArchived, referralsArchive, archived, waiting };
+  }
 }
 
 /** The SHA-256 of an archive's manifest, as `retention_archives` and the audit row name it. */

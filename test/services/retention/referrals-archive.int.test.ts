@@ -11,7 +11,9 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitTimesRepository } from '../../../src/db/wait-times.repository.ts';
+import { retentionSettings } from '../../../src/composition/context.ts';
 import type { ArchiveManifest } from '../../../src/services/retention/archive.ts';
+import { createRetention } from '../../../src/services/retention/retention.service.ts';
 import {
   archiveStaleReferrals,
   openArchivedReferrals,
@@ -142,12 +144,22 @@ describe.each(ENGINES)('archiving referrals on %s', (engine) => {
     });
   });
 
+  // Through retention's run, as the scheduled job and `refhub retention run` do it.
   it('writes, verifies and purges; the referral answers 410 and its figures still count', async () => {
     const now = later();
     const window = { start: new Date(Date.now() - 86_400_000), end: new Date(Date.now() + 86_400_000) };
     const figures = await waitTimesRepository(t.ctx.db).compute(window);
 
-    const result = await archiveStaleReferrals(deps(root), { now });
+    const retention = createRetention({
+      stores: t.ctx.stores,
+      archiveReferrals: (options) => archiveStaleReferrals(deps(root), options),
+      auditChain: t.ctx.auditChain,
+      clock: { now: () => now },
+      metrics: t.ctx.metrics,
+      settings: { ...retentionSettings(t.ctx.config), archiveDir: root },
+    });
+    const run = await retention.run('retention.test');
+    const result = { archived: run.referralsArchived, archive: run.referralsArchive };
     expect(result).toEqual({ archived: 2, archive: `referrals-${now.toISOString().replaceAll(':', '-')}` });
     const dir = path.join(root, result.archive ?? '');
 

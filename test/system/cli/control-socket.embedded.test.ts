@@ -108,6 +108,15 @@ describe('operator commands beside a serving embedded refhub', () => {
     }
   });
 
+  it('runs retention in the serving refhub, which holds the database', async () => {
+    const run = await cli(['retention', 'run']);
+    expect(run.code, run.described).toBe(0);
+    expect(run.stdout).toMatch(/^(Made \d+ month partitions?\.\n)?Nothing is past its retention\.\n$/);
+    const referrals = await cli(['retention', 'referrals']);
+    expect(referrals.code, referrals.described).toBe(0);
+    expect(referrals.stdout).toBe('No referral is due for archiving.\n');
+  });
+
   it('says in one line why it refused, as the command itself would', async () => {
     const r = await cli(['keys', 'revoke', 'rfh_test_nosuchkey']);
     expect(r.code, r.described).toBe(1);
