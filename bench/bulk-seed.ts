@@ -6,8 +6,10 @@
 // (UUIDv7, time-ordered, made from the copy's time and number), the patient's UIN and name, and the
 // times (the copy's own, one second apart going back from `newest`). The columns are read from the
 // database's catalog, so a column that a migration adds is copied too. The template's timeline events,
-// audit rows and unprocessed outbox rows are copied with it, pointing at the copy. Link tokens are not:
-// they are what a read hands out, not part of the referral.
+// the audit rows of its writes (not of reads since its last change, which a scenario may have made by
+// the thousand) are copied with it, pointing at the copy, and, when asked, each copy's outbox rows are
+// written as a submit writes them. Link tokens are not: they are what a read hands out, not part of
+// the referral.
 //
 // The copies hold their patient data (a column each) and their timeline's sentences in the clear, as
 // rows written before field encryption do (and without the blind index of the UIN): a sealed value
@@ -20,6 +22,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../src/db/schema.ts';
 import { openColumns, SEALED_COLUMNS } from '../src/db/data-keys/data-keys.repository.ts';
 import type { FieldCipher } from '../src/domain/data-keys.ts';
+import { OUTBOX_TOPICS } from '../src/domain/lifecycle.ts';
 
 export interface CloneBatch {
   /** The referral to copy. */
@@ -31,7 +34,7 @@ export interface CloneBatch {
   readonly newest: Date;
   /** Distinguishes the IDs of copies of different templates (0–4095). */
   readonly salt: number;
-  /** Copy the template's outbox rows as due, unprocessed rows (a submitted referral's forward). */
+  /** Give each copy the outbox rows a submit writes (its forward and reminders), due now. */
   readonly withOutbox?: boolean;
   /**
    * When set, the batch's copies are this many milliseconds apart, counted from `newest` by their place
@@ -155,23 +158,23 @@ export async function cloneReferral(
     await sql`INSERT INTO audit_events (${audit.names})
       SELECT ${audit.values}
       FROM (SELECT *, row_number() OVER (ORDER BY seq) - 1 AS k FROM audit_events
-            WHERE ${batch.templateId} = ANY (referral_ids) AND cardinality(referral_ids) = 1) t
+            WHERE ${batch.templateId} = ANY (referral_ids) AND cardinality(referral_ids) = 1
+              AND occurred_at <= (SELECT updated_at FROM referrals WHERE id = ${batch.templateId})) t
       JOIN referrals r ON r.id = ${batch.templateId}, ${series}
       ORDER BY g, t.k`.execute(trx);
 
     if (batch.withOutbox === true) {
-      const outbox = copyOf(await columnsOf(trx, 'outbox'), {
-        referral_id: referralId,
-        request_id: uuidv7Sql(atMs(g), batch.salt, 3, sql`(g * 8 + 7)`),
-        created_at: sql`now()`,
-        available_at: sql`now()`,
-        attempts: sql`0`,
-        last_error: sql`NULL`,
-        processed_at: sql`NULL`,
-      });
-      await sql`INSERT INTO outbox (${outbox.names})
-        SELECT ${outbox.values} FROM outbox t, ${series}
-        WHERE t.referral_id = ${batch.templateId} ORDER BY g, t.id`.execute(trx);
+      // The copy's outbox rows, due now, as a submit from draft writes them (domain/lifecycle.ts,
+      // `outboxTopics`): its forward, and its reminders. The template's own rows are no help: the
+      // relay deletes a row once its work is queued, so a submitted template has none left.
+      const topics = [OUTBOX_TOPICS.forward, OUTBOX_TOPICS.reminders];
+      await sql`INSERT INTO outbox (topic, referral_id, version, request_id, created_at, available_at,
+                                    last_error, processed_at)
+        SELECT o.topic, ${referralId}, t.version,
+               ${uuidv7Sql(atMs(g), batch.salt, 3, sql`(g * 8 + 6 + o.k)`)}, now(), now(), NULL, NULL
+        FROM referrals t, ${series},
+             unnest(${topics}::text[]) WITH ORDINALITY AS o(topic, k)
+        WHERE t.id = ${batch.templateId} ORDER BY g, o.k`.execute(trx);
     }
   });
 }

@@ -33,6 +33,15 @@ export async function measureHttp(load: HttpLoad): Promise<Measurement> {
     tail: result.latency.p99,
     rssMiB: rss.stop(),
     errors: result.non2xx + result.errors + result.timeouts,
+    errorStatuses: {
+      ...Object.fromEntries(
+        Object.entries(result.statusCodeStats as Record<string, { count: number }>)
+          .filter(([status]) => !status.startsWith('2'))
+          .map(([status, { count }]) => [status, count]),
+      ),
+      ...(result.errors > 0 ? { 'connection error': result.errors } : {}),
+      ...(result.timeouts > 0 ? { timeout: result.timeouts } : {}),
+    },
   };
 }
 

@@ -58,6 +58,20 @@ export interface Measurement {
   readonly rssMiB: number;
   /** Responses that were not 2xx, or jobs that did not finish: a run with any is not a valid figure. */
   readonly errors: number;
+  /** The answers that were not 2xx, by HTTP status, where the load was HTTP. */
+  readonly errorStatuses?: Readonly<Record<string, number>>;
+}
+
+/** Two counts by status added up. */
+function addStatuses(
+  a: Readonly<Record<string, number>> | undefined,
+  b: Readonly<Record<string, number>> | undefined,
+): Readonly<Record<string, number>> | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  const sum: Record<string, number> = { ...a };
+  for (const [status, count] of Object.entries(b)) sum[status] = (sum[status] ?? 0) + count;
+  return sum;
 }
 
 /** Runs `measure` on the interleaved schedule and returns each side's rounds in order. */
@@ -78,7 +92,16 @@ export function medianOfRounds(rounds: readonly Measurement[]): Measurement {
     tail: median(rounds.map((r) => r.tail)),
     rssMiB: median(rounds.map((r) => r.rssMiB)),
     errors: rounds.reduce((sum, r) => sum + r.errors, 0),
+    ...statusesOf(rounds),
   };
+}
+
+function statusesOf(rounds: readonly Measurement[]): { errorStatuses?: Readonly<Record<string, number>> } {
+  const statuses = rounds.reduce<Readonly<Record<string, number>> | undefined>(
+    (sum, r) => addStatuses(sum, r.errorStatuses),
+    undefined,
+  );
+  return statuses === undefined ? {} : { errorStatuses: statuses };
 }
 
 /** The last value over the first: how a figure moved from the first round to the last (NaN for one). */
@@ -312,7 +335,15 @@ export function formatTable(rows: readonly ResultRow[]): string {
     const parts = row.round === undefined ? [`baseline: ${row.baselineName}`] : [];
     if (row.goal !== undefined) parts.push(`goal: ${row.goal.text} (${row.goal.met ? 'met' : 'NOT met'})`);
     if (row.refhub.errors > 0 || (row.baseline?.errors ?? 0) > 0) {
-      parts.push(`errors: refhub ${row.refhub.errors}, baseline ${row.baseline?.errors ?? 0}`);
+      const by = (m: Measurement | null | undefined) =>
+        m?.errorStatuses === undefined || Object.keys(m.errorStatuses).length === 0
+          ? ''
+          : ` (${Object.entries(m.errorStatuses)
+              .map(([status, count]) => `${count} × ${status}`)
+              .join(', ')})`;
+      parts.push(
+        `errors: refhub ${row.refhub.errors}${by(row.refhub)}, baseline ${row.baseline?.errors ?? 0}${by(row.baseline)}`,
+      );
     }
     if (row.note !== undefined) parts.push(row.note);
     return parts.length === 0 ? [] : [`  ${row.scenario}: ${parts.join('; ')}`];

@@ -25,6 +25,8 @@ import { Redis } from 'ioredis';
 import { sql, type Kysely } from 'kysely';
 import { request } from 'undici';
 import { migrateToLatest, openStore } from '../../src/db/database.ts';
+import { queueKeyPrefix } from '../../src/queue/prefix-claim.ts';
+import { FORWARD_QUEUE } from '../../src/queue/registry.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { cloneReferral } from '../bulk-seed.ts';
 import { benchCipher } from '../data-keys.ts';
@@ -345,7 +347,8 @@ export async function growthScenario(env: BenchEnv, plan: GrowthPlan): Promise<R
   let rss: { stop(): number } | undefined;
   const connection = new Redis(env.redisUrl, { maxRetriesPerRequest: null });
   const prefix = `${env.queuePrefix}-growth`;
-  const queue = new Queue('ehr-forward', { connection, prefix: `{${prefix}}` });
+  // refhub's own forward queue, under its hash tag (queue/prefix-claim.ts).
+  const queue = new Queue(FORWARD_QUEUE, { connection, prefix: queueKeyPrefix(prefix, FORWARD_QUEUE) });
   try {
     await migrateToLatest(store.db);
     const senders = await seedSenders(store.db, plan.institutions);
@@ -362,17 +365,19 @@ export async function growthScenario(env: BenchEnv, plan: GrowthPlan): Promise<R
 
     const reads = new Map<number, Record<Read, Measurement>>();
     let ids: string[] = [];
+    // Started before the copies: as it starts, refhub seals what it finds unsealed (data written before
+    // field encryption, which the copies are), and a million copies would hold its start for minutes.
+    refhub = await startRefhub({
+      databaseUrl: url,
+      dataDir: env.dataDir,
+      redisUrl: env.redisUrl,
+      queuePrefix: prefix,
+      ehrUrl: env.sandbox.address,
+      nodeOptions: plan.nodeOptions,
+    });
+    rss = sampleRss(refhub);
     for (const size of plan.sizes) {
       await growTo(state, size, env.log);
-      refhub ??= await startRefhub({
-        databaseUrl: url,
-        dataDir: env.dataDir,
-        redisUrl: env.redisUrl,
-        queuePrefix: prefix,
-        ehrUrl: env.sandbox.address,
-        nodeOptions: plan.nodeOptions,
-      });
-      rss ??= sampleRss(refhub);
       ids = await readerIds(store.db, reader);
       const measured = await measureReads(refhub, reader, ids, plan);
       env.log(
@@ -384,7 +389,6 @@ export async function growthScenario(env: BenchEnv, plan: GrowthPlan): Promise<R
       );
       reads.set(size, measured);
     }
-    if (refhub === undefined) throw new Error('no size was measured');
     const service = refhub;
 
     const sizes = [...plan.sizes];
@@ -451,7 +455,7 @@ export async function growthScenario(env: BenchEnv, plan: GrowthPlan): Promise<R
     rows.push({
       scenario: `forward, ${plan.backlog.toLocaleString('en')} queued during an outage`,
       unit: 'referrals/s',
-      refhub: { ...backlog.rate, rssMiB: rss?.stop() ?? Number.NaN },
+      refhub: { ...backlog.rate, rssMiB: rss.stop() },
       baseline: empty.rate,
       baselineName: `the rate with an empty queue (${EMPTY_QUEUE_RUN.toLocaleString('en')} referrals)`,
       rounds: 1,

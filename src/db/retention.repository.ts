@@ -259,6 +259,21 @@ export function retentionRepository(db: Executor) {
         .execute();
     },
 
+    /** The run that finished last, and how it ended; undefined before the first has finished. */
+    async lastFinishedRun(): Promise<
+      { readonly outcome: string; readonly startedBy: string; readonly finishedAt: Date } | undefined
+    > {
+      const row = await db
+        .selectFrom('retention_runs')
+        .select(['outcome', 'started_by', 'finished_at'])
+        .where('finished_at', 'is not', null)
+        .orderBy('finished_at', 'desc')
+        .limit(1)
+        .executeTakeFirst();
+      if (row?.outcome == null || row.finished_at === null) return undefined;
+      return { outcome: row.outcome, startedBy: row.started_by, finishedAt: row.finished_at };
+    },
+
     /** The months archived and dropped, of `table` or of every table. */
     async archived(table?: PartitionedTable): Promise<ArchivedMonth[]> {
       let query = db.selectFrom('retention_archives').selectAll();

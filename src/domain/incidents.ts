@@ -37,6 +37,11 @@ export const INCIDENT_CONDITIONS = {
     alert: 'RefhubAuditCheckpointStale',
     summary: 'Audit rows have waited more than 15 minutes to be sealed',
   },
+  /** The last retention run failed, or died and was ended as abandoned: aged data stays in place. */
+  'retention-failing': {
+    alert: 'RefhubRetentionFailing',
+    summary: 'The last retention run failed; data past its retention stays until a run succeeds',
+  },
   /** clamd does not answer PING (where ATTACHMENT_SCANNER is set). */
   'scanner-unreachable': {
     alert: 'RefhubScannerDown',

@@ -3,6 +3,7 @@
 // forward failed for good and the webhook subscriptions refhub disabled. The database is the truth
 // and is read as usual; the queues are asked under a time limit, so an outage makes the page say
 // "unreachable" within seconds instead of hanging it.
+import type { IncidentView } from '../domain/incidents.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { FailedForward } from '../db/forwarding/ledger.ts';
 import type { WebhookSubscription } from '../db/webhooks/subscriptions.repository.ts';
@@ -38,10 +39,12 @@ export interface OpsOverview {
   readonly ehrCircuit: CircuitRow;
   /** Webhook subscriptions refhub disabled (the receiver answered 410, or kept failing). */
   readonly disabledWebhooks: readonly WebhookSubscription[];
+  /** The incidents open now (domain/incidents.ts), oldest first. */
+  readonly incidents: readonly IncidentView[];
 }
 
 export interface OpsOverviewDeps {
-  readonly stores: Pick<Stores, 'outbox' | 'forwarding' | 'webhooks'>;
+  readonly stores: Pick<Stores, 'outbox' | 'forwarding' | 'webhooks' | 'incidents'>;
   readonly clock: Clock;
   /** The producer, asked for only when the page is loaded. */
   readonly producer: () => QueueProducer;
@@ -109,14 +112,23 @@ export function createOpsOverview(deps: OpsOverviewDeps) {
           queues: unknownCounts,
         }),
       );
-      const [outbox, failed, ehrCircuit, disabledWebhooks, queues] = await Promise.all([
+      const [outbox, failed, ehrCircuit, disabledWebhooks, incidents, queues] = await Promise.all([
         deps.stores.outbox.backlogWithEvents(at),
         deps.stores.forwarding.ledger.failedForwards(limit),
         deps.stores.forwarding.circuit.read(),
         deps.stores.webhooks.subscriptions.disabledByRefhub(),
+        deps.stores.incidents.open(),
         queuesPart,
       ]);
-      return { at, outbox, ...queues, failedForwards: { ...failed, limit }, ehrCircuit, disabledWebhooks };
+      return {
+        at,
+        outbox,
+        ...queues,
+        failedForwards: { ...failed, limit },
+        ehrCircuit,
+        disabledWebhooks,
+        incidents,
+      };
     },
   };
 }

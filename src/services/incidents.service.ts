@@ -38,7 +38,7 @@ export interface OpsWebhook {
 }
 
 export interface IncidentsDeps {
-  readonly stores: Pick<Stores, 'incidents' | 'forwarding' | 'outbox' | 'webhooks' | 'audit'>;
+  readonly stores: Pick<Stores, 'incidents' | 'forwarding' | 'outbox' | 'webhooks' | 'audit' | 'retention'>;
   readonly clock: Clock;
   readonly logger: Logger;
   /** Waiting jobs per queue, from the queues. */
@@ -126,6 +126,19 @@ export function createIncidents(deps: IncidentsDeps) {
         evidence: {
           oldestUnsealedAgeSeconds:
             oldest === undefined ? 0 : seconds(now.getTime() - oldest.occurredAt.getTime()),
+        },
+      };
+    },
+    'retention-failing': async (now) => {
+      const last = await stores.retention.lastFinishedRun();
+      const failed = last !== undefined && last.outcome !== 'succeeded';
+      return {
+        condition: 'retention-failing',
+        active: failed,
+        evidence: {
+          lastRunFailed: last?.outcome === 'failed',
+          lastRunAbandoned: last?.outcome === 'abandoned',
+          finishedSecondsAgo: last === undefined ? 0 : seconds(now.getTime() - last.finishedAt.getTime()),
         },
       };
     },

@@ -3,9 +3,11 @@
 // incident and sends one signed `incident.opened`, however many sweeps see it open; closed, the
 // incident resolves and sends one `incident.resolved`, after the opening. An event the receiver
 // refuses is sent again once its wait has passed (not before), and the receiver gets each event once
-// it takes it. No event carries patient data: a canary referral's values appear in none.
+// it takes it. A failed retention run opens an incident of its own, resolved by the next that
+// succeeds. No event carries patient data: a canary referral's values appear in none.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
+import { v7 as uuidv7 } from 'uuid';
 import { newSigningSecret } from '../../src/domain/webhooks-signature.ts';
 import { opsWebhookBackoffMs } from '../../src/domain/incidents.ts';
 import { ENGINES } from '../support/engines.ts';
@@ -132,6 +134,44 @@ describe.each(ENGINES)('incidents on %s', (engine) => {
     later(60_000);
     await t.ctx.incidents.sweep();
     expect(circuitDeliveries()).toHaveLength(before + 3);
+  });
+
+  // The in-process twin of RefhubRetentionFailing: the last retention run failed (or died and was ended
+  // as abandoned) opens it; the next run that succeeds resolves it.
+  it('opens an incident when the last retention run failed, and resolves it when one succeeds', async () => {
+    const retentionEvents = () =>
+      receiver
+        .deliveries()
+        .filter((d) => d.status >= 200 && d.status < 300)
+        .map((d) => JSON.parse(d.body) as Event)
+        .filter((e) => e.data.condition === 'retention-failing');
+    const run = (outcome: 'failed' | 'succeeded') =>
+      t.ctx.db
+        .insertInto('retention_runs')
+        .values({
+          id: uuidv7(),
+          started_by: `retention.test.${outcome}`,
+          started_at: now,
+          heartbeat_at: now,
+          finished_at: now,
+          outcome,
+        })
+        .execute();
+    await run('failed');
+    later(60_000);
+    await t.ctx.incidents.sweep();
+    await t.ctx.incidents.sweep();
+    expect(retentionEvents().map((e) => e.type)).toEqual(['incident.opened']);
+    expect(retentionEvents()[0]?.data.evidence).toMatchObject({
+      lastRunFailed: true,
+      lastRunAbandoned: false,
+    });
+
+    await run('succeeded');
+    later(60_000);
+    await t.ctx.incidents.sweep();
+    await t.ctx.incidents.sweep();
+    expect(retentionEvents().map((e) => e.type)).toEqual(['incident.opened', 'incident.resolved']);
   });
 
   it('carries no patient data', () => {

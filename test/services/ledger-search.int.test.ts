@@ -4,9 +4,14 @@
 // CSV read back as the rows (the CSV by PostgreSQL's own CSV parser); a dry run changes nothing; and a
 // replay skips what the receiver acknowledged, queues the rest linked to the attempt it repeats, and
 // is audited and recorded.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
 import { PGlite } from '@electric-sql/pglite';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ledgerArg, searchLedger } from '../../src/cli/ledger-search.command.ts';
 import { ehrSubmissionRepository } from '../../src/db/forwarding/ledger.ts';
 import { webhookAttemptRepository } from '../../src/db/webhooks/attempts.repository.ts';
 import { webhookSubscriptionRepository } from '../../src/db/webhooks/subscriptions.repository.ts';
@@ -304,6 +309,52 @@ describe.each(ENGINES)('the ledger search on %s', (engine) => {
     }
     // A fresh PGlite (PostgreSQL's CSV parser) starts in seconds, longer on a busy machine.
   }, 120_000);
+
+  // `refhub ledger search` as commander hands it the flags: strings, checked here.
+  it('refhub ledger search: the flags as typed, to stdout or a file, and each bad flag named', async () => {
+    const deps = { ledgerSearch: t.ctx.ledgerSearch };
+    const flags = { from: range.from.toISOString(), to: range.to.toISOString() };
+    let printed = '';
+    const stdout = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        printed += chunk.toString('utf8');
+        done();
+      },
+    });
+    await searchLedger(deps, 'forwards', { ...flags, status: '503' }, stdout);
+    const ids = printed
+      .trimEnd()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { id: string }).id);
+    expect(ids.sort()).toEqual(
+      forwards
+        .filter((f) => f.httpStatus === 503)
+        .map((f) => f.id)
+        .sort(),
+    );
+
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'refhub-ledger-'));
+    try {
+      const out = path.join(dir, 'failed.csv');
+      await searchLedger(deps, 'forwards', { ...flags, outcome: 'failed', format: 'csv', out });
+      const records = fs.readFileSync(out, 'utf8').trimEnd().split('\r\n');
+      expect(records[0]).toBe(EXPORT_COLUMNS.forwards.join(','));
+      expect(records).toHaveLength(1 + forwards.filter((f) => f.outcome === 'failed').length);
+      // Only its owner reads the export: it names referrals and their deliveries.
+      expect(fs.statSync(out).mode & 0o777).toBe(0o600);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+
+    await expect(searchLedger(deps, 'forwards', { to: flags.to }, stdout)).rejects.toThrow(/--from/);
+    await expect(searchLedger(deps, 'forwards', { ...flags, status: 'teapot' }, stdout)).rejects.toThrow(
+      /--status/,
+    );
+    await expect(searchLedger(deps, 'webhooks', { ...flags, format: 'xml' }, stdout)).rejects.toThrow(
+      /--format must be ndjson or csv/,
+    );
+    expect(() => ledgerArg('invoices')).toThrow(/expected forwards or webhooks/);
+  });
 
   /** What a replay may change: the referrals' forwarding columns, the outbox, the ledgers, the audit. */
   const snapshot = async () => ({

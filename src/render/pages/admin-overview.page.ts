@@ -2,6 +2,7 @@
 // queue dashboard. Pure rendering: IDs, counts, ages and codes in, HTML out, escaped by construction.
 // No script runs; the one stylesheet carries the response's CSP nonce.
 import type { DisplayTime } from '../../domain/display-time.ts';
+import { INCIDENT_CONDITIONS, runbookOf, type IncidentView } from '../../domain/incidents.ts';
 import { html, trustedHtml, type SafeHtml } from '../html.ts';
 import { PAGE_CSS } from './page-style.ts';
 
@@ -50,6 +51,7 @@ export interface OverviewView {
     readonly openedAt: Date | null;
     readonly probeAt: Date | null;
   };
+  readonly incidents: readonly IncidentView[];
   readonly disabledWebhooks: readonly {
     readonly id: string;
     readonly institution: { readonly idType: string; readonly id: string };
@@ -252,6 +254,44 @@ function queueTable(o: OverviewView): SafeHtml {
   </section>`;
 }
 
+function incidentsTable(o: OverviewView, when: Instant): SafeHtml {
+  const rows = o.incidents;
+  const list =
+    rows.length === 0
+      ? html`<p data-incidents-none>No incident is open.</p>`
+      : html`<div class="table-wrap">
+          <table class="table">
+            <thead>
+              <tr>
+                <th scope="col">Condition</th>
+                <th scope="col">What it means</th>
+                <th scope="col">Open since</th>
+                <th scope="col">What to do</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${rows.map(
+                (i) =>
+                  html`<tr data-incident="${i.condition}">
+                    <td class="mono" data-label="Condition">${i.condition}</td>
+                    <td data-label="What it means">${INCIDENT_CONDITIONS[i.condition].summary}</td>
+                    <td class="nowrap" data-label="Open since">${when(i.openedAt)}</td>
+                    <td class="mono" data-label="What to do">${runbookOf(i.condition)}</td>
+                  </tr>`,
+              )}
+            </tbody>
+          </table>
+        </div>`;
+  return html`<section class="card" aria-labelledby="incidents-title">
+    <h2 class="card__title" id="incidents-title">Open incidents</h2>
+    <p class="card__intro">
+      The conditions refhub watches itself, each the twin of an alert rule; an incident resolves by itself
+      once its condition is false again.
+    </p>
+    ${list}
+  </section>`;
+}
+
 function disabledWebhooksTable(o: OverviewView, when: Instant): SafeHtml {
   const rows = o.disabledWebhooks;
   const list =
@@ -405,7 +445,7 @@ export function renderOverviewPage(options: OverviewPageOptions): string {
             >
             <a class="button button--secondary" href="/admin">Refresh</a>
           </div>
-          ${circuitBanner(o, when)} ${queuesBanner(o)} ${stats(o)} ${queueTable(o)}
+          ${circuitBanner(o, when)} ${queuesBanner(o)} ${incidentsTable(o, when)} ${stats(o)} ${queueTable(o)}
           ${failedTable(o, options.writable, when)} ${disabledWebhooksTable(o, when)}
         </main>
         <footer class="site-footer">Request ID <span class="mono">${options.requestId}</span></footer>

@@ -34,6 +34,7 @@ function overview(fields: Partial<OpsOverview> = {}): OpsOverview {
     failedForwards: { total: 0, rows: [], limit: 50 },
     ehrCircuit: CLOSED,
     disabledWebhooks: [],
+    incidents: [],
     ...fields,
   };
 }
@@ -186,6 +187,27 @@ describe('the overview page', () => {
     );
     expect(stat($, 'redis')).toEqual({ value: 'Needs attention', tone: 'attention' });
     expect($('[data-stat="redis"] .stat__note').text()).toBe('maxmemory-policy allkeys-lru');
+  });
+
+  it('lists the open incidents with what they mean, since when, and the runbook; none when calm', () => {
+    expect(render(overview()).$('[data-incidents-none]').text()).toBe('No incident is open.');
+    const { $ } = render(
+      overview({
+        incidents: [
+          {
+            id: '01970a4e-1c2b-7d3e-8f40-000000000001',
+            condition: 'retention-failing',
+            openedAt: new Date('2026-06-04T01:00:00.000Z'),
+            resolvedAt: null,
+            evidence: { lastRunFailed: true },
+          },
+        ],
+      }),
+    );
+    const row = $('tr[data-incident="retention-failing"]');
+    expect(row.find('[data-label="What it means"]').text()).toContain('The last retention run failed');
+    expect(row.find('[data-label="Open since"]').text()).toBe('Thu 4 Jun 2026, 09:00 SGT');
+    expect(row.find('[data-label="What to do"]').text()).toBe('docs/operations.md#refhubretentionfailing');
   });
 
   it('runs no script, loads nothing and escapes what it prints', () => {
