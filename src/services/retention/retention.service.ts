@@ -12,7 +12,7 @@
 // ended long ago are archived (referrals-archive.ts). The scheduled job (queue/retention.queue.ts) and
 // `refhub retention run` both run it; one run at a time (`retention_runs`, migration 0033), so that
 // a run from the CLI and the scheduled one never write the same archive or purge the same referral.
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { auditEventOf, systemActor } from '../../domain/audit.ts';
@@ -30,7 +30,6 @@ import type { Metrics } from '../../observability/metrics.ts';
 import { checkpointHashOf } from '../audit/audit-chain-check.ts';
 import type { AuditChain } from '../audit/audit-chain.service.ts';
 import { checkpointLine, rowLine } from '../audit/export.ts';
-import { randomUUID } from 'node:crypto';
 import type { ArchiveStaleReferralsOptions, ReferralsArchiveProgress } from './referrals-archive.ts';
 import {
   RETENTION_HEARTBEAT_MS,
@@ -38,7 +37,6 @@ import {
   RetentionBusyError,
   RetentionLostError,
 } from './runs.ts';
-
 import {
   ArchiveError,
   AUDIT_ARCHIVE_KIND,
