@@ -1,10 +1,11 @@
 // The running embedded refhub's door for its operator's commands. With PGlite one process holds
 // DATA_DIR, so `refhub keys …`, `refhub clients …` and `refhub retention run|referrals` cannot open
 // the database while `refhub all` serves; that process listens on DATA_DIR/refhub.sock and runs them
-// there (cli/control-client.ts is the other end). The socket is made open to the owner of DATA_DIR alone (mode 600), in a directory
-// that is the installation's: whoever can open it can already read the database, so it grants
-// nothing new, and it never listens on the network. Each command runs as it would in the CLI's own
-// process, through the same code and the same services, which audit what they do.
+// there (cli/control-client.ts is the other end). The socket is made open to the owner of DATA_DIR
+// alone (mode 600), in a directory that is the installation's: whoever can open it can already read
+// the database, so it grants nothing new, and it never listens on the network. Each command runs as
+// it would in the CLI's own process, through the same code and the same services, which audit what
+// they do.
 import fs from 'node:fs';
 import http from 'node:http';
 import { createClient, listClients, revokeClient, setClientKeys } from '../cli/client-credentials.command.ts';

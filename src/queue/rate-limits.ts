@@ -28,8 +28,8 @@ import { queueKeyPrefix } from './prefix-claim.ts';
 export const RATE_LIMIT_COMMAND_TIMEOUT_MS = 250;
 
 // KEYS[1] the bucket; ARGV now, emission interval, burst tolerance (milliseconds): `takeFrom`, with
-// `tatReadAt`'s reading of the stored TAT. Returns
-// {allowed (1 or 0), TAT as a string}: Lua numbers come back to the client as integers otherwise.
+// `tatReadAt`'s reading of the stored TAT. Returns {allowed (1 or 0), TAT as a string}: Lua numbers
+// come back to the client as integers otherwise.
 const TAKE = `
 local now = tonumber(ARGV[1])
 local interval = tonumber(ARGV[2])
