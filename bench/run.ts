@@ -18,10 +18,11 @@
 // bursts on one database), BENCH_WRITE_DRAFTS (15000), BENCH_SOAK_SECONDS (600),
 // BENCH_SCALE_BURST (2000), BENCH_QUEUES_SECONDS (20: how long each queue set-up is offered its
 // load per round), BENCH_GROWTH_SIZES (100000,1000000; add 10000000 for the full growth),
-// BENCH_BACKLOG (100000: forwards queued during the outage), BENCH_WEBHOOK_BURST (1000), BENCH_REFHUB_NODE_OPTIONS (Node flags for the
-// refhub processes after those of npm start, such as other heap limits or --cpu-prof),
-// BENCH_QUEUE_BACKEND (postgres or redis: where the refhub processes of the scenarios other than
-// queues keep their queues; unset, in Redis), REDIS_URL (redis://127.0.0.1:6379).
+// BENCH_BACKLOG (100000: forwards queued during the growth scenario's EHR outage),
+// BENCH_WEBHOOK_BURST (1000), BENCH_REFHUB_NODE_OPTIONS (Node flags for the refhub processes after
+// those of npm start, such as other heap limits or --cpu-prof), BENCH_QUEUE_BACKEND (postgres or
+// redis: where the refhub processes of the scenarios other than queues keep their queues; unset, in
+// Redis), REDIS_URL (redis://127.0.0.1:6379).
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
