@@ -60,6 +60,15 @@ export async function startService(options: StartOptions): Promise<Service> {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   tieToThisProcess(child);
+  // BENCH_LOG_DIR keeps every line each process writes, for finding what its answers do not say.
+  const logDir = process.env.BENCH_LOG_DIR;
+  if (logDir !== undefined && logDir !== '') {
+    const file = fs.createWriteStream(
+      path.join(logDir, `${options.name.replaceAll(/\W+/g, '-')}-${Date.now()}.log`),
+    );
+    child.stdout.pipe(file);
+    child.stderr.pipe(file);
+  }
   let tail = '';
   let ready = '';
   const keep = (chunk: Buffer) => {

@@ -22,7 +22,8 @@
 // BENCH_WEBHOOK_BURST (1000), BENCH_REFHUB_NODE_OPTIONS (Node flags for the refhub processes after
 // those of npm start, such as other heap limits or --cpu-prof), BENCH_QUEUE_BACKEND (postgres or
 // redis: where the refhub processes of the scenarios other than queues keep their queues; unset, in
-// Redis), REDIS_URL (redis://127.0.0.1:6379).
+// Redis), REDIS_URL (redis://127.0.0.1:6379), BENCH_LOG_DIR (a directory that keeps every line the
+// processes write; unset, only the last lines, shown when one fails).
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
