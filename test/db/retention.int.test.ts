@@ -19,7 +19,7 @@ import { createMetrics } from '../../src/observability/metrics.ts';
 import { createAuditChain } from '../../src/services/audit/audit-chain.service.ts';
 import { verifyArchive } from '../../src/services/retention/archive.ts';
 import { archiveStaleReferrals } from '../../src/services/retention/referrals-archive.ts';
-import { createRetention } from '../../src/services/retention/retention.service.ts';
+import { createRetention, type ArchiveReferrals } from '../../src/services/retention/retention.service.ts';
 import { RETENTION_RUN_STALE_MS, RetentionBusyError } from '../../src/services/retention/runs.ts';
 import { ENGINES, openTestStore } from '../support/engines.ts';
 import { storesOf } from '../support/stores.ts';
@@ -32,14 +32,15 @@ describe.each(ENGINES)('retention on %s', (engine) => {
   const clock = { now: () => now };
   const metrics = createMetrics();
   const auditChain = () => createAuditChain({ stores, clock });
-  const retention = () =>
+  const archiveReferrals: ArchiveReferrals = (options) =>
+    archiveStaleReferrals(
+      { stores, config: { retentionArchiveDir: root, referralArchiveAfterMonths: 18 } },
+      options,
+    );
+  const retention = (archive: ArchiveReferrals = archiveReferrals) =>
     createRetention({
       stores,
-      archiveReferrals: (options) =>
-        archiveStaleReferrals(
-          { stores, config: { retentionArchiveDir: root, referralArchiveAfterMonths: 18 } },
-          options,
-        ),
+      archiveReferrals: archive,
       auditChain: auditChain(),
       clock,
       metrics,
@@ -169,22 +170,11 @@ describe.each(ENGINES)('retention on %s', (engine) => {
     let started: () => void = () => undefined;
     const running = new Promise<void>((resolve) => (started = resolve));
     const held = new Promise<void>((resolve) => (release = resolve));
-    // The first run holds retention while its referrals are archived: it waits there until released.
-    const first = createRetention({
-      stores,
-      archiveReferrals: async () => {
-        started();
-        await held;
-        return { archived: 0, archive: undefined };
-      },
-      auditChain: auditChain(),
-      clock,
-      metrics,
-      settings: {
-        months: { audit_events: 72, referral_events: 36, webhook_attempts: 3, ehr_submissions: 72 },
-        archiveDir: root,
-        monthsAhead: 3,
-      },
+    // The first run holds retention as it comes to its referrals: it waits there until released.
+    const first = retention(async (options) => {
+      started();
+      await held;
+      return archiveReferrals(options);
     }).run('retention.first');
     await running;
 

@@ -48,6 +48,24 @@ function command(port: number, ...args: string[]): Promise<string> {
   });
 }
 
+/** A test's redis-server: on loopback at `port`, nothing kept on disk, and no key ever evicted. */
+export function redisServerArgs(port: number, dir: string): string[] {
+  return [
+    '--port',
+    String(port),
+    '--bind',
+    HOST,
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--maxmemory-policy',
+    'noeviction',
+    '--dir',
+    dir,
+  ];
+}
+
 export async function startRedisServer(): Promise<RedisServer> {
   const port = await freePort();
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'refhub-redis-'));
@@ -56,24 +74,7 @@ export async function startRedisServer(): Promise<RedisServer> {
 
   async function start(): Promise<void> {
     if (child !== undefined) throw new Error(`redis-server on port ${port} is already running`);
-    const proc = spawn(
-      'redis-server',
-      [
-        '--port',
-        String(port),
-        '--bind',
-        HOST,
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--maxmemory-policy',
-        'noeviction',
-        '--dir',
-        dir,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const proc = spawn('redis-server', redisServerArgs(port, dir), { stdio: ['ignore', 'pipe', 'pipe'] });
     tieToThisProcess(proc);
     child = proc;
     let output = '';

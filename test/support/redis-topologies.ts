@@ -10,13 +10,18 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { tieToThisProcess } from './child-lifeline.ts';
 import { freePort, LOOPBACK as HOST } from './free-port.ts';
+import { redisServerArgs } from './redis-server.ts';
 
 const START_TIMEOUT_MS = 10_000;
 const STOP_GRACE_MS = 5_000;
 /** How long a cluster node may be unreachable before the others count it failed. */
 const CLUSTER_NODE_TIMEOUT_MS = 2_000;
-/** How long a Sentinel waits before it counts the primary down, and a failover may take. */
-export const SENTINEL_DOWN_AFTER_MS = 1_000;
+/**
+ * How long a Sentinel waits before it counts the primary down (Sentinel's own default), and a failover
+ * may take. The tests fail over by command (`SENTINEL FAILOVER`), never by a primary falling silent: a
+ * short wait would let a loaded machine's slow answer start a failover of its own.
+ */
+export const SENTINEL_DOWN_AFTER_MS = 30_000;
 export const SENTINEL_FAILOVER_TIMEOUT_MS = 10_000;
 /** Sentinels tell each other of themselves every 2 s (hello); a few rounds let every one know the rest. */
 const SENTINEL_DISCOVERY_MS = 5 * 2_000 + START_TIMEOUT_MS;
@@ -91,21 +96,6 @@ async function stopProcess(process: Process): Promise<void> {
   clearTimeout(grace);
 }
 
-const serverArgs = (port: number, dir: string): string[] => [
-  '--port',
-  String(port),
-  '--bind',
-  HOST,
-  '--save',
-  '',
-  '--appendonly',
-  'no',
-  '--maxmemory-policy',
-  'noeviction',
-  '--dir',
-  dir,
-];
-
 export interface RedisCluster {
   /** The primaries' ports. */
   readonly ports: readonly number[];
@@ -127,7 +117,7 @@ export async function startRedisCluster(): Promise<RedisCluster> {
       started.push(
         await startProcess(
           [
-            ...serverArgs(port, dir),
+            ...redisServerArgs(port, dir),
             '--cluster-enabled',
             'yes',
             '--cluster-port',
@@ -211,10 +201,10 @@ export async function startRedisSentinels(name = 'refhub-primary'): Promise<Redi
   const started: Process[] = [];
   try {
     const primary = await freePort();
-    started.push(await startProcess(serverArgs(primary, dir), primary));
+    started.push(await startProcess(redisServerArgs(primary, dir), primary));
     const replica = await freePort();
     started.push(
-      await startProcess([...serverArgs(replica, dir), '--replicaof', HOST, String(primary)], replica),
+      await startProcess([...redisServerArgs(replica, dir), '--replicaof', HOST, String(primary)], replica),
     );
     await until('the replica in sync with the primary', START_TIMEOUT_MS, async () =>
       String(await ask(replica, 'INFO', 'replication')).includes('master_link_status:up'),
